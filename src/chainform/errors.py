@@ -1,0 +1,143 @@
+"""Typed errors. Each says which phase failed so callers (and the CLI) can react precisely."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from chainform.types import ChatResponse
+
+
+class ChainformError(Exception):
+    """Base class of every error chainform raises on purpose."""
+
+
+class SchemaError(ChainformError, ValueError):
+    """A schema given by the user is malformed or cannot be described/converted."""
+
+
+class ModelNotFoundError(ChainformError, LookupError):
+    """No model is registered under the requested name or alias."""
+
+
+class MissingKeyError(ChainformError):
+    """The provider needs an API key and none was found (argument, environment or keys file)."""
+
+
+class ProviderError(ChainformError):
+    """The provider failed: HTTP status, auth, rate limit, timeout or a dropped connection."""
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        status: int | None = None,
+        provider: str | None = None,
+        request_id: str | None = None,
+        retryable: bool = False,
+    ) -> None:
+        self.status = status
+        self.provider = provider
+        self.request_id = request_id
+        self.retryable = retryable
+        bits = [b for b in (provider, f"HTTP {status}" if status else None) if b]
+        prefix = f"[{' '.join(bits)}] " if bits else ""
+        suffix = f" (request id {request_id})" if request_id else ""
+        super().__init__(f"{prefix}{message}{suffix}")
+        self.provider_message = message
+
+
+class UnsupportedOptionError(ProviderError):
+    """A chat option was set that this provider has no equivalent for."""
+
+
+class GuardrailError(ChainformError):
+    """A guardrail rejected the input or the output of a call."""
+
+    def __init__(self, message: str, *, guardrail: str | None = None, stage: str = "input") -> None:
+        self.guardrail = guardrail
+        self.stage = stage
+        super().__init__(message)
+
+
+class ToolError(ChainformError):
+    """A tool could not be described, found or run."""
+
+
+class ToolDefinitionError(ToolError, TypeError):
+    """A Python callable cannot be turned into a tool (missing annotation, *args, undescribable type)."""
+
+
+class ToolArgumentError(ToolError, ValueError):
+    """The model's arguments do not fit the tool's signature. The message names each bad field."""
+
+    def __init__(self, tool: str, errors: list[str]) -> None:
+        self.tool = tool
+        self.errors = list(errors)
+        super().__init__(f"Invalid arguments for tool {tool!r}: " + "; ".join(self.errors))
+
+
+class UnknownToolError(ToolError, LookupError):
+    """The model (or a caller) asked for a tool name that was not registered."""
+
+
+@dataclass
+class Attempt:
+    """One try at producing structured output: what the model said and why it was refused."""
+
+    raw_text: str
+    error: str
+    purpose: str = "chain"
+
+
+class StructuredOutputGenerationError(ChainformError):
+    """Raised inside the middleware chain for ONE failed attempt; a middleware may accept or retry."""
+
+    def __init__(self, message: str, *, raw_text: str, value: Any = None) -> None:
+        self.raw_text = raw_text
+        self.value = value
+        super().__init__(message)
+
+
+class ChainError(ChainformError):
+    """The tool loop failed. `responses` keeps every model call made before the failure."""
+
+    def __init__(self, message: str, *, responses: list[ChatResponse] | None = None) -> None:
+        self.responses: list[ChatResponse] = list(responses or [])
+        super().__init__(message)
+
+
+class StructuredOutputError(ChainError):
+    """Output never validated after all retries; carries every attempt and the last raw text."""
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        attempts: list[Attempt],
+        responses: list[ChatResponse] | None = None,
+    ) -> None:
+        self.attempts = list(attempts)
+        self.last_text = attempts[-1].raw_text if attempts else ""
+        super().__init__(message, responses=responses)
+
+
+class FormattingError(ChainError):
+    """The deferred (+1) formatting call failed; carries the context it was given."""
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        context: str,
+        attempts: list[Attempt] | None = None,
+        responses: list[ChatResponse] | None = None,
+    ) -> None:
+        self.context = context
+        self.attempts = list(attempts or [])
+        super().__init__(message, responses=responses)
+
+
+class ScriptExhaustedError(ChainformError):
+    """A ScriptedClient was asked for more replies than its script holds."""
