@@ -1,0 +1,53 @@
+"""The one vocabulary shared by every layer: messages, content, responses, options, profiles."""
+
+from chainform.types._content import (
+    Content,
+    DataContent,
+    ErrorContent,
+    FunctionCallContent,
+    FunctionResultContent,
+    TextContent,
+    TextReasoningContent,
+    UriContent,
+    UsageContent,
+    parse_arguments,
+)
+from chainform.types._messages import ChatResponse, ChatResponseUpdate, Message, StructuredResponse
+from chainform.types._options import (
+    ChatOptions,
+    FunctionSpec,
+    ModelProfile,
+    ResponseFormat,
+    SchemaDialect,
+    ToolMode,
+    ToolSpec,
+)
+from chainform.types._usage import UsageDetails
+from chainform.types._values import FinishReason, Role
+
+__all__ = [
+    "ChatOptions",
+    "ChatResponse",
+    "ChatResponseUpdate",
+    "Content",
+    "DataContent",
+    "ErrorContent",
+    "FinishReason",
+    "FunctionCallContent",
+    "FunctionResultContent",
+    "FunctionSpec",
+    "Message",
+    "ModelProfile",
+    "ResponseFormat",
+    "Role",
+    "SchemaDialect",
+    "StructuredResponse",
+    "TextContent",
+    "TextReasoningContent",
+    "ToolMode",
+    "ToolSpec",
+    "UriContent",
+    "UsageContent",
+    "UsageDetails",
+    "parse_arguments",
+]

@@ -1,0 +1,165 @@
+"""Content parts: the pieces a message is made of, identical for every provider."""
+
+from __future__ import annotations
+
+import base64
+import json
+import re
+from dataclasses import dataclass, field
+from typing import Any, Literal, Union
+
+from chainform.types._usage import UsageDetails
+
+_DATA_URI = re.compile(r"^data:(?P<media>[^;,]*)(?P<b64>;base64)?,(?P<data>.*)$", re.DOTALL)
+
+
+@dataclass
+class TextContent:
+    text: str
+    type: Literal["text"] = field(default="text", init=False)
+
+
+@dataclass
+class TextReasoningContent:
+    """Reasoning ("thinking") text; `protected_data` keeps an opaque signature some providers require."""
+
+    text: str
+    protected_data: str | None = None
+    type: Literal["reasoning"] = field(default="reasoning", init=False)
+
+
+@dataclass
+class DataContent:
+    """Inline binary data (an image, a PDF...), given as bytes or as a data URI."""
+
+    data: bytes
+    media_type: str
+
+    type: Literal["data"] = field(default="data", init=False)
+
+    @classmethod
+    def from_uri(cls, uri: str) -> DataContent:
+        match = _DATA_URI.match(uri)
+        if match is None:
+            raise ValueError("not a data URI (expected 'data:<media type>;base64,<data>')")
+        raw = match.group("data")
+        data = base64.b64decode(raw) if match.group("b64") else raw.encode()
+        return cls(data=data, media_type=match.group("media") or "application/octet-stream")
+
+    @property
+    def base64(self) -> str:
+        return base64.b64encode(self.data).decode("ascii")
+
+    @property
+    def uri(self) -> str:
+        return f"data:{self.media_type};base64,{self.base64}"
+
+
+@dataclass
+class UriContent:
+    """A reference to content by URL that the provider fetches itself."""
+
+    uri: str
+    media_type: str | None = None
+    type: Literal["uri"] = field(default="uri", init=False)
+
+
+@dataclass
+class FunctionCallContent:
+    """A tool call. `arguments` is the parsed object; `raw_arguments` keeps the text when it did not parse.
+
+    In streaming updates a call arrives in fragments: `raw_arguments` then holds one fragment and
+    `index` (or `call_id`) says which call it continues.
+    """
+
+    call_id: str
+    name: str
+    arguments: dict[str, Any] | None = None
+    raw_arguments: str | None = None
+    index: int | None = None
+    type: Literal["function_call"] = field(default="function_call", init=False)
+
+    @classmethod
+    def from_raw(
+        cls, call_id: str, name: str, raw_arguments: str, index: int | None = None
+    ) -> FunctionCallContent:
+        """Parse the provider's argument text; keep the text itself when it is not a JSON object."""
+        parsed = parse_arguments(raw_arguments)
+        if parsed is None:
+            return cls(call_id, name, None, raw_arguments, index)
+        return cls(call_id, name, parsed, raw_arguments, index)
+
+    @property
+    def parse_error(self) -> str | None:
+        if self.arguments is not None:
+            return None
+        if not self.raw_arguments:
+            return None
+        return f"arguments are not a JSON object: {self.raw_arguments[:200]!r}"
+
+    def arguments_json(self) -> str:
+        if self.arguments is not None:
+            return json.dumps(self.arguments, ensure_ascii=False)
+        return self.raw_arguments or "{}"
+
+
+def parse_arguments(raw: str | None) -> dict[str, Any] | None:
+    """Tool-call argument text as a dict; empty text is `{}`; anything but an object is None."""
+    if raw is None or not raw.strip():
+        return {}
+    try:
+        value = json.loads(raw)
+    except ValueError:
+        return None
+    return value if isinstance(value, dict) else None
+
+
+@dataclass
+class FunctionResultContent:
+    """What a tool returned (or the error it raised) for the call with the same `call_id`."""
+
+    call_id: str
+    result: Any = None
+    error: str | None = None
+    name: str | None = None
+    type: Literal["function_result"] = field(default="function_result", init=False)
+
+    def result_text(self) -> str:
+        """The result as the text a provider receives."""
+        if self.error is not None:
+            return f"Error: {self.error}"
+        if isinstance(self.result, str):
+            return self.result
+        try:
+            return json.dumps(self.result, ensure_ascii=False, default=str)
+        except (TypeError, ValueError):
+            return str(self.result)
+
+
+@dataclass
+class ErrorContent:
+    """An error reported inside a response (e.g. a stream that broke mid-way)."""
+
+    message: str
+    error_code: str | None = None
+    type: Literal["error"] = field(default="error", init=False)
+
+
+@dataclass
+class UsageContent:
+    """Usage reported inside a stream; joined responses sum these into `usage_details`."""
+
+    details: UsageDetails
+    type: Literal["usage"] = field(default="usage", init=False)
+
+
+Content = Union[
+    TextContent,
+    TextReasoningContent,
+    DataContent,
+    UriContent,
+    FunctionCallContent,
+    FunctionResultContent,
+    ErrorContent,
+    UsageContent,
+]

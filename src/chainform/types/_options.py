@@ -1,0 +1,166 @@
+"""What a caller asks of one call (ChatOptions) and what a model can do (ModelProfile)."""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any, ClassVar, Literal, Protocol, runtime_checkable
+
+
+@runtime_checkable
+class ToolSpec(Protocol):
+    """What a client needs to offer a tool to a model. `chainform.Tool` satisfies it."""
+
+    @property
+    def name(self) -> str: ...
+
+    @property
+    def description(self) -> str: ...
+
+    @property
+    def parameters(self) -> dict[str, Any]: ...
+
+
+@dataclass(frozen=True)
+class FunctionSpec:
+    """A plain tool declaration (no Python behind it), e.g. the output tool of the tool strategy."""
+
+    name: str
+    description: str
+    parameters: dict[str, Any]
+
+
+@dataclass(frozen=True)
+class ResponseFormat:
+    """Plain text, or JSON constrained by a schema (`strict` asks the provider to enforce it)."""
+
+    kind: Literal["text", "json_schema", "json_object"] = "text"
+    schema: dict[str, Any] | None = None
+    name: str = "response"
+    description: str | None = None
+    strict: bool = True
+
+    TEXT: ClassVar[ResponseFormat]
+
+    @classmethod
+    def json_schema(
+        cls,
+        schema: dict[str, Any],
+        *,
+        name: str = "response",
+        description: str | None = None,
+        strict: bool = True,
+    ) -> ResponseFormat:
+        return cls("json_schema", schema, name, description, strict)
+
+    @classmethod
+    def json_object(cls) -> ResponseFormat:
+        return cls("json_object")
+
+
+ResponseFormat.TEXT = ResponseFormat()
+
+
+@dataclass(frozen=True)
+class ToolMode:
+    """auto (model decides), none (no tool calls), required (some tool, or the one named)."""
+
+    mode: Literal["auto", "none", "required"] = "auto"
+    function_name: str | None = None
+
+    AUTO: ClassVar[ToolMode]
+    NONE: ClassVar[ToolMode]
+    REQUIRED_ANY: ClassVar[ToolMode]
+
+    @classmethod
+    def required(cls, function_name: str | None = None) -> ToolMode:
+        return cls("required", function_name)
+
+
+ToolMode.AUTO = ToolMode("auto")
+ToolMode.NONE = ToolMode("none")
+ToolMode.REQUIRED_ANY = ToolMode("required")
+
+
+@dataclass
+class ChatOptions:
+    """Per-call settings. `None` means "the provider's default"; `additional_properties` holds extras."""
+
+    allow_multiple_tool_calls: bool | None = None
+    conversation_id: str | None = None
+    frequency_penalty: float | None = None
+    max_output_tokens: int | None = None
+    model_id: str | None = None
+    presence_penalty: float | None = None
+    response_format: ResponseFormat | None = None
+    seed: int | None = None
+    stop_sequences: list[str] | None = None
+    temperature: float | None = None
+    tool_mode: ToolMode | None = None
+    tools: Sequence[ToolSpec] | None = None
+    top_k: int | None = None
+    top_p: float | None = None
+    additional_properties: dict[str, Any] = field(default_factory=dict)
+
+    def replace(self, **changes: Any) -> ChatOptions:
+        """A copy with some fields changed (the original is never mutated)."""
+        return dataclasses.replace(self, **changes)
+
+    def merged(self, other: ChatOptions | None) -> ChatOptions:
+        """These options overlaid by every field `other` sets."""
+        if other is None:
+            return self.replace()
+        changes: dict[str, Any] = {}
+        for f in dataclasses.fields(other):
+            value = getattr(other, f.name)
+            if f.name == "additional_properties":
+                changes[f.name] = {**self.additional_properties, **value}
+            elif value is not None:
+                changes[f.name] = value
+        return self.replace(**changes)
+
+    def set_fields(self) -> dict[str, Any]:
+        """The fields that are set (for logs and for 'unsupported option' checks)."""
+        out: dict[str, Any] = {}
+        for f in dataclasses.fields(self):
+            value = getattr(self, f.name)
+            if value is None or (f.name == "additional_properties" and not value):
+                continue
+            out[f.name] = value
+        return out
+
+
+SchemaDialect = Literal["jsonschema", "openai-strict", "gemini", "anthropic", "bedrock", "llguidance"]
+
+
+@dataclass(frozen=True)
+class ModelProfile:
+    """A model's capabilities as data. Output-strategy selection reads only this."""
+
+    name: str = "unknown"
+    provider: str = "unknown"
+    supports_tools: bool = True
+    supports_parallel_tool_calls: bool = True
+    supports_json_schema: bool = False
+    supports_tools_with_schema: bool = False
+    supports_tool_choice_required: bool = True
+    supports_strict_schema: bool = False
+    supports_streaming: bool = True
+    supports_seed: bool = False
+    supports_images: bool = False
+    supports_reasoning: bool = False
+    schema_dialect: SchemaDialect = "jsonschema"
+    context_window: int | None = None
+    max_output_tokens: int | None = None
+    unsupported_options: frozenset[str] = frozenset()
+
+    def replace(self, **changes: Any) -> ModelProfile:
+        return dataclasses.replace(self, **changes)
+
+    def capabilities(self) -> dict[str, Any]:
+        """A flat dict for listings (`chainform models`)."""
+        return {
+            f.name: (sorted(v) if isinstance(v := getattr(self, f.name), frozenset) else v)
+            for f in dataclasses.fields(self)
+        }
