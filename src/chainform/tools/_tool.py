@@ -1,0 +1,160 @@
+"""`Tool`: a described Python callable whose arguments are validated and converted before the call."""
+
+from __future__ import annotations
+
+import asyncio
+import concurrent.futures
+import inspect
+import re
+from collections.abc import Callable, Mapping
+from typing import Any
+
+import pydantic
+from pydantic import BaseModel
+
+from chainform.errors import ToolArgumentError, ToolDefinitionError
+from chainform.tools._schema import Spec, _target, build_spec, call_with
+
+_NAME = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
+
+
+def _where(loc: tuple[int | str, ...]) -> str:
+    out = ""
+    for part in loc:
+        out += f"[{part}]" if isinstance(part, int) else (f".{part}" if out else str(part))
+    return out or "arguments"
+
+
+def format_errors(exc: pydantic.ValidationError) -> list[str]:
+    """One line per bad field, naming the field, the problem and (briefly) the value given."""
+    lines = []
+    for err in exc.errors(include_url=False):
+        text = f"{_where(err['loc'])}: {err['msg']}"
+        if err["type"] not in ("missing", "extra_forbidden") and "input" in err:
+            shown = repr(err["input"])
+            text += f" (got {shown[:60] + '...' if len(shown) > 60 else shown})"
+        lines.append(text)
+    return lines
+
+
+class Tool:
+    """A callable the model may use: name, description, JSON Schema parameters and safe invocation.
+
+    `invoke` validates the model's arguments against the signature and converts them into the
+    annotated types (``Path``, enums, dataclasses, pydantic models, datetimes...) before calling.
+    """
+
+    def __init__(self, spec: Spec, *, name: str | None = None, description: str | None = None) -> None:
+        self._spec = spec
+        self.name: str = name or spec.name
+        if not _NAME.match(self.name):
+            raise ToolDefinitionError(
+                f"tool name {self.name!r} must be 1-64 letters, digits, '_' or '-'; pass name=..."
+            )
+        self.description: str = spec.description if description is None else description
+        self.parameters: dict[str, Any] = spec.schema
+        self.fn: Callable[..., Any] = spec.target
+        target = spec.target
+        call = getattr(target, "__call__", None)  # noqa: B004 - async callable objects
+        self.is_async: bool = inspect.iscoroutinefunction(target) or (
+            not inspect.isroutine(target)
+            and not isinstance(target, type)
+            and inspect.iscoroutinefunction(call)
+        )
+
+    @classmethod
+    def from_function(cls, fn: Any, name: str | None = None, description: str | None = None) -> Tool:
+        """Describe ``fn`` (function, async function, method, class) as a tool."""
+        if isinstance(fn, Tool):
+            return (
+                fn
+                if name is None and description is None
+                else cls(fn._spec, name=name, description=description)
+            )
+        if not isinstance(fn, type) and _target(fn)[1] and inspect.isfunction(fn):
+            raise ToolDefinitionError(
+                f"{fn.__qualname__} is an unbound method; pass it bound to an instance (obj.{fn.__name__})"
+            )
+        return cls(build_spec(fn, name), name=name, description=description)
+
+    def schema(self) -> dict[str, Any]:
+        """``{"name", "description", "parameters"}``, the shape `get_schema` returns."""
+        return {"name": self.name, "description": self.description, "parameters": self.parameters}
+
+    def validate(self, arguments: Mapping[str, Any] | str | None) -> BaseModel:
+        """Check and convert arguments (a mapping or a JSON object string) without calling."""
+        if not isinstance(arguments, (str, bytes, Mapping, type(None))):
+            raise ToolArgumentError(
+                self.name, [f"arguments: expected an object, got {type(arguments).__name__}"]
+            )
+        try:
+            if isinstance(arguments, (str, bytes)):
+                return self._spec.model.model_validate_json(arguments or "{}")
+            return self._spec.model.model_validate(dict(arguments or {}))
+        except pydantic.ValidationError as exc:
+            raise ToolArgumentError(self.name, format_errors(exc)) from None
+
+    def invoke(self, arguments: Mapping[str, Any] | str | None = None) -> Any:
+        """Validate, convert and call. An async tool is run to completion (in a worker thread if a
+        loop is already running in this thread)."""
+        result = call_with(self._spec, self.validate(arguments))
+        if not inspect.isawaitable(result):
+            return result
+        try:
+            asyncio.get_running_loop()
+        except RuntimeError:
+            return asyncio.run(_await(result))
+        with concurrent.futures.ThreadPoolExecutor(1) as pool:
+            return pool.submit(asyncio.run, _await(result)).result()
+
+    async def ainvoke(self, arguments: Mapping[str, Any] | str | None = None) -> Any:
+        """Validate, convert and call; a sync tool runs in a thread so the event loop stays free."""
+        validated = self.validate(arguments)
+        if self.is_async:
+            result = call_with(self._spec, validated)
+            return await result if inspect.isawaitable(result) else result
+        result = await asyncio.to_thread(call_with, self._spec, validated)
+        return await result if inspect.isawaitable(result) else result
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        """Call the underlying function directly, as if the tool were not there."""
+        return self.fn(*args, **kwargs)
+
+    def __repr__(self) -> str:
+        return f"Tool(name={self.name!r}, parameters={list(self.parameters.get('properties', {}))})"
+
+
+async def _await(awaitable: Any) -> Any:
+    return await awaitable
+
+
+class Toolbox:
+    """Subclass it; every public method becomes a tool, and all of them share the instance's state.
+
+    >>> class Counter(Toolbox):
+    ...     def __init__(self) -> None:
+    ...         self.n = 0
+    ...     def add(self, k: int) -> int:
+    ...         self.n += k
+    ...         return self.n
+    >>> [t.name for t in Counter().tools()]
+    ['add']
+    """
+
+    def tools(self) -> list[Tool]:
+        """One `Tool` per public method (methods of subclasses, in definition order)."""
+        cached: list[Tool] | None = self.__dict__.get("_chainform_tools")
+        if cached is not None:
+            return list(cached)
+        names: list[str] = []
+        for klass in reversed(type(self).__mro__):
+            if klass in (Toolbox, object):
+                continue
+            for attr_name, attr in vars(klass).items():
+                if attr_name.startswith("_") or attr_name in names or attr_name in vars(Toolbox):
+                    continue
+                if inspect.isfunction(attr) or isinstance(attr, (staticmethod, classmethod)):
+                    names.append(attr_name)
+        found = [Tool.from_function(getattr(self, n)) for n in names]
+        self.__dict__["_chainform_tools"] = found
+        return list(found)
