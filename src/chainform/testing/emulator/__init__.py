@@ -1,0 +1,44 @@
+"""A loopback provider emulator for tests: official SDKs talk to it through `base_url`.
+
+```python
+from chainform.testing import tool_call
+from chainform.testing.emulator import Emulator, Fault
+
+with Emulator(["Hello!", tool_call("get_weather", city="Paris"), Fault(429, retry_after=1)]) as emu:
+    client = openai.OpenAI(base_url=emu.base_url + "/v1", api_key="test")
+    ...
+    emu.requests[0].body  # what the SDK sent
+```
+
+Wire formats are plugins (one private module each); `_server.py` documents the interface.
+"""
+
+from chainform.testing.emulator._script import (
+    DropConnection,
+    Fault,
+    MalformedEvent,
+    Reply,
+    ScriptItem,
+    Usage,
+)
+from chainform.testing.emulator._server import (
+    Emulator,
+    RecordedRequest,
+    StreamEvent,
+    WireFormat,
+    discover_formats,
+)
+
+__all__ = [
+    "DropConnection",
+    "Emulator",
+    "Fault",
+    "MalformedEvent",
+    "RecordedRequest",
+    "Reply",
+    "ScriptItem",
+    "StreamEvent",
+    "Usage",
+    "WireFormat",
+    "discover_formats",
+]

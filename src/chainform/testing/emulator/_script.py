@@ -1,0 +1,134 @@
+"""The provider-neutral script an emulator plays: replies, usage and scripted faults.
+
+A script item is what a test author writes; `Reply` is what a wire format renders. Keeping the
+two apart lets every wire format share one notion of "the model said this".
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Union
+
+from chainform.types import FunctionCallContent, TextReasoningContent
+
+if TYPE_CHECKING:
+    from chainform.testing.emulator._server import RecordedRequest
+
+Part = Union[str, FunctionCallContent, TextReasoningContent]
+
+
+@dataclass
+class Usage:
+    """Token counts a reply reports; wire formats spell them in their own fields."""
+
+    input_tokens: int
+    output_tokens: int
+    cached_input_tokens: int = 0
+    reasoning_tokens: int = 0
+
+    @property
+    def total_tokens(self) -> int:
+        return self.input_tokens + self.output_tokens
+
+
+@dataclass
+class Reply:
+    """One model turn in neutral form: text, tool calls and reasoning, in the order given.
+
+    `finish_reason` uses the neutral values "stop", "tool_calls", "length", "content_filter";
+    None derives it ("tool_calls" when the reply calls a tool). `usage` None is estimated from
+    the request size (4 bytes a token) and the reply text (one token a word).
+    """
+
+    parts: list[Part]
+    usage: Usage | None = None
+    finish_reason: str | None = None
+    chunk_size: int | None = None
+
+    @property
+    def text(self) -> str:
+        return "".join(p for p in self.parts if isinstance(p, str))
+
+    @property
+    def calls(self) -> list[FunctionCallContent]:
+        return [p for p in self.parts if isinstance(p, FunctionCallContent)]
+
+    @property
+    def reasoning(self) -> str:
+        return "".join(p.text for p in self.parts if isinstance(p, TextReasoningContent))
+
+    @property
+    def finish(self) -> str:
+        if self.finish_reason is not None:
+            return self.finish_reason
+        return "tool_calls" if self.calls else "stop"
+
+    def chunks(self, text: str) -> list[str]:
+        """`text` cut into the deltas a stream sends (at least one, possibly empty)."""
+        size = self.chunk_size or 8
+        return [text[i : i + size] for i in range(0, len(text), size)] or [""]
+
+
+@dataclass
+class Fault:
+    """An HTTP error reply in the provider's error format; `retry_after` (seconds) sets Retry-After."""
+
+    status: int = 500
+    retry_after: float | None = None
+    message: str | None = None
+    headers: dict[str, str] = field(default_factory=dict)
+
+    @property
+    def text(self) -> str:
+        return self.message or f"emulated error (HTTP {self.status})"
+
+
+@dataclass
+class MalformedEvent:
+    """Stream `after_events` events of `reply`, then one event whose data is not valid JSON.
+
+    A non-streaming request gets a 200 response whose body is not valid JSON.
+    """
+
+    after_events: int = 1
+    reply: ReplyItem = "partial answer"
+
+
+@dataclass
+class DropConnection:
+    """Stream `after_events` events of `reply`, then close the socket mid-body.
+
+    A non-streaming request (or `after_events=0`) has its connection closed before any response.
+    """
+
+    after_events: int = 2
+    reply: ReplyItem = "partial answer that never finishes"
+
+
+ReplyItem = Union[Part, Sequence[Part], Reply]
+FaultItem = Union[Fault, MalformedEvent, DropConnection]
+ScriptItem = Union[ReplyItem, FaultItem, Callable[["RecordedRequest"], Union[ReplyItem, FaultItem]]]
+
+
+def to_reply(item: ReplyItem) -> Reply:
+    """The neutral `Reply` for a reply item (str, tool call, reasoning, list of those, or Reply)."""
+    if isinstance(item, Reply):
+        return item
+    if isinstance(item, str | FunctionCallContent | TextReasoningContent):
+        return Reply([item])
+    parts = list(item)
+    for part in parts:
+        if not isinstance(part, str | FunctionCallContent | TextReasoningContent):
+            raise TypeError(
+                f"emulator script part must be str, tool_call(...) or TextReasoningContent, "
+                f"got {type(part).__name__}"
+            )
+    return Reply(parts)
+
+
+def estimate_usage(reply: Reply, raw_body: bytes) -> Usage:
+    """Deterministic token counts for replies whose script gave none."""
+    words = len(reply.text.split()) + len(reply.reasoning.split())
+    words += sum(max(1, len(c.arguments_json()) // 4) for c in reply.calls)
+    return Usage(input_tokens=max(1, len(raw_body) // 4), output_tokens=words)

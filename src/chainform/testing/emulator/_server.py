@@ -1,0 +1,405 @@
+"""Emulator core: a loopback HTTP server that plays a script through pluggable wire formats.
+
+The core knows HTTP, the script, faults and stream framing; it knows no provider. A provider's
+wire format is a `WireFormat` subclass in its own module of this package (`_openai_chat.py`,
+`_anthropic.py`, ...) exposing a module-level `WIRE_FORMATS` tuple of instances. The core finds
+those modules by itself (any `_*.py` here other than the core's own), so adding a provider never
+touches the core.
+
+The plugin interface (override what your provider needs):
+
+- `name`: a short id, recorded on each request (`RecordedRequest.wire_format`).
+- `routes`: regexes matched in full against the URL path of a POST (no query string); named
+  groups land in `RecordedRequest.path_params` (e.g. `(?P<model>[^/:]+)` for Gemini).
+- `is_stream(request)`: whether to answer with a stream (default: JSON body `"stream": true`).
+- `render(reply, request) -> dict`: the non-streamed JSON body for a neutral `Reply`.
+- `render_stream(reply, request) -> list[StreamEvent]`: the events of a streamed reply, last
+  one included (e.g. OpenAI's `[DONE]`: pass a str as `data` to send it verbatim).
+- `render_error(fault, request) -> dict`: the provider's error body for a `Fault`.
+- `request_id_header`: the header carrying the request id (`x-request-id` by default).
+- `stream_content_type`, `encode_event(event) -> bytes`, `malformed_event() -> bytes`: framing;
+  Server-Sent Events by default. Override for binary framings (Bedrock's event stream).
+
+Streams are sent with chunked transfer encoding, so a `DropConnection` is seen by clients as a
+body that ended early, never as a clean end of stream.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import importlib
+import itertools
+import json
+import pkgutil
+import re
+import socket
+import threading
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from types import TracebackType
+from typing import Any, ClassVar
+from urllib.parse import parse_qsl, urlsplit
+
+from chainform.testing.emulator._script import (
+    DropConnection,
+    Fault,
+    FaultItem,
+    MalformedEvent,
+    Reply,
+    ReplyItem,
+    ScriptItem,
+    estimate_usage,
+    to_reply,
+)
+
+
+@dataclass
+class RecordedRequest:
+    """One request as the emulator received it. `body` is the parsed JSON (None if it was not JSON)."""
+
+    method: str
+    path: str
+    query: dict[str, str]
+    headers: dict[str, str]
+    body: Any
+    raw_body: bytes
+    index: int
+    request_id: str
+    wire_format: str | None = None
+    path_params: dict[str, str] = field(default_factory=dict)
+
+    @property
+    def json(self) -> dict[str, Any]:
+        """The body as a dict (empty when it was not a JSON object)."""
+        return self.body if isinstance(self.body, dict) else {}
+
+
+@dataclass
+class StreamEvent:
+    """One streamed event: `data` is JSON-encoded unless it is a str (sent verbatim)."""
+
+    data: Any
+    event: str | None = None
+
+
+class WireFormat:
+    """Base of every provider wire format; see the module docstring for the contract."""
+
+    name: ClassVar[str] = "base"
+    routes: ClassVar[tuple[str, ...]] = ()
+    request_id_header: ClassVar[str] = "x-request-id"
+    stream_content_type: ClassVar[str] = "text/event-stream"
+
+    def is_stream(self, request: RecordedRequest) -> bool:
+        return request.json.get("stream") is True
+
+    def render(self, reply: Reply, request: RecordedRequest) -> dict[str, Any]:
+        raise NotImplementedError
+
+    def render_stream(self, reply: Reply, request: RecordedRequest) -> list[StreamEvent]:
+        raise NotImplementedError
+
+    def render_error(self, fault: Fault, request: RecordedRequest) -> dict[str, Any]:
+        return {"error": {"message": fault.text, "code": fault.status}}
+
+    def encode_event(self, event: StreamEvent) -> bytes:
+        data = event.data if isinstance(event.data, str) else json.dumps(event.data)
+        head = f"event: {event.event}\n" if event.event else ""
+        return f"{head}data: {data}\n\n".encode()
+
+    def malformed_event(self) -> bytes:
+        return b'data: {"broken": \n\n'
+
+
+def discover_formats() -> list[WireFormat]:
+    """Every `WIRE_FORMATS` declared by a private module of this package."""
+    package = importlib.import_module("chainform.testing.emulator")
+    found: list[WireFormat] = []
+    for info in sorted(pkgutil.iter_modules(package.__path__), key=lambda m: m.name):
+        if not info.name.startswith("_") or info.name in ("_server", "_script"):
+            continue
+        module = importlib.import_module(f"{package.__name__}.{info.name}")
+        found.extend(getattr(module, "WIRE_FORMATS", ()))
+    return found
+
+
+class _Server(ThreadingHTTPServer):
+    daemon_threads = True
+    allow_reuse_address = False
+    emulator: Emulator
+
+    def __init__(self, emulator: Emulator) -> None:
+        super().__init__(("127.0.0.1", 0), _Handler)
+        self.emulator = emulator
+        self.open_sockets: set[socket.socket] = set()
+        self.sockets_lock = threading.Lock()
+
+    def process_request_thread(self, request: Any, client_address: Any) -> None:
+        with self.sockets_lock:
+            self.open_sockets.add(request)
+        try:
+            super().process_request_thread(request, client_address)
+        finally:
+            with self.sockets_lock:
+                self.open_sockets.discard(request)
+
+    def close_open_sockets(self) -> None:
+        with self.sockets_lock:
+            sockets = list(self.open_sockets)
+        for sock in sockets:
+            with contextlib.suppress(OSError):
+                sock.shutdown(socket.SHUT_RDWR)
+
+
+class Emulator:
+    """A scripted provider on 127.0.0.1: `with Emulator([...]) as emu: ... emu.base_url ...`.
+
+    Each request (whatever its route) takes the next script item: a str, `tool_call(...)`,
+    `TextReasoningContent`, a list of those, a `Reply`, a `Fault`, `MalformedEvent`,
+    `DropConnection`, or a callable `(RecordedRequest) -> item`. Every request is recorded in
+    `requests`. A request past the end of the script gets HTTP 500 with `x-should-retry: false`.
+    """
+
+    def __init__(
+        self,
+        script: Iterable[ScriptItem] = (),
+        *,
+        formats: Sequence[WireFormat] | None = None,
+        chunk_size: int = 8,
+    ) -> None:
+        self.script: list[ScriptItem] = list(script)
+        self.position = 0
+        self.chunk_size = chunk_size
+        self.formats: list[WireFormat] = list(formats) if formats is not None else discover_formats()
+        self.requests: list[RecordedRequest] = []
+        self.errors: list[str] = []
+        self._lock = threading.Lock()
+        self._counter = itertools.count(1)
+        self._server: _Server | None = None
+        self._thread: threading.Thread | None = None
+
+    # lifecycle -----------------------------------------------------------------------------
+    def start(self) -> Emulator:
+        if self._server is not None:
+            return self
+        server = _Server(self)
+        thread = threading.Thread(target=server.serve_forever, name="chainform-emulator", daemon=True)
+        thread.start()
+        self._server, self._thread = server, thread
+        return self
+
+    def stop(self) -> None:
+        server, thread = self._server, self._thread
+        self._server = self._thread = None
+        if server is None:
+            return
+        server.shutdown()
+        server.close_open_sockets()
+        server.server_close()
+        if thread is not None:
+            thread.join(timeout=5)
+
+    def __enter__(self) -> Emulator:
+        return self.start()
+
+    def __exit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        self.stop()
+
+    @property
+    def port(self) -> int:
+        if self._server is None:
+            raise RuntimeError("the emulator is not running; use `with Emulator(...)` or .start()")
+        return int(self._server.server_address[1])
+
+    @property
+    def base_url(self) -> str:
+        """Root URL; OpenAI SDKs want `base_url + "/v1"`, Anthropic and Gemini the root itself."""
+        return f"http://127.0.0.1:{self.port}"
+
+    @property
+    def remaining(self) -> int:
+        return len(self.script) - self.position
+
+    def add(self, *items: ScriptItem) -> None:
+        """Append items to the script (for tests that decide replies as they go)."""
+        with self._lock:
+            self.script.extend(items)
+
+    # request handling ----------------------------------------------------------------------
+    def _record(self, method: str, target: str, headers: dict[str, str], raw: bytes) -> RecordedRequest:
+        url = urlsplit(target)
+        try:
+            body = json.loads(raw) if raw else None
+        except ValueError:
+            body = None
+        index = next(self._counter)
+        request = RecordedRequest(
+            method=method,
+            path=url.path,
+            query=dict(parse_qsl(url.query)),
+            headers=headers,
+            body=body,
+            raw_body=raw,
+            index=index,
+            request_id=f"req_emu_{index}",
+        )
+        with self._lock:
+            self.requests.append(request)
+        return request
+
+    def _route(self, request: RecordedRequest) -> WireFormat | None:
+        for fmt in self.formats:
+            for pattern in fmt.routes:
+                match = re.fullmatch(pattern, request.path)
+                if match:
+                    request.wire_format = fmt.name
+                    request.path_params = {k: v for k, v in match.groupdict().items() if v is not None}
+                    return fmt
+        return None
+
+    def _next_item(self, request: RecordedRequest) -> ReplyItem | FaultItem:
+        with self._lock:
+            if self.position >= len(self.script):
+                raise _ScriptError(
+                    f"chainform emulator: script exhausted - request #{request.index} "
+                    f"({request.path}) arrived after all {len(self.script)} item(s) were used"
+                )
+            item = self.script[self.position]
+            self.position += 1
+        if callable(item):
+            try:
+                return item(request)
+            except Exception as exc:
+                raise _ScriptError(f"chainform emulator: script callable raised {exc!r}") from exc
+        return item
+
+
+class _ScriptError(Exception):
+    pass
+
+
+class _Handler(BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"
+    server: _Server
+    timeout = 30
+
+    def log_message(self, format: str, *args: Any) -> None:  # silence per-request stderr lines
+        return
+
+    def do_GET(self) -> None:
+        self._send_json(404, {"error": {"message": "the chainform emulator only answers POST"}}, {})
+
+    def do_POST(self) -> None:
+        emulator = self.server.emulator
+        length = int(self.headers.get("content-length") or 0)
+        raw = self.rfile.read(length) if length else b""
+        headers = {k.lower(): v for k, v in self.headers.items()}
+        request = emulator._record("POST", self.path, headers, raw)
+        fmt = emulator._route(request)
+        if fmt is None:
+            routes = sorted(r for f in emulator.formats for r in f.routes)
+            message = f"chainform emulator: no wire format serves {request.path}; routes: {routes}"
+            emulator.errors.append(message)
+            self._send_json(404, {"error": {"message": message}}, {"x-should-retry": "false"})
+            return
+        rid = {fmt.request_id_header: request.request_id}
+        try:
+            item = emulator._next_item(request)
+        except _ScriptError as exc:
+            emulator.errors.append(str(exc))
+            body = fmt.render_error(Fault(500, message=str(exc)), request)
+            self._send_json(500, body, {**rid, "x-should-retry": "false"})
+            return
+        if isinstance(item, Fault):
+            headers = dict(rid)
+            if item.retry_after is not None:
+                headers["retry-after"] = _seconds(item.retry_after)
+            headers.update(item.headers)
+            self._send_json(item.status, fmt.render_error(item, request), headers)
+            return
+        fault = item if isinstance(item, MalformedEvent | DropConnection) else None
+        reply = to_reply(fault.reply if fault is not None else item)  # type: ignore[arg-type]
+        reply.chunk_size = reply.chunk_size or emulator.chunk_size
+        if reply.usage is None:
+            reply.usage = estimate_usage(reply, raw)
+        if not fmt.is_stream(request):
+            self._answer_whole(fmt, reply, request, fault, rid)
+        else:
+            self._answer_stream(fmt, reply, request, fault, rid)
+
+    def _answer_whole(
+        self,
+        fmt: WireFormat,
+        reply: Reply,
+        request: RecordedRequest,
+        fault: MalformedEvent | DropConnection | None,
+        rid: dict[str, str],
+    ) -> None:
+        if isinstance(fault, DropConnection):
+            self._drop()
+            return
+        if isinstance(fault, MalformedEvent):
+            self._send_bytes(200, b'{"id": "broken", "choices": [', "application/json", rid)
+            return
+        self._send_json(200, fmt.render(reply, request), rid)
+
+    def _answer_stream(
+        self,
+        fmt: WireFormat,
+        reply: Reply,
+        request: RecordedRequest,
+        fault: MalformedEvent | DropConnection | None,
+        rid: dict[str, str],
+    ) -> None:
+        events = [fmt.encode_event(e) for e in fmt.render_stream(reply, request)]
+        if isinstance(fault, DropConnection) and fault.after_events <= 0:
+            self._drop()
+            return
+        if isinstance(fault, MalformedEvent):
+            events.insert(max(0, fault.after_events), fmt.malformed_event())
+        self.send_response(200)
+        self.send_header("content-type", fmt.stream_content_type)
+        self.send_header("transfer-encoding", "chunked")
+        self.send_header("cache-control", "no-cache")
+        for key, value in rid.items():
+            self.send_header(key, value)
+        self.end_headers()
+        try:
+            for n, data in enumerate(events):
+                if isinstance(fault, DropConnection) and n >= fault.after_events:
+                    self._drop()
+                    return
+                self.wfile.write(f"{len(data):X}\r\n".encode() + data + b"\r\n")
+                self.wfile.flush()
+            self.wfile.write(b"0\r\n\r\n")
+            self.wfile.flush()
+        except OSError:  # the client went away; nothing to tell it
+            self.close_connection = True
+
+    def _drop(self) -> None:
+        self.close_connection = True
+        try:
+            self.wfile.flush()
+            self.connection.shutdown(socket.SHUT_RDWR)
+        except OSError:
+            pass
+
+    def _send_json(self, status: int, body: dict[str, Any], headers: dict[str, str]) -> None:
+        self._send_bytes(status, json.dumps(body).encode(), "application/json", headers)
+
+    def _send_bytes(self, status: int, data: bytes, content_type: str, headers: dict[str, str]) -> None:
+        self.send_response(status)
+        self.send_header("content-type", content_type)
+        self.send_header("content-length", str(len(data)))
+        for key, value in headers.items():
+            self.send_header(key, value)
+        self.end_headers()
+        self.wfile.write(data)
+        self.wfile.flush()
+
+
+def _seconds(value: float) -> str:
+    return str(int(value)) if float(value).is_integer() else repr(float(value))
