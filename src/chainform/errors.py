@@ -10,7 +10,12 @@ if TYPE_CHECKING:
 
 
 class ChainformError(Exception):
-    """Base class of every error chainform raises on purpose."""
+    """Base class of every error chainform raises on purpose.
+
+    When raised from a chain, `responses` holds every model call made before the failure.
+    """
+
+    responses: list[Any] = []  # noqa: RUF012 - replaced per instance by the chain engine
 
 
 class SchemaError(ChainformError, ValueError):
@@ -103,8 +108,8 @@ class StructuredOutputGenerationError(ChainformError):
 class ChainError(ChainformError):
     """The tool loop failed. `responses` keeps every model call made before the failure."""
 
-    def __init__(self, message: str, *, responses: list[ChatResponse] | None = None) -> None:
-        self.responses: list[ChatResponse] = list(responses or [])
+    def __init__(self, message: str, *, responses: list[Any] | None = None) -> None:
+        self.responses = list(responses or [])
         super().__init__(message)
 
 
@@ -116,7 +121,7 @@ class StructuredOutputError(ChainError):
         message: str,
         *,
         attempts: list[Attempt],
-        responses: list[ChatResponse] | None = None,
+        responses: list[Any] | None = None,
     ) -> None:
         self.attempts = list(attempts)
         self.last_text = attempts[-1].raw_text if attempts else ""
@@ -132,7 +137,7 @@ class FormattingError(ChainError):
         *,
         context: str,
         attempts: list[Attempt] | None = None,
-        responses: list[ChatResponse] | None = None,
+        responses: list[Any] | None = None,
     ) -> None:
         self.context = context
         self.attempts = list(attempts or [])
@@ -141,3 +146,22 @@ class FormattingError(ChainError):
 
 class ScriptExhaustedError(ChainformError):
     """A ScriptedClient was asked for more replies than its script holds."""
+
+
+class StreamInterruptedError(ProviderError):
+    """A streamed response broke mid-way; `partial_response` joins what arrived before the break."""
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        partial_response: ChatResponse | None = None,
+        status: int | None = None,
+        provider: str | None = None,
+        request_id: str | None = None,
+        retryable: bool = True,
+    ) -> None:
+        super().__init__(
+            message, status=status, provider=provider, request_id=request_id, retryable=retryable
+        )
+        self.partial_response = partial_response

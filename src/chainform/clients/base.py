@@ -46,6 +46,7 @@ class CallContext:
     metadata: dict[str, Any] = field(default_factory=dict)
     validator: Callable[[ChatResponse], Any] | None = None
     value: Any = None
+    response: ChatResponse | None = None
     on_update: Callable[[ChatResponseUpdate], Awaitable[None]] | None = None
 
 
@@ -111,6 +112,7 @@ class BaseChatClient:
             else:
                 response = await self._respond(c.messages, c.options)
             response = await self._check_output(response)
+            c.response = response
             if c.validator is not None:
                 c.value = c.validator(response)
             return response
