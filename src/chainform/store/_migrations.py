@@ -1,0 +1,161 @@
+"""Schema migrations of the log, ordered; `PRAGMA user_version` records how many were applied.
+
+A database written by an older chainform is upgraded in place when opened; each migration runs in
+the same write transaction as the version bump, so a crash never leaves a half-migrated log.
+Never edit a released migration: append a new one.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Callable
+
+Migration = Callable[[sqlite3.Connection], None]
+
+
+def _script(db: sqlite3.Connection, script: str) -> None:
+    """Run several statements inside the current transaction (`executescript` would COMMIT it)."""
+    statement = ""
+    for piece in script.split(";"):
+        statement += piece + ";"
+        if sqlite3.complete_statement(statement):
+            if statement.strip(" \n;"):
+                db.execute(statement)
+            statement = ""
+
+
+def _m001_core(db: sqlite3.Connection) -> None:
+    _script(
+        db,
+        """
+        CREATE TABLE conversations (
+            id TEXT PRIMARY KEY,
+            model TEXT,
+            name TEXT,
+            created_at REAL NOT NULL
+        );
+        CREATE TABLE responses (
+            id TEXT PRIMARY KEY,
+            conversation_id TEXT NOT NULL REFERENCES conversations(id),
+            chain_id TEXT NOT NULL,
+            seq INTEGER NOT NULL,
+            purpose TEXT NOT NULL,
+            strategy TEXT,
+            model TEXT NOT NULL,
+            prompt TEXT,
+            system TEXT,
+            messages TEXT,
+            options TEXT,
+            text TEXT NOT NULL DEFAULT '',
+            parsed TEXT,
+            input_tokens INTEGER,
+            output_tokens INTEGER,
+            total_tokens INTEGER,
+            additional_counts TEXT,
+            duration_ms REAL,
+            created_at REAL NOT NULL,
+            error TEXT
+        );
+        CREATE INDEX responses_conversation ON responses(conversation_id, created_at);
+        CREATE INDEX responses_chain ON responses(chain_id, seq);
+        CREATE INDEX responses_created ON responses(created_at, id);
+        CREATE TABLE tool_calls (
+            id INTEGER PRIMARY KEY,
+            response_id TEXT NOT NULL REFERENCES responses(id),
+            call_id TEXT,
+            name TEXT NOT NULL,
+            arguments TEXT
+        );
+        CREATE INDEX tool_calls_response ON tool_calls(response_id);
+        CREATE TABLE tool_results (
+            id INTEGER PRIMARY KEY,
+            response_id TEXT NOT NULL REFERENCES responses(id),
+            call_id TEXT,
+            name TEXT,
+            output TEXT,
+            error TEXT
+        );
+        CREATE INDEX tool_results_response ON tool_results(response_id);
+        """,
+    )
+
+
+def _m002_schemas_and_format_contexts(db: sqlite3.Connection) -> None:
+    _script(
+        db,
+        """
+        CREATE TABLE schemas (
+            id TEXT PRIMARY KEY,
+            content TEXT NOT NULL,
+            created_at REAL NOT NULL
+        );
+        ALTER TABLE responses ADD COLUMN schema_id TEXT REFERENCES schemas(id);
+        CREATE INDEX responses_schema ON responses(schema_id);
+        CREATE TABLE format_contexts (
+            response_id TEXT PRIMARY KEY REFERENCES responses(id),
+            policy TEXT,
+            context TEXT NOT NULL
+        );
+        """,
+    )
+
+
+def fts5_available(db: sqlite3.Connection) -> bool:
+    """Some SQLite builds lack FTS5; search then falls back to LIKE."""
+    try:
+        db.execute("CREATE VIRTUAL TABLE temp._cf_fts_probe USING fts5(x)")
+        db.execute("DROP TABLE temp._cf_fts_probe")
+    except sqlite3.OperationalError:
+        return False
+    return True
+
+
+def ensure_fts(db: sqlite3.Connection) -> bool:
+    """Create (and backfill) the full-text index when FTS5 exists; return whether search can use it."""
+    exists = db.execute("SELECT 1 FROM sqlite_master WHERE name = 'responses_fts'").fetchone()
+    if exists:
+        return True
+    if not fts5_available(db):
+        return False
+    _script(
+        db,
+        """
+        CREATE VIRTUAL TABLE responses_fts USING fts5(
+            prompt, text, content='responses', content_rowid='rowid'
+        );
+        CREATE TRIGGER responses_fts_insert AFTER INSERT ON responses BEGIN
+            INSERT INTO responses_fts(rowid, prompt, text) VALUES (new.rowid, new.prompt, new.text);
+        END;
+        CREATE TRIGGER responses_fts_delete AFTER DELETE ON responses BEGIN
+            INSERT INTO responses_fts(responses_fts, rowid, prompt, text)
+            VALUES ('delete', old.rowid, old.prompt, old.text);
+        END;
+        INSERT INTO responses_fts(rowid, prompt, text) SELECT rowid, prompt, text FROM responses;
+        """,
+    )
+    return True
+
+
+def _m003_full_text_search(db: sqlite3.Connection) -> None:
+    ensure_fts(db)
+
+
+MIGRATIONS: list[Migration] = [
+    _m001_core,
+    _m002_schemas_and_format_contexts,
+    _m003_full_text_search,
+]
+
+
+def user_version(db: sqlite3.Connection) -> int:
+    return int(db.execute("PRAGMA user_version").fetchone()[0])
+
+
+def migrate(db: sqlite3.Connection, upto: int | None = None) -> int:
+    """Apply the pending migrations (up to `upto`, for tests) inside the caller's write transaction."""
+    target = len(MIGRATIONS) if upto is None else upto
+    current = user_version(db)
+    for number in range(current, target):
+        MIGRATIONS[number](db)
+        db.execute(f"PRAGMA user_version = {number + 1}")
+    return max(current, target)

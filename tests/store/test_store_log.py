@@ -1,0 +1,223 @@
+"""Writing and reading the log: every column, tool calls/results, schemas, search, history."""
+
+from __future__ import annotations
+
+import hashlib
+import time
+
+import pytest
+from store_helpers import make_record
+
+from chainform.store import (
+    Store,
+    StoreError,
+    ToolCallRecord,
+    ToolResultRecord,
+    new_id,
+)
+from chainform.store._serialize import REDACTED, canonical_json
+from chainform.types import FunctionCallContent, FunctionResultContent, Message, UsageDetails
+
+SCHEMA = {"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]}
+
+
+def test_store_round_trip_every_column(store: Store) -> None:
+    record = make_record(
+        schema=SCHEMA,
+        strategy="deferred",
+        purpose="format",
+        parsed={"city": "Paris"},
+        usage=UsageDetails(3, 4, additional_counts={"reasoning_tokens": 2}),
+        error=None,
+        tool_calls=[ToolCallRecord("c1", "lookup", {"q": "France"})],
+        tool_results=[ToolResultRecord("c1", "lookup", "Paris", None)],
+        format_context="[final answer]\nParis",
+        format_context_policy="compact",
+    )
+    rid = store.log_call(record)
+    assert rid == record.response_id
+    [got] = store.recent(1)
+    assert got.id == rid
+    assert (got.conversation_id, got.chain_id, got.seq, got.purpose) == ("conv1", "chain1", 0, "format")
+    assert (got.strategy, got.model, got.prompt, got.system) == (
+        "deferred",
+        "scripted",
+        record.prompt,
+        "Be brief.",
+    )
+    assert [m.text for m in got.messages] == ["Be brief.", "What is the capital of France?"]
+    assert got.options == {"temperature": 0.2}
+    assert got.schema == SCHEMA and got.schema_id == store.save_schema(SCHEMA)
+    assert got.text == "Paris" and got.parsed == {"city": "Paris"}
+    assert got.usage == UsageDetails(3, 4, 7, {"reasoning_tokens": 2})
+    assert got.duration_ms == 12.5 and got.created_at == pytest.approx(record.created_at)
+    assert got.tool_calls == [ToolCallRecord("c1", "lookup", {"q": "France"})]
+    assert got.tool_results == [ToolResultRecord("c1", "lookup", "Paris", None)]
+    assert got.format_context == "[final answer]\nParis" and got.format_context_policy == "compact"
+    as_dict = got.to_dict()
+    assert as_dict["usage"]["total_tokens"] == 7 and as_dict["tool_calls"][0]["name"] == "lookup"
+
+
+def test_store_failed_call_is_logged(store: Store) -> None:
+    store.log_call(make_record(text="", usage=None, error="ProviderError: HTTP 500"))
+    [got] = store.recent()
+    assert got.error == "ProviderError: HTTP 500" and got.usage is None and got.text == ""
+
+
+def test_store_recent_orders_newest_first_and_filters(store: Store) -> None:
+    now = time.time()
+    for i in range(5):
+        store.log_call(make_record(conversation_id=f"conv{i % 2}", seq=i, created_at=now + i))
+    assert [r.seq for r in store.recent(3)] == [4, 3, 2]
+    assert [r.seq for r in store.recent(None, conversation_id="conv1")] == [3, 1]
+    assert store.last_conversation_id() == "conv0"
+    assert len(store.recent(None)) == 5
+
+
+def test_store_ids_sort_by_creation() -> None:
+    ids = [new_id() for _ in range(1000)]
+    assert ids == sorted(ids) and len(set(ids)) == 1000 and all(len(i) == 26 for i in ids)
+
+
+def test_store_schema_is_content_addressed(store: Store) -> None:
+    a = store.save_schema({"b": 1, "a": [1, 2]})
+    b = store.save_schema({"a": [1, 2], "b": 1})
+    assert a == b and len(a) == 64
+    assert store.get_schema(a[:6]) == {"a": [1, 2], "b": 1}
+    assert store.get_schema("zzzz") is None and store.get_schema("ab") is None
+    store.log_call(make_record(schema={"a": [1, 2], "b": 1}))
+    [info] = store.list_schemas()
+    assert info.id == a and info.uses == 1
+
+
+def test_store_ambiguous_schema_prefix(store: Store) -> None:
+    seen: dict[str, dict[str, int]] = {}
+    for i in range(100_000):
+        schema = {"n": i}
+        prefix = hashlib.sha256(canonical_json(schema).encode()).hexdigest()[:4]
+        if prefix in seen:
+            store.save_schema(seen[prefix])
+            store.save_schema(schema)
+            break
+        seen[prefix] = schema
+    with pytest.raises(StoreError, match="ambiguous"):
+        store.get_schema(prefix)
+
+
+def test_store_filter_by_schema(store: Store) -> None:
+    sid = store.save_schema(SCHEMA)
+    store.log_call(make_record(schema=SCHEMA, seq=1))
+    store.log_call(make_record(schema=None, seq=2))
+    assert [r.seq for r in store.recent(None, schema_id=sid[:8])] == [1]
+
+
+def test_store_full_text_search(store: Store) -> None:
+    store.log_call(make_record(prompt="Tell me about pelicans", text="Pelicans are large birds", seq=1))
+    store.log_call(make_record(prompt="Weather in Rome", text="Sunny, 24 degrees", seq=2))
+    assert [r.seq for r in store.recent(None, query="pelicans")] == [1]
+    assert [r.seq for r in store.recent(None, query="sunny rome")] == [2]
+    assert store.recent(None, query='"unbalanced AND OR') == []
+    assert store._fts
+
+
+def test_store_like_fallback_search(store: Store) -> None:
+    store.log_call(make_record(prompt="100% cotton", text="a_b", seq=1))
+    store.log_call(make_record(prompt="cotton 100", text="ab", seq=2))
+    store.recent(1)
+    store._fts = False  # what a SQLite build without FTS5 gets
+    assert [r.seq for r in store.recent(None, query="100%")] == [1]
+    assert [r.seq for r in store.recent(None, query="a_b")] == [1]
+    assert [r.seq for r in store.recent(None, query="COTTON")] == [2, 1]
+
+
+def test_store_redacts_secrets(store: Store) -> None:
+    message = Message("user", "hi", additional_properties={"api_key": "sk-1", "trace": {"x-api-key": "k"}})
+    store.log_call(
+        make_record(
+            messages=[message],
+            options={
+                "max_output_tokens": 5,
+                "additional_properties": {"Authorization": "Bearer x", "top_k": 3},
+            },
+        )
+    )
+    raw = store.path.read_bytes()
+    [got] = store.recent()
+    assert got.messages[0].additional_properties == {"api_key": REDACTED, "trace": {"x-api-key": REDACTED}}
+    assert got.options == {
+        "max_output_tokens": 5,
+        "additional_properties": {"Authorization": REDACTED, "top_k": 3},
+    }
+    wal = store.path.with_name(store.path.name + "-wal")
+    blob = raw + (wal.read_bytes() if wal.exists() else b"")
+    assert b"sk-1" not in blob and b"Bearer x" not in blob
+
+
+def test_store_conversation_messages(store: Store) -> None:
+    now = time.time()
+    store.log_call(make_record(chain_id="a", prompt="Hi", text="Hello!", created_at=now))
+    call = FunctionCallContent("c1", "lookup", {})
+    store.log_call(
+        make_record(
+            chain_id="b",
+            seq=0,
+            prompt="Look it up",
+            text="",
+            created_at=now + 1,
+            messages=[Message.user("Look it up"), Message.assistant(call)],
+        )
+    )
+    store.log_call(
+        make_record(
+            chain_id="b",
+            seq=1,
+            prompt="Look it up",
+            text="Found it",
+            created_at=now + 2,
+            messages=[Message("tool", FunctionResultContent("c1", "x"))],
+        )
+    )
+    store.log_call(
+        make_record(
+            chain_id="b",
+            seq=2,
+            purpose="format",
+            prompt=None,
+            text='{"v":1}',
+            parsed={"v": 1},
+            created_at=now + 3,
+        )
+    )
+    store.log_call(make_record(chain_id="c", prompt="Broken", text="", error="boom", created_at=now + 4))
+    store.log_call(make_record(conversation_id="other", chain_id="d", created_at=now + 5))
+    history = store.conversation_messages("conv1")
+    assert [(m.role, m.text) for m in history] == [
+        ("user", "Hi"),
+        ("assistant", "Hello!"),
+        ("user", "Look it up"),
+        ("assistant", '{"v": 1}'),
+    ]
+
+
+def test_store_ensure_conversation_names(store: Store) -> None:
+    store.ensure_conversation("c9", "m")
+    store.ensure_conversation("c9", "m", name="first question")
+    store.ensure_conversation("c9", "m", name="ignored")
+    store.log_call(make_record(conversation_id="c9"))
+    assert store.recent(1)[0].conversation_name == "first question"
+
+
+def test_store_default_path_honours_home(tmp_path, monkeypatch) -> None:
+    monkeypatch.setenv("CHAINFORM_HOME", str(tmp_path / "home"))
+    s = Store()
+    assert s.path == tmp_path / "home" / "logs.db"
+    s.log_call(make_record())
+    assert s.path.exists()
+    s.close()
+
+
+def test_store_unopenable_path(tmp_path) -> None:
+    blocker = tmp_path / "file"
+    blocker.write_text("x")
+    with pytest.raises(StoreError, match="cannot open"):
+        Store(blocker / "logs.db").recent()

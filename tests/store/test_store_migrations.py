@@ -1,0 +1,69 @@
+"""Opening a log written by an older (or newer) chainform."""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+import time
+from pathlib import Path
+
+import pytest
+
+from chainform.store import Store, StoreError
+from chainform.store._migrations import MIGRATIONS, migrate, user_version
+
+
+def _old_database(path: Path, version: int) -> None:
+    db = sqlite3.connect(path, isolation_level=None)
+    db.execute("BEGIN")
+    migrate(db, upto=version)
+    db.execute("INSERT INTO conversations VALUES ('c1', 'old-model', NULL, ?)", (time.time(),))
+    db.execute(
+        """INSERT INTO responses (id, conversation_id, chain_id, seq, purpose, model, prompt, messages,
+           options, text, created_at) VALUES ('r1', 'c1', 'k1', 0, 'chain', 'old-model',
+           'pelican facts', ?, '{}', 'Pelicans have pouches', ?)""",
+        (
+            json.dumps([{"role": "user", "contents": [{"type": "text", "text": "pelican facts"}]}]),
+            time.time(),
+        ),
+    )
+    db.execute("COMMIT")
+    db.close()
+
+
+@pytest.mark.parametrize("version", [1, 2])
+def test_store_migrates_older_schema(tmp_path: Path, version: int) -> None:
+    path = tmp_path / "old.db"
+    _old_database(path, version)
+    with Store(path) as store:
+        [old] = store.recent()
+        assert (old.id, old.text, old.schema_id, old.format_context) == (
+            "r1",
+            "Pelicans have pouches",
+            None,
+            None,
+        )
+        assert old.messages[0].text == "pelican facts"
+        # the full-text index added by a later migration covers rows written before it
+        assert [r.id for r in store.recent(None, query="pouches")] == ["r1"]
+        store.save_schema({"type": "object"})
+    db = sqlite3.connect(path)
+    assert user_version(db) == len(MIGRATIONS)
+    assert db.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
+    db.close()
+
+
+def test_store_refuses_newer_schema(tmp_path: Path) -> None:
+    path = tmp_path / "new.db"
+    db = sqlite3.connect(path)
+    db.execute(f"PRAGMA user_version = {len(MIGRATIONS) + 1}")
+    db.close()
+    with pytest.raises(StoreError, match="newer chainform"):
+        Store(path).recent()
+
+
+def test_store_migration_is_idempotent(tmp_path: Path) -> None:
+    path = tmp_path / "x.db"
+    for _ in range(3):
+        with Store(path) as store:
+            assert store.recent() == []
