@@ -1,0 +1,127 @@
+"""JSON Schema validation with readable errors, cached compiled validators and no network access.
+
+The chain engine checks every model answer against the user's schema, often the same schema many times,
+so compiled validators are cached by the schema's canonical JSON text. `$schema` is honoured (draft-04 to
+2020-12); a schema without it is read as Draft 2020-12. Formats are asserted (date-time, email, uri, ...)
+because a value that "looks like" a date is exactly what a model gets wrong; the checkers that need
+optional packages come with ``jsonschema[format-nongpl]``. Remote ``$ref`` targets are never fetched: a
+schema must be self-contained (or the caller passes a `referencing.Registry`).
+"""
+
+from __future__ import annotations
+
+import json
+from collections import OrderedDict
+from typing import TYPE_CHECKING, Any
+
+from chainform.errors import SchemaError
+
+if TYPE_CHECKING:
+    from jsonschema.protocols import Validator
+    from referencing import Registry
+
+__all__ = ["check_schema", "compile_validator", "is_valid", "validate"]
+
+_CACHE_SIZE = 512
+_cache: OrderedDict[str, Validator] = OrderedDict()
+
+
+def _schema_key(schema: Any) -> str:
+    if not isinstance(schema, (dict, bool)):
+        raise SchemaError(f"A JSON Schema must be an object or a boolean, not {type(schema).__name__}")
+    try:
+        return json.dumps(schema, sort_keys=True, separators=(",", ":"), allow_nan=False)
+    except (TypeError, ValueError) as exc:
+        raise SchemaError(f"The schema is not JSON-serialisable: {exc}") from exc
+
+
+def _no_retrieval(uri: str) -> Any:
+    """Refuse to fetch remote schemas: validation must never reach the network."""
+    from referencing.exceptions import NoSuchResource
+
+    raise NoSuchResource(ref=uri)  # type: ignore[call-arg]
+
+
+def _empty_registry() -> Registry:
+    from referencing import Registry
+
+    return Registry(retrieve=_no_retrieval)  # type: ignore[call-arg,no-any-return]
+
+
+def compile_validator(
+    schema: dict[str, Any] | bool, *, registry: Registry | None = None, formats: bool = True
+) -> Validator:
+    """A checked validator for `schema` (cached unless a registry is given).
+
+    `formats=False` treats ``format`` as an annotation only, as Draft 2020-12 does by default.
+    """
+    cache_key = ("F" if formats else "A") + _schema_key(schema)
+    if registry is None and (hit := _cache.get(cache_key)) is not None:
+        _cache.move_to_end(cache_key)
+        return hit
+    from jsonschema import Draft202012Validator, exceptions, validators
+
+    cls = validators.validator_for(schema, default=Draft202012Validator)
+    try:
+        cls.check_schema(schema)  # type: ignore[arg-type]
+    except exceptions.SchemaError as exc:
+        where = exc.json_path if hasattr(exc, "json_path") else "$"
+        raise SchemaError(f"Invalid JSON Schema at {where}: {exc.message}") from exc
+    validator = cls(
+        schema,
+        format_checker=cls.FORMAT_CHECKER if formats else None,
+        registry=registry if registry is not None else _empty_registry(),
+    )
+    if registry is None:
+        _cache[cache_key] = validator
+        if len(_cache) > _CACHE_SIZE:
+            _cache.popitem(last=False)
+    return validator
+
+
+def check_schema(schema: dict[str, Any] | bool) -> None:
+    """Raise `SchemaError` when `schema` is not a valid JSON Schema for its declared draft."""
+    compile_validator(schema)
+
+
+def validate(
+    value: Any, schema: dict[str, Any] | bool, *, registry: Registry | None = None, formats: bool = True
+) -> list[str]:
+    """Every reason `value` fails `schema`, as ``"$.path: message"`` lines; empty when it is valid.
+
+    A `$ref` that cannot be resolved is a fault of the schema, so it raises `SchemaError` instead of
+    being reported as a problem with the value.
+    """
+    from referencing.exceptions import Unresolvable
+
+    validator = compile_validator(schema, registry=registry, formats=formats)
+    try:
+        errors = sorted(
+            validator.iter_errors(value), key=lambda e: ([str(p) for p in e.absolute_path], e.message)
+        )
+    except Unresolvable as exc:
+        raise SchemaError(f"The schema has a $ref that cannot be resolved: {exc}") from exc
+    return [f"{e.json_path}: {_message(e)}" for e in errors]
+
+
+def _message(error: Any) -> str:
+    """The error's message; for anyOf/oneOf failures, also the closest branch's first complaint."""
+    if error.context:
+        from jsonschema.exceptions import best_match
+
+        inner = best_match(error.context)
+        if inner is not None:
+            return f"{error.message} (closest: {inner.message})"
+    return str(error.message)
+
+
+def is_valid(
+    value: Any, schema: dict[str, Any] | bool, *, registry: Registry | None = None, formats: bool = True
+) -> bool:
+    """True when `value` satisfies `schema` (cheaper than `validate` when reasons are not needed)."""
+    from referencing.exceptions import Unresolvable
+
+    try:
+        return bool(compile_validator(schema, registry=registry, formats=formats).is_valid(value))
+    except Unresolvable as exc:
+        raise SchemaError(f"The schema has a $ref that cannot be resolved: {exc}") from exc
