@@ -150,6 +150,7 @@ _GOOGLE_HEADS = {
     "yields": "returns",
 }
 _OTHER_HEADS = {"raises", "examples", "example", "notes", "note", "see also", "references", "warnings"}
+_RETURN_TYPE = re.compile(r"^[\w.|\[\]]+(?:,\s*[\w.|\[\]]+)*:\s+")  # Google's "int: the total"
 _SPHINX = re.compile(
     r"^:(param|parameter|arg|argument|key|keyword|returns?|type|rtype|raises?)\b([^:]*):(.*)$"
 )
@@ -236,6 +237,7 @@ def parse_docstring(doc: str | None) -> DocInfo:
             if kind.endswith("numpy"):
                 info.returns = " ".join(t for _, t in entries)
             else:
-                info.returns = " ".join(" ".join(ln.split()) for ln in body if ln.strip())
+                text = " ".join(" ".join(ln.split()) for ln in body if ln.strip())
+                info.returns = _RETURN_TYPE.sub("", text, count=1)
     info.summary = "\n".join(summary).strip()
     return info

@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from typing import Annotated, Any, ForwardRef, Literal, Union
 
 import pydantic
+import typing_extensions
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, TypeAdapter
 from pydantic.fields import FieldInfo
 
@@ -28,6 +29,22 @@ from chainform.tools import _docs
 _NATIVE_OK: dict[type, bool] = {}
 _EMPTY = inspect.Parameter.empty
 _ANNOTATED: Any = Annotated  # subscripted with runtime values, which type checkers cannot follow
+
+
+def _hide_default(schema: dict[str, Any]) -> None:
+    schema.pop("default", None)
+
+
+# a TypedDict key that may be left out: no default to show, and left out of the result when unset
+_OPTIONAL_KEY = Field(default=None, json_schema_extra=_hide_default)
+
+
+def _class_doc(cls: Any) -> str | None:
+    """The class's own docstring: not inherited, and not the signature dataclasses make up."""
+    doc = cls.__dict__.get("__doc__")
+    if not isinstance(doc, str) or doc.startswith(f"{cls.__name__}("):
+        return None
+    return doc
 
 
 def _init(cls: type) -> Any:
@@ -67,7 +84,7 @@ def _qualname(obj: Any) -> str:
 
 
 def _is_typeddict(tp: Any) -> bool:
-    return isinstance(tp, type) and typing.is_typeddict(tp)
+    return isinstance(tp, type) and typing_extensions.is_typeddict(tp)
 
 
 def _is_namedtuple(tp: Any) -> bool:
@@ -154,6 +171,8 @@ class _Builder:
         if origin is Annotated:
             meta = [Field(description=m) if isinstance(m, str) else m for m in tp.__metadata__]
             return _ANNOTATED[tuple([self.rewrite(args[0], globalns, where), *meta])]
+        if getattr(origin, "_name", None) in ("Required", "NotRequired", "ReadOnly"):
+            return self.rewrite(args[0], globalns, where)  # TypedDict key markers; required-ness is known
         if origin is Literal or tp is typing.Any:
             return tp
         if origin in (Union, types.UnionType):
@@ -168,11 +187,15 @@ class _Builder:
             return copy_with(new) if copy_with is not None else tp
         if isinstance(tp, type) and tp in self.memo:
             return self.memo[tp]
-        if _is_std_dataclass(tp) or (
-            isinstance(tp, type)
-            and tp.__module__ != "builtins"
-            and not (_is_model(tp) or _is_typeddict(tp) or _is_namedtuple(tp))
-            and not _native(tp)
+        if (
+            _is_std_dataclass(tp)
+            or _is_typeddict(tp)
+            or (
+                isinstance(tp, type)
+                and tp.__module__ != "builtins"
+                and not (_is_model(tp) or _is_typeddict(tp) or _is_namedtuple(tp))
+                and not _native(tp)
+            )
         ):
             return self.class_model(tp)
         return tp
@@ -200,7 +223,7 @@ class _Builder:
         if isinstance(obj, type):
             globalns = dict(vars(sys.modules.get(obj.__module__, types.ModuleType("x"))))
             globalns.setdefault(obj.__name__, obj)
-        doc = _docs.parse_docstring(inspect.getdoc(obj) if isinstance(obj, type) else inspect.getdoc(target))
+        doc = _docs.parse_docstring(_class_doc(obj) if isinstance(obj, type) else inspect.getdoc(target))
         if isinstance(obj, type) and not doc.params and _init(obj) is not object.__init__:
             init_doc = _docs.parse_docstring(inspect.getdoc(_init(obj)))
             doc.params = init_doc.params
@@ -208,12 +231,15 @@ class _Builder:
         if _is_model(obj):
             return self._model_spec(obj, tool_name, doc)
         fields, params, hints = self._fields(obj, target, drop_first, kind, where, globalns, doc)
-        model = pydantic.create_model(  # type: ignore[call-overload]
-            tool_name if tool_name.isidentifier() else "arguments",
-            __config__=ConfigDict(extra="forbid"),
-            __doc__=doc.summary or None,
-            **fields,
-        )
+        try:
+            model = pydantic.create_model(  # type: ignore[call-overload]
+                tool_name if tool_name.isidentifier() else "arguments",
+                __config__=ConfigDict(extra="forbid"),
+                __doc__=doc.summary or None,
+                **fields,
+            )
+        except (pydantic.PydanticUserError, pydantic.PydanticSchemaGenerationError) as exc:
+            raise ToolDefinitionError(f"{where}: cannot describe the arguments ({exc})") from exc
         self.models.append(model)
         returns = ""
         if not isinstance(obj, type):
@@ -290,7 +316,7 @@ class _Builder:
         schema = strip_titles(schema)
         if spec.kind == "model":
             comments = _docs.class_comments(spec.target)  # type: ignore[arg-type]
-            doc = _docs.parse_docstring(inspect.getdoc(spec.target))
+            doc = _docs.parse_docstring(_class_doc(spec.target))
             for pname, prop in schema.get("properties", {}).items():
                 extra = comments.get(pname) or doc.params.get(pname)
                 if extra and isinstance(prop, dict) and "description" not in prop:
@@ -343,7 +369,7 @@ def _raw_params(
     if kind == "typeddict":
         required = obj.__required_keys__
         return [
-            (n, inspect.Parameter.KEYWORD_ONLY, a, _EMPTY if n in required else None)
+            (n, inspect.Parameter.KEYWORD_ONLY, a, _EMPTY if n in required else _OPTIONAL_KEY)
             for n, a in obj.__annotations__.items()
         ]
     if isinstance(obj, type) and dataclasses.is_dataclass(obj):
