@@ -13,7 +13,6 @@ import re
 from pathlib import Path
 from typing import Any
 
-import jsonschema
 from pydantic import BaseModel, TypeAdapter
 
 from chainform.errors import SchemaError
@@ -100,16 +99,15 @@ def resolve_schema(schema: Any) -> dict[str, Any]:
         try:
             result = TypeAdapter(schema).json_schema()
         except Exception as exc:
-            raise SchemaError(f"cannot describe {schema.__name__} as JSON Schema: {exc}") from None
+            reason = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+            raise SchemaError(f"cannot describe {schema.__name__} as JSON Schema: {reason}") from None
     else:
         raise SchemaError(
             f"cannot use a {type(schema).__name__} as a schema; give a dict, JSON, DSL text or a class"
         )
     if not isinstance(result, dict):
         raise SchemaError(f"a schema must be a JSON object, got {type(result).__name__}")
-    try:
-        jsonschema.Draft202012Validator.check_schema(result)
-    except jsonschema.SchemaError as exc:
-        where = "/".join(str(p) for p in exc.path) or "(root)"
-        raise SchemaError(f"not a valid JSON Schema at {where}: {exc.message}") from None
+    from chainform.schema.validate import check_schema
+
+    check_schema(result)
     return result
