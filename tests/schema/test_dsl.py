@@ -107,9 +107,9 @@ def test_resolve_errors(tmp_path: Path) -> None:
         resolve_schema(str(bad))
     with pytest.raises(SchemaError, match="not found"):
         resolve_schema(str(tmp_path / "missing.json"))
-    with pytest.raises(SchemaError, match="not a valid JSON Schema at type"):
+    with pytest.raises(SchemaError, match=r"JSON Schema at \$?\.?type"):
         resolve_schema({"type": "strnig"})
-    with pytest.raises(SchemaError, match="not a valid JSON Schema"):
+    with pytest.raises(SchemaError, match="JSON Schema"):
         resolve_schema('{"properties": {"a": {"minimum": "3"}}}')
     with pytest.raises(SchemaError, match="must be a JSON object"):
         resolve_schema("[1, 2]")
