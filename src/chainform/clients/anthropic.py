@@ -1,0 +1,395 @@
+"""Anthropic Messages API adapter (official `anthropic` SDK, imported only when a client is made).
+
+Every call streams (`messages.create(stream=True)`): the SDK refuses long non-streamed requests,
+and a non-streamed response is the join of the stream anyway. Retries (429 with Retry-After, 5xx,
+dropped connections before the body) are the SDK's own, tuned with `max_retries`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Sequence
+from typing import Any
+
+from chainform.clients._support import (
+    StreamGuard,
+    convert_schema,
+    profile_for,
+    reject_unsupported,
+    resolve_key,
+    split_system,
+    tool_mode,
+)
+from chainform.clients.base import BaseChatClient, Middleware
+from chainform.errors import UnsupportedOptionError
+from chainform.types import (
+    ChatOptions,
+    ChatResponseUpdate,
+    Content,
+    DataContent,
+    FinishReason,
+    FunctionCallContent,
+    FunctionResultContent,
+    Message,
+    ModelProfile,
+    Role,
+    TextContent,
+    TextReasoningContent,
+    UriContent,
+    UsageContent,
+    UsageDetails,
+)
+
+PROVIDER = "anthropic"
+DEFAULT_MAX_TOKENS = 8192
+_IMAGE_TYPES = frozenset({"image/jpeg", "image/png", "image/gif", "image/webp"})
+_UNSUPPORTED = frozenset({"seed", "frequency_penalty", "presence_penalty"})
+
+_BASE = ModelProfile(
+    provider=PROVIDER,
+    supports_tools=True,
+    supports_parallel_tool_calls=True,
+    supports_tool_choice_required=True,
+    supports_images=True,
+    schema_dialect="anthropic",
+    context_window=200_000,
+    unsupported_options=_UNSUPPORTED,
+)
+# Structured outputs (output_config.format, strict tools) exist from Opus 4.1 / the 4.5 generation on.
+_NATIVE = _BASE.replace(
+    supports_json_schema=True, supports_tools_with_schema=True, supports_strict_schema=True
+)
+
+KNOWN_MODELS: dict[str, ModelProfile] = {
+    "claude-3-5-haiku-latest": _BASE.replace(name="claude-3-5-haiku-latest", max_output_tokens=8192),
+    "claude-3-5-sonnet-latest": _BASE.replace(name="claude-3-5-sonnet-latest", max_output_tokens=8192),
+    "claude-3-7-sonnet-latest": _BASE.replace(
+        name="claude-3-7-sonnet-latest", max_output_tokens=64_000, supports_reasoning=True
+    ),
+    "claude-sonnet-4-0": _BASE.replace(
+        name="claude-sonnet-4-0", max_output_tokens=64_000, supports_reasoning=True
+    ),
+    "claude-opus-4-0": _BASE.replace(
+        name="claude-opus-4-0", max_output_tokens=32_000, supports_reasoning=True
+    ),
+    "claude-opus-4-1": _NATIVE.replace(
+        name="claude-opus-4-1", max_output_tokens=32_000, supports_reasoning=True
+    ),
+    "claude-sonnet-4-5": _NATIVE.replace(
+        name="claude-sonnet-4-5", max_output_tokens=64_000, supports_reasoning=True
+    ),
+    "claude-haiku-4-5": _NATIVE.replace(
+        name="claude-haiku-4-5", max_output_tokens=64_000, supports_reasoning=True
+    ),
+    "claude-opus-4-5": _NATIVE.replace(
+        name="claude-opus-4-5", max_output_tokens=64_000, supports_reasoning=True
+    ),
+}
+# A Claude name we do not know yet is most likely newer than our table.
+_UNKNOWN = _NATIVE.replace(max_output_tokens=64_000, supports_reasoning=True)
+
+_FINISH = {
+    "end_turn": FinishReason.STOP,
+    "stop_sequence": FinishReason.STOP,
+    "tool_use": FinishReason.TOOL_CALLS,
+    "max_tokens": FinishReason.LENGTH,
+    "model_context_window_exceeded": FinishReason.LENGTH,
+    "refusal": FinishReason.CONTENT_FILTER,
+}
+
+
+def create_client(
+    model: str,
+    *,
+    key: str | None = None,
+    base_url: str | None = None,
+    max_retries: int = 2,
+    timeout: float | None = None,
+    default_max_tokens: int | None = None,
+    profile: ModelProfile | None = None,
+    middleware: Sequence[Middleware] = (),
+    **sdk_kwargs: Any,
+) -> AnthropicClient:
+    """An adapter for `model`; extra keyword arguments go to `anthropic.AsyncAnthropic`."""
+    import anthropic
+
+    kwargs: dict[str, Any] = dict(sdk_kwargs)
+    if timeout is not None:
+        kwargs["timeout"] = timeout
+    sdk = anthropic.AsyncAnthropic(
+        api_key=resolve_key(PROVIDER, key, "ANTHROPIC_API_KEY"),
+        base_url=base_url,
+        max_retries=max_retries,
+        **kwargs,
+    )
+    return AnthropicClient(
+        model,
+        sdk,
+        profile=profile or profile_for(model, KNOWN_MODELS, _UNKNOWN),
+        default_max_tokens=default_max_tokens,
+        middleware=middleware,
+    )
+
+
+class AnthropicClient(BaseChatClient):
+    """Translates chainform messages/options to Messages API requests and stream events back."""
+
+    def __init__(
+        self,
+        model: str,
+        sdk: Any,
+        *,
+        profile: ModelProfile,
+        default_max_tokens: int | None = None,
+        middleware: Sequence[Middleware] = (),
+    ) -> None:
+        super().__init__(profile=profile, middleware=middleware)
+        self.model = model
+        self.sdk = sdk
+        cap = profile.max_output_tokens or DEFAULT_MAX_TOKENS
+        self.default_max_tokens = default_max_tokens or min(DEFAULT_MAX_TOKENS, cap)
+
+    def build_request(self, messages: Sequence[Message], options: ChatOptions) -> dict[str, Any]:
+        """The keyword arguments of `messages.create` (public so tests and logs can inspect it)."""
+        reject_unsupported(options, self.profile)
+        system, rest = split_system(messages)
+        request: dict[str, Any] = {
+            "model": options.model_id or self.model,
+            "max_tokens": options.max_output_tokens or self.default_max_tokens,
+            "messages": _messages(rest),
+        }
+        if system:
+            request["system"] = system
+        for ours, theirs in (
+            ("temperature", "temperature"),
+            ("top_p", "top_p"),
+            ("top_k", "top_k"),
+            ("stop_sequences", "stop_sequences"),
+        ):
+            value = getattr(options, ours)
+            if value is not None:
+                request[theirs] = list(value) if ours == "stop_sequences" else value
+        request.update(self._tools(options))
+        output_format = self._output_format(options)
+        if output_format is not None:
+            request["output_config"] = {"format": output_format}
+        extra = options.additional_properties.get(PROVIDER)
+        if isinstance(extra, dict):
+            request["extra_body"] = dict(extra)
+        return request
+
+    def _tools(self, options: ChatOptions) -> dict[str, Any]:
+        mode = tool_mode(options)
+        if mode is None or not options.tools:
+            return {}
+        tools = [
+            {
+                "name": t.name,
+                "description": t.description,
+                "input_schema": convert_schema(t.parameters, self.profile.schema_dialect),
+            }
+            for t in options.tools
+        ]
+        choice: dict[str, Any]
+        if mode.mode == "none":
+            choice = {"type": "none"}
+        elif mode.mode == "required":
+            choice = {"type": "tool", "name": mode.function_name} if mode.function_name else {"type": "any"}
+        else:
+            choice = {"type": "auto"}
+        if options.allow_multiple_tool_calls is False and mode.mode != "none":
+            choice["disable_parallel_tool_use"] = True
+        return {"tools": tools, "tool_choice": choice}
+
+    def _output_format(self, options: ChatOptions) -> dict[str, Any] | None:
+        fmt = options.response_format
+        if fmt is None or fmt.kind == "text":
+            return None
+        if fmt.kind != "json_schema" or fmt.schema is None:
+            raise UnsupportedOptionError(
+                "Anthropic has no JSON mode without a schema; give response_format a JSON schema",
+                provider=PROVIDER,
+            )
+        if not self.profile.supports_json_schema:
+            raise UnsupportedOptionError(
+                f"{self.profile.name!r} has no native structured output; use the tool or prompted strategy",
+                provider=PROVIDER,
+            )
+        return {"type": "json_schema", "schema": convert_schema(fmt.schema, self.profile.schema_dialect)}
+
+    async def _stream(
+        self, messages: list[Message], options: ChatOptions
+    ) -> AsyncIterator[ChatResponseUpdate]:
+        import anthropic
+
+        request = self.build_request(messages, options)
+        guard = StreamGuard(PROVIDER)
+        state = _StreamState()
+        try:
+            stream = await self.sdk.messages.create(**request, stream=True)
+            async for event in stream:
+                update = state.translate(event)
+                if update is not None:
+                    yield guard.seen(update)
+        except anthropic.APIStatusError as exc:
+            status = exc.status_code if exc.status_code != 200 else None
+            message = getattr(exc, "api_message", None) or exc.message
+            raise guard.error(message, status=status, request_id=exc.request_id) from exc
+        except anthropic.APIConnectionError as exc:
+            raise guard.error(f"connection failed: {exc.message}") from exc
+        except (anthropic.AnthropicError, OSError, ValueError) as exc:
+            raise guard.error(f"stream failed: {exc}") from exc
+        except Exception as exc:  # the HTTP library's own errors for a body cut short
+            raise guard.error(f"stream broke: {type(exc).__name__}: {exc}") from exc
+        if not state.finished:
+            raise guard.error("stream ended before message_stop", request_id=state.request_id)
+
+
+class _StreamState:
+    """Turns raw Messages stream events into updates; usage is sent once, when the message ends."""
+
+    def __init__(self) -> None:
+        self.message_id: str | None = None
+        self.model_id: str | None = None
+        self.request_id: str | None = None
+        self.start_usage: Any = None
+        self.finished = False
+
+    def _update(self, contents: list[Content], **extra: Any) -> ChatResponseUpdate:
+        return ChatResponseUpdate(
+            contents,
+            role=Role.ASSISTANT,
+            response_id=self.message_id,
+            message_id=self.message_id,
+            model_id=self.model_id,
+            **extra,
+        )
+
+    def translate(self, event: Any) -> ChatResponseUpdate | None:
+        kind = getattr(event, "type", None)
+        if kind == "message_start":
+            message = event.message
+            self.message_id, self.model_id = message.id, message.model
+            self.start_usage = message.usage
+            return None
+        if kind == "content_block_start":
+            return self._block_start(event.index, event.content_block)
+        if kind == "content_block_delta":
+            return self._block_delta(event.index, event.delta)
+        if kind == "message_delta":
+            usage = _usage(self.start_usage, event.usage)
+            reason = event.delta.stop_reason
+            finish = _FINISH.get(reason, FinishReason(reason)) if reason else None
+            return self._update([UsageContent(usage)], finish_reason=finish, raw_representation=event)
+        if kind == "message_stop":
+            self.finished = True
+        return None
+
+    def _block_start(self, index: int, block: Any) -> ChatResponseUpdate | None:
+        kind = block.type
+        if kind == "text" and block.text:
+            return self._update([TextContent(block.text)])
+        if kind == "tool_use":
+            arguments = dict(block.input) if block.input else None
+            return self._update([FunctionCallContent(block.id, block.name, arguments, index=index)])
+        if kind == "thinking":
+            return self._update([TextReasoningContent(block.thinking, block.signature or None)])
+        if kind == "redacted_thinking":
+            return self._update([TextReasoningContent("", block.data)])
+        return None
+
+    def _block_delta(self, index: int, delta: Any) -> ChatResponseUpdate | None:
+        kind = delta.type
+        if kind == "text_delta":
+            return self._update([TextContent(delta.text)])
+        if kind == "input_json_delta" and delta.partial_json:
+            return self._update([FunctionCallContent("", "", raw_arguments=delta.partial_json, index=index)])
+        if kind == "thinking_delta":
+            return self._update([TextReasoningContent(delta.thinking)])
+        if kind == "signature_delta":
+            return self._update([TextReasoningContent("", delta.signature)])
+        return None
+
+
+def _usage(start: Any, final: Any) -> UsageDetails:
+    """Totals of one message: input as billed (fresh + cache reads + cache writes), cache counts apart."""
+
+    def pick(name: str) -> int:
+        for source in (final, start):
+            value = getattr(source, name, None) if source is not None else None
+            if value is not None:
+                return int(value)
+        return 0
+
+    read, written = pick("cache_read_input_tokens"), pick("cache_creation_input_tokens")
+    counts = {}
+    if read:
+        counts["cache_read_input_tokens"] = read
+    if written:
+        counts["cache_creation_input_tokens"] = written
+    return UsageDetails(
+        input_tokens=pick("input_tokens") + read + written,
+        output_tokens=pick("output_tokens"),
+        additional_counts=counts,
+    )
+
+
+def _messages(messages: Sequence[Message]) -> list[dict[str, Any]]:
+    """Chainform turns as Messages API turns; tool results ride in user turns, same roles merge."""
+    out: list[dict[str, Any]] = []
+    for message in messages:
+        role = "assistant" if message.role == Role.ASSISTANT else "user"
+        blocks = [b for c in message.contents if (b := _block(c, role)) is not None]
+        if not blocks:
+            continue
+        if out and out[-1]["role"] == role:
+            out[-1]["content"].extend(blocks)
+        else:
+            out.append({"role": role, "content": blocks})
+    return out
+
+
+def _block(content: Content, role: str) -> dict[str, Any] | None:
+    if isinstance(content, TextContent):
+        return {"type": "text", "text": content.text} if content.text else None
+    if isinstance(content, FunctionCallContent):
+        return {
+            "type": "tool_use",
+            "id": content.call_id,
+            "name": content.name,
+            "input": content.arguments or {},
+        }
+    if isinstance(content, FunctionResultContent):
+        block: dict[str, Any] = {
+            "type": "tool_result",
+            "tool_use_id": content.call_id,
+            "content": content.result_text(),
+        }
+        if content.error is not None:
+            block["is_error"] = True
+        return block
+    if isinstance(content, TextReasoningContent):
+        # A thinking block is only accepted back with its signature; unsigned reasoning is dropped.
+        if role != "assistant" or not content.protected_data:
+            return None
+        if not content.text:
+            return {"type": "redacted_thinking", "data": content.protected_data}
+        return {"type": "thinking", "thinking": content.text, "signature": content.protected_data}
+    if isinstance(content, DataContent):
+        return _media({"type": "base64", "media_type": content.media_type, "data": content.base64}, content)
+    if isinstance(content, UriContent):
+        return _media({"type": "url", "url": content.uri}, content)
+    return None  # usage and error parts are bookkeeping, not conversation
+
+
+def _media(source: dict[str, Any], content: DataContent | UriContent) -> dict[str, Any]:
+    media = content.media_type or ""
+    if media in _IMAGE_TYPES or (isinstance(content, UriContent) and not media):
+        return {"type": "image", "source": source}
+    if media == "application/pdf":
+        return {"type": "document", "source": source}
+    if media == "text/plain" and isinstance(content, DataContent):
+        return {
+            "type": "document",
+            "source": {"type": "text", "media_type": media, "data": content.data.decode()},
+        }
+    raise UnsupportedOptionError(f"Anthropic cannot take {media!r} content", provider=PROVIDER)

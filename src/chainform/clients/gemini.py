@@ -1,0 +1,369 @@
+"""Google Gemini adapter (google-genai SDK: `client.aio.models.generate_content_stream`).
+
+Gemini sends whole function calls (no argument fragments) and, on Gemini 3, opaque thought
+signatures that must come back on the same part in the next turn. A signature travels in a
+`TextReasoningContent` with empty text placed just before the part it belongs to, so a
+conversation replayed through chainform keeps it where Gemini expects it.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import uuid
+from collections.abc import AsyncIterator, Sequence
+from typing import Any
+
+from chainform.clients._support import (
+    StreamGuard,
+    call_names,
+    convert_schema,
+    family_stem,
+    profile_for,
+    reject_unsupported,
+    resolve_key,
+    split_system,
+    tool_mode,
+)
+from chainform.clients.base import BaseChatClient, Middleware
+from chainform.errors import UnsupportedOptionError
+from chainform.types import (
+    ChatOptions,
+    ChatResponseUpdate,
+    Content,
+    DataContent,
+    FinishReason,
+    FunctionCallContent,
+    FunctionResultContent,
+    Message,
+    ModelProfile,
+    Role,
+    TextContent,
+    TextReasoningContent,
+    UriContent,
+    UsageContent,
+    UsageDetails,
+)
+
+PROVIDER = "gemini"
+_GENERATED_ID = "gcall_"  # call ids we invent (the Gemini API may send none) are not sent back
+
+_BASE = ModelProfile(
+    provider=PROVIDER,
+    supports_tools=True,
+    supports_parallel_tool_calls=True,
+    supports_json_schema=True,
+    supports_tool_choice_required=True,
+    supports_seed=True,
+    supports_images=True,
+    schema_dialect="gemini",
+    context_window=1_048_576,
+)
+_THINKING = _BASE.replace(supports_reasoning=True, max_output_tokens=65_536)
+
+KNOWN_MODELS: dict[str, ModelProfile] = {
+    "gemini-2.0-flash": _BASE.replace(name="gemini-2.0-flash", max_output_tokens=8192),
+    "gemini-2.0-flash-lite": _BASE.replace(name="gemini-2.0-flash-lite", max_output_tokens=8192),
+    "gemini-2.5-flash": _THINKING.replace(name="gemini-2.5-flash"),
+    "gemini-2.5-flash-lite": _THINKING.replace(name="gemini-2.5-flash-lite"),
+    "gemini-2.5-pro": _THINKING.replace(name="gemini-2.5-pro"),
+    # Gemini 3 accepts a response schema together with function declarations in one request.
+    "gemini-3-flash-preview": _THINKING.replace(
+        name="gemini-3-flash-preview", supports_tools_with_schema=True
+    ),
+    "gemini-3-pro-preview": _THINKING.replace(name="gemini-3-pro-preview", supports_tools_with_schema=True),
+}
+_UNKNOWN = _THINKING.replace(supports_tools_with_schema=True)
+# Before 2.5, schemas go in the OpenAPI-subset fields rather than the JSON Schema ones.
+_LEGACY_SCHEMA_FAMILIES = ("gemini-1.", "gemini-2.0")
+
+_FINISH = {
+    "STOP": FinishReason.STOP,
+    "MAX_TOKENS": FinishReason.LENGTH,
+    "SAFETY": FinishReason.CONTENT_FILTER,
+    "RECITATION": FinishReason.CONTENT_FILTER,
+    "BLOCKLIST": FinishReason.CONTENT_FILTER,
+    "PROHIBITED_CONTENT": FinishReason.CONTENT_FILTER,
+    "SPII": FinishReason.CONTENT_FILTER,
+    "IMAGE_SAFETY": FinishReason.CONTENT_FILTER,
+}
+
+
+def create_client(
+    model: str,
+    *,
+    key: str | None = None,
+    base_url: str | None = None,
+    max_retries: int = 4,
+    retry_initial_delay: float = 1.0,
+    timeout: float | None = None,
+    profile: ModelProfile | None = None,
+    middleware: Sequence[Middleware] = (),
+    **http_options: Any,
+) -> GeminiClient:
+    """An adapter for `model`; extra keyword arguments become `google.genai.types.HttpOptions` fields."""
+    from google import genai
+    from google.genai import types
+
+    retry = types.HttpRetryOptions(attempts=max_retries + 1, initial_delay=retry_initial_delay)
+    options = types.HttpOptions(
+        base_url=base_url,
+        retry_options=retry,
+        timeout=int(timeout * 1000) if timeout is not None else None,
+        **http_options,
+    )
+    sdk = genai.Client(api_key=resolve_key(PROVIDER, key, "GEMINI_API_KEY"), http_options=options)
+    return GeminiClient(
+        model, sdk, profile=profile or profile_for(model, KNOWN_MODELS, _UNKNOWN), middleware=middleware
+    )
+
+
+class GeminiClient(BaseChatClient):
+    """Translates chainform messages/options to generateContent requests and chunks back."""
+
+    def __init__(
+        self, model: str, sdk: Any, *, profile: ModelProfile, middleware: Sequence[Middleware] = ()
+    ) -> None:
+        super().__init__(profile=profile, middleware=middleware)
+        self.model = model
+        self.sdk = sdk
+
+    def build_request(self, messages: Sequence[Message], options: ChatOptions) -> dict[str, Any]:
+        """The keyword arguments of `generate_content(_stream)` (public so tests can inspect them)."""
+        reject_unsupported(options, self.profile)
+        model = options.model_id or self.model
+        legacy = family_stem(model).startswith(_LEGACY_SCHEMA_FAMILIES)
+        system, rest = split_system(messages)
+        config: dict[str, Any] = {"candidate_count": 1}
+        if system:
+            config["system_instruction"] = system
+        for name in ("temperature", "top_p", "top_k", "seed", "presence_penalty", "frequency_penalty"):
+            value = getattr(options, name)
+            if value is not None:
+                config[name] = value
+        if options.max_output_tokens is not None:
+            config["max_output_tokens"] = options.max_output_tokens
+        if options.stop_sequences:
+            config["stop_sequences"] = list(options.stop_sequences)
+        config.update(self._tools(options, legacy))
+        config.update(self._response_format(options, legacy))
+        extra = options.additional_properties.get(PROVIDER)
+        if isinstance(extra, dict):
+            config.update(extra)
+        return {"model": model, "contents": _contents(rest), "config": config}
+
+    def _tools(self, options: ChatOptions, legacy: bool) -> dict[str, Any]:
+        mode = tool_mode(options)
+        if mode is None or not options.tools:
+            return {}
+        field = "parameters" if legacy else "parameters_json_schema"
+        declarations = [
+            {
+                "name": t.name,
+                "description": t.description,
+                field: convert_schema(t.parameters, self.profile.schema_dialect),
+            }
+            for t in options.tools
+        ]
+        calling: dict[str, Any] = {"mode": {"auto": "AUTO", "none": "NONE", "required": "ANY"}[mode.mode]}
+        if mode.mode == "required" and mode.function_name:
+            calling["allowed_function_names"] = [mode.function_name]
+        return {
+            "tools": [{"function_declarations": declarations}],
+            "tool_config": {"function_calling_config": calling},
+        }
+
+    def _response_format(self, options: ChatOptions, legacy: bool) -> dict[str, Any]:
+        fmt = options.response_format
+        if fmt is None or fmt.kind == "text":
+            return {}
+        if fmt.kind == "json_object" or fmt.schema is None:
+            return {"response_mime_type": "application/json"}
+        if not self.profile.supports_json_schema:
+            raise UnsupportedOptionError(
+                f"{self.profile.name!r} has no native structured output", provider=PROVIDER
+            )
+        schema = convert_schema(fmt.schema, self.profile.schema_dialect)
+        field = "response_schema" if legacy else "response_json_schema"
+        return {"response_mime_type": "application/json", field: schema}
+
+    async def _stream(
+        self, messages: list[Message], options: ChatOptions
+    ) -> AsyncIterator[ChatResponseUpdate]:
+        from google.genai import errors
+
+        request = self.build_request(messages, options)
+        guard = StreamGuard(PROVIDER)
+        state = _StreamState()
+        try:
+            stream = await self.sdk.aio.models.generate_content_stream(**request)
+            async for chunk in stream:
+                for update in state.translate(chunk):
+                    yield guard.seen(update)
+        except errors.APIError as exc:
+            message = exc.message or str(exc)
+            raise guard.error(message, status=exc.code or None, request_id=_request_id(exc)) from exc
+        except Exception as exc:  # transport errors of the HTTP library, unparsable chunks
+            raise guard.error(f"stream broke: {type(exc).__name__}: {exc}") from exc
+        final = state.final_update()
+        if final is None:
+            raise guard.error("stream ended without a finish reason")
+        yield guard.seen(final)
+
+
+def _request_id(exc: Any) -> str | None:
+    headers = getattr(getattr(exc, "response", None), "headers", None)
+    if headers is None:
+        return None
+    for name in ("x-request-id", "x-goog-request-id"):
+        value = headers.get(name)
+        if value:
+            return str(value)
+    return None
+
+
+class _StreamState:
+    """Turns generateContent chunks into updates; the last usage report wins (Gemini repeats totals)."""
+
+    def __init__(self) -> None:
+        self.calls = 0
+        self.usage: Any = None
+        self.finish: str | None = None
+        self.response_id: str | None = None
+        self.model_id: str | None = None
+
+    def _update(self, contents: list[Content], **extra: Any) -> ChatResponseUpdate:
+        return ChatResponseUpdate(
+            contents, role=Role.ASSISTANT, response_id=self.response_id, model_id=self.model_id, **extra
+        )
+
+    def translate(self, chunk: Any) -> list[ChatResponseUpdate]:
+        self.response_id = chunk.response_id or self.response_id
+        self.model_id = chunk.model_version or self.model_id
+        if chunk.usage_metadata is not None:
+            self.usage = chunk.usage_metadata
+        feedback = chunk.prompt_feedback
+        if feedback is not None and feedback.block_reason is not None:
+            self.finish = "BLOCKED"
+        contents: list[Content] = []
+        for candidate in chunk.candidates or ():
+            if candidate.finish_reason is not None:
+                self.finish = _enum_name(candidate.finish_reason)
+            parts = candidate.content.parts if candidate.content is not None else None
+            for part in parts or ():
+                contents.extend(self._part(part))
+        return [self._update(contents, raw_representation=chunk)] if contents else []
+
+    def _part(self, part: Any) -> list[Content]:
+        out: list[Content] = []
+        if part.thought_signature:
+            out.append(TextReasoningContent("", base64.b64encode(part.thought_signature).decode("ascii")))
+        if part.function_call is not None:
+            call = part.function_call
+            call_id = call.id or f"{_GENERATED_ID}{uuid.uuid4().hex[:12]}"
+            out.append(FunctionCallContent(call_id, call.name or "", dict(call.args or {}), index=self.calls))
+            self.calls += 1
+        elif part.text:
+            out.append(TextReasoningContent(part.text) if part.thought else TextContent(part.text))
+        elif part.inline_data is not None and part.inline_data.data:
+            out.append(
+                DataContent(part.inline_data.data, part.inline_data.mime_type or "application/octet-stream")
+            )
+        return out
+
+    def final_update(self) -> ChatResponseUpdate | None:
+        if self.finish is None:
+            return None
+        reason = _FINISH.get(self.finish, FinishReason(self.finish.lower()))
+        if self.finish == "BLOCKED":
+            reason = FinishReason.CONTENT_FILTER
+        if reason == FinishReason.STOP and self.calls:
+            reason = FinishReason.TOOL_CALLS
+        contents: list[Content] = [UsageContent(_usage(self.usage))] if self.usage is not None else []
+        return self._update(contents, finish_reason=reason)
+
+
+def _enum_name(value: Any) -> str:
+    return str(getattr(value, "value", value))
+
+
+def _usage(meta: Any) -> UsageDetails:
+    """Input includes tool-use prompt tokens; output includes thinking tokens (both are billed)."""
+    prompt = (meta.prompt_token_count or 0) + (meta.tool_use_prompt_token_count or 0)
+    thoughts = meta.thoughts_token_count or 0
+    counts = {}
+    if thoughts:
+        counts["reasoning_tokens"] = thoughts
+    if meta.cached_content_token_count:
+        counts["cache_read_input_tokens"] = meta.cached_content_token_count
+    return UsageDetails(
+        input_tokens=prompt,
+        output_tokens=(meta.candidates_token_count or 0) + thoughts,
+        total_tokens=meta.total_token_count,
+        additional_counts=counts,
+    )
+
+
+def _contents(messages: Sequence[Message]) -> list[dict[str, Any]]:
+    """Chainform turns as Gemini contents (roles user/model); same roles merge."""
+    names = call_names(messages)
+    out: list[dict[str, Any]] = []
+    for message in messages:
+        role = "model" if message.role == Role.ASSISTANT else "user"
+        parts = _parts(message.contents, names)
+        if not parts:
+            continue
+        if out and out[-1]["role"] == role:
+            out[-1]["parts"].extend(parts)
+        else:
+            out.append({"role": role, "parts": parts})
+    return out
+
+
+def _parts(contents: Sequence[Content], names: dict[str, str]) -> list[dict[str, Any]]:
+    parts: list[dict[str, Any]] = []
+    signature: bytes | None = None
+    for content in contents:
+        if isinstance(content, TextReasoningContent):
+            # Thought text is not sent back; its signature belongs to the part that follows.
+            if content.protected_data:
+                signature = base64.b64decode(content.protected_data)
+            continue
+        part = _part(content, names)
+        if part is None:
+            continue
+        if signature is not None:
+            part["thought_signature"] = signature
+            signature = None
+        parts.append(part)
+    return parts
+
+
+def _part(content: Content, names: dict[str, str]) -> dict[str, Any] | None:
+    if isinstance(content, TextContent):
+        return {"text": content.text} if content.text else None
+    if isinstance(content, FunctionCallContent):
+        call: dict[str, Any] = {"name": content.name, "args": content.arguments or {}}
+        if not content.call_id.startswith(_GENERATED_ID):
+            call["id"] = content.call_id
+        return {"function_call": call}
+    if isinstance(content, FunctionResultContent):
+        name = content.name or names.get(content.call_id)
+        if not name:
+            raise UnsupportedOptionError(
+                f"Gemini needs the tool name of result {content.call_id!r}; set FunctionResultContent.name",
+                provider=PROVIDER,
+            )
+        if content.error is not None:
+            payload: dict[str, Any] = {"error": content.error}
+        else:  # a JSON-safe copy: the SDK serialises the response as a JSON object
+            payload = {"result": json.loads(json.dumps(content.result, default=str))}
+        response: dict[str, Any] = {"name": name, "response": payload}
+        if not content.call_id.startswith(_GENERATED_ID):
+            response["id"] = content.call_id
+        return {"function_response": response}
+    if isinstance(content, DataContent):
+        return {"inline_data": {"data": content.data, "mime_type": content.media_type}}
+    if isinstance(content, UriContent):
+        return {"file_data": {"file_uri": content.uri, "mime_type": content.media_type}}
+    return None
