@@ -1,0 +1,259 @@
+"""What the Chat Completions and Responses adapters share: SDK client, options check, errors, streams.
+
+The SDK is imported on first use only. Retries (429 with Retry-After, 5xx, timeouts, dropped
+connections before a response) are the SDK's own; we translate what is left after its last try.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from chainform.clients.base import BaseChatClient, Middleware
+from chainform.errors import ChainformError, ProviderError, StreamInterruptedError, UnsupportedOptionError
+from chainform.keys import redact
+from chainform.types import (
+    ChatOptions,
+    ChatResponse,
+    ChatResponseUpdate,
+    FinishReason,
+    ModelProfile,
+    ResponseFormat,
+    ToolSpec,
+    UsageDetails,
+)
+
+_RETRYABLE = {408, 409, 429}
+_OPTION_NAMES = {
+    "frequency_penalty": "frequency_penalty",
+    "presence_penalty": "presence_penalty",
+    "seed": "seed",
+    "stop_sequences": "stop_sequences",
+    "temperature": "temperature",
+    "top_k": "top_k",
+    "top_p": "top_p",
+}
+
+
+@dataclass(frozen=True)
+class AzureSettings:
+    """Azure OpenAI routing: the deployment is the model name; auth by key or Entra token provider."""
+
+    endpoint: str
+    api_version: str
+    token_provider: Callable[[], Any] | None = None
+
+
+@dataclass
+class ClientSettings:
+    """Everything needed to build the SDK client. `key` is kept out of every repr."""
+
+    provider: str
+    base_url: str | None = None
+    key: str | None = field(default=None, repr=False)
+    max_retries: int = 2
+    timeout: float | None = None
+    default_headers: dict[str, str] = field(default_factory=dict)
+    azure: AzureSettings | None = None
+
+
+def import_openai() -> Any:
+    try:
+        import openai
+    except ImportError as exc:  # pragma: no cover - depends on the environment
+        raise ImportError(
+            "The OpenAI adapters need the openai package: pip install 'chainform[openai]'"
+        ) from exc
+    return openai
+
+
+class OpenAIBaseClient(BaseChatClient):
+    """Common base: builds the SDK client lazily, checks options, maps errors, guards the stream."""
+
+    def __init__(
+        self,
+        model: str,
+        *,
+        settings: ClientSettings,
+        profile: ModelProfile,
+        sdk_client: Any = None,
+        middleware: Sequence[Middleware] = (),
+    ) -> None:
+        super().__init__(profile=profile, middleware=middleware)
+        self.model = model
+        self.settings = settings
+        self._sdk_client = sdk_client
+
+    def __repr__(self) -> str:
+        where = f", base_url={self.settings.base_url!r}" if self.settings.base_url else ""
+        return f"{type(self).__name__}(model={self.model!r}, provider={self.settings.provider!r}{where})"
+
+    @property
+    def sdk(self) -> Any:
+        """The `openai.AsyncOpenAI` (or `AsyncAzureOpenAI`) client, built on first use."""
+        if self._sdk_client is None:
+            self._sdk_client = self._build_sdk()
+        return self._sdk_client
+
+    def _build_sdk(self) -> Any:
+        openai = import_openai()
+        s = self.settings
+        common: dict[str, Any] = {"max_retries": s.max_retries, "default_headers": s.default_headers or None}
+        if s.timeout is not None:
+            common["timeout"] = s.timeout
+        if s.azure is not None:
+            auth: dict[str, Any] = (
+                {"azure_ad_token_provider": s.azure.token_provider}
+                if s.azure.token_provider is not None
+                else {"api_key": s.key}
+            )
+            return openai.AsyncAzureOpenAI(
+                azure_endpoint=s.azure.endpoint, api_version=s.azure.api_version, **auth, **common
+            )
+        return openai.AsyncOpenAI(api_key=s.key, base_url=s.base_url, **common)
+
+    # options ------------------------------------------------------------------------------
+    def check_options(self, options: ChatOptions) -> None:
+        """Refuse, by name, options this model has no equivalent for (never drop them silently)."""
+        unsupported = self.profile.unsupported_options
+        for name, value in options.set_fields().items():
+            if name in unsupported:
+                raise UnsupportedOptionError(
+                    f"option {_OPTION_NAMES.get(name, name)}={value!r} is not supported by "
+                    f"{self.settings.provider}/{self.model}; remove it or choose another model",
+                    provider=self.settings.provider,
+                )
+        mode = options.tool_mode
+        if mode is not None and mode.mode == "required" and not self.profile.supports_tool_choice_required:
+            raise UnsupportedOptionError(
+                f"tool_mode=required is not supported by {self.settings.provider}/{self.model}",
+                provider=self.settings.provider,
+            )
+
+    def convert_schema(self, schema: dict[str, Any]) -> tuple[dict[str, Any], bool]:
+        """The schema in this model's dialect, and whether strict mode may be asked for.
+
+        Strict mode needs the openai-strict dialect; until `chainform.schema.dialects` is available
+        the schema is sent unchanged and not strict.
+        """
+        if not self.profile.supports_strict_schema:
+            return schema, False
+        try:
+            from chainform.schema.dialects import convert  # type: ignore[import-not-found,unused-ignore]
+        except ImportError:
+            return schema, False
+        converted = convert(schema, self.profile.schema_dialect)
+        return dict(converted.schema), True
+
+    def tool_definitions(self, tools: Sequence[ToolSpec]) -> list[tuple[ToolSpec, dict[str, Any], bool]]:
+        return [(tool, *self.convert_schema(dict(tool.parameters))) for tool in tools]
+
+    def response_schema(self, fmt: ResponseFormat) -> tuple[dict[str, Any], bool]:
+        schema, strict = self.convert_schema(dict(fmt.schema or {}))
+        return schema, strict and fmt.strict
+
+    # errors -------------------------------------------------------------------------------
+    def map_error(self, exc: BaseException) -> ProviderError:
+        """A ProviderError with status, the provider's own message and the request id; no key inside."""
+        openai = import_openai()
+        provider = self.settings.provider
+        if isinstance(exc, openai.APIStatusError):
+            status = exc.status_code
+            body = exc.body
+            message = body.get("message") if isinstance(body, dict) else None
+            headers = exc.response.headers
+            request_id = exc.request_id or headers.get("apim-request-id") or headers.get("x-ms-request-id")
+            return ProviderError(
+                self._clean(str(message or exc.message)),
+                status=status,
+                provider=provider,
+                request_id=request_id,
+                retryable=status in _RETRYABLE or status >= 500,
+            )
+        if isinstance(exc, openai.APITimeoutError):
+            return ProviderError("request timed out", provider=provider, retryable=True)
+        if isinstance(exc, openai.APIConnectionError):
+            cause = exc.__cause__ or exc.__context__
+            detail = f": {type(cause).__name__}: {cause}" if cause else ""
+            return ProviderError(self._clean(f"connection failed{detail}"), provider=provider, retryable=True)
+        return ProviderError(self._clean(f"{type(exc).__name__}: {exc}"), provider=provider)
+
+    def _clean(self, text: str) -> str:
+        return redact(text, self.settings.key)
+
+    # streaming ----------------------------------------------------------------------------
+    async def guarded(
+        self, open_stream: Any, translate: Callable[[Any], list[ChatResponseUpdate]]
+    ) -> AsyncIterator[ChatResponseUpdate]:
+        """Open the SDK stream, translate each event, and turn a break into StreamInterruptedError.
+
+        Only SDK calls sit inside the `try`s, so a bug in translation is never disguised as a
+        provider failure.
+        """
+        try:
+            stream = await open_stream
+        except ChainformError:
+            raise
+        except Exception as exc:
+            raise self.map_error(exc) from None
+        updates: list[ChatResponseUpdate] = []
+        iterator = stream.__aiter__()
+        try:
+            while True:
+                try:
+                    event = await iterator.__anext__()
+                except StopAsyncIteration:
+                    break
+                except ChainformError:
+                    raise
+                except Exception as exc:
+                    mapped = self.map_error(exc)
+                    kind = "invalid event" if isinstance(exc, ValueError) else "stream broke"
+                    raise StreamInterruptedError(
+                        f"{kind} after {len(updates)} update(s): {mapped.provider_message}",
+                        partial_response=ChatResponse.from_updates(updates),
+                        status=mapped.status,
+                        provider=self.settings.provider,
+                        request_id=mapped.request_id or getattr(stream, "request_id", None),
+                    ) from None
+                for update in translate(event):
+                    updates.append(update)
+                    yield update
+        finally:
+            close = getattr(stream, "close", None)
+            if close is not None:
+                await close()
+
+    def interrupted(self, message: str, updates: list[ChatResponseUpdate]) -> StreamInterruptedError:
+        return StreamInterruptedError(
+            self._clean(message),
+            partial_response=ChatResponse.from_updates(updates),
+            provider=self.settings.provider,
+        )
+
+
+def usage_details(
+    input_tokens: int | None,
+    output_tokens: int | None,
+    total_tokens: int | None,
+    cached: int | None,
+    reasoning: int | None,
+) -> UsageDetails:
+    """Usage with cached-input and reasoning counts under the shared `additional_counts` keys."""
+    counts = {
+        k: v for k, v in (("cached_input_tokens", cached), ("reasoning_tokens", reasoning)) if v is not None
+    }
+    return UsageDetails(input_tokens, output_tokens, total_tokens, counts)
+
+
+def finish_reason(value: str | None) -> FinishReason | None:
+    if value is None:
+        return None
+    return FinishReason.TOOL_CALLS if value == "function_call" else FinishReason(value)
+
+
+def reject_unsupported_content(kind: str, provider: str) -> UnsupportedOptionError:
+    return UnsupportedOptionError(
+        f"{provider} cannot take {kind} content in this position", provider=provider
+    )

@@ -1,0 +1,189 @@
+"""What OpenAI models and OpenAI-compatible servers can do, as data (no SDK import).
+
+OpenAI profiles are chosen by model family (a name prefix), so a new dated snapshot of a known
+family gets the family's profile. Compatible servers get a conservative profile: no strict mode,
+and schema-with-tools off, because what they enforce depends on the server and the model.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from chainform.types import ModelProfile
+
+# Reasoning models reject sampling settings; every OpenAI model rejects top_k.
+_SAMPLING = frozenset({"temperature", "top_p", "frequency_penalty", "presence_penalty"})
+_NO_TOP_K = frozenset({"top_k"})
+
+_OPENAI = ModelProfile(
+    name="openai",
+    provider="openai",
+    supports_tools=True,
+    supports_parallel_tool_calls=True,
+    supports_json_schema=True,
+    supports_tools_with_schema=True,
+    supports_tool_choice_required=True,
+    supports_strict_schema=True,
+    supports_streaming=True,
+    supports_seed=True,
+    supports_images=True,
+    schema_dialect="openai-strict",
+    unsupported_options=_NO_TOP_K,
+)
+
+# (name prefix, profile changes); the longest matching prefix wins.
+_FAMILIES: dict[str, dict[str, object]] = {
+    "gpt-4.1": {"context_window": 1_047_576, "max_output_tokens": 32_768},
+    "gpt-4o": {"context_window": 128_000, "max_output_tokens": 16_384},
+    "gpt-5": {
+        "context_window": 400_000,
+        "max_output_tokens": 128_000,
+        "supports_reasoning": True,
+        "supports_seed": False,
+        "unsupported_options": _NO_TOP_K | _SAMPLING | {"seed"},
+    },
+    "o": {
+        "context_window": 200_000,
+        "max_output_tokens": 100_000,
+        "supports_reasoning": True,
+        "supports_seed": False,
+        "unsupported_options": _NO_TOP_K | _SAMPLING | {"seed", "stop_sequences"},
+    },
+}
+
+# Models listed by `list_models()`; any other name gets its family's profile.
+OPENAI_MODELS = (
+    "gpt-4.1",
+    "gpt-4.1-mini",
+    "gpt-4.1-nano",
+    "gpt-4o",
+    "gpt-4o-mini",
+    "gpt-5",
+    "gpt-5-mini",
+    "gpt-5-nano",
+    "o3",
+    "o3-mini",
+    "o4-mini",
+)
+
+
+def openai_profile(model: str, provider: str = "openai") -> ModelProfile:
+    """The profile of an OpenAI model (or Azure deployment of one) by family prefix."""
+    family = _family(model)
+    changes = dict(_FAMILIES.get(family, {})) if family else {}
+    if model.startswith(("o1-mini", "o3-mini")):
+        changes["supports_images"] = False
+    return _OPENAI.replace(name=model, provider=provider, **changes)
+
+
+def _family(model: str) -> str | None:
+    bare = model.rsplit("/", 1)[-1]
+    if len(bare) > 1 and bare[0] == "o" and bare[1].isdigit():
+        return "o"
+    matches = [p for p in _FAMILIES if p != "o" and bare.startswith(p)]
+    return max(matches, key=len) if matches else None
+
+
+def responses_profile(profile: ModelProfile) -> ModelProfile:
+    """The Responses API has no seed, stop or penalty parameters."""
+    extra = {"seed", "stop_sequences", "frequency_penalty", "presence_penalty"}
+    return profile.replace(supports_seed=False, unsupported_options=profile.unsupported_options | extra)
+
+
+@dataclass(frozen=True)
+class CompatServer:
+    """An OpenAI-compatible server: where it listens by default and how it authenticates."""
+
+    provider: str
+    title: str
+    base_url: str
+    base_url_env: str
+    key_env: str
+    key_required: bool
+    profile: ModelProfile
+    example: str
+
+    def profile_for(self, model: str) -> ModelProfile:
+        return self.profile.replace(name=model, provider=self.provider)
+
+
+_COMPAT_BASE = ModelProfile(
+    supports_tools=True,
+    supports_parallel_tool_calls=True,
+    supports_json_schema=True,
+    supports_tools_with_schema=False,
+    supports_tool_choice_required=True,
+    supports_strict_schema=False,
+    supports_seed=True,
+    schema_dialect="jsonschema",
+    unsupported_options=_NO_TOP_K,
+)
+
+COMPAT_SERVERS: dict[str, CompatServer] = {
+    s.provider: s
+    for s in (
+        CompatServer(
+            "ollama",
+            "Ollama",
+            "http://localhost:11434/v1",
+            "OLLAMA_BASE_URL",
+            "OLLAMA_API_KEY",
+            False,
+            # Ollama's OpenAI endpoint ignores tool_choice.
+            _COMPAT_BASE.replace(supports_tool_choice_required=False),
+            "llama3.2",
+        ),
+        # vLLM and llama.cpp accept top_k as an extra body field.
+        CompatServer(
+            "vllm",
+            "vLLM",
+            "http://localhost:8000/v1",
+            "VLLM_BASE_URL",
+            "VLLM_API_KEY",
+            False,
+            _COMPAT_BASE.replace(unsupported_options=frozenset()),
+            "Qwen/Qwen2.5-7B-Instruct",
+        ),
+        CompatServer(
+            "llamacpp",
+            "llama.cpp server",
+            "http://localhost:8080/v1",
+            "LLAMACPP_BASE_URL",
+            "LLAMACPP_API_KEY",
+            False,
+            _COMPAT_BASE.replace(unsupported_options=frozenset()),
+            "default",
+        ),
+        CompatServer(
+            "lmstudio",
+            "LM Studio",
+            "http://localhost:1234/v1",
+            "LMSTUDIO_BASE_URL",
+            "LMSTUDIO_API_KEY",
+            False,
+            _COMPAT_BASE,
+            "qwen2.5-7b-instruct",
+        ),
+        CompatServer(
+            "nim",
+            "NVIDIA NIM",
+            "https://integrate.api.nvidia.com/v1",
+            "NIM_BASE_URL",
+            "NVIDIA_API_KEY",
+            True,
+            _COMPAT_BASE,
+            "meta/llama-3.1-8b-instruct",
+        ),
+        # HF's router speaks the OpenAI chat format; response_format support depends on the backend.
+        CompatServer(
+            "hf",
+            "Hugging Face inference endpoints",
+            "https://router.huggingface.co/v1",
+            "HF_BASE_URL",
+            "HF_TOKEN",
+            True,
+            _COMPAT_BASE.replace(supports_json_schema=False),
+            "meta-llama/Llama-3.1-8B-Instruct",
+        ),
+    )
+}

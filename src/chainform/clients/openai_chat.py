@@ -1,0 +1,247 @@
+"""OpenAI Chat Completions adapter (OpenAI, Azure OpenAI and OpenAI-compatible servers).
+
+Every call streams (`stream_options.include_usage` on), so usage, tool-call fragments and finish
+reasons arrive the same way whether the caller streams or not.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Sequence
+from typing import Any
+
+from chainform.clients._openai_base import (
+    ClientSettings,
+    OpenAIBaseClient,
+    finish_reason,
+    reject_unsupported_content,
+    usage_details,
+)
+from chainform.clients._openai_profiles import openai_profile
+from chainform.clients.base import Middleware
+from chainform.types import (
+    ChatOptions,
+    ChatResponseUpdate,
+    Content,
+    DataContent,
+    ErrorContent,
+    FunctionCallContent,
+    FunctionResultContent,
+    Message,
+    ModelProfile,
+    Role,
+    TextContent,
+    TextReasoningContent,
+    UriContent,
+    UsageContent,
+)
+
+
+class OpenAIChatClient(OpenAIBaseClient):
+    """A ChatClient speaking `/chat/completions` through the official `openai` SDK.
+
+    `max_tokens_param` names the length limit field: OpenAI wants `max_completion_tokens`, most
+    compatible servers `max_tokens`.
+    """
+
+    def __init__(
+        self,
+        model: str,
+        *,
+        settings: ClientSettings | None = None,
+        profile: ModelProfile | None = None,
+        max_tokens_param: str = "max_completion_tokens",
+        sdk_client: Any = None,
+        middleware: Sequence[Middleware] = (),
+    ) -> None:
+        settings = settings or ClientSettings(provider="openai")
+        super().__init__(
+            model,
+            settings=settings,
+            profile=profile or openai_profile(model, settings.provider),
+            sdk_client=sdk_client,
+            middleware=middleware,
+        )
+        self.max_tokens_param = max_tokens_param
+
+    def build_request(self, messages: Sequence[Message], options: ChatOptions) -> dict[str, Any]:
+        """The keyword arguments of `chat.completions.create` (public for tests and debugging)."""
+        self.check_options(options)
+        body: dict[str, Any] = {
+            "model": options.model_id or self.model,
+            "messages": [m for message in messages for m in self._message(message)],
+            "stream": True,
+            "stream_options": {"include_usage": True},
+        }
+        extra: dict[str, Any] = {}
+        if options.tools:
+            body["tools"] = [
+                {
+                    "type": "function",
+                    "function": {
+                        "name": tool.name,
+                        "description": tool.description,
+                        "parameters": schema,
+                        **({"strict": True} if strict else {}),
+                    },
+                }
+                for tool, schema, strict in self.tool_definitions(options.tools)
+            ]
+            if options.allow_multiple_tool_calls is not None and self.profile.supports_parallel_tool_calls:
+                body["parallel_tool_calls"] = options.allow_multiple_tool_calls
+        if options.tool_mode is not None and (options.tools or options.tool_mode.mode == "none"):
+            mode = options.tool_mode
+            body["tool_choice"] = (
+                {"type": "function", "function": {"name": mode.function_name}}
+                if mode.function_name
+                else mode.mode
+            )
+        fmt = options.response_format
+        if fmt is not None and fmt.kind == "json_schema":
+            schema, strict = self.response_schema(fmt)
+            spec: dict[str, Any] = {"name": fmt.name, "schema": schema, "strict": strict}
+            if fmt.description:
+                spec["description"] = fmt.description
+            body["response_format"] = {"type": "json_schema", "json_schema": spec}
+        elif fmt is not None and fmt.kind == "json_object":
+            body["response_format"] = {"type": "json_object"}
+        for name, value in (
+            ("seed", options.seed),
+            ("stop", options.stop_sequences),
+            ("temperature", options.temperature),
+            ("top_p", options.top_p),
+            ("frequency_penalty", options.frequency_penalty),
+            ("presence_penalty", options.presence_penalty),
+        ):
+            if value is not None:
+                body[name] = value
+        if options.max_output_tokens is not None:
+            extra[self.max_tokens_param] = options.max_output_tokens
+        if options.top_k is not None:  # only reached when the profile allows it (vLLM, llama.cpp)
+            extra["top_k"] = options.top_k
+        extra.update(options.additional_properties)
+        if extra:
+            body["extra_body"] = extra
+        return body
+
+    def _message(self, message: Message) -> list[dict[str, Any]]:
+        """One chainform message as Chat Completions messages (tool results become `tool` messages)."""
+        out: list[dict[str, Any]] = [
+            {"role": "tool", "tool_call_id": r.call_id, "content": r.result_text()}
+            for r in message.function_results
+        ]
+        rest = [c for c in message.contents if not isinstance(c, FunctionResultContent)]
+        role = str(message.role)
+        if role == Role.ASSISTANT:
+            calls = [c for c in rest if isinstance(c, FunctionCallContent)]
+            text = "".join(c.text for c in rest if isinstance(c, TextContent))
+            if not calls and not text:
+                return out
+            entry: dict[str, Any] = {"role": "assistant", "content": text or None}
+            if calls:
+                entry["tool_calls"] = [
+                    {
+                        "id": c.call_id,
+                        "type": "function",
+                        "function": {"name": c.name, "arguments": c.arguments_json()},
+                    }
+                    for c in calls
+                ]
+            return [*out, entry]
+        parts = [p for c in rest if (p := self._part(c, role)) is not None]
+        if not parts:
+            return out
+        if role == Role.TOOL:  # plain text addressed to no call: send it as user text
+            role = "user"
+        if all(p["type"] == "text" for p in parts) or role != "user":
+            content: Any = "".join(p.get("text", "") for p in parts)
+        else:
+            content = parts
+        entry = {"role": role, "content": content}
+        if message.author_name:
+            entry["name"] = message.author_name
+        return [*out, entry]
+
+    def _part(self, content: Content, role: str) -> dict[str, Any] | None:
+        provider = self.settings.provider
+        if isinstance(content, TextContent):
+            return {"type": "text", "text": content.text}
+        if isinstance(content, TextReasoningContent | ErrorContent | UsageContent):
+            return None  # not sent back to Chat Completions
+        if role != "user":
+            raise reject_unsupported_content(type(content).__name__, provider)
+        if isinstance(content, DataContent):
+            if content.media_type.startswith("image/"):
+                return {"type": "image_url", "image_url": {"url": content.uri}}
+            if content.media_type == "application/pdf":
+                return {"type": "file", "file": {"filename": "document.pdf", "file_data": content.uri}}
+            raise reject_unsupported_content(content.media_type, provider)
+        if isinstance(content, UriContent):
+            if content.media_type is None or content.media_type.startswith("image/"):
+                return {"type": "image_url", "image_url": {"url": content.uri}}
+            raise reject_unsupported_content(content.media_type, provider)
+        raise reject_unsupported_content(type(content).__name__, provider)
+
+    async def _stream(
+        self, messages: list[Message], options: ChatOptions
+    ) -> AsyncIterator[ChatResponseUpdate]:
+        request = self.build_request(messages, options)
+        refusal: list[str] = []
+
+        def translate(chunk: Any) -> list[ChatResponseUpdate]:
+            return _translate_chunk(chunk, refusal)
+
+        async for update in self.guarded(self.sdk.chat.completions.create(**request), translate):
+            yield update
+        if refusal:
+            yield ChatResponseUpdate([ErrorContent("".join(refusal), error_code="refusal")])
+
+
+def _translate_chunk(chunk: Any, refusal: list[str]) -> list[ChatResponseUpdate]:
+    """One `ChatCompletionChunk` as updates (text, reasoning, tool-call fragments, usage)."""
+    base: dict[str, Any] = {
+        "role": Role.ASSISTANT,
+        "response_id": chunk.id,
+        "model_id": chunk.model,
+        "created_at": float(chunk.created) if chunk.created else None,
+        "raw_representation": chunk,
+    }
+    contents: list[Content] = []
+    reason = None
+    for choice in chunk.choices or ():
+        if choice.index:  # only the first choice is a chainform response
+            continue
+        delta = choice.delta
+        extra = delta.model_extra or {}
+        thought = extra.get("reasoning_content") or extra.get("reasoning")
+        if isinstance(thought, str) and thought:
+            contents.append(TextReasoningContent(thought))
+        if delta.content:
+            contents.append(TextContent(delta.content))
+        if delta.refusal:
+            refusal.append(delta.refusal)
+        for call in delta.tool_calls or ():
+            fn = call.function
+            contents.append(
+                FunctionCallContent(
+                    call.id or "",
+                    (fn.name if fn else None) or "",
+                    raw_arguments=(fn.arguments if fn else None) or "",
+                    index=call.index,
+                )
+            )
+        reason = finish_reason(choice.finish_reason) or reason
+    usage = chunk.usage
+    if usage is not None:
+        prompt_details = usage.prompt_tokens_details
+        completion_details = usage.completion_tokens_details
+        details = usage_details(
+            usage.prompt_tokens,
+            usage.completion_tokens,
+            usage.total_tokens,
+            prompt_details.cached_tokens if prompt_details else None,
+            completion_details.reasoning_tokens if completion_details else None,
+        )
+        contents.append(UsageContent(details))
+    if not contents and reason is None:
+        return []
+    return [ChatResponseUpdate(contents, finish_reason=reason, **base)]

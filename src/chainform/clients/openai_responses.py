@@ -1,0 +1,247 @@
+"""OpenAI Responses API adapter (`/responses`): input items in, output item events out.
+
+Calls stream and are not stored on OpenAI's side (`store: false`) unless `additional_properties`
+says otherwise: chainform always sends the whole conversation. Reasoning summaries come back as
+`TextReasoningContent`; they are not sent back on later turns.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Sequence
+from typing import Any
+
+from chainform.clients._openai_base import (
+    ClientSettings,
+    OpenAIBaseClient,
+    reject_unsupported_content,
+    usage_details,
+)
+from chainform.clients._openai_profiles import openai_profile, responses_profile
+from chainform.clients.base import Middleware
+from chainform.types import (
+    ChatOptions,
+    ChatResponseUpdate,
+    Content,
+    DataContent,
+    FinishReason,
+    FunctionCallContent,
+    FunctionResultContent,
+    Message,
+    ModelProfile,
+    Role,
+    TextContent,
+    TextReasoningContent,
+    UriContent,
+    UsageContent,
+)
+
+_INCOMPLETE = {"max_output_tokens": FinishReason.LENGTH, "content_filter": FinishReason.CONTENT_FILTER}
+
+
+class OpenAIResponsesClient(OpenAIBaseClient):
+    """A ChatClient speaking the Responses API through the official `openai` SDK."""
+
+    def __init__(
+        self,
+        model: str,
+        *,
+        settings: ClientSettings | None = None,
+        profile: ModelProfile | None = None,
+        sdk_client: Any = None,
+        middleware: Sequence[Middleware] = (),
+    ) -> None:
+        settings = settings or ClientSettings(provider="openai")
+        super().__init__(
+            model,
+            settings=settings,
+            profile=profile or responses_profile(openai_profile(model, settings.provider)),
+            sdk_client=sdk_client,
+            middleware=middleware,
+        )
+
+    def build_request(self, messages: Sequence[Message], options: ChatOptions) -> dict[str, Any]:
+        """The keyword arguments of `responses.create` (public for tests and debugging)."""
+        self.check_options(options)
+        body: dict[str, Any] = {
+            "model": options.model_id or self.model,
+            "input": [item for message in messages for item in self._items(message)],
+            "stream": True,
+            "store": False,
+        }
+        if options.tools:
+            body["tools"] = [
+                {
+                    "type": "function",
+                    "name": tool.name,
+                    "description": tool.description,
+                    "parameters": schema,
+                    "strict": strict,
+                }
+                for tool, schema, strict in self.tool_definitions(options.tools)
+            ]
+            if options.allow_multiple_tool_calls is not None and self.profile.supports_parallel_tool_calls:
+                body["parallel_tool_calls"] = options.allow_multiple_tool_calls
+        mode = options.tool_mode
+        if mode is not None and (options.tools or mode.mode == "none"):
+            body["tool_choice"] = (
+                {"type": "function", "name": mode.function_name} if mode.function_name else mode.mode
+            )
+        fmt = options.response_format
+        if fmt is not None and fmt.kind == "json_schema":
+            schema, strict = self.response_schema(fmt)
+            spec: dict[str, Any] = {
+                "type": "json_schema",
+                "name": fmt.name,
+                "schema": schema,
+                "strict": strict,
+            }
+            if fmt.description:
+                spec["description"] = fmt.description
+            body["text"] = {"format": spec}
+        elif fmt is not None and fmt.kind == "json_object":
+            body["text"] = {"format": {"type": "json_object"}}
+        for name, value in (
+            ("temperature", options.temperature),
+            ("top_p", options.top_p),
+            ("max_output_tokens", options.max_output_tokens),
+        ):
+            if value is not None:
+                body[name] = value
+        extra = dict(options.additional_properties)
+        if "store" in extra:
+            body["store"] = extra.pop("store")
+        if extra:
+            body["extra_body"] = extra
+        return body
+
+    def _items(self, message: Message) -> list[dict[str, Any]]:
+        """One chainform message as Responses input items, in content order."""
+        role = str(message.role)
+        items: list[dict[str, Any]] = []
+        parts: list[dict[str, Any]] = []
+
+        def flush() -> None:
+            if parts:
+                speaker = "user" if role == Role.TOOL else role
+                items.append({"type": "message", "role": speaker, "content": list(parts)})
+                parts.clear()
+
+        for content in message.contents:
+            if isinstance(content, FunctionResultContent):
+                flush()
+                items.append(
+                    {
+                        "type": "function_call_output",
+                        "call_id": content.call_id,
+                        "output": content.result_text(),
+                    }
+                )
+            elif isinstance(content, FunctionCallContent):
+                flush()
+                items.append(
+                    {
+                        "type": "function_call",
+                        "call_id": content.call_id,
+                        "name": content.name,
+                        "arguments": content.arguments_json(),
+                    }
+                )
+            elif (part := self._part(content, role)) is not None:
+                parts.append(part)
+        flush()
+        return items
+
+    def _part(self, content: Content, role: str) -> dict[str, Any] | None:
+        provider = self.settings.provider
+        if isinstance(content, TextContent):
+            return {"type": "output_text" if role == Role.ASSISTANT else "input_text", "text": content.text}
+        if not isinstance(content, DataContent | UriContent):
+            return None  # reasoning, errors and usage are not sent back
+        if role not in ("user", "tool"):
+            raise reject_unsupported_content(type(content).__name__, provider)
+        media = content.media_type or "image/*"
+        url = content.uri
+        if media.startswith("image/"):
+            return {"type": "input_image", "image_url": url, "detail": "auto"}
+        if isinstance(content, DataContent):
+            return {"type": "input_file", "filename": "attachment", "file_data": url}
+        return {"type": "input_file", "file_url": url}
+
+    async def _stream(
+        self, messages: list[Message], options: ChatOptions
+    ) -> AsyncIterator[ChatResponseUpdate]:
+        request = self.build_request(messages, options)
+        state = _State()
+        async for update in self.guarded(self.sdk.responses.create(**request), state.translate):
+            yield update
+        if state.failure is not None:
+            raise self.interrupted(state.failure, state.updates)
+
+
+class _State:
+    """Per-call translation state: which outputs were function calls, and a failure if one came."""
+
+    def __init__(self) -> None:
+        self.has_calls = False
+        self.failure: str | None = None
+        self.updates: list[ChatResponseUpdate] = []
+        self.response_id: str | None = None
+        self.model_id: str | None = None
+
+    def translate(self, event: Any) -> list[ChatResponseUpdate]:
+        if self.failure is not None:
+            return []
+        kind = getattr(event, "type", "")
+        contents: list[Content] = []
+        reason: FinishReason | None = None
+        if kind in ("response.created", "response.in_progress"):
+            self.response_id, self.model_id = event.response.id, event.response.model
+        elif kind == "response.output_text.delta":
+            contents.append(TextContent(event.delta))
+        elif kind in ("response.reasoning_summary_text.delta", "response.reasoning_text.delta"):
+            contents.append(TextReasoningContent(event.delta))
+        elif kind == "response.output_item.added" and event.item.type == "function_call":
+            self.has_calls = True
+            item = event.item
+            contents.append(
+                FunctionCallContent(
+                    item.call_id, item.name, raw_arguments=item.arguments or "", index=event.output_index
+                )
+            )
+        elif kind == "response.function_call_arguments.delta":
+            contents.append(FunctionCallContent("", "", raw_arguments=event.delta, index=event.output_index))
+        elif kind in ("response.completed", "response.incomplete"):
+            response = event.response
+            details = response.incomplete_details
+            reason = _INCOMPLETE.get(details.reason if details else "")
+            if reason is None:
+                reason = FinishReason.TOOL_CALLS if self.has_calls else FinishReason.STOP
+            usage = response.usage
+            if usage is not None:
+                cached = usage.input_tokens_details.cached_tokens if usage.input_tokens_details else None
+                thought = (
+                    usage.output_tokens_details.reasoning_tokens if usage.output_tokens_details else None
+                )
+                contents.append(
+                    UsageContent(
+                        usage_details(
+                            usage.input_tokens, usage.output_tokens, usage.total_tokens, cached, thought
+                        )
+                    )
+                )
+        elif kind in ("response.failed", "error"):
+            error = getattr(getattr(event, "response", None), "error", None) or event
+            self.failure = f"the response failed: {getattr(error, 'message', None) or 'no reason given'}"
+            return []
+        if not contents and reason is None:
+            return []
+        update = ChatResponseUpdate(
+            contents,
+            role=Role.ASSISTANT,
+            response_id=self.response_id,
+            model_id=self.model_id,
+            finish_reason=reason,
+            raw_representation=event,
+        )
+        self.updates.append(update)
+        return [update]
