@@ -247,3 +247,16 @@ def test_toolbox_inheritance_uses_overrides() -> None:
     assert box.notes == ["a!"]
     tools["clear"].invoke({})
     assert box.notes == []
+
+
+def test_callable_object_tool() -> None:
+    class Scale:
+        def __init__(self, k: int) -> None:
+            self.k = k
+
+        def __call__(self, x: float) -> float:
+            return x * self.k
+
+    tool = Tool.from_function(Scale(3), name="scale")
+    assert tool.parameters["properties"] == {"x": {"type": "number"}}
+    assert tool.invoke({"x": 2}) == 6
