@@ -10,7 +10,7 @@ from chainform.store._records import (
     new_id,
 )
 from chainform.store._serialize import message_from_dict, message_to_dict, redact
-from chainform.store._store import Store, default_path
+from chainform.store._store import Store, default_path, schema_id
 
 __all__ = [
     "CallRecord",
@@ -25,4 +25,5 @@ __all__ = [
     "message_to_dict",
     "new_id",
     "redact",
+    "schema_id",
 ]

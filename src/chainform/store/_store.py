@@ -51,6 +51,11 @@ def default_path() -> Path:
     return home() / "logs.db"
 
 
+def schema_id(schema: dict[str, Any]) -> str:
+    """The content address of a schema: sha256 of its canonical JSON (key order does not matter)."""
+    return sha256(canonical_json(schema).encode()).hexdigest()
+
+
 def _is_busy(exc: sqlite3.OperationalError) -> bool:
     text = str(exc).lower()
     return "locked" in text or "busy" in text
@@ -172,20 +177,19 @@ class Store:
 
     @staticmethod
     def _insert_schema(db: sqlite3.Connection, schema: dict[str, Any]) -> str:
-        text = canonical_json(schema)
-        schema_id = sha256(text.encode()).hexdigest()
+        text, sid = canonical_json(schema), schema_id(schema)
         db.execute(
             "INSERT OR IGNORE INTO schemas (id, content, created_at) VALUES (?, ?, ?)",
-            (schema_id, text, time.time()),
+            (sid, text, time.time()),
         )
-        return schema_id
+        return sid
 
     def log_call(self, record: CallRecord) -> str:
         """Write one model call with its tool calls/results and format context in one transaction."""
 
         def write(db: sqlite3.Connection) -> str:
             self._upsert_conversation(db, record.conversation_id, record.model, None)
-            schema_id = self._insert_schema(db, record.schema) if record.schema is not None else None
+            sid = self._insert_schema(db, record.schema) if record.schema is not None else None
             usage = record.usage
             db.execute(
                 """INSERT INTO responses (id, conversation_id, chain_id, seq, purpose, strategy, model,
@@ -204,7 +208,7 @@ class Store:
                     record.system,
                     messages_to_json(record.messages),
                     dumps(redact(record.options)),
-                    schema_id,
+                    sid,
                     record.text or "",
                     dumps(record.parsed) if record.parsed is not None else None,
                     usage.input_tokens if usage else None,

@@ -1,0 +1,50 @@
+"""The `chainform` command. Only click is imported up front: `chainform --help` stays fast and
+never loads provider SDKs, torch or transformers (each command imports what it needs)."""
+
+from __future__ import annotations
+
+import click
+
+from chainform import __version__
+from chainform.cli._group import DefaultGroup
+from chainform.cli._keys import keys_command
+from chainform.cli._local import local_command
+from chainform.cli._logs import logs_command
+from chainform.cli._models import models_command
+from chainform.cli._prompt import prompt_command
+from chainform.cli._schemas import schemas_command
+from chainform.cli._tools import tools_command
+
+
+@click.group(cls=DefaultGroup, context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(__version__, prog_name="chainform")
+@click.option("--debug", is_flag=True, help="Show full tracebacks on errors (works anywhere on the line).")
+def cli(debug: bool) -> None:
+    """Ask a model, let it call your tools, get back data that matches your schema.
+
+    \b
+    chainform "Capital of France?"                         # prompt (the default command)
+    chainform "Invent a dog" --schema 'name, age int'      # structured output
+    chainform "What time is it in Tokyo?" -T current_time --td
+    chainform logs -n 3                                    # every call of recent chains
+    """
+
+
+for _command in (
+    prompt_command,
+    logs_command,
+    schemas_command,
+    models_command,
+    tools_command,
+    keys_command,
+    local_command,
+):
+    cli.add_command(_command)
+
+
+def main() -> None:
+    """Console-script entry point."""
+    cli(prog_name="chainform")
+
+
+__all__ = ["cli", "main"]

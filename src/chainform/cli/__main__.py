@@ -1,0 +1,5 @@
+"""`python -m chainform.cli`: the same as the `chainform` command."""
+
+from chainform.cli import main
+
+main()

@@ -1,0 +1,93 @@
+"""The top-level click group: a default `prompt` command, `--debug` anywhere, errors as exit codes.
+
+Users type `chainform "question" -m model` as with `llm`: anything that is not a subcommand name
+goes to the `prompt` command. Errors become one line on stderr and a distinct exit code, so scripts
+can tell a usage mistake from a provider outage from a schema the model never satisfied.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from typing import Any
+
+import click
+
+EXIT_OTHER = 1
+EXIT_USAGE = 2
+EXIT_PROVIDER = 3
+EXIT_STRUCTURED = 4
+EXIT_CHAIN = 5
+EXIT_INTERRUPTED = 130
+
+DEFAULT_COMMAND = "prompt"
+_DEBUG_KEY = "chainform.debug"
+
+
+def exit_code_for(exc: BaseException) -> int:
+    """The exit code that names the phase which failed."""
+    from chainform import errors
+
+    if isinstance(exc, errors.SchemaError | click.UsageError):
+        return EXIT_USAGE
+    if isinstance(exc, errors.ProviderError | errors.MissingKeyError | errors.ModelNotFoundError):
+        return EXIT_PROVIDER
+    if isinstance(exc, errors.StructuredOutputError | errors.FormattingError):
+        return EXIT_STRUCTURED
+    if isinstance(exc, errors.ChainError | errors.ToolError | errors.GuardrailError):
+        return EXIT_CHAIN
+    if isinstance(exc, KeyboardInterrupt):
+        return EXIT_INTERRUPTED
+    return EXIT_OTHER
+
+
+def error_line(exc: BaseException) -> str:
+    """One line (no traceback) that says what failed; expected errors read as sentences."""
+    from chainform.errors import ChainformError
+
+    if isinstance(exc, KeyboardInterrupt):
+        return "Interrupted."
+    text = " ".join(str(exc).split()) or type(exc).__name__
+    if isinstance(exc, ChainformError | OSError | ValueError):
+        return f"Error: {text}"
+    return f"Error: {type(exc).__name__}: {text}"
+
+
+def debug_enabled(ctx: click.Context | None = None) -> bool:
+    ctx = ctx or click.get_current_context(silent=True)
+    if ctx is not None and ctx.find_root().meta.get(_DEBUG_KEY):
+        return True
+    return os.environ.get("CHAINFORM_DEBUG", "") not in ("", "0")
+
+
+class DefaultGroup(click.Group):
+    """A group that runs `prompt` when the first argument is not a subcommand."""
+
+    def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
+        args = list(args)
+        if "--debug" in args[: args.index("--") if "--" in args else len(args)]:
+            args.remove("--debug")
+            ctx.meta[_DEBUG_KEY] = True
+        if not args:
+            if not sys.stdin.isatty():
+                args = [DEFAULT_COMMAND]
+        elif args[0] not in self.commands and args[0] not in ("--help", "-h", "--version"):
+            args = [DEFAULT_COMMAND, *args]
+        return super().parse_args(ctx, args)
+
+    def format_usage(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
+        formatter.write_usage(ctx.command_path, "[PROMPT] [OPTIONS] | COMMAND [ARGS]...")
+
+    def invoke(self, ctx: click.Context) -> Any:
+        try:
+            return super().invoke(ctx)
+        except (click.ClickException, click.exceptions.Exit, click.Abort):
+            raise
+        except (Exception, KeyboardInterrupt) as exc:
+            if debug_enabled(ctx):
+                raise
+            if isinstance(exc, click.UsageError):
+                raise
+            click.echo(error_line(exc), err=True)
+            sys.stdout.flush()
+            raise click.exceptions.Exit(exit_code_for(exc)) from None

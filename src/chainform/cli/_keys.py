@@ -1,0 +1,43 @@
+"""`chainform keys`: store provider API keys in the user's keys file (mode 0600)."""
+
+from __future__ import annotations
+
+import click
+
+
+@click.group(name="keys")
+def keys_command() -> None:
+    """Manage stored API keys (an environment variable or --key still wins)."""
+
+
+@keys_command.command(name="set")
+@click.argument("name")
+@click.option("--value", help="The key (omit to be asked for it without echo).")
+def keys_set(name: str, value: str | None) -> None:
+    """Store the key for NAME (e.g. openai, anthropic, gemini)."""
+    from chainform.keys import set_key
+
+    if value is None:
+        value = click.prompt("Enter key", hide_input=True, err=True)
+    try:
+        set_key(name, value.strip())
+    except ValueError as exc:
+        raise click.BadParameter(str(exc)) from None
+    click.echo(f"Key for {name!r} saved.", err=True)
+
+
+@keys_command.command(name="path")
+def keys_path_command() -> None:
+    """Print where keys are stored."""
+    from chainform.keys import keys_path
+
+    click.echo(str(keys_path()))
+
+
+@keys_command.command(name="list")
+def keys_list() -> None:
+    """Print the names that have a stored key (never the keys)."""
+    from chainform.keys import stored_key_names
+
+    for name in stored_key_names():
+        click.echo(name)

@@ -1,0 +1,24 @@
+"""`chainform local prepare`: fetch and convert the embedded model ahead of the first prompt."""
+
+from __future__ import annotations
+
+import click
+
+
+@click.group(name="local")
+def local_command() -> None:
+    """The embedded offline model."""
+
+
+@local_command.command(name="prepare")
+def local_prepare() -> None:
+    """Download and prepare the embedded model's weights (done once; later runs are offline)."""
+    try:
+        from chainform.local import prepare
+    except ImportError as exc:
+        raise click.ClickException(
+            f"the embedded model is not available ({exc}); install chainform[local]"
+        ) from None
+    result = prepare()
+    if result is not None:
+        click.echo(str(result))

@@ -1,0 +1,139 @@
+"""`chainform logs`: read the call log, as Markdown for people or JSON for programs.
+
+Rows are printed oldest first, so the most recent call is the last thing on screen.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+from typing import TYPE_CHECKING
+
+import click
+
+from chainform.cli._output import echo_json, shorten
+
+if TYPE_CHECKING:
+    from chainform.store import LoggedResponse
+
+
+def _usage_line(row: LoggedResponse) -> str:
+    usage = row.usage
+    if usage is None:
+        return "not reported"
+    parts = [f"{usage.input_tokens} input", f"{usage.output_tokens} output", f"{usage.total_tokens} total"]
+    parts += [f"{v} {k}" for k, v in sorted(usage.additional_counts.items())]
+    return ", ".join(parts)
+
+
+def render(row: LoggedResponse, *, usage: bool, format_context: bool) -> str:
+    when = dt.datetime.fromtimestamp(row.created_at).strftime("%Y-%m-%dT%H:%M:%S")
+    head = f"## {when} · {row.model} · {row.purpose}"
+    if row.strategy:
+        head += f" · strategy {row.strategy}"
+    lines = [
+        head,
+        "",
+        f"id `{row.id}` · conversation `{row.conversation_id}` · chain `{row.chain_id}` call {row.seq}",
+    ]
+    if row.duration_ms is not None:
+        lines[-1] += f" · {row.duration_ms:.0f} ms"
+    if row.schema_id:
+        lines.append(f"schema `{row.schema_id[:12]}`")
+    if row.system:
+        lines += ["", "### System", "", row.system]
+    if row.prompt is not None:
+        lines += ["", "### Prompt", "", row.prompt]
+    if row.tool_results:
+        lines += ["", "### Tool results (sent with this call)", ""]
+        for result in row.tool_results:
+            shown = f"error: {result.error}" if result.error else shorten(result.output, 500)
+            lines.append(f"- `{result.name}` [{result.call_id}]: {shown}")
+    if row.format_context is not None:
+        policy = row.format_context_policy or "?"
+        if format_context:
+            lines += ["", f"### Format context (policy {policy})", "", row.format_context]
+        else:
+            lines += [
+                "",
+                f"Format context: policy {policy}, {len(row.format_context)} characters (--format-context shows it)",
+            ]
+    lines += ["", "### Response", "", row.text or "(no text)"]
+    if row.tool_calls:
+        lines += ["", "### Tool calls", ""]
+        for call in row.tool_calls:
+            args = json.dumps(call.arguments, ensure_ascii=False)
+            lines.append(f"- `{call.name}({args})` [{call.call_id}]")
+    if row.parsed is not None:
+        lines += [
+            "",
+            "### Parsed",
+            "",
+            "```json",
+            json.dumps(row.parsed, indent=2, ensure_ascii=False),
+            "```",
+        ]
+    if row.error:
+        lines += ["", f"**Error:** {row.error}"]
+    if usage:
+        lines += ["", f"Usage: {_usage_line(row)}"]
+    return "\n".join(lines)
+
+
+@click.group(name="logs", invoke_without_command=True)
+@click.option("-n", "--count", type=int, default=3, show_default=True, help="How many calls (0 for all).")
+@click.option("--json", "as_json", is_flag=True, help="Output JSON: every column, tool calls and results.")
+@click.option("-q", "--query", help="Full-text search over prompts and responses (every word must match).")
+@click.option("--cid", "--conversation", "conversation", help="Only this conversation.")
+@click.option("-c", "--current", is_flag=True, help="Only the most recent conversation.")
+@click.option("--chain", "chain_id", help="Only this chain (every call of one prompt).")
+@click.option("--schema", "schema", help="Only calls with this schema (id or prefix, or a schema to match).")
+@click.option("--format-context", "format_context", is_flag=True, help="Show what each formatting call saw.")
+@click.option("-u", "--usage", is_flag=True, help="Show token usage of each call.")
+@click.pass_context
+def logs_command(
+    ctx: click.Context,
+    count: int,
+    as_json: bool,
+    query: str | None,
+    conversation: str | None,
+    current: bool,
+    chain_id: str | None,
+    schema: str | None,
+    format_context: bool,
+    usage: bool,
+) -> None:
+    """Show logged calls, most recent last (every call of a chain: retries and formatting too)."""
+    if ctx.invoked_subcommand is not None:
+        return
+    from chainform.store import Store, schema_id
+
+    if count < 0:
+        raise click.BadParameter("must be 0 (all) or more", param_hint="-n")
+    store = Store()
+    if current:
+        conversation = conversation or store.last_conversation_id()
+        if conversation is None:
+            return
+    wanted_schema = None
+    if schema is not None:
+        from chainform.cli._schemas import resolve_cli_schema
+
+        found = store.get_schema(schema)
+        wanted_schema = schema if found is not None else schema_id(resolve_cli_schema(schema, store=None))
+    rows = store.recent(
+        count or None, conversation_id=conversation, query=query, schema_id=wanted_schema, chain_id=chain_id
+    )
+    rows.reverse()
+    if as_json:
+        echo_json([r.to_dict() for r in rows])
+        return
+    click.echo("\n\n".join(render(r, usage=usage, format_context=format_context) for r in rows))
+
+
+@logs_command.command(name="path")
+def logs_path() -> None:
+    """Print the path of the log database."""
+    from chainform.store import default_path
+
+    click.echo(str(default_path()))

@@ -1,0 +1,48 @@
+"""Terminal output shared by the commands: JSON pretty on a terminal and compact in a pipe."""
+
+from __future__ import annotations
+
+import json
+import sys
+from typing import TYPE_CHECKING, Any
+
+import click
+
+if TYPE_CHECKING:
+    from rich.console import Console
+
+
+def stdout_is_terminal() -> bool:
+    return sys.stdout.isatty()
+
+
+def format_json(value: Any, *, pretty: bool | None = None) -> str:
+    """Indented for people (terminal), one line for programs (pipe); `pretty` forces either."""
+    from chainform.store._serialize import to_jsonable
+
+    if pretty is None:
+        pretty = stdout_is_terminal()
+    if pretty:
+        return json.dumps(to_jsonable(value), indent=2, ensure_ascii=False)
+    return json.dumps(to_jsonable(value), ensure_ascii=False, separators=(",", ":"))
+
+
+def echo_json(value: Any, *, pretty: bool | None = None) -> None:
+    click.echo(format_json(value, pretty=pretty))
+
+
+def console(*, err: bool = False) -> Console:
+    """A rich console on the current stdout/stderr (click's test runner swaps those streams)."""
+    from rich.console import Console
+
+    return Console(
+        file=sys.stderr if err else sys.stdout,
+        highlight=False,
+        soft_wrap=True,
+        emoji=False,
+    )
+
+
+def shorten(text: str, limit: int = 200) -> str:
+    text = " ".join(text.split())
+    return text if len(text) <= limit else text[: limit - 1] + "…"

@@ -1,0 +1,341 @@
+"""The default command: run a prompt (a tool chain when tools are given) and print the answer.
+
+Text streams to stdout as it arrives; with a schema, the validated JSON is printed at the end
+(pretty on a terminal, one line in a pipe). Tool activity (`--td`), approvals (`--ta`) and usage
+(`-u`) go to stderr so stdout stays clean for the next program in the pipe.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+import threading
+from typing import TYPE_CHECKING, Any
+
+import click
+
+from chainform.cli._output import console, echo_json, format_json, shorten
+
+if TYPE_CHECKING:
+    from chainform.models import Model
+    from chainform.response import ChainResponse
+    from chainform.store import Store
+    from chainform.types import FunctionCallContent, FunctionResultContent, UsageDetails
+
+STRATEGY_CHOICES = ("auto", "native", "tool", "prompted", "deferred")
+CONTEXT_CHOICES = ("full", "compact", "last")
+_NUMERIC_OPTIONS = {
+    "temperature": float,
+    "top_p": float,
+    "top_k": int,
+    "seed": int,
+    "max_output_tokens": int,
+    "presence_penalty": float,
+    "frequency_penalty": float,
+}
+_OPTION_ALIASES = {"max_tokens": "max_output_tokens", "stop": "stop_sequences"}
+
+
+def resolve_model(name: str, *, key: str | None, base_url: str | None) -> Model:
+    """Build the model (tests replace this to run the CLI on a ScriptedClient)."""
+    from chainform.models import get_model
+
+    return get_model(name, key=key, base_url=base_url)
+
+
+def parse_options(pairs: tuple[tuple[str, str], ...]) -> dict[str, Any]:
+    """`-o KEY VALUE` pairs as chat options; values are JSON when they parse, else strings."""
+    out: dict[str, Any] = {}
+    for raw_key, raw_value in pairs:
+        key = _OPTION_ALIASES.get(raw_key, raw_key)
+        try:
+            value: Any = json.loads(raw_value)
+        except ValueError:
+            value = raw_value
+        kind = _NUMERIC_OPTIONS.get(key)
+        if kind is not None:
+            if (
+                isinstance(value, bool)
+                or not isinstance(value, int | float)
+                or (kind is int and value != int(value))
+            ):
+                raise click.BadParameter(
+                    f"{raw_key} must be {'an integer' if kind is int else 'a number'}, got {raw_value!r}",
+                    param_hint="-o",
+                )
+            value = kind(value)
+        if key == "stop_sequences" and isinstance(value, str):
+            value = [value]
+        out[key] = value
+    return out
+
+
+def read_prompt(prompt: str | None, *, stdin_reserved: bool) -> str:
+    """The prompt argument, text piped on stdin, or both (stdin first, as context for the question)."""
+    stdin = sys.stdin
+    piped = ""
+    if not stdin.isatty() and not (stdin_reserved and prompt):
+        piped = stdin.read()
+    parts = [p for p in (piped.strip("\n"), prompt) if p]
+    if not parts:
+        raise click.UsageError("no prompt given: pass PROMPT or pipe text on stdin")
+    return "\n\n".join(parts)
+
+
+class _Approver:
+    """`--ta`: ask before each tool call. Parallel calls ask one at a time."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+
+    def __call__(self, tool: Any, call: FunctionCallContent) -> bool:
+        with self._lock:
+            args = json.dumps(call.arguments, ensure_ascii=False)
+            return click.confirm(f"Run tool {call.name}({shorten(args, 300)})?", default=False, err=True)
+
+
+def _show_tool_event(kind: str, value: Any) -> None:
+    from rich.text import Text
+
+    err = console(err=True)
+    if kind == "tool_call":
+        call: FunctionCallContent = value
+        args = (
+            json.dumps(call.arguments, ensure_ascii=False)
+            if call.arguments is not None
+            else call.raw_arguments
+        )
+        err.print(
+            Text.assemble(("Tool call: ", "bold cyan"), f"{call.name}({args}) ", (f"[{call.call_id}]", "dim"))
+        )
+    else:
+        result: FunctionResultContent = value
+        if result.error is not None:
+            body = Text(f"error: {shorten(result.error, 500)}", style="red")
+        else:
+            body = Text(shorten(result.result_text(), 500))
+        err.print(
+            Text.assemble(
+                ("  result: ", "bold green"), f"{result.name} ", (f"[{result.call_id}] ", "dim"), body
+            )
+        )
+
+
+def _usage_text(usage: UsageDetails, by_purpose: dict[str, UsageDetails]) -> str:
+    def one(u: UsageDetails) -> str:
+        return f"{u.input_tokens or 0} input, {u.output_tokens or 0} output, {u.total_tokens or 0} total"
+
+    text = f"Token usage: {one(usage)}"
+    if len(by_purpose) > 1:
+        text += " (" + "; ".join(f"{p}: {one(u)}" for p, u in by_purpose.items()) + ")"
+    return text
+
+
+def _conversation(store: Store | None, continue_: bool, cid: str | None) -> tuple[str | None, list[Any]]:
+    if not continue_ and cid is None:
+        return None, []
+    from chainform.store import Store
+
+    store = store or Store()
+    if cid is None:
+        cid = store.last_conversation_id()
+        if cid is None:
+            raise click.UsageError("no logged conversation to continue")
+    history = store.conversation_messages(cid)
+    if not history and not store.recent(1, conversation_id=cid):
+        raise click.BadParameter(f"no logged conversation with id {cid!r}", param_hint="--cid")
+    return cid, history
+
+
+def _summary(response: ChainResponse, has_schema: bool) -> dict[str, Any]:
+    strategy = response.strategy
+    return {
+        "conversation_id": response.conversation_id,
+        "strategy": {"name": strategy.name, "requested": strategy.requested, "reason": strategy.reason}
+        if strategy
+        else None,
+        "text": response.text(),
+        "value": response.json() if has_schema else None,
+        "cut_off": response.cut_off,
+        "usage": response.usage.to_dict(),
+        "format_context": response.format_context,
+        "responses": [
+            {
+                "purpose": call.purpose,
+                "strategy": call.strategy,
+                "response_id": call.response_id,
+                "text": call.text,
+                "error": call.error,
+                "duration_ms": call.duration_ms,
+                "usage": call.usage.to_dict(),
+            }
+            for call in response.responses
+        ],
+    }
+
+
+@click.command(name="prompt")
+@click.argument("prompt", required=False)
+@click.option(
+    "-m",
+    "--model",
+    "model_name",
+    help="Model name or alias (default: $CHAINFORM_MODEL, `models default`, else local).",
+)
+@click.option("-s", "--system", help="System prompt.")
+@click.option(
+    "--schema",
+    help="Output schema: JSON, a .json file, the concise DSL ('name, age int') or a saved schema id.",
+)
+@click.option("--schema-multi", help="Like --schema, but the answer is a list of such objects under 'items'.")
+@click.option(
+    "-T", "--tool", "tool_names", multiple=True, help="Tool by name (see `chainform tools`); repeatable."
+)
+@click.option(
+    "--functions", multiple=True, help="Python file or code whose public functions become tools; repeatable."
+)
+@click.option(
+    "--cl",
+    "--chain-limit",
+    "chain_limit",
+    type=click.IntRange(min=1),
+    default=5,
+    show_default=True,
+    help="Most model calls in the tool phase.",
+)
+@click.option(
+    "--strategy",
+    type=click.Choice(STRATEGY_CHOICES),
+    default="auto",
+    show_default=True,
+    help="How the schema is enforced.",
+)
+@click.option(
+    "--format-prompt",
+    help="Instruction for the deferred formatting call ({schema} and {context} are filled in).",
+)
+@click.option(
+    "--format-context",
+    type=click.Choice(CONTEXT_CHOICES),
+    default="compact",
+    show_default=True,
+    help="What the deferred formatting call sees.",
+)
+@click.option(
+    "--retries",
+    type=click.IntRange(min=0),
+    default=2,
+    show_default=True,
+    help="Re-asks after output that fails validation.",
+)
+@click.option(
+    "--td", "--tools-debug", "tools_debug", is_flag=True, help="Show each tool call and result (stderr)."
+)
+@click.option("--ta", "--tools-approve", "tools_approve", is_flag=True, help="Ask before each tool call.")
+@click.option(
+    "-o",
+    "--option",
+    "option_pairs",
+    type=(str, str),
+    multiple=True,
+    help="Model option, e.g. -o temperature 0.2; repeatable.",
+)
+@click.option("--no-stream", is_flag=True, help="Print the answer when complete instead of streaming it.")
+@click.option("-n", "--no-log", is_flag=True, help="Do not write this chain to the log.")
+@click.option("-c", "--continue", "continue_", is_flag=True, help="Continue the most recent conversation.")
+@click.option("--cid", "--conversation", "cid", help="Continue the conversation with this id.")
+@click.option("--key", help="API key for this call (else environment, else `chainform keys set`).")
+@click.option("--base-url", help="Provider endpoint (OpenAI-compatible servers, proxies).")
+@click.option("-u", "--usage", "show_usage", is_flag=True, help="Print token usage (stderr).")
+@click.option(
+    "--json", "as_json", is_flag=True, help="Print one JSON document: answer, value, strategy, usage, calls."
+)
+def prompt_command(
+    prompt: str | None,
+    model_name: str | None,
+    system: str | None,
+    schema: str | None,
+    schema_multi: str | None,
+    tool_names: tuple[str, ...],
+    functions: tuple[str, ...],
+    chain_limit: int,
+    strategy: str,
+    format_prompt: str | None,
+    format_context: str,
+    retries: int,
+    tools_debug: bool,
+    tools_approve: bool,
+    option_pairs: tuple[tuple[str, str], ...],
+    no_stream: bool,
+    no_log: bool,
+    continue_: bool,
+    cid: str | None,
+    key: str | None,
+    base_url: str | None,
+    show_usage: bool,
+    as_json: bool,
+) -> None:
+    """Run PROMPT (or stdin) on a model, with tools and a schema if given."""
+    from chainform.cli._models import default_model
+    from chainform.cli._schemas import resolve_cli_schema
+    from chainform.cli._tools import load_functions, resolve_tools
+
+    if schema and schema_multi:
+        raise click.UsageError("give --schema or --schema-multi, not both")
+    if continue_ and cid:
+        raise click.UsageError("give -c/--continue or --cid, not both")
+    text = read_prompt(prompt, stdin_reserved=tools_approve)
+    options = parse_options(option_pairs)
+    tools = resolve_tools(tool_names) + [t for code in functions for t in load_functions(code)]
+    store = None
+    if schema or schema_multi or continue_ or cid:
+        from chainform.store import Store
+
+        store = Store()
+    schema_dict = None
+    if schema or schema_multi:
+        schema_dict = resolve_cli_schema(
+            schema or schema_multi or "", store=store, as_multi=bool(schema_multi)
+        )
+    conversation_id, history = _conversation(store, continue_, cid)
+
+    model = resolve_model(model_name or default_model(), key=key, base_url=base_url)
+    response = model.chain(
+        text,
+        system=system,
+        tools=tools or None,
+        schema=schema_dict,
+        strategy=strategy,
+        chain_limit=chain_limit,
+        retries=retries,
+        before_call=_Approver() if tools_approve else None,
+        format_prompt=format_prompt,
+        format_context=format_context,
+        options=options or None,
+        stream=not no_stream,
+        log=not no_log,
+        conversation_id=conversation_id,
+        history=history,
+    )
+    stream_text = not (as_json or schema_dict is not None or no_stream)
+    printed = ""
+    for event in response.events():
+        if event.kind in ("tool_call", "tool_result") and tools_debug:
+            _show_tool_event(event.kind, event.value)
+        elif event.kind == "text" and stream_text and event.purpose == "chain":
+            click.echo(event.text, nl=False)
+            printed += event.text
+    if as_json:
+        echo_json(_summary(response, schema_dict is not None))
+    elif schema_dict is not None:
+        click.echo(format_json(response.json()))
+    elif not stream_text:
+        click.echo(response.text())
+    elif printed and not printed.endswith("\n"):
+        click.echo()
+    if tools_debug and response.strategy is not None and schema_dict is not None:
+        choice = response.strategy
+        click.echo(f"Strategy: {choice.name} ({choice.reason})", err=True)
+    if show_usage:
+        usage = response.usage
+        click.echo(_usage_text(usage, usage.by_purpose), err=True)

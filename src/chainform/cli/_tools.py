@@ -1,0 +1,167 @@
+"""Finding tools for `-T` and `--functions`, and the `chainform tools` listing.
+
+Tools come from three places: the built-ins, installed plugins (entry point group
+`chainform.tools`, each entry a Tool, a function, or a list of them) and Python code given with
+`--functions` (every public function it defines becomes a tool).
+"""
+
+from __future__ import annotations
+
+import inspect
+import itertools
+import linecache
+import sys
+import types
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import click
+
+from chainform.cli._output import echo_json, shorten
+
+if TYPE_CHECKING:
+    from chainform.tools import Tool
+
+ENTRY_POINT_GROUP = "chainform.tools"
+_snippets = itertools.count(1)
+
+
+@dataclass
+class ToolSource:
+    """Tools found under one name, where they came from, or why loading them failed."""
+
+    name: str
+    origin: str  # "builtin" | "plugin <distribution>"
+    tools: list[Tool]
+    error: str | None = None
+
+
+def _as_tools(obj: Any) -> list[Tool]:
+    from chainform.tools import Tool, Toolbox
+
+    if isinstance(obj, Toolbox):
+        return obj.tools()
+    if isinstance(obj, list | tuple):
+        return [t for item in obj for t in _as_tools(item)]
+    return [Tool.from_function(obj)]
+
+
+def plugin_sources() -> list[ToolSource]:
+    """Every tool an installed plugin registers; a broken plugin is reported, not fatal."""
+    from importlib.metadata import entry_points
+
+    sources = []
+    for ep in entry_points(group=ENTRY_POINT_GROUP):
+        origin = f"plugin {ep.dist.name}" if ep.dist is not None else "plugin"
+        try:
+            sources.append(ToolSource(ep.name, origin, _as_tools(ep.load())))
+        except Exception as exc:
+            sources.append(ToolSource(ep.name, origin, [], f"{type(exc).__name__}: {exc}"))
+    return sources
+
+
+def all_sources() -> list[ToolSource]:
+    from chainform.cli._builtins import builtin_tools
+
+    builtins = [ToolSource(name, "builtin", [tool]) for name, tool in builtin_tools().items()]
+    return builtins + plugin_sources()
+
+
+def resolve_tools(names: tuple[str, ...]) -> list[Tool]:
+    """The tools named by `-T` options: a source name, or the name of one tool a plugin provides."""
+    if not names:
+        return []
+    sources = all_sources()
+    chosen: list[Tool] = []
+    for name in names:
+        found = [s for s in sources if s.name == name] or [
+            ToolSource(s.name, s.origin, [t for t in s.tools if t.name == name], s.error)
+            for s in sources
+            if any(t.name == name for t in s.tools)
+        ]
+        if not found:
+            known = sorted({s.name for s in sources} | {t.name for s in sources for t in s.tools})
+            raise click.BadParameter(f"unknown tool {name!r}; available: {', '.join(known)}", param_hint="-T")
+        source = found[0]
+        if source.error:
+            raise click.BadParameter(f"tool {name!r} ({source.origin}) failed to load: {source.error}")
+        chosen += [t for t in source.tools if all(t is not c for c in chosen)]
+    return chosen
+
+
+def load_functions(value: str) -> list[Tool]:
+    """Tools from a `.py` file or a code string: every public function defined there."""
+    from chainform.errors import ToolError
+    from chainform.tools import Tool
+
+    path = Path(value).expanduser()
+    if value.endswith(".py") and "\n" not in value:
+        if not path.is_file():
+            raise click.BadParameter(f"file not found: {value}", param_hint="--functions")
+        code, filename = path.read_text(encoding="utf-8"), str(path.resolve())
+    else:
+        code, filename = value, f"<chainform --functions #{next(_snippets)}>"
+        # Registered so the tools' parameter comments can be read back as descriptions.
+        linecache.cache[filename] = (len(code), None, code.splitlines(True), filename)
+    module = types.ModuleType(f"_chainform_functions_{next(_snippets)}")
+    module.__file__ = filename
+    sys.modules[module.__name__] = module
+    try:
+        exec(compile(code, filename, "exec"), module.__dict__)
+    except SyntaxError as exc:
+        raise click.BadParameter(
+            f"syntax error at line {exc.lineno}: {exc.msg}", param_hint="--functions"
+        ) from None
+    except Exception as exc:
+        raise click.BadParameter(
+            f"the code raised {type(exc).__name__}: {exc}", param_hint="--functions"
+        ) from None
+    functions = [
+        obj
+        for name, obj in vars(module).items()
+        if inspect.isfunction(obj) and obj.__module__ == module.__name__ and not name.startswith("_")
+    ]
+    if not functions:
+        raise click.BadParameter("the code defines no public function", param_hint="--functions")
+    try:
+        return [Tool.from_function(fn) for fn in functions]
+    except ToolError as exc:
+        raise click.BadParameter(str(exc), param_hint="--functions") from None
+
+
+@click.command(name="tools")
+@click.option(
+    "--json", "as_json", is_flag=True, help="Output names, descriptions and parameter schemas as JSON."
+)
+def tools_command(as_json: bool) -> None:
+    """List the tools -T can use: built-ins and installed plugins."""
+    sources = all_sources()
+    if as_json:
+        echo_json(
+            [
+                {
+                    "source": s.name,
+                    "origin": s.origin,
+                    "error": s.error,
+                    "tools": [
+                        {"name": t.name, "description": t.description, "parameters": t.parameters}
+                        for t in s.tools
+                    ],
+                }
+                for s in sources
+            ]
+        )
+        return
+    from rich.table import Table
+    from rich.text import Text
+
+    from chainform.cli._output import console
+
+    table = Table("name", "origin", "description", box=None, pad_edge=False)
+    for source in sources:
+        if source.error:
+            table.add_row(source.name, source.origin, Text(f"failed to load: {source.error}", style="red"))
+        for tool in source.tools:
+            table.add_row(tool.name, source.origin, Text(shorten(tool.description, 100)))
+    console().print(table)
