@@ -1,0 +1,207 @@
+"""Provider schema dialects: convert the user's JSON Schema into what a provider accepts, and map the
+provider's output back so that it validates against the user's ORIGINAL schema.
+
+Each provider accepts a different subset of JSON Schema (OpenAI strict mode, Gemini's OpenAPI subset,
+Anthropic's structured outputs, Bedrock tool specs). `convert` rewrites the schema with rules held as
+data (`POLICIES`) and lists every lossy change in `ConvertedSchema.notes`. Changes are relaxations
+(constraints moved into descriptions) or shape changes that `restore` undoes exactly (nulls for absent
+optional fields, a wrapper around a non-object root). The final check is always against the original
+schema, so nothing a dialect relaxes is ever lost for the caller.
+"""
+
+from __future__ import annotations
+
+import copy
+from collections import OrderedDict
+from dataclasses import dataclass, field
+from typing import Any, get_args
+
+from chainform.errors import SchemaError
+from chainform.schema._dialect_convert import ROOT_KEY, Converter, Policy
+from chainform.schema._dialect_refs import canonical
+from chainform.schema._dialect_values import walk
+from chainform.schema.validate import check_schema, compile_validator
+from chainform.types import SchemaDialect
+
+__all__ = [
+    "POLICIES",
+    "ConvertedSchema",
+    "SchemaDialect",
+    "convert",
+    "forward_instance",
+    "provider_accepts",
+    "restore",
+]
+
+_OPENAI_FORMATS = frozenset(
+    {"date-time", "time", "date", "duration", "email", "hostname", "ipv4", "ipv6", "uuid"}
+)
+_NUMERIC = frozenset({"minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum", "multipleOf"})
+
+#: What each provider accepts, from its documentation (see docs/schema-dialects.md for the sources).
+POLICIES: dict[str, Policy] = {
+    # OpenAI Structured Outputs / strict function calling.
+    "openai-strict": Policy(
+        keep=_NUMERIC | {"pattern", "format", "minItems", "maxItems", "title"},
+        formats=_OPENAI_FORMATS,
+        close_objects=True,
+        all_required=True,
+        wrap_root=True,
+        refs="keep",
+        typed=True,
+    ),
+    # Gemini responseSchema (OpenAPI 3.0 subset): no $ref, nullable instead of type arrays, string enums.
+    "gemini": Policy(
+        keep=frozenset({"minimum", "maximum", "minItems", "maxItems", "minLength", "maxLength", "pattern"})
+        | {"minProperties", "maxProperties", "format", "title"},
+        formats=frozenset({"date-time", "enum"}),
+        refs="inline",
+        recursion=True,
+        inline_depth=3,
+        nullable_keyword=True,
+        enums="string",
+        const_to_enum=True,
+        typed=True,
+        property_ordering=True,
+    ),
+    # Anthropic structured outputs / strict tool use: no recursion, no numeric or length bounds.
+    "anthropic": Policy(
+        keep=frozenset({"pattern", "format", "minItems", "const", "title"}),
+        formats=_OPENAI_FORMATS | {"uri"},
+        close_objects=True,
+        wrap_root=True,
+        refs="keep",
+        recursion=False,
+        enums="primitive",
+        max_min_items=1,
+        simple_patterns=True,
+    ),
+    # Bedrock Converse toolSpec.inputSchema.json: plain JSON Schema whose root is an object.
+    "bedrock": Policy(
+        keep=frozenset(
+            {"minLength", "maxLength", "pattern", "format", "minItems", "maxItems", "uniqueItems", "contains"}
+            | _NUMERIC
+            | {"minProperties", "maxProperties", "patternProperties", "propertyNames", "dependentRequired"}
+            | {"additionalProperties", "prefixItems", "not", "if", "then", "else", "const", "title"}
+            | {"dependentSchemas", "minContains", "maxContains"}
+        ),
+        wrap_root=True,
+        refs="keep",
+        oneof_as_anyof=False,
+    ),
+}
+_IDENTITY = ("jsonschema", "llguidance")
+
+
+@dataclass(frozen=True)
+class ConvertedSchema:
+    """A provider-ready schema plus what the conversion gave up.
+
+    `root_key` is set when a non-object root was wrapped (`{"value": ...}`); `restore` unwraps it.
+    """
+
+    schema: dict[str, Any] | bool
+    dialect: SchemaDialect
+    notes: list[str] = field(default_factory=list)
+    root_key: str | None = None
+
+    @property
+    def lossless(self) -> bool:
+        return not self.notes
+
+
+_cache: OrderedDict[tuple[str, str], ConvertedSchema] = OrderedDict()
+
+
+def _converted(schema: dict[str, Any] | bool, dialect: SchemaDialect) -> ConvertedSchema:
+    if dialect not in get_args(SchemaDialect):
+        raise SchemaError(
+            f"Unknown schema dialect {dialect!r}; expected one of {', '.join(get_args(SchemaDialect))}"
+        )
+    key = (dialect, canonical(schema))
+    hit = _cache.get(key)
+    if hit is not None:
+        _cache.move_to_end(key)
+        return hit
+    check_schema(schema)
+    if dialect in _IDENTITY:
+        result = ConvertedSchema(copy.deepcopy(schema), dialect)
+    else:
+        conv = Converter(schema, POLICIES[dialect])
+        out, wrapped = conv.run()
+        result = ConvertedSchema(out, dialect, _dedupe(conv.notes), ROOT_KEY if wrapped else None)
+    _cache[key] = result
+    if len(_cache) > 256:
+        _cache.popitem(last=False)
+    return result
+
+
+def convert(schema: dict[str, Any] | bool, dialect: SchemaDialect) -> ConvertedSchema:
+    """`schema` rewritten for `dialect`; raises `SchemaError` when it cannot be expressed there."""
+    cached = _converted(schema, dialect)
+    return ConvertedSchema(copy.deepcopy(cached.schema), dialect, list(cached.notes), cached.root_key)
+
+
+def restore(value: Any, original_schema: dict[str, Any] | bool, dialect: SchemaDialect) -> Any:
+    """Map a provider's output for the converted schema back into the shape of `original_schema`.
+
+    It only undoes shape changes (root wrapper, nulls standing for absent optional fields); it never
+    validates. Validate the result against `original_schema` afterwards: that is the final check.
+    """
+    conv = _converted(original_schema, dialect)
+    if conv.root_key is not None:
+        if not (isinstance(value, dict) and conv.root_key in value):
+            return value
+        value = value[conv.root_key]
+    if dialect in _IDENTITY:
+        return value
+    return walk(value, original_schema, original_schema, POLICIES[dialect], "restore")
+
+
+def forward_instance(value: Any, original_schema: dict[str, Any] | bool, dialect: SchemaDialect) -> Any:
+    """What a provider honouring `convert(original_schema, dialect)` could emit for `value`.
+
+    The inverse of `restore`, for measuring and testing round trips: explicit nulls for absent optional
+    fields under openai-strict, keys a closed object cannot hold dropped, the root wrapped.
+    """
+    conv = _converted(original_schema, dialect)
+    if dialect not in _IDENTITY:
+        value = walk(value, original_schema, original_schema, POLICIES[dialect], "forward")
+    return {conv.root_key: value} if conv.root_key is not None else value
+
+
+def provider_accepts(value: Any, converted: ConvertedSchema) -> bool:
+    """Whether `value` satisfies the converted schema as the provider reads it (Gemini's `nullable`)."""
+    if not _uses_nullable(converted.schema):
+        return bool(compile_validator(converted.schema).is_valid(value))
+    return bool(_nullable_validator(canonical(converted.schema), converted.schema).is_valid(value))
+
+
+def _uses_nullable(schema: Any) -> bool:
+    return '"nullable":true' in canonical(schema)
+
+
+_nullable_cache: dict[str, Any] = {}
+
+
+def _nullable_validator(key: str, schema: Any) -> Any:
+    hit = _nullable_cache.get(key)
+    if hit is None:
+        from jsonschema import Draft202012Validator, validators
+
+        type_keyword: Any = Draft202012Validator.VALIDATORS["type"]
+
+        def nullable_type(validator: Any, types: Any, instance: Any, node: Any) -> Any:
+            if instance is None and node.get("nullable") is True:
+                return
+            yield from type_keyword(validator, types, instance, node)
+
+        cls: Any = validators.extend(Draft202012Validator, {"type": nullable_type})  # type: ignore[no-untyped-call]
+        hit = _nullable_cache[key] = cls(schema, format_checker=Draft202012Validator.FORMAT_CHECKER)
+        if len(_nullable_cache) > 256:
+            _nullable_cache.pop(next(iter(_nullable_cache)))
+    return hit
+
+
+def _dedupe(notes: list[str]) -> list[str]:
+    return list(dict.fromkeys(notes))
