@@ -1,0 +1,76 @@
+"""A replayable event stream: the engine appends, any number of sync or async readers follow."""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+from collections.abc import AsyncIterator, Iterator
+from dataclasses import dataclass
+from typing import Any, Literal
+
+EventKind = Literal["text", "partial", "tool_call", "tool_result"]
+
+
+@dataclass(frozen=True)
+class ChainEvent:
+    """Something that happened while a chain ran; `purpose` says which kind of model call it belongs to."""
+
+    kind: EventKind
+    text: str = ""
+    value: Any = None
+    purpose: str = "chain"
+
+
+class EventLog:
+    """Appended to on the engine's loop; read from threads (sync API) or the same loop (async API)."""
+
+    def __init__(self) -> None:
+        self.events: list[ChainEvent] = []
+        self.closed = False
+        self._cond = threading.Condition()
+        self._waiters: list[tuple[asyncio.AbstractEventLoop, asyncio.Event]] = []
+
+    def append(self, event: ChainEvent) -> None:
+        with self._cond:
+            self.events.append(event)
+            self._cond.notify_all()
+        self._wake()
+
+    def close(self) -> None:
+        with self._cond:
+            self.closed = True
+            self._cond.notify_all()
+        self._wake()
+
+    def _wake(self) -> None:
+        waiters, self._waiters = self._waiters, []
+        for loop, event in waiters:
+            loop.call_soon_threadsafe(event.set)
+
+    def follow(self) -> Iterator[ChainEvent]:
+        """Every event from the start, blocking for new ones until the log closes."""
+        index = 0
+        while True:
+            with self._cond:
+                while index >= len(self.events) and not self.closed:
+                    self._cond.wait()
+                if index >= len(self.events):
+                    return
+                event = self.events[index]
+            index += 1
+            yield event
+
+    async def afollow(self) -> AsyncIterator[ChainEvent]:
+        index = 0
+        while True:
+            if index < len(self.events):
+                index += 1
+                yield self.events[index - 1]
+                continue
+            if self.closed:
+                return
+            wake = asyncio.Event()
+            self._waiters.append((asyncio.get_running_loop(), wake))
+            if index < len(self.events) or self.closed:
+                continue
+            await wake.wait()

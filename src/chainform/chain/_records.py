@@ -1,0 +1,79 @@
+"""What a chain returns about each model call, and the result the response objects expose."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from typing import Any
+
+from chainform.output import StrategyChoice
+from chainform.types import ChatOptions, ChatResponse, FunctionResultContent, Message, UsageDetails
+
+Purpose = str  # "chain" | "retry" | "format"
+
+
+@dataclass
+class ModelCall:
+    """One model call of a chain, in order; `purpose` is "chain", "retry" or "format"."""
+
+    purpose: Purpose
+    messages: list[Message]
+    options: ChatOptions
+    response: ChatResponse | None
+    duration_ms: float
+    error: str | None = None
+    strategy: str | None = None
+    response_id: str | None = None
+    parsed: Any = None
+    tool_results: list[FunctionResultContent] = field(default_factory=list)
+    format_context: str | None = None
+
+    @property
+    def text(self) -> str:
+        return self.response.text if self.response else ""
+
+    @property
+    def usage(self) -> UsageDetails:
+        return (self.response.usage_details if self.response else None) or UsageDetails()
+
+
+class ChainUsage(UsageDetails):
+    """Usage summed over every call of a chain, with `by_purpose` (chain / retry / format)."""
+
+    by_purpose: dict[str, UsageDetails]
+
+    @classmethod
+    def of(cls, calls: list[ModelCall]) -> ChainUsage:
+        total = UsageDetails()
+        by_purpose: dict[str, UsageDetails] = {}
+        for call in calls:
+            total = total + call.usage
+            by_purpose[call.purpose] = by_purpose.get(call.purpose, UsageDetails()) + call.usage
+        usage = cls(total.input_tokens, total.output_tokens, total.total_tokens, total.additional_counts)
+        usage.by_purpose = by_purpose
+        return usage
+
+    def to_dict(self) -> dict[str, Any]:
+        out = super().to_dict()
+        out["by_purpose"] = {k: v.to_dict() for k, v in self.by_purpose.items()}
+        return out
+
+
+@dataclass
+class ChainResult:
+    """Everything a finished chain produced."""
+
+    text: str
+    data: Any = None
+    value: Any = None
+    has_value: bool = False
+    calls: list[ModelCall] = field(default_factory=list)
+    strategy: StrategyChoice | None = None
+    format_context: str | None = None
+    transcript: list[Message] = field(default_factory=list)
+    conversation_id: str = ""
+    chain_id: str = ""
+    cut_off: bool = False
+
+    def json_text(self) -> str:
+        return json.dumps(self.data, ensure_ascii=False)

@@ -1,0 +1,116 @@
+"""Running a turn's tool calls: approval hooks, concurrency, and errors turned into tool results."""
+
+from __future__ import annotations
+
+import asyncio
+import inspect
+import time
+from collections.abc import Awaitable, Callable, Iterable, Sequence
+from typing import Any, Union
+
+from chainform.errors import ToolDefinitionError, UnknownToolError
+from chainform.types import FunctionCallContent, FunctionResultContent
+
+BeforeCall = Callable[[Any, FunctionCallContent], Union[Any, Awaitable[Any]]]
+AfterCall = Callable[[Any, FunctionCallContent, FunctionResultContent], Union[Any, Awaitable[Any]]]
+
+
+class CancelToolCall(Exception):
+    """Raise from `before_call` (or return False) to refuse a call; the model is told why."""
+
+
+def normalize_tools(tools: Iterable[Any] | None) -> list[Any]:
+    """Accept Tool objects, plain callables, Toolbox instances and namespaces; return Tools."""
+    from chainform.tools import Tool
+
+    out: list[Any] = []
+    for item in tools or ():
+        if isinstance(item, Tool):
+            out.append(item)
+        elif hasattr(item, "tools") and callable(item.tools):
+            out.extend(item.tools())
+        elif callable(item):
+            out.append(Tool.from_function(item))
+        else:
+            raise ToolDefinitionError(f"cannot use {item!r} as a tool: give a function, a Tool or a Toolbox")
+    seen: set[str] = set()
+    for tool in out:
+        if tool.name in seen:
+            raise ToolDefinitionError(f"two tools are named {tool.name!r}; give one of them another name")
+        seen.add(tool.name)
+    return out
+
+
+async def _maybe_await(value: Any) -> Any:
+    return await value if inspect.isawaitable(value) else value
+
+
+def _error_text(exc: BaseException) -> str:
+    text = str(exc) or type(exc).__name__
+    return (
+        text
+        if isinstance(exc, UnknownToolError) or type(exc).__name__ in text
+        else f"{type(exc).__name__}: {text}"
+    )
+
+
+async def run_call(
+    call: FunctionCallContent,
+    tools: dict[str, Any],
+    *,
+    before_call: BeforeCall | None,
+    after_call: AfterCall | None,
+    restore_arguments: Callable[[Any, dict[str, Any]], dict[str, Any]],
+) -> tuple[FunctionResultContent, float]:
+    """Run one call; every failure becomes an error result the model can read and react to."""
+    started = time.perf_counter()
+    tool = tools.get(call.name)
+    if tool is None:
+        names = ", ".join(sorted(tools)) or "(none)"
+        error = f"Unknown tool {call.name!r}. Available tools: {names}"
+        return FunctionResultContent(call.call_id, error=error, name=call.name), 0.0
+    if call.arguments is None:
+        error = f"Arguments are not valid JSON: {call.parse_error}"
+        return FunctionResultContent(call.call_id, error=error, name=call.name), 0.0
+    try:
+        call = FunctionCallContent(
+            call.call_id, call.name, restore_arguments(tool, call.arguments), call.raw_arguments, call.index
+        )
+        if before_call is not None:
+            verdict = await _maybe_await(before_call(tool, call))
+            if verdict is False:
+                raise CancelToolCall("the user declined this tool call")
+            if isinstance(verdict, dict):
+                call = FunctionCallContent(call.call_id, call.name, verdict, None, call.index)
+            elif isinstance(verdict, FunctionCallContent):
+                call = verdict
+        value = await tool.ainvoke(call.arguments)
+        result = FunctionResultContent(call.call_id, result=value, name=call.name)
+    except CancelToolCall as exc:
+        result = FunctionResultContent(call.call_id, error=f"Cancelled: {exc}", name=call.name)
+    except Exception as exc:  # a tool's own failure goes back to the model, the chain goes on
+        result = FunctionResultContent(call.call_id, error=_error_text(exc), name=call.name)
+    duration = (time.perf_counter() - started) * 1000
+    if after_call is not None:
+        await _maybe_await(after_call(tool, call, result))
+    return result, duration
+
+
+async def run_calls(
+    calls: Sequence[FunctionCallContent],
+    tools: dict[str, Any],
+    *,
+    before_call: BeforeCall | None,
+    after_call: AfterCall | None,
+    restore_arguments: Callable[[Any, dict[str, Any]], dict[str, Any]],
+) -> list[FunctionResultContent]:
+    """A turn's calls run concurrently (sync tools in threads); results keep the calls' order."""
+    done = await asyncio.gather(
+        *(
+            run_call(
+                c, tools, before_call=before_call, after_call=after_call, restore_arguments=restore_arguments
+            )
+            for c in calls
+        )
+    )
+    return [result for result, _ in done]

@@ -1,0 +1,428 @@
+"""Model, AsyncModel and Conversation: the user-facing entry points to chains and single prompts."""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import time
+import warnings
+from collections.abc import Sequence
+from typing import Any
+
+from chainform.chain._context import ContextPolicy
+from chainform.chain._engine import ChainRequest, ChainRun
+from chainform.chain._events import EventLog
+from chainform.chain._records import ChainResult, ModelCall
+from chainform.chain._tools import AfterCall, BeforeCall, normalize_tools
+from chainform.clients.base import ChatClient
+from chainform.output import OUTPUT_TOOL_NAME, STRATEGIES, OutputSpec
+from chainform.response import AsyncChainResponse, ChainResponse
+from chainform.types import (
+    ChatOptions,
+    Content,
+    FunctionCallContent,
+    FunctionResultContent,
+    Message,
+    ModelProfile,
+    Role,
+)
+
+PromptInput = str | Message | Sequence[Content] | None
+
+_OPTION_FIELDS = {f.name for f in dataclasses.fields(ChatOptions)} - {"additional_properties"}
+
+
+def as_options(options: ChatOptions | dict[str, Any] | None) -> ChatOptions:
+    """ChatOptions from a dict (`-o KEY VALUE` style); unknown keys become provider extras."""
+    if options is None:
+        return ChatOptions()
+    if isinstance(options, ChatOptions):
+        return options
+    known = {k: v for k, v in options.items() if k in _OPTION_FIELDS}
+    extra = {k: v for k, v in options.items() if k not in _OPTION_FIELDS}
+    return ChatOptions(**known, additional_properties=extra)
+
+
+def _prompt_message(prompt: PromptInput) -> Message | None:
+    if prompt is None:
+        return None
+    if isinstance(prompt, Message):
+        return prompt
+    return Message.user(prompt if isinstance(prompt, str) else list(prompt))
+
+
+def _new_id() -> str:
+    from chainform.store import new_id
+
+    return new_id()
+
+
+class _Base:
+    def __init__(
+        self,
+        client: ChatClient,
+        profile: ModelProfile | None = None,
+        *,
+        name: str | None = None,
+        log_path: Any = None,
+    ) -> None:
+        self.client = client
+        self._profile = profile
+        self.name = name or (profile or client.profile).name
+        self._log_path = log_path
+        self._store: Any = None
+        self._store_failed = False
+
+    @property
+    def profile(self) -> ModelProfile:
+        return self._profile or self.client.profile
+
+    def __repr__(self) -> str:
+        return f"<{type(self).__name__} {self.name!r}>"
+
+    # -- building a run ---------------------------------------------------------------------
+
+    def _request(
+        self,
+        prompt: PromptInput,
+        *,
+        system: str | None,
+        tools: Sequence[Any] | None,
+        schema: Any,
+        strategy: str,
+        chain_limit: int,
+        retries: int,
+        before_call: BeforeCall | None,
+        after_call: AfterCall | None,
+        format_prompt: str | None,
+        format_context: str | ContextPolicy,
+        options: ChatOptions | dict[str, Any] | None,
+        stream: bool,
+        history: list[Message],
+    ) -> ChainRequest:
+        if strategy not in STRATEGIES:
+            raise ValueError(f"unknown strategy {strategy!r}; choose one of {', '.join(STRATEGIES)}")
+        return ChainRequest(
+            prompt=_prompt_message(prompt),
+            system=system,
+            tools=normalize_tools(tools),
+            output=OutputSpec.from_user(schema) if schema is not None else None,
+            strategy=strategy,
+            chain_limit=chain_limit,
+            retries=retries,
+            before_call=before_call,
+            after_call=after_call,
+            format_prompt=format_prompt,
+            format_context=ContextPolicy.parse(format_context),
+            options=as_options(options),
+            stream=stream,
+            history=list(history),
+        )
+
+    def _run(
+        self, request: ChainRequest, conversation_id: str | None, log: bool, events: EventLog
+    ) -> ChainRun:
+        return ChainRun(
+            self.client,
+            request,
+            profile=self.profile,
+            model_name=self.name,
+            conversation_id=conversation_id or _new_id(),
+            chain_id=_new_id(),
+            events=events,
+            logger=self._logger(request) if log else None,
+        )
+
+    # -- logging ----------------------------------------------------------------------------
+
+    def _open_store(self) -> Any:
+        if self._store is None and not self._store_failed:
+            try:
+                from chainform.store import Store
+
+                self._store = Store(self._log_path)
+            except Exception as exc:  # logging must never break a chain; say so once
+                self._store_failed = True
+                warnings.warn(f"chainform: logging disabled, cannot open the log: {exc}", stacklevel=3)
+        return self._store
+
+    def _logger(self, request: ChainRequest) -> Any:
+        prompt_text = request.prompt.text if request.prompt else None
+        schema = request.output.schema if request.output else None
+        started = {"conversation": False}
+
+        def log(call: ModelCall, run: ChainRun) -> None:
+            store = self._open_store()
+            if store is None:
+                return
+            from chainform.store import CallRecord, ToolCallRecord, ToolResultRecord
+
+            try:
+                if not started["conversation"]:
+                    store.ensure_conversation(run.conversation_id, self.name)
+                    started["conversation"] = True
+                response = call.response
+                record = CallRecord(
+                    conversation_id=run.conversation_id,
+                    chain_id=run.chain_id,
+                    seq=run.calls.index(call),
+                    purpose=call.purpose,
+                    model=self.name,
+                    prompt=prompt_text,
+                    system=request.system,
+                    messages=call.messages,
+                    options=_options_summary(call.options),
+                    schema=schema,
+                    strategy=call.strategy,
+                    text=call.text,
+                    parsed=call.parsed,
+                    usage=response.usage_details if response else None,
+                    duration_ms=call.duration_ms,
+                    created_at=time.time() - call.duration_ms / 1000,
+                    error=call.error,
+                    tool_calls=[
+                        ToolCallRecord(
+                            c.call_id, c.name, c.arguments if c.arguments is not None else c.raw_arguments
+                        )
+                        for c in (response.function_calls if response else [])
+                    ],
+                    tool_results=[
+                        ToolResultRecord(r.call_id, r.name or "", r.result_text(), r.error)
+                        for r in call.tool_results
+                    ],
+                    format_context=call.format_context,
+                    format_context_policy=request.format_context.name if call.format_context else None,
+                )
+                call.response_id = store.log_call(record)
+            except Exception as exc:  # never lose the chain's result because the log failed
+                warnings.warn(f"chainform: could not log a model call: {exc}", stacklevel=2)
+
+        return log
+
+
+def _options_summary(options: ChatOptions) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for key, value in options.set_fields().items():
+        if key == "tools":
+            out[key] = [t.name for t in value]
+        elif key in ("response_format", "tool_mode"):
+            out[key] = dataclasses.asdict(value)
+        else:
+            out[key] = value
+    return out
+
+
+def _history_after(result: ChainResult) -> list[Message]:
+    """What a conversation remembers of a chain: its transcript without the output-tool plumbing."""
+    history: list[Message] = []
+    output_ids: set[str] = set()
+    for message in result.transcript:
+        if message.role == Role.SYSTEM:
+            continue
+        kept: list[Content] = []
+        for content in message.contents:
+            if isinstance(content, FunctionCallContent) and content.name == OUTPUT_TOOL_NAME:
+                output_ids.add(content.call_id)
+                continue
+            if isinstance(content, FunctionResultContent) and content.call_id in output_ids:
+                continue
+            kept.append(content)
+        if kept:
+            history.append(Message(message.role, kept, author_name=message.author_name))
+    if result.has_value and not (
+        history and history[-1].role == Role.ASSISTANT and history[-1].text == result.text
+    ):
+        history.append(Message.assistant(result.text))
+    return history
+
+
+class Model(_Base):
+    """A model you can prompt or run tool chains on. `cf.get_model(name)` builds one from a name."""
+
+    def chain(
+        self,
+        prompt: PromptInput = None,
+        *,
+        system: str | None = None,
+        tools: Sequence[Any] | None = None,
+        schema: Any = None,
+        strategy: str = "auto",
+        chain_limit: int = 5,
+        retries: int = 2,
+        before_call: BeforeCall | None = None,
+        after_call: AfterCall | None = None,
+        format_prompt: str | None = None,
+        format_context: str | ContextPolicy = "compact",
+        options: ChatOptions | dict[str, Any] | None = None,
+        stream: bool = True,
+        log: bool = True,
+        conversation_id: str | None = None,
+        history: Sequence[Message] = (),
+    ) -> ChainResponse:
+        """Run a tool chain whose final answer matches `schema` (when given). Starts at once."""
+        request = self._request(
+            prompt,
+            system=system,
+            tools=tools,
+            schema=schema,
+            strategy=strategy,
+            chain_limit=chain_limit,
+            retries=retries,
+            before_call=before_call,
+            after_call=after_call,
+            format_prompt=format_prompt,
+            format_context=format_context,
+            options=options,
+            stream=stream,
+            history=list(history),
+        )
+        return ChainResponse(lambda events: self._run(request, conversation_id, log, events).run())
+
+    def prompt(
+        self,
+        prompt: PromptInput,
+        *,
+        system: str | None = None,
+        schema: Any = None,
+        options: ChatOptions | dict[str, Any] | None = None,
+        retries: int = 2,
+        stream: bool = True,
+        log: bool = True,
+    ) -> ChainResponse:
+        """A single call (no tools); with a schema, validated and retried like a chain."""
+        return self.chain(
+            prompt, system=system, schema=schema, options=options, retries=retries, stream=stream, log=log
+        )
+
+    def conversation(
+        self, conversation_id: str | None = None, history: Sequence[Message] = ()
+    ) -> Conversation:
+        return Conversation(self, conversation_id, history)
+
+
+class AsyncModel(_Base):
+    """The awaitable twin of Model."""
+
+    def chain(
+        self,
+        prompt: PromptInput = None,
+        *,
+        system: str | None = None,
+        tools: Sequence[Any] | None = None,
+        schema: Any = None,
+        strategy: str = "auto",
+        chain_limit: int = 5,
+        retries: int = 2,
+        before_call: BeforeCall | None = None,
+        after_call: AfterCall | None = None,
+        format_prompt: str | None = None,
+        format_context: str | ContextPolicy = "compact",
+        options: ChatOptions | dict[str, Any] | None = None,
+        stream: bool = True,
+        log: bool = True,
+        conversation_id: str | None = None,
+        history: Sequence[Message] = (),
+    ) -> AsyncChainResponse:
+        request = self._request(
+            prompt,
+            system=system,
+            tools=tools,
+            schema=schema,
+            strategy=strategy,
+            chain_limit=chain_limit,
+            retries=retries,
+            before_call=before_call,
+            after_call=after_call,
+            format_prompt=format_prompt,
+            format_context=format_context,
+            options=options,
+            stream=stream,
+            history=list(history),
+        )
+        return AsyncChainResponse(lambda events: self._run(request, conversation_id, log, events).run())
+
+    def prompt(
+        self,
+        prompt: PromptInput,
+        *,
+        system: str | None = None,
+        schema: Any = None,
+        options: ChatOptions | dict[str, Any] | None = None,
+        retries: int = 2,
+        stream: bool = True,
+        log: bool = True,
+    ) -> AsyncChainResponse:
+        return self.chain(
+            prompt, system=system, schema=schema, options=options, retries=retries, stream=stream, log=log
+        )
+
+    def conversation(
+        self, conversation_id: str | None = None, history: Sequence[Message] = ()
+    ) -> AsyncConversation:
+        return AsyncConversation(self, conversation_id, history)
+
+
+class Conversation:
+    """Several chains sharing one history and one conversation id (like a chat session)."""
+
+    def __init__(
+        self, model: Model, conversation_id: str | None = None, history: Sequence[Message] = ()
+    ) -> None:
+        self.model = model
+        self.id = conversation_id or _new_id()
+        self.history: list[Message] = list(history)
+        self.responses: list[ChainResponse] = []
+
+    def chain(self, prompt: PromptInput = None, **kwargs: Any) -> ChainResponse:
+        """Like `Model.chain`; waits for the previous chain so each sees the history before it."""
+        self._settle()
+        response = self.model.chain(prompt, conversation_id=self.id, history=self.history, **kwargs)
+        self.responses.append(response)
+        return response
+
+    def prompt(self, prompt: PromptInput, **kwargs: Any) -> ChainResponse:
+        return self.chain(prompt, **kwargs)
+
+    def _settle(self) -> None:
+        if self.responses:
+            with contextlib.suppress(Exception):  # a failed chain adds nothing to the history
+                self.history = _history_after(self.responses[-1]._finished())
+
+
+class AsyncConversation:
+    """The async twin of Conversation."""
+
+    def __init__(
+        self, model: AsyncModel, conversation_id: str | None = None, history: Sequence[Message] = ()
+    ) -> None:
+        self.model = model
+        self.id = conversation_id or _new_id()
+        self.history: list[Message] = list(history)
+        self._last: AsyncChainResponse | None = None
+
+    async def chain(self, prompt: PromptInput = None, **kwargs: Any) -> AsyncChainResponse:
+        """Like `AsyncModel.chain`, awaited; the history grows by what the chain did."""
+        response = self.model.chain(prompt, conversation_id=self.id, history=self.history, **kwargs)
+        await response
+        self.history = _history_after(response._finished())
+        return response
+
+
+def get_model(
+    name: str = "local", *, key: str | None = None, base_url: str | None = None, **kwargs: Any
+) -> Model:
+    """A Model by name: "local", "openai/gpt-4.1-mini", "anthropic/…", "gemini/…", "ollama/…", aliases."""
+    from chainform.clients.registry import get_client
+
+    client = get_client(name, key=key, base_url=base_url, **kwargs)
+    return Model(client, name=name)
+
+
+def get_async_model(
+    name: str = "local", *, key: str | None = None, base_url: str | None = None, **kwargs: Any
+) -> AsyncModel:
+    """An AsyncModel by name (same names as get_model)."""
+    from chainform.clients.registry import get_client
+
+    client = get_client(name, key=key, base_url=base_url, **kwargs)
+    return AsyncModel(client, name=name)

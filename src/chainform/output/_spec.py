@@ -1,0 +1,143 @@
+"""OutputSpec: the user's schema in every form the strategies need, and the one validation path."""
+
+from __future__ import annotations
+
+import copy
+import json
+from dataclasses import dataclass
+from typing import Any
+
+from chainform.errors import SchemaError, StructuredOutputGenerationError
+from chainform.output._parse import extract_json
+from chainform.types import FunctionSpec, ResponseFormat
+
+OUTPUT_TOOL_NAME = "final_result"
+
+
+@dataclass
+class OutputSpec:
+    """A JSON Schema plus, when the user gave a Python type, the pydantic validator behind it."""
+
+    schema: dict[str, Any]
+    python_type: Any = None
+    name: str = "response"
+    description: str | None = None
+
+    @classmethod
+    def from_user(cls, schema: Any) -> OutputSpec:
+        """Accept a dict, JSON text, a JSON file path, schema DSL, a pydantic model or any pydantic-able type."""
+        if isinstance(schema, OutputSpec):
+            return schema
+        if isinstance(schema, dict | str) or hasattr(schema, "__fspath__"):
+            from chainform.schema.dsl import resolve_schema
+
+            resolved = resolve_schema(schema)
+            return cls(resolved, None, _title(resolved), resolved.get("description"))
+        if isinstance(schema, type) or hasattr(schema, "__origin__"):
+            from pydantic import BaseModel, TypeAdapter
+
+            try:
+                if isinstance(schema, type) and issubclass(schema, BaseModel):
+                    js = schema.model_json_schema()
+                else:
+                    js = TypeAdapter(schema).json_schema()
+            except Exception as exc:  # pydantic raises several error types for undescribable types
+                raise SchemaError(f"cannot build a JSON Schema from {schema!r}: {exc}") from exc
+            name = getattr(schema, "__name__", "response")
+            return cls(js, schema, name, js.get("description"))
+        raise SchemaError(
+            f"unsupported schema {type(schema).__name__}: give a dict, JSON text, a file path, "
+            "schema DSL ('name, age int') or a pydantic model"
+        )
+
+    def response_format(self) -> ResponseFormat:
+        return ResponseFormat.json_schema(
+            self.schema, name=_safe_name(self.name), description=self.description
+        )
+
+    @property
+    def wraps_for_tool(self) -> bool:
+        return self.schema.get("type") != "object"
+
+    def output_tool(self) -> FunctionSpec:
+        """The `final_result` tool whose arguments are the answer (non-object roots are wrapped)."""
+        params: dict[str, Any]
+        if self.wraps_for_tool:
+            inner = copy.deepcopy(self.schema)
+            defs = inner.pop("$defs", None)
+            params = {"type": "object", "properties": {"result": inner}, "required": ["result"]}
+            if defs:
+                params["$defs"] = defs
+        else:
+            params = self.schema
+        return FunctionSpec(
+            OUTPUT_TOOL_NAME,
+            "Call this exactly once, with the final answer, when you are done. "
+            "Its arguments ARE the answer and must match the schema."
+            + (f" The answer: {self.description}" if self.description else ""),
+            params,
+        )
+
+    def instructions(self) -> str:
+        """How the prompted strategy describes the schema to the model."""
+        return (
+            "Answer with ONE JSON value that validates against this JSON Schema, and nothing else "
+            "(no prose; a ```json fence is fine):\n" + json.dumps(self.schema, indent=2)
+        )
+
+    def check(self, data: Any, *, dialect: str = "jsonschema", raw_text: str = "") -> Any:
+        """Validate an already-parsed value; returns the value (a model instance for pydantic types)."""
+        from chainform.schema.dialects import restore
+        from chainform.schema.validate import validate
+
+        data = restore(data, self.schema, dialect)  # type: ignore[arg-type]
+        errors = validate(data, self.schema)
+        if errors:
+            listed = "\n".join(f"- {e}" for e in errors[:20])
+            raise StructuredOutputGenerationError(
+                f"The output does not match the schema:\n{listed}", raw_text=raw_text, value=data
+            )
+        if self.python_type is None:
+            return data
+        from pydantic import TypeAdapter, ValidationError
+
+        try:
+            return TypeAdapter(self.python_type).validate_python(data)
+        except ValidationError as exc:
+            listed = "\n".join(
+                f"- {'.'.join(str(p) for p in e['loc']) or '(root)'}: {e['msg']}" for e in exc.errors()
+            )
+            raise StructuredOutputGenerationError(
+                f"The output failed validation:\n{listed}", raw_text=raw_text, value=data
+            ) from exc
+
+    def check_text(self, text: str, *, dialect: str = "jsonschema") -> Any:
+        try:
+            data = extract_json(text)
+        except ValueError as exc:
+            raise StructuredOutputGenerationError(str(exc), raw_text=text) from exc
+        return self.check(data, dialect=dialect, raw_text=text)
+
+    def check_tool_arguments(self, arguments: dict[str, Any] | None, raw: str, *, dialect: str) -> Any:
+        if arguments is None:
+            raise StructuredOutputGenerationError(
+                f"The {OUTPUT_TOOL_NAME} arguments are not a JSON object: {raw[:200]!r}", raw_text=raw
+            )
+        data: Any = arguments
+        if self.wraps_for_tool:
+            if "result" not in arguments:
+                raise StructuredOutputGenerationError(
+                    f"{OUTPUT_TOOL_NAME} needs a 'result' argument holding the answer", raw_text=raw
+                )
+            data = arguments["result"]
+        return self.check(data, dialect=dialect, raw_text=raw)
+
+
+def _title(schema: dict[str, Any]) -> str:
+    title = schema.get("title")
+    return title if isinstance(title, str) and title else "response"
+
+
+def _safe_name(name: str) -> str:
+    cleaned = "".join(c if c.isalnum() or c in "_-" else "_" for c in name)[:64]
+    return cleaned or "response"

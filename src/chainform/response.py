@@ -1,0 +1,200 @@
+"""ChainResponse (sync) and AsyncChainResponse: a running chain you can stream, await and inspect."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from collections.abc import AsyncIterator, Callable, Coroutine, Iterator
+from concurrent.futures import Future
+from typing import Any
+
+from chainform import _sync
+from chainform.chain._events import ChainEvent, EventLog
+from chainform.chain._records import ChainResult, ChainUsage, ModelCall
+from chainform.output import StrategyChoice
+
+RunFactory = Callable[[EventLog], Coroutine[Any, Any, ChainResult]]
+
+
+class _ResultView:
+    """Accessors shared by the sync and async responses once the chain has finished."""
+
+    _result: ChainResult | None
+    _error: BaseException | None
+
+    def _finished(self) -> ChainResult:
+        raise NotImplementedError
+
+    @property
+    def responses(self) -> list[ModelCall]:
+        """Every model call in order (formatting and retries included), also when the chain failed."""
+        try:
+            return self._finished().calls
+        except Exception as exc:  # a failed chain still reports the calls it made
+            return list(getattr(exc, "responses", []))
+
+    @property
+    def usage(self) -> ChainUsage:
+        return ChainUsage.of(self.responses)
+
+    @property
+    def strategy(self) -> StrategyChoice | None:
+        return self._finished().strategy
+
+    @property
+    def format_context(self) -> str | None:
+        """Exactly what the deferred formatting call saw (None when no formatting call ran)."""
+        return self._finished().format_context
+
+    @property
+    def conversation_id(self) -> str:
+        return self._finished().conversation_id
+
+    @property
+    def cut_off(self) -> bool:
+        """True when chain_limit stopped the tool phase before the model finished."""
+        return self._finished().cut_off
+
+    @property
+    def transcript(self) -> list[Any]:
+        return self._finished().transcript
+
+    def json(self) -> Any:
+        """The answer as plain JSON data (the parsed reply when there was no schema)."""
+        result = self._finished()
+        if result.has_value:
+            return result.data
+        return json.loads(result.text)
+
+
+class ChainResponse(_ResultView):
+    """A chain running on chainform's background loop. Iterate for text chunks as they arrive."""
+
+    def __init__(self, factory: RunFactory) -> None:
+        self._events = EventLog()
+        self._result = None
+        self._error = None
+        self._future: Future[ChainResult] = _sync.submit(factory(self._events))
+
+    def __iter__(self) -> Iterator[str]:
+        for event in self._events.follow():
+            if event.kind == "text":
+                yield event.text
+        self._finished()
+
+    def events(self) -> Iterator[ChainEvent]:
+        """Every event (text, partial, tool_call, tool_result) from the start."""
+        yield from self._events.follow()
+        self._finished()
+
+    def partial(self) -> Iterator[Any]:
+        """Partial objects while the structured answer streams (the last one is complete JSON)."""
+        for event in self._events.follow():
+            if event.kind == "partial":
+                yield event.value
+        self._finished()
+
+    def _finished(self) -> ChainResult:
+        if self._result is None and self._error is None:
+            try:
+                self._result = self._future.result()
+            except BaseException as exc:
+                self._error = exc
+        if self._error is not None:
+            raise self._error
+        assert self._result is not None
+        return self._result
+
+    def text(self) -> str:
+        """The final answer's text (canonical JSON when a schema was given)."""
+        return self._finished().text
+
+    @property
+    def value(self) -> Any:
+        """The validated answer: a pydantic instance when the schema was a model, else parsed JSON."""
+        return self.get_value()
+
+    def get_value(self) -> Any:
+        result = self._finished()
+        if not result.has_value:
+            raise ValueError("this chain had no schema; use .text() or .json()")
+        return result.value
+
+    def __repr__(self) -> str:
+        state = "done" if self._future.done() else "running"
+        return f"<ChainResponse {state}>"
+
+
+class AsyncChainResponse(_ResultView):
+    """The async twin: `async for chunk in r`, `await r.text()`, `await r.get_value()`, `await r`."""
+
+    def __init__(self, factory: RunFactory) -> None:
+        self._factory = factory
+        self._events = EventLog()
+        self._result = None
+        self._error = None
+        self._task: asyncio.Task[ChainResult] | None = None
+
+    def _start(self) -> asyncio.Task[ChainResult]:
+        if self._task is None:
+            self._task = asyncio.ensure_future(self._factory(self._events))
+        return self._task
+
+    async def _wait(self) -> ChainResult:
+        task = self._start()
+        try:
+            self._result = await asyncio.shield(task)
+        except BaseException as exc:
+            self._error = exc
+            raise
+        return self._result
+
+    def _finished(self) -> ChainResult:
+        if self._error is not None:
+            raise self._error
+        if self._result is None:
+            raise RuntimeError("the chain has not finished: await it (or .text()/.get_value()) first")
+        return self._result
+
+    def __await__(self) -> Any:
+        async def done() -> AsyncChainResponse:
+            await self._wait()
+            return self
+
+        return done().__await__()
+
+    async def __aiter__(self) -> AsyncIterator[str]:
+        self._start()
+        async for event in self._events.afollow():
+            if event.kind == "text":
+                yield event.text
+        await self._wait()
+
+    async def aevents(self) -> AsyncIterator[ChainEvent]:
+        self._start()
+        async for event in self._events.afollow():
+            yield event
+        await self._wait()
+
+    async def apartial(self) -> AsyncIterator[Any]:
+        self._start()
+        async for event in self._events.afollow():
+            if event.kind == "partial":
+                yield event.value
+        await self._wait()
+
+    async def text(self) -> str:
+        return (await self._wait()).text
+
+    async def get_value(self) -> Any:
+        result = await self._wait()
+        if not result.has_value:
+            raise ValueError("this chain had no schema; use await .text()")
+        return result.value
+
+    @property
+    def value(self) -> Any:
+        result = self._finished()
+        if not result.has_value:
+            raise ValueError("this chain had no schema; use await .text()")
+        return result.value
