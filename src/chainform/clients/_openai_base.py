@@ -6,13 +6,21 @@ connections before a response) are the SDK's own; we translate what is left afte
 
 from __future__ import annotations
 
+import os
 from collections.abc import AsyncIterator, Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from chainform.clients._openai_profiles import COMPAT_SERVERS
 from chainform.clients.base import BaseChatClient, Middleware
-from chainform.errors import ChainformError, ProviderError, StreamInterruptedError, UnsupportedOptionError
-from chainform.keys import redact
+from chainform.errors import (
+    ChainformError,
+    ProviderError,
+    SchemaError,
+    StreamInterruptedError,
+    UnsupportedOptionError,
+)
+from chainform.keys import get_key, redact, require_key
 from chainform.types import (
     ChatOptions,
     ChatResponse,
@@ -56,6 +64,65 @@ class ClientSettings:
     timeout: float | None = None
     default_headers: dict[str, str] = field(default_factory=dict)
     azure: AzureSettings | None = None
+
+
+AZURE_API_VERSION = "2024-10-21"
+AZURE_RESPONSES_API_VERSION = "2025-04-01-preview"
+_PLACEHOLDER_KEY = "not-needed"  # the SDK insists on a key; keyless local servers ignore it
+
+
+def make_settings(
+    provider: str,
+    *,
+    key: str | None = None,
+    base_url: str | None = None,
+    api_version: str | None = None,
+    azure_ad_token_provider: Callable[[], Any] | None = None,
+    max_retries: int = 2,
+    timeout: float | None = None,
+    default_headers: dict[str, str] | None = None,
+    responses: bool = False,
+) -> ClientSettings:
+    """Where and how to connect for `provider` ("openai", "azure" or a compatible server's name).
+
+    Keys: explicit > environment variable > keys file. A missing required key raises
+    `MissingKeyError` naming the variable to set.
+    """
+    common: dict[str, Any] = {
+        "max_retries": max_retries,
+        "timeout": timeout,
+        "default_headers": dict(default_headers or {}),
+    }
+    if provider == "azure":
+        endpoint = base_url or os.environ.get("AZURE_OPENAI_ENDPOINT")
+        if not endpoint:
+            raise ValueError(
+                "Azure OpenAI needs an endpoint: pass base_url='https://<resource>.openai.azure.com' "
+                "or set AZURE_OPENAI_ENDPOINT"
+            )
+        default_version = AZURE_RESPONSES_API_VERSION if responses else AZURE_API_VERSION
+        version = api_version or os.environ.get("OPENAI_API_VERSION") or default_version
+        azure = AzureSettings(endpoint, version, azure_ad_token_provider)
+        if azure_ad_token_provider is None:
+            key = require_key("azure", explicit=key, env_var="AZURE_OPENAI_API_KEY")
+        return ClientSettings("azure", base_url=endpoint, key=key, azure=azure, **common)
+    if api_version is not None or azure_ad_token_provider is not None:
+        raise ValueError("api_version and azure_ad_token_provider apply to 'azure/<deployment>' models only")
+    server = COMPAT_SERVERS.get(provider)
+    if server is not None:
+        url = base_url or os.environ.get(server.base_url_env) or server.base_url
+        if server.key_required:
+            key = require_key(provider, explicit=key, env_var=server.key_env)
+        else:
+            key = get_key(provider, explicit=key, env_var=server.key_env) or _PLACEHOLDER_KEY
+        return ClientSettings(provider, base_url=url, key=key, **common)
+    if provider != "openai":
+        raise ValueError(f"unknown OpenAI-compatible provider {provider!r}")
+    if base_url is None:
+        key = require_key("openai", explicit=key, env_var="OPENAI_API_KEY")
+    else:  # a custom endpoint (proxy, gateway, local server) may need no key
+        key = get_key("openai", explicit=key, env_var="OPENAI_API_KEY") or _PLACEHOLDER_KEY
+    return ClientSettings("openai", base_url=base_url, key=key, **common)
 
 
 def import_openai() -> Any:
@@ -134,17 +201,21 @@ class OpenAIBaseClient(BaseChatClient):
     def convert_schema(self, schema: dict[str, Any]) -> tuple[dict[str, Any], bool]:
         """The schema in this model's dialect, and whether strict mode may be asked for.
 
-        Strict mode needs the openai-strict dialect; until `chainform.schema.dialects` is available
-        the schema is sent unchanged and not strict.
+        Strict mode needs the schema in the profile's dialect (the chain engine restores outputs
+        against the original with the same dialect); a schema the dialect cannot express is sent
+        unchanged and not strict.
         """
         if not self.profile.supports_strict_schema:
             return schema, False
         try:
-            from chainform.schema.dialects import convert  # type: ignore[import-not-found,unused-ignore]
-        except ImportError:
+            from chainform.schema.dialects import convert
+        except ImportError:  # pragma: no cover - the dialect module ships with chainform
             return schema, False
-        converted = convert(schema, self.profile.schema_dialect)
-        return dict(converted.schema), True
+        try:
+            converted = convert(schema, self.profile.schema_dialect).schema
+        except SchemaError:  # not expressible strictly: send it as is and let validation judge
+            return schema, False
+        return (converted, True) if isinstance(converted, dict) else (schema, False)
 
     def tool_definitions(self, tools: Sequence[ToolSpec]) -> list[tuple[ToolSpec, dict[str, Any], bool]]:
         return [(tool, *self.convert_schema(dict(tool.parameters))) for tool in tools]
@@ -240,10 +311,8 @@ def usage_details(
     cached: int | None,
     reasoning: int | None,
 ) -> UsageDetails:
-    """Usage with cached-input and reasoning counts under the shared `additional_counts` keys."""
-    counts = {
-        k: v for k, v in (("cached_input_tokens", cached), ("reasoning_tokens", reasoning)) if v is not None
-    }
+    """Usage; cached input and reasoning counts go under the keys every adapter uses (when non-zero)."""
+    counts = {k: v for k, v in (("cache_read_input_tokens", cached), ("reasoning_tokens", reasoning)) if v}
     return UsageDetails(input_tokens, output_tokens, total_tokens, counts)
 
 

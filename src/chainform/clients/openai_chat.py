@@ -13,10 +13,11 @@ from chainform.clients._openai_base import (
     ClientSettings,
     OpenAIBaseClient,
     finish_reason,
+    make_settings,
     reject_unsupported_content,
     usage_details,
 )
-from chainform.clients._openai_profiles import openai_profile
+from chainform.clients._openai_profiles import COMPAT_SERVERS, openai_profile
 from chainform.clients.base import Middleware
 from chainform.types import (
     ChatOptions,
@@ -245,3 +246,29 @@ def _translate_chunk(chunk: Any, refusal: list[str]) -> list[ChatResponseUpdate]
     if not contents and reason is None:
         return []
     return [ChatResponseUpdate(contents, finish_reason=reason, **base)]
+
+
+def create_client(
+    model: str,
+    *,
+    key: str | None = None,
+    base_url: str | None = None,
+    provider: str = "openai",
+    profile: ModelProfile | None = None,
+    middleware: Sequence[Middleware] = (),
+    **settings: Any,
+) -> OpenAIChatClient:
+    """The registry's entry point for "openai/…", "azure/<deployment>" and compatible servers.
+
+    `settings`: max_retries, timeout, default_headers, and for Azure api_version and
+    azure_ad_token_provider (an Entra ID token callable, used instead of a key).
+    """
+    resolved = make_settings(provider, key=key, base_url=base_url, **settings)
+    server = COMPAT_SERVERS.get(provider)
+    return OpenAIChatClient(
+        model,
+        settings=resolved,
+        profile=profile or (server.profile_for(model) if server else None),
+        max_tokens_param="max_tokens" if server else "max_completion_tokens",
+        middleware=middleware,
+    )

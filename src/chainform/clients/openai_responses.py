@@ -13,6 +13,7 @@ from typing import Any
 from chainform.clients._openai_base import (
     ClientSettings,
     OpenAIBaseClient,
+    make_settings,
     reject_unsupported_content,
     usage_details,
 )
@@ -245,3 +246,20 @@ class _State:
         )
         self.updates.append(update)
         return [update]
+
+
+def create_client(
+    model: str,
+    *,
+    key: str | None = None,
+    base_url: str | None = None,
+    provider: str = "openai",
+    profile: ModelProfile | None = None,
+    middleware: Sequence[Middleware] = (),
+    **settings: Any,
+) -> OpenAIResponsesClient:
+    """The registry's entry point for "openai-responses/…" and "azure-responses/<deployment>"."""
+    if provider not in ("openai", "azure"):
+        raise ValueError(f"the Responses API is served by OpenAI and Azure only, not {provider!r}")
+    resolved = make_settings(provider, key=key, base_url=base_url, responses=True, **settings)
+    return OpenAIResponsesClient(model, settings=resolved, profile=profile, middleware=middleware)
