@@ -44,11 +44,6 @@ def render(row: LoggedResponse, *, usage: bool, format_context: bool) -> str:
         lines += ["", "### System", "", row.system]
     if row.prompt is not None:
         lines += ["", "### Prompt", "", row.prompt]
-    if row.tool_results:
-        lines += ["", "### Tool results (sent with this call)", ""]
-        for result in row.tool_results:
-            shown = f"error: {result.error}" if result.error else shorten(result.output, 500)
-            lines.append(f"- `{result.name}` [{result.call_id}]: {shown}")
     if row.format_context is not None:
         policy = row.format_context_policy or "?"
         if format_context:
@@ -64,6 +59,11 @@ def render(row: LoggedResponse, *, usage: bool, format_context: bool) -> str:
         for call in row.tool_calls:
             args = json.dumps(call.arguments, ensure_ascii=False)
             lines.append(f"- `{call.name}({args})` [{call.call_id}]")
+    if row.tool_results:
+        lines += ["", "### Tool results", ""]
+        for result in row.tool_results:
+            shown = f"error: {result.error}" if result.error else shorten(result.output, 500)
+            lines.append(f"- `{result.name}` [{result.call_id}]: {shown}")
     if row.parsed is not None:
         lines += [
             "",
