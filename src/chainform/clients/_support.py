@@ -7,12 +7,11 @@ bookkeeping that lets a broken stream surface what already arrived.
 
 from __future__ import annotations
 
-import importlib
 import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from chainform.errors import MissingKeyError, ProviderError, StreamInterruptedError, UnsupportedOptionError
+from chainform.errors import ProviderError, StreamInterruptedError, UnsupportedOptionError
 from chainform.types import (
     ChatOptions,
     ChatResponse,
@@ -21,6 +20,7 @@ from chainform.types import (
     Message,
     ModelProfile,
     Role,
+    SchemaDialect,
     ToolMode,
 )
 
@@ -68,32 +68,34 @@ def tool_mode(options: ChatOptions) -> ToolMode | None:
     return options.tool_mode or ToolMode.AUTO
 
 
-def convert_schema(schema: dict[str, Any], dialect: str) -> dict[str, Any]:
-    """The schema in the provider's dialect; passed through unchanged until the dialect module exists."""
+def convert_schema(schema: dict[str, Any], dialect: SchemaDialect) -> dict[str, Any]:
+    """The schema in the provider's dialect (the engine restores outputs against the original).
+
+    Until `chainform.schema.dialects` is available the schema is sent unchanged.
+    """
     try:
-        dialects = importlib.import_module("chainform.schema.dialects")
+        from chainform.schema.dialects import convert  # type: ignore[import-not-found,unused-ignore]
     except ImportError:
         return schema
-    converted = dialects.convert(schema, dialect)
-    result: dict[str, Any] = converted.schema
-    return result
+    converted = convert(schema, dialect).schema
+    return dict(converted) if isinstance(converted, dict) else {}  # `true` accepts anything
 
 
 def resolve_key(provider: str, key: str | None, env_var: str) -> str:
-    """An explicit key wins; otherwise chainform's key lookup (environment, keys file)."""
-    if key:
-        return key
-    try:
-        from chainform.keys import require_key  # type: ignore[import-not-found,unused-ignore]
-    except ImportError as exc:  # key store not installed: the environment is all we have
-        import os
+    """An explicit key wins, then the environment, then the user's keys file."""
+    from chainform.keys import require_key
 
-        value = os.environ.get(env_var)
-        if value:
-            return value
-        raise MissingKeyError(f"no {provider} key: pass key=... or set {env_var}") from exc
-    value = require_key(provider, env_var=env_var)
-    return str(value)
+    return require_key(provider, explicit=key, env_var=env_var)
+
+
+def import_sdk(module: str, extra: str) -> Any:
+    """Import a provider SDK on first use, saying which extra installs it when it is missing."""
+    import importlib
+
+    try:
+        return importlib.import_module(module)
+    except ImportError as exc:
+        raise ImportError(f"this adapter needs {module}: pip install 'chainform[{extra}]'") from exc
 
 
 def split_system(messages: Sequence[Message]) -> tuple[str | None, list[Message]]:
@@ -111,8 +113,9 @@ def call_names(messages: Sequence[Message]) -> dict[str, str]:
 class StreamGuard:
     """Remembers the updates yielded so far so a failure can carry them as a partial response."""
 
-    def __init__(self, provider: str) -> None:
+    def __init__(self, provider: str, secret: str | None = None) -> None:
         self.provider = provider
+        self.secret = secret
         self.updates: list[ChatResponseUpdate] = []
 
     def seen(self, update: ChatResponseUpdate) -> ChatResponseUpdate:
@@ -131,6 +134,9 @@ class StreamGuard:
         retryable: bool | None = None,
     ) -> ProviderError:
         """A ProviderError; a StreamInterruptedError carrying the partial response once data arrived."""
+        from chainform.keys import redact
+
+        message = redact(message, self.secret)  # a provider may echo the key back
         retry = retryable if retryable is not None else (status is None or status in RETRYABLE_STATUS)
         if self.updates:
             return StreamInterruptedError(

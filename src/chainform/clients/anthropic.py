@@ -13,6 +13,7 @@ from typing import Any
 from chainform.clients._support import (
     StreamGuard,
     convert_schema,
+    import_sdk,
     profile_for,
     reject_unsupported,
     resolve_key,
@@ -110,13 +111,13 @@ def create_client(
     **sdk_kwargs: Any,
 ) -> AnthropicClient:
     """An adapter for `model`; extra keyword arguments go to `anthropic.AsyncAnthropic`."""
-    import anthropic
-
+    anthropic = import_sdk("anthropic", "anthropic")
     kwargs: dict[str, Any] = dict(sdk_kwargs)
     if timeout is not None:
         kwargs["timeout"] = timeout
+    api_key = resolve_key(PROVIDER, key, "ANTHROPIC_API_KEY")
     sdk = anthropic.AsyncAnthropic(
-        api_key=resolve_key(PROVIDER, key, "ANTHROPIC_API_KEY"),
+        api_key=api_key,
         base_url=base_url,
         max_retries=max_retries,
         **kwargs,
@@ -127,6 +128,7 @@ def create_client(
         profile=profile or profile_for(model, KNOWN_MODELS, _UNKNOWN),
         default_max_tokens=default_max_tokens,
         middleware=middleware,
+        secret=api_key,
     )
 
 
@@ -141,8 +143,10 @@ class AnthropicClient(BaseChatClient):
         profile: ModelProfile,
         default_max_tokens: int | None = None,
         middleware: Sequence[Middleware] = (),
+        secret: str | None = None,
     ) -> None:
         super().__init__(profile=profile, middleware=middleware)
+        self._secret = secret  # only to scrub it from error messages
         self.model = model
         self.sdk = sdk
         cap = profile.max_output_tokens or DEFAULT_MAX_TOKENS
@@ -222,7 +226,7 @@ class AnthropicClient(BaseChatClient):
         import anthropic
 
         request = self.build_request(messages, options)
-        guard = StreamGuard(PROVIDER)
+        guard = StreamGuard(PROVIDER, self._secret)
         state = _StreamState()
         try:
             stream = await self.sdk.messages.create(**request, stream=True)

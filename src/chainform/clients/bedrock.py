@@ -19,6 +19,7 @@ from chainform.clients._support import (
     StreamGuard,
     convert_schema,
     family_stem,
+    import_sdk,
     profile_for,
     reject_unsupported,
     split_system,
@@ -167,7 +168,7 @@ def create_client(
 ) -> BedrockClient:
     """An adapter for `model`. `key` may be "ACCESS_KEY_ID:SECRET[:SESSION_TOKEN]"; other keyword
     arguments (aws_access_key_id, profile_name, ...) go to boto3."""
-    import boto3
+    boto3 = import_sdk("boto3", "bedrock")
     from botocore.config import Config
 
     session_kwargs = {k: client_kwargs.pop(k) for k in ("profile_name",) if k in client_kwargs}

@@ -19,6 +19,7 @@ from chainform.clients._support import (
     call_names,
     convert_schema,
     family_stem,
+    import_sdk,
     profile_for,
     reject_unsupported,
     resolve_key,
@@ -96,25 +97,36 @@ def create_client(
     base_url: str | None = None,
     max_retries: int = 4,
     retry_initial_delay: float = 1.0,
+    retry_jitter: float = 1.0,
     timeout: float | None = None,
     profile: ModelProfile | None = None,
     middleware: Sequence[Middleware] = (),
     **http_options: Any,
 ) -> GeminiClient:
-    """An adapter for `model`; extra keyword arguments become `google.genai.types.HttpOptions` fields."""
-    from google import genai
-    from google.genai import types
+    """An adapter for `model`; extra keyword arguments become `google.genai.types.HttpOptions` fields.
 
-    retry = types.HttpRetryOptions(attempts=max_retries + 1, initial_delay=retry_initial_delay)
+    Retries (429, 5xx, connection errors) are the SDK's: exponential from `retry_initial_delay`
+    seconds plus up to `retry_jitter` seconds of jitter. google-genai does not read Retry-After.
+    """
+    genai = import_sdk("google.genai", "gemini")
+    types = genai.types
+    retry = types.HttpRetryOptions(
+        attempts=max_retries + 1, initial_delay=retry_initial_delay, jitter=retry_jitter
+    )
     options = types.HttpOptions(
         base_url=base_url,
         retry_options=retry,
         timeout=int(timeout * 1000) if timeout is not None else None,
         **http_options,
     )
-    sdk = genai.Client(api_key=resolve_key(PROVIDER, key, "GEMINI_API_KEY"), http_options=options)
+    api_key = resolve_key(PROVIDER, key, "GEMINI_API_KEY")
+    sdk = genai.Client(api_key=api_key, http_options=options)
     return GeminiClient(
-        model, sdk, profile=profile or profile_for(model, KNOWN_MODELS, _UNKNOWN), middleware=middleware
+        model,
+        sdk,
+        profile=profile or profile_for(model, KNOWN_MODELS, _UNKNOWN),
+        middleware=middleware,
+        secret=api_key,
     )
 
 
@@ -122,9 +134,16 @@ class GeminiClient(BaseChatClient):
     """Translates chainform messages/options to generateContent requests and chunks back."""
 
     def __init__(
-        self, model: str, sdk: Any, *, profile: ModelProfile, middleware: Sequence[Middleware] = ()
+        self,
+        model: str,
+        sdk: Any,
+        *,
+        profile: ModelProfile,
+        middleware: Sequence[Middleware] = (),
+        secret: str | None = None,
     ) -> None:
         super().__init__(profile=profile, middleware=middleware)
+        self._secret = secret  # only to scrub it from error messages
         self.model = model
         self.sdk = sdk
 
@@ -193,7 +212,7 @@ class GeminiClient(BaseChatClient):
         from google.genai import errors
 
         request = self.build_request(messages, options)
-        guard = StreamGuard(PROVIDER)
+        guard = StreamGuard(PROVIDER, self._secret)
         state = _StreamState()
         try:
             stream = await self.sdk.aio.models.generate_content_stream(**request)
