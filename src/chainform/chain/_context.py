@@ -69,8 +69,16 @@ def final_answer(transcript: list[Message]) -> str | None:
     return None
 
 
-def _salient(text: str) -> set[str]:
-    return {w.lower() for w in re.findall(r"[A-Za-z]{4,}|\d+(?:\.\d+)?", text)}
+def _salient(text: str) -> tuple[set[str], set[str]]:
+    """Numbers and longer words of a text: what an answer quotes from a tool result."""
+    numbers = {n.rstrip("0").rstrip(".") for n in re.findall(r"\d+(?:\.\d+)?", text)}
+    words = {w.lower() for w in re.findall(r"[A-Za-z]{4,}", text)}
+    return numbers, words
+
+
+def _quotes(answer: tuple[set[str], set[str]], result: str) -> bool:
+    numbers, words = _salient(result)
+    return bool(answer[0] & numbers) or len(answer[1] & words) >= 3
 
 
 def _relevant_results(transcript: list[Message], answer: str | None) -> set[str]:
@@ -82,8 +90,8 @@ def _relevant_results(transcript: list[Message], answer: str | None) -> set[str]
             break
     if not answer:
         return last_turn
-    words = _salient(answer)
-    quoted = {r.call_id for m in transcript for r in m.function_results if words & _salient(r.result_text())}
+    salient = _salient(answer)
+    quoted = {r.call_id for m in transcript for r in m.function_results if _quotes(salient, r.result_text())}
     return last_turn | quoted
 
 
@@ -110,7 +118,11 @@ def build_context(
     lines: list[str] = []
     for message in transcript:
         lines.extend(_render(message, policy, keep, per_result))
-    title = "## Tool results the answer relies on" if policy.name == "last" else "## Conversation"
+    title = (
+        "## The question and the tool results the answer relies on"
+        if policy.name == "last"
+        else "## Conversation"
+    )
     parts.append(title + "\n" + ("\n".join(lines) if lines else "(nothing)"))
     return "\n\n".join(parts)
 
