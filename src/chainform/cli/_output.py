@@ -35,8 +35,11 @@ def console(*, err: bool = False) -> Console:
     """A rich console on the current stdout/stderr (click's test runner swaps those streams)."""
     from rich.console import Console
 
+    stream = sys.stderr if err else sys.stdout
     return Console(
-        file=sys.stderr if err else sys.stdout,
+        file=stream,
+        # Piped output is read by programs and greps: never truncate it to an 80-column guess.
+        width=None if stream.isatty() else 200,
         highlight=False,
         soft_wrap=True,
         emoji=False,

@@ -265,9 +265,7 @@ class Store:
     def last_conversation_id(self) -> str | None:
         """The conversation of the most recent logged call (what `-c/--continue` resumes)."""
         with self._read() as db:
-            row = db.execute(
-                "SELECT conversation_id FROM responses ORDER BY created_at DESC, id DESC LIMIT 1"
-            ).fetchone()
+            row = db.execute("SELECT conversation_id FROM responses ORDER BY rowid DESC LIMIT 1").fetchone()
         return str(row[0]) if row else None
 
     def recent(
@@ -279,7 +277,7 @@ class Store:
         schema_id: str | None = None,
         chain_id: str | None = None,
     ) -> list[LoggedResponse]:
-        """The `n` most recent calls (newest first) matching every filter given; n=None: all.
+        """The `n` most recently logged calls (newest first) matching every filter; n=None: all.
 
         `query` is full-text search over prompts and response texts (all words must occur);
         `schema_id` may be a unique prefix.
@@ -310,7 +308,7 @@ class Store:
                      LEFT JOIN format_contexts f ON f.response_id = r.id"""
             if where:
                 sql += " WHERE " + " AND ".join(where)
-            sql += " ORDER BY r.created_at DESC, r.id DESC"
+            sql += " ORDER BY r.rowid DESC"
             if n is not None:
                 sql += " LIMIT ?"
                 args.append(n)
