@@ -184,7 +184,12 @@ class Emulator:
         if self._server is not None:
             return self
         server = _Server(self)
-        thread = threading.Thread(target=server.serve_forever, name="chainform-emulator", daemon=True)
+        thread = threading.Thread(
+            target=server.serve_forever,
+            kwargs={"poll_interval": 0.05},
+            name="chainform-emulator",
+            daemon=True,
+        )
         thread.start()
         self._server, self._thread = server, thread
         return self
@@ -321,7 +326,13 @@ class _Handler(BaseHTTPRequestHandler):
             self._send_json(item.status, fmt.render_error(item, request), headers)
             return
         fault = item if isinstance(item, MalformedEvent | DropConnection) else None
-        reply = to_reply(fault.reply if fault is not None else item)  # type: ignore[arg-type]
+        try:
+            reply = to_reply(fault.reply if fault is not None else item)  # type: ignore[arg-type]
+        except TypeError as exc:
+            emulator.errors.append(f"chainform emulator: bad script item: {exc}")
+            body = fmt.render_error(Fault(500, message=emulator.errors[-1]), request)
+            self._send_json(500, body, {**rid, "x-should-retry": "false"})
+            return
         reply.chunk_size = reply.chunk_size or emulator.chunk_size
         if reply.usage is None:
             reply.usage = estimate_usage(reply, raw)

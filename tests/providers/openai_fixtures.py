@@ -1,0 +1,42 @@
+"""Helpers for the OpenAI provider tests: tiny SDK backoff, isolated keys, a running emulator."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from chainform.testing.emulator import Emulator
+
+ENV_VARS = (
+    "OPENAI_API_KEY",
+    "AZURE_OPENAI_API_KEY",
+    "AZURE_OPENAI_ENDPOINT",
+    "AZURE_OPENAI_AD_TOKEN",
+    "OPENAI_API_VERSION",
+    "OPENAI_BASE_URL",
+    "OLLAMA_BASE_URL",
+    "OLLAMA_API_KEY",
+    "NVIDIA_API_KEY",
+    "HF_TOKEN",
+)
+
+
+def prepare(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    """Isolate keys (fresh CHAINFORM_HOME, no provider variables) and shrink the SDK's backoff.
+
+    The OpenAI SDK's own exponential backoff starts at 0.5 s; tests need it near zero.
+    """
+    monkeypatch.setenv("CHAINFORM_HOME", str(tmp_path / "home"))
+    for var in ENV_VARS:
+        monkeypatch.delenv(var, raising=False)
+    import openai._base_client as base
+
+    monkeypatch.setattr(base, "INITIAL_RETRY_DELAY", 0.001)
+    monkeypatch.setattr(base, "MAX_RETRY_DELAY", 0.005)
+
+
+def running_emulator() -> Iterator[Emulator]:
+    with Emulator() as emu:
+        yield emu
