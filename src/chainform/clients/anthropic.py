@@ -44,6 +44,7 @@ PROVIDER = "anthropic"
 DEFAULT_MAX_TOKENS = 8192
 _IMAGE_TYPES = frozenset({"image/jpeg", "image/png", "image/gif", "image/webp"})
 _UNSUPPORTED = frozenset({"seed", "frequency_penalty", "presence_penalty"})
+_SAMPLING = ("temperature", "top_p", "top_k")
 
 _BASE = ModelProfile(
     provider=PROVIDER,
@@ -84,9 +85,18 @@ KNOWN_MODELS: dict[str, ModelProfile] = {
     "claude-opus-4-5": _NATIVE.replace(
         name="claude-opus-4-5", max_output_tokens=64_000, supports_reasoning=True
     ),
+    "claude-sonnet-4-6": _NATIVE.replace(
+        name="claude-sonnet-4-6", max_output_tokens=64_000, supports_reasoning=True
+    ),
+    "claude-opus-4-6": _NATIVE.replace(
+        name="claude-opus-4-6", max_output_tokens=64_000, supports_reasoning=True
+    ),
 }
-# A Claude name we do not know yet is most likely newer than our table.
-_UNKNOWN = _NATIVE.replace(max_output_tokens=64_000, supports_reasoning=True)
+# A Claude name we do not know yet is most likely newer than our table: models after Opus 4.6
+# reject the sampling parameters.
+_UNKNOWN = _NATIVE.replace(
+    max_output_tokens=64_000, supports_reasoning=True, unsupported_options=_UNSUPPORTED | set(_SAMPLING)
+)
 
 _FINISH = {
     "end_turn": FinishReason.STOP,
@@ -152,6 +162,10 @@ class AnthropicClient(BaseChatClient):
         cap = profile.max_output_tokens or DEFAULT_MAX_TOKENS
         self.default_max_tokens = default_max_tokens or min(DEFAULT_MAX_TOKENS, cap)
 
+    async def aclose(self) -> None:
+        """Close the SDK's HTTP connections."""
+        await self.sdk.close()
+
     def build_request(self, messages: Sequence[Message], options: ChatOptions) -> dict[str, Any]:
         """The keyword arguments of `messages.create` (public so tests and logs can inspect it)."""
         reject_unsupported(options, self.profile)
@@ -163,22 +177,19 @@ class AnthropicClient(BaseChatClient):
         }
         if system:
             request["system"] = system
-        for ours, theirs in (
-            ("temperature", "temperature"),
-            ("top_p", "top_p"),
-            ("top_k", "top_k"),
-            ("stop_sequences", "stop_sequences"),
-        ):
-            value = getattr(options, ours)
-            if value is not None:
-                request[theirs] = list(value) if ours == "stop_sequences" else value
+        if options.stop_sequences:
+            request["stop_sequences"] = list(options.stop_sequences)
+        # SDK 1.x dropped the sampling keywords; the API still takes them on models that sample.
+        extra = {k: getattr(options, k) for k in _SAMPLING if getattr(options, k) is not None}
         request.update(self._tools(options))
         output_format = self._output_format(options)
         if output_format is not None:
             request["output_config"] = {"format": output_format}
-        extra = options.additional_properties.get(PROVIDER)
-        if isinstance(extra, dict):
-            request["extra_body"] = dict(extra)
+        provider_extra = options.additional_properties.get(PROVIDER)
+        if isinstance(provider_extra, dict):
+            extra.update(provider_extra)
+        if extra:
+            request["extra_body"] = extra
         return request
 
     def _tools(self, options: ChatOptions) -> dict[str, Any]:

@@ -209,6 +209,10 @@ class BedrockClient(BaseChatClient):
         self.model = model
         self.sdk = sdk
 
+    async def aclose(self) -> None:
+        """Close boto3's connection pool."""
+        self.sdk.close()
+
     def build_request(self, messages: Sequence[Message], options: ChatOptions) -> dict[str, Any]:
         """The keyword arguments of `converse(_stream)` (public so tests can inspect them)."""
         reject_unsupported(options, self.profile)

@@ -147,6 +147,10 @@ class GeminiClient(BaseChatClient):
         self.model = model
         self.sdk = sdk
 
+    async def aclose(self) -> None:
+        """Close the SDK's HTTP connections."""
+        await self.sdk.aio.aclose()
+
     def build_request(self, messages: Sequence[Message], options: ChatOptions) -> dict[str, Any]:
         """The keyword arguments of `generate_content(_stream)` (public so tests can inspect them)."""
         reject_unsupported(options, self.profile)
