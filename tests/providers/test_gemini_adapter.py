@@ -129,7 +129,7 @@ async def test_gemini_parallel_calls_and_thought_signature_round_trip(emu: Emula
     assert declaration["name"] == "get_weather"
     assert emu.requests[0].body["toolConfig"] == {"functionCallingConfig": {"mode": "AUTO"}}
 
-    results = [FunctionResultContent(c.call_id, {"temp_c": t}) for c, t in zip(calls, (21, 18))]
+    results = [FunctionResultContent(c.call_id, {"temp_c": t}) for c, t in zip(calls, (21, 18), strict=True)]
     await gemini.get_response([*history, *first.messages, Message("tool", results)], options)
     contents = emu.requests[1].body["contents"]
     assert [c["role"] for c in contents] == ["user", "model", "user"]
