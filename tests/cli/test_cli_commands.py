@@ -7,6 +7,7 @@ import os
 import stat
 import sys
 import types
+from pathlib import Path
 
 from cli_helpers import Scripted
 
@@ -127,7 +128,7 @@ def test_cli_keys(run, home) -> None:
     assert run("keys", "set", "gemini", input="g-key\n").exit_code == 0
     path = run("keys", "path").stdout.strip()
     assert path == str(home / "keys.json")
-    assert json.loads(open(path).read()) == {"gemini": "g-key", "openai": "sk-abc"}
+    assert json.loads(Path(path).read_text()) == {"gemini": "g-key", "openai": "sk-abc"}
     assert stat.S_IMODE(os.stat(path).st_mode) == 0o600
     listed = run("keys", "list").stdout
     assert listed.split() == ["gemini", "openai"] and "sk-abc" not in listed
