@@ -184,7 +184,7 @@ def create_client(
         if len(parts) == 3:
             client_kwargs.setdefault("aws_session_token", parts[2])
     session = boto3.Session(**session_kwargs)
-    config_kwargs: dict[str, Any] = {"retries": {"max_attempts": max_retries + 1, "mode": "standard"}}
+    config_kwargs: dict[str, Any] = {"retries": {"total_max_attempts": max_retries + 1, "mode": "standard"}}
     if timeout is not None:
         config_kwargs.update(connect_timeout=timeout, read_timeout=timeout)
     sdk = session.client(
