@@ -1,0 +1,95 @@
+"""Azure OpenAI routing and auth, and OpenAI-compatible servers, through the registry and the SDK."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import openai_fixtures
+import pytest
+
+from chainform.clients.openai_chat import OpenAIChatClient
+from chainform.clients.openai_responses import OpenAIResponsesClient
+from chainform.clients.registry import get_client
+from chainform.errors import MissingKeyError
+from chainform.testing.emulator import Emulator
+from chainform.types import ChatOptions, Message
+
+
+@pytest.fixture(autouse=True)
+def _isolated(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    openai_fixtures.prepare(monkeypatch, tmp_path)
+
+
+@pytest.fixture
+def emulator() -> Iterator[Emulator]:
+    yield from openai_fixtures.running_emulator()
+
+
+async def test_openai_azure_deployment_routing_with_key(emulator: Emulator) -> None:
+    emulator.add("from azure")
+    client = get_client(
+        "azure/my-gpt41", base_url=emulator.base_url, key="azure-key-123", api_version="2024-10-21"
+    )
+    assert isinstance(client, OpenAIChatClient)
+    response = await client.get_response([Message.user("hi")])
+    assert response.text == "from azure"
+    request = emulator.requests[0]
+    assert request.path == "/openai/deployments/my-gpt41/chat/completions"
+    assert request.query == {"api-version": "2024-10-21"}
+    assert request.headers["api-key"] == "azure-key-123"
+    assert "authorization" not in request.headers
+
+
+async def test_openai_azure_entra_token_provider(emulator: Emulator, monkeypatch: pytest.MonkeyPatch) -> None:
+    emulator.add("with entra")
+    monkeypatch.setenv("AZURE_OPENAI_ENDPOINT", emulator.base_url)
+    calls: list[int] = []
+
+    def token() -> str:
+        calls.append(1)
+        return "entra-token"
+
+    client = get_client("azure/dep", azure_ad_token_provider=token)
+    assert (await client.get_response([Message.user("hi")])).text == "with entra"
+    request = emulator.requests[0]
+    assert request.headers["authorization"] == "Bearer entra-token"
+    assert request.query["api-version"] == "2024-10-21"
+    assert calls
+
+
+async def test_openai_azure_responses(emulator: Emulator) -> None:
+    emulator.add("responses on azure")
+    client = get_client("azure-responses/dep", base_url=emulator.base_url, key="k-azure")
+    assert isinstance(client, OpenAIResponsesClient)
+    assert (await client.get_response([Message.user("hi")])).text == "responses on azure"
+    assert emulator.requests[0].path == "/openai/responses"
+    assert emulator.requests[0].query == {"api-version": "2025-04-01-preview"}
+
+
+def test_openai_azure_needs_endpoint_and_credentials() -> None:
+    with pytest.raises(ValueError, match="AZURE_OPENAI_ENDPOINT"):
+        get_client("azure/dep", key="k")
+    with pytest.raises(MissingKeyError, match="AZURE_OPENAI_API_KEY"):
+        get_client("azure/dep", base_url="https://example.invalid")
+
+
+async def test_openai_compatible_servers_via_base_url(
+    emulator: Emulator, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    emulator.add("ollama says hi", "vllm says hi")
+    monkeypatch.setenv("OLLAMA_BASE_URL", emulator.base_url + "/v1")
+    ollama = get_client("ollama/llama3.2")
+    assert ollama.profile.provider == "ollama" and not ollama.profile.supports_strict_schema
+    assert (await ollama.get_response([Message.user("x")])).text == "ollama says hi"
+    vllm = get_client("vllm/Qwen/Qwen2.5-7B-Instruct", base_url=emulator.base_url + "/v1")
+    await vllm.get_response([Message.user("x")], ChatOptions(top_k=20))
+    assert emulator.requests[1].body["model"] == "Qwen/Qwen2.5-7B-Instruct"
+    assert emulator.requests[1].body["top_k"] == 20  # vLLM takes top_k as an extra field
+
+
+def test_openai_compatible_hosted_servers_need_keys() -> None:
+    with pytest.raises(MissingKeyError, match="NVIDIA_API_KEY"):
+        get_client("nim/meta/llama-3.1-8b-instruct")
+    with pytest.raises(MissingKeyError, match="HF_TOKEN"):
+        get_client("hf/meta-llama/Llama-3.1-8B-Instruct")

@@ -1,0 +1,180 @@
+"""The Responses API adapter through the real openai SDK against the loopback emulator."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import openai_fixtures
+import pytest
+
+from chainform.clients._openai_base import ClientSettings
+from chainform.clients.openai_responses import OpenAIResponsesClient
+from chainform.errors import ProviderError, StreamInterruptedError, UnsupportedOptionError
+from chainform.testing import tool_call
+from chainform.testing.emulator import DropConnection, Emulator, Fault, MalformedEvent, Reply, Usage
+from chainform.types import (
+    ChatOptions,
+    DataContent,
+    FinishReason,
+    FunctionCallContent,
+    FunctionResultContent,
+    FunctionSpec,
+    Message,
+    ResponseFormat,
+    TextContent,
+    TextReasoningContent,
+    ToolMode,
+)
+
+KEY = "sk-test-responses-0123456789"
+LOOKUP = FunctionSpec(
+    "lookup", "Look a word up.", {"type": "object", "properties": {"word": {"type": "string"}}}
+)
+
+
+@pytest.fixture(autouse=True)
+def _isolated(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    openai_fixtures.prepare(monkeypatch, tmp_path)
+
+
+@pytest.fixture
+def emulator() -> Iterator[Emulator]:
+    yield from openai_fixtures.running_emulator()
+
+
+def client(emu: Emulator, model: str = "gpt-4.1-mini", retries: int = 2) -> OpenAIResponsesClient:
+    settings = ClientSettings("openai", base_url=emu.base_url + "/v1", key=KEY, max_retries=retries)
+    return OpenAIResponsesClient(model, settings=settings)
+
+
+async def test_openai_responses_text_usage_and_request(emulator: Emulator) -> None:
+    emulator.add(
+        Reply(["Bonjour tout le monde"], usage=Usage(20, 5, cached_input_tokens=4, reasoning_tokens=1))
+    )
+    response = await client(emulator).get_response([Message.system("Be French."), Message.user("Hello")])
+    assert response.text == "Bonjour tout le monde"
+    assert response.finish_reason == FinishReason.STOP
+    assert response.response_id == "resp_emu1"
+    usage = response.usage_details
+    assert usage is not None and (usage.input_tokens, usage.output_tokens) == (20, 5)
+    assert usage.additional_counts == {"cache_read_input_tokens": 4, "reasoning_tokens": 1}
+    body = emulator.requests[0].body
+    assert emulator.requests[0].path == "/v1/responses"
+    assert body["stream"] is True and body["store"] is False
+    assert body["input"] == [
+        {"type": "message", "role": "system", "content": [{"type": "input_text", "text": "Be French."}]},
+        {"type": "message", "role": "user", "content": [{"type": "input_text", "text": "Hello"}]},
+    ]
+
+
+async def test_openai_responses_streaming_updates(emulator: Emulator) -> None:
+    emulator.add("a fairly long answer in several pieces")
+    updates = [u async for u in client(emulator).get_streaming_response([Message.user("x")])]
+    assert len([u for u in updates if u.text]) > 2
+    assert "".join(u.text for u in updates) == "a fairly long answer in several pieces"
+
+
+async def test_openai_responses_parallel_calls_and_reasoning(emulator: Emulator) -> None:
+    emulator.add(
+        [
+            TextReasoningContent("two words to check"),
+            tool_call("lookup", word="a"),
+            tool_call("lookup", word="b"),
+        ]
+    )
+    options = ChatOptions(
+        tools=[LOOKUP], tool_mode=ToolMode.required("lookup"), allow_multiple_tool_calls=True
+    )
+    response = await client(emulator).get_response([Message.user("look up a and b")], options)
+    assert [(c.name, c.arguments) for c in response.function_calls] == [
+        ("lookup", {"word": "a"}),
+        ("lookup", {"word": "b"}),
+    ]
+    assert response.reasoning == "two words to check"
+    assert response.finish_reason == FinishReason.TOOL_CALLS
+    body = emulator.requests[0].body
+    assert body["tool_choice"] == {"type": "function", "name": "lookup"}
+    assert body["parallel_tool_calls"] is True
+    (tool,) = body["tools"]
+    assert (tool["type"], tool["name"], tool["strict"]) == ("function", "lookup", True)
+    assert tool["parameters"]["additionalProperties"] is False
+
+
+async def test_openai_responses_structured_output_uses_text_format(emulator: Emulator) -> None:
+    schema = {"type": "object", "properties": {"n": {"type": "integer"}}, "required": ["n"]}
+    emulator.add('{"n": 3}')
+    options = ChatOptions(
+        response_format=ResponseFormat.json_schema(schema, name="Count"), max_output_tokens=30
+    )
+    response = await client(emulator).get_response([Message.user("three")], options)
+    assert response.text == '{"n": 3}'
+    body = emulator.requests[0].body
+    fmt = body["text"]["format"]
+    assert (fmt["type"], fmt["name"], fmt["strict"]) == ("json_schema", "Count", True)
+    assert fmt["schema"]["properties"] == {"n": {"type": "integer"}}
+    assert body["max_output_tokens"] == 30
+
+
+async def test_openai_responses_history_items(emulator: Emulator) -> None:
+    emulator.add("fine")
+    image = DataContent(b"GIF89a", "image/gif")
+    history = [
+        Message.user([TextContent("see"), image]),
+        Message.assistant([TextContent("calling"), FunctionCallContent("c9", "lookup", {"word": "x"})]),
+        Message("tool", [FunctionResultContent("c9", "a letter")]),
+    ]
+    await client(emulator).get_response(history)
+    items = emulator.requests[0].body["input"]
+    assert items[0]["content"][1] == {"type": "input_image", "image_url": image.uri, "detail": "auto"}
+    assert items[1] == {
+        "type": "message",
+        "role": "assistant",
+        "content": [{"type": "output_text", "text": "calling"}],
+    }
+    assert items[2] == {
+        "type": "function_call",
+        "call_id": "c9",
+        "name": "lookup",
+        "arguments": '{"word": "x"}',
+    }
+    assert items[3] == {"type": "function_call_output", "call_id": "c9", "output": "a letter"}
+
+
+async def test_openai_responses_rejects_options_it_has_no_field_for(emulator: Emulator) -> None:
+    for options in (ChatOptions(seed=1), ChatOptions(stop_sequences=["x"]), ChatOptions(top_k=3)):
+        with pytest.raises(UnsupportedOptionError):
+            await client(emulator).get_response([Message.user("x")], options)
+    assert emulator.requests == []
+
+
+async def test_openai_responses_incomplete_is_length(emulator: Emulator) -> None:
+    emulator.add(Reply(["cut o"], finish_reason="length"))
+    response = await client(emulator).get_response([Message.user("x")])
+    assert (response.text, response.finish_reason) == ("cut o", FinishReason.LENGTH)
+
+
+async def test_openai_responses_faults(emulator: Emulator) -> None:
+    emulator.add(Fault(429, retry_after=0.01), "recovered", *[Fault(503, message="overloaded")] * 2)
+    assert (await client(emulator).get_response([Message.user("x")])).text == "recovered"
+    with pytest.raises(ProviderError) as info:
+        await client(emulator, retries=1).get_response([Message.user("x")])
+    assert (info.value.status, info.value.request_id, info.value.provider_message) == (
+        503,
+        "req_emu_4",
+        "overloaded",
+    )
+
+
+async def test_openai_responses_broken_streams_keep_partial(emulator: Emulator) -> None:
+    text = "0123456789abcdefghijklmnopqrstuvwxyz"
+    # events: created, in_progress, item added, part added, then 8-character deltas
+    emulator.add(DropConnection(after_events=6, reply=text), MalformedEvent(after_events=5, reply=text))
+    with pytest.raises(StreamInterruptedError) as dropped:
+        await client(emulator).get_response([Message.user("x")])
+    assert dropped.value.partial_response is not None
+    assert dropped.value.partial_response.text == "0123456789abcdef"
+    with pytest.raises(StreamInterruptedError, match="invalid event") as malformed:
+        await client(emulator).get_response([Message.user("x")])
+    assert malformed.value.partial_response is not None
+    assert malformed.value.partial_response.text == "01234567"
