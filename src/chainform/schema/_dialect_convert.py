@@ -271,7 +271,7 @@ class Converter:
                 if name in required:
                     raise
                 self.note(
-                    path, f"optional property {name!r} left out at recursion depth {self.p.inline_depth}"
+                    path, f"optional property {name!r} left out where its recursion was cut"
                 )
         extra = node.get("additionalProperties", True)
         if self.p.close_objects:

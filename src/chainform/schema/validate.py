@@ -42,10 +42,13 @@ def _no_retrieval(uri: str) -> Any:
     raise NoSuchResource(ref=uri)  # type: ignore[call-arg]
 
 
-def _empty_registry() -> Registry:
+def _offline(registry: Registry | None) -> Registry:
+    """`registry` (or an empty one) plus the official metaschemas, never fetching anything else."""
+    from jsonschema_specifications import REGISTRY as METASCHEMAS  # type: ignore[import-untyped]
     from referencing import Registry
 
-    return Registry(retrieve=_no_retrieval)  # type: ignore[call-arg,no-any-return]
+    base: Registry = Registry(retrieve=_no_retrieval)  # type: ignore[call-arg]
+    return base.combine(METASCHEMAS, *([registry] if registry is not None else []))
 
 
 def compile_validator(
@@ -59,7 +62,7 @@ def compile_validator(
     if registry is None and (hit := _cache.get(cache_key)) is not None:
         _cache.move_to_end(cache_key)
         return hit
-    from jsonschema import Draft202012Validator, exceptions, validators
+    from jsonschema import Draft202012Validator, FormatChecker, exceptions, validators
 
     cls = validators.validator_for(schema, default=Draft202012Validator)
     try:
@@ -69,8 +72,9 @@ def compile_validator(
         raise SchemaError(f"Invalid JSON Schema at {where}: {exc.message}") from exc
     validator = cls(
         schema,
-        format_checker=cls.FORMAT_CHECKER if formats else None,
-        registry=registry if registry is not None else _empty_registry(),
+        # Every known format, not only the draft's own: a draft-04 schema saying "date" means a date.
+        format_checker=FormatChecker() if formats else None,
+        registry=_offline(registry),
     )
     if registry is None:
         _cache[cache_key] = validator
