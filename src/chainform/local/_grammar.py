@@ -1,0 +1,207 @@
+"""What the local model may write: llguidance grammars for schemas and tool calls, and the prompt that explains them.
+
+Tool calls use the format SmolLM2 saw in its fine-tuning data (smoltalk's function-calling part):
+`<tool_call>[{"name": "tool", "arguments": {...}}]</tool_call>`. The grammar makes the argument
+object match the tool's JSON schema, so a call the model writes always parses and validates.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+import uuid
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+from chainform.errors import SchemaError, UnknownToolError
+from chainform.types import ChatOptions, FunctionCallContent, ResponseFormat, ToolMode, ToolSpec
+
+DEFAULT_MAX_STRING_LENGTH = 512
+"""Cap given to strings whose schema sets no maxLength, so a looping model cannot write forever."""
+MAX_PARALLEL_CALLS = 8
+CALL_OPEN = "<tool_call>"
+CALL_CLOSE = "</tool_call>"
+_JSON_STYLE = {"whitespace_flexible": False, "item_separator": ", ", "key_separator": ": "}
+"""One fixed JSON layout: flexible whitespace would let an unlucky model emit blanks forever."""
+
+_SUBSCHEMA_MAPS = ("properties", "patternProperties", "$defs", "definitions", "dependentSchemas")
+_SUBSCHEMA_ONE = (
+    "items",
+    "additionalProperties",
+    "contains",
+    "not",
+    "if",
+    "then",
+    "else",
+    "propertyNames",
+    "unevaluatedItems",
+    "unevaluatedProperties",
+    "additionalItems",
+)
+_SUBSCHEMA_LISTS = ("anyOf", "oneOf", "allOf", "prefixItems", "items")
+
+Mode = Literal["text", "json", "calls", "text_or_calls", "json_or_calls"]
+
+
+@dataclass
+class Plan:
+    """How one call is constrained: the grammar (None = free text) and the instructions for the prompt."""
+
+    mode: Mode
+    grammar: str | None = None
+    instructions: str = ""
+    tools: list[ToolSpec] = field(default_factory=list)
+
+    @property
+    def may_call(self) -> bool:
+        return self.mode in ("calls", "text_or_calls", "json_or_calls")
+
+
+def cap_strings(schema: Any, cap: int) -> Any:
+    """A copy of `schema` where every string without maxLength gets one (never below its minLength).
+
+    A tighter schema only removes outputs, so whatever it allows still validates against the original.
+    """
+    out = copy.deepcopy(schema)
+    _cap(out, cap)
+    return out
+
+
+def _cap(node: Any, cap: int) -> None:
+    if not isinstance(node, dict):
+        return
+    kind = node.get("type")
+    is_string = kind == "string" or (isinstance(kind, list) and "string" in kind)
+    if is_string and "maxLength" not in node and "enum" not in node and "const" not in node:
+        minimum = node.get("minLength")
+        node["maxLength"] = max(cap, minimum) if isinstance(minimum, int) else cap
+    for key in _SUBSCHEMA_MAPS:
+        value = node.get(key)
+        if isinstance(value, dict):
+            for sub in value.values():
+                _cap(sub, cap)
+    for key in _SUBSCHEMA_ONE:
+        _cap(node.get(key), cap)
+    for key in _SUBSCHEMA_LISTS:
+        value = node.get(key)
+        if isinstance(value, list):
+            for sub in value:
+                _cap(sub, cap)
+
+
+def _json_rule(schema: dict[str, Any]) -> str:
+    styled = {**schema, "x-guidance": {**_JSON_STYLE, **schema.get("x-guidance", {})}}
+    return "%json" + json.dumps(styled, ensure_ascii=False)
+
+
+def _call_schema(tools: list[ToolSpec], cap: int, multiple: bool) -> dict[str, Any]:
+    variants = []
+    for tool in tools:
+        params = tool.parameters or {"type": "object"}
+        variants.append(
+            {
+                "type": "object",
+                "properties": {"name": {"const": tool.name}, "arguments": cap_strings(params, cap)},
+                "required": ["name", "arguments"],
+                "additionalProperties": False,
+            }
+        )
+    items = variants[0] if len(variants) == 1 else {"anyOf": variants}
+    return {"type": "array", "items": items, "minItems": 1, "maxItems": MAX_PARALLEL_CALLS if multiple else 1}
+
+
+def _schema_of(fmt: ResponseFormat | None) -> dict[str, Any] | None:
+    if fmt is None or fmt.kind == "text":
+        return None
+    if fmt.kind == "json_object":
+        return {"type": "object"}
+    if not isinstance(fmt.schema, dict):
+        raise SchemaError("response_format json_schema needs a schema object")
+    return fmt.schema
+
+
+def plan(options: ChatOptions, max_string_length: int = DEFAULT_MAX_STRING_LENGTH) -> Plan:
+    """Decide the grammar and the prompt instructions for these options (tools, tool mode, format)."""
+    schema = _schema_of(options.response_format)
+    mode = options.tool_mode or ToolMode.AUTO
+    tools = list(options.tools or []) if mode.mode != "none" else []
+    if mode.mode == "required" and mode.function_name is not None:
+        tools = [t for t in tools if t.name == mode.function_name]
+        if not tools:
+            raise UnknownToolError(f"tool_mode requires {mode.function_name!r}, which is not an offered tool")
+    answer = _json_rule(cap_strings(schema, max_string_length)) if schema is not None else None
+    if not tools:
+        if answer is None:
+            return Plan("text")
+        return Plan("json", f"start: {answer}\n", _schema_instructions(schema))
+    calls = f'calls: "{CALL_OPEN}" {_json_rule(_call_schema(tools, max_string_length, bool(options.allow_multiple_tool_calls)))} "{CALL_CLOSE}"\n'
+    instructions = _tool_instructions(tools, required=mode.mode == "required")
+    if mode.mode == "required":
+        return Plan("calls", "start: calls\n" + calls, instructions, tools)
+    if answer is None:
+        grammar = "start: calls | text\ntext: /[^<\\s][\\s\\S]*/\n" + calls
+        return Plan("text_or_calls", grammar, instructions, tools)
+    grammar = f"start: calls | answer\nanswer: {answer}\n" + calls
+    return Plan("json_or_calls", grammar, instructions + "\n\n" + _schema_instructions(schema), tools)
+
+
+def _schema_instructions(schema: dict[str, Any] | None) -> str:
+    text = json.dumps(schema, ensure_ascii=False, separators=(",", ":"))
+    return f"Reply with only a JSON value that matches this JSON schema:\n{text}"
+
+
+def _tool_instructions(tools: list[ToolSpec], *, required: bool) -> str:
+    listed = [{"name": t.name, "description": t.description, "parameters": t.parameters} for t in tools]
+    lines = [
+        "You have access to the following tools:",
+        "<tools>",
+        json.dumps(listed, ensure_ascii=False),
+        "</tools>",
+        "To call a tool, reply with only:",
+        f'{CALL_OPEN}[{{"name": "<tool name>", "arguments": {{<arguments>}}}}]{CALL_CLOSE}',
+        "You must call one of the tools now."
+        if required
+        else "If a tool result already answers the question, or no tool helps, answer without a tool call.",
+    ]
+    return "\n".join(lines)
+
+
+def compile_grammar(grammar: str, tokenizer: Any) -> None:
+    """Raise SchemaError when llguidance cannot compile `grammar` (the engine then falls back)."""
+    from llguidance import LLMatcher
+
+    is_error, messages = LLMatcher.validate_grammar_with_warnings(grammar, tokenizer)
+    if is_error:
+        raise SchemaError(
+            f"the local model cannot enforce this schema: {messages[0] if messages else 'unknown'}"
+        )
+
+
+def render_calls(calls: list[FunctionCallContent]) -> str:
+    """Tool calls as the text the model would have written (for assistant turns in the history)."""
+    items = [{"name": c.name, "arguments": c.arguments or {}} for c in calls]
+    return CALL_OPEN + json.dumps(items, ensure_ascii=False) + CALL_CLOSE
+
+
+def parse_calls(text: str) -> list[FunctionCallContent] | None:
+    """The tool calls in the model's output, or None when it is not a (complete) call."""
+    body = text.strip()
+    if not (body.startswith(CALL_OPEN) and body.endswith(CALL_CLOSE)):
+        return None
+    try:
+        items = json.loads(body[len(CALL_OPEN) : -len(CALL_CLOSE)])
+    except ValueError:
+        return None
+    if not isinstance(items, list):
+        return None
+    calls = []
+    for index, item in enumerate(items):
+        if not isinstance(item, dict) or not isinstance(item.get("name"), str):
+            return None
+        arguments = item.get("arguments")
+        args = arguments if isinstance(arguments, dict) else {}
+        call_id = f"call_{uuid.uuid4().hex[:16]}"
+        calls.append(
+            FunctionCallContent(call_id, item["name"], args, json.dumps(args, ensure_ascii=False), index)
+        )
+    return calls
