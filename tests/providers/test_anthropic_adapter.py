@@ -274,3 +274,34 @@ def test_anthropic_profiles_by_family() -> None:
     future = create_client("claude-future-9", key="k").profile
     assert future.supports_json_schema and "temperature" in future.unsupported_options
     assert all(p.unsupported_options >= {"seed"} for p in KNOWN_MODELS.values())
+
+
+def get_weather(city: str) -> dict[str, Any]:
+    """Current weather for a city."""
+    return {"city": city, "temp_c": {"Paris": 21, "Rome": 18}[city]}
+
+
+ANSWER = {
+    "type": "object",
+    "properties": {"city": {"type": "string"}, "temp_c": {"type": "number"}},
+    "required": ["city", "temp_c"],
+}
+
+
+@pytest.mark.parametrize(
+    ("model", "final"),
+    [
+        ("claude-haiku-4-5", '{"city": "Paris", "temp_c": 21}'),  # native structured output
+        ("claude-3-5-sonnet-latest", tool_call("final_result", city="Paris", temp_c=21)),  # output tool
+    ],
+)
+async def test_anthropic_chain_with_tools_and_schema(emu: Emulator, model: str, final: Any) -> None:
+    from chainform.models import AsyncModel
+
+    emu.add([tool_call("get_weather", city="Paris"), tool_call("get_weather", city="Rome")], final)
+    chain = AsyncModel(client(emu, model)).chain(
+        "Warmer of Paris/Rome?", tools=[get_weather], schema=ANSWER, log=False
+    )
+    assert (await chain).value == {"city": "Paris", "temp_c": 21}
+    results = emu.requests[1].body["messages"][-1]["content"]
+    assert [json.loads(r["content"])["temp_c"] for r in results] == [21, 18]

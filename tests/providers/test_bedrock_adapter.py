@@ -285,3 +285,34 @@ def test_bedrock_profiles_by_family() -> None:
     assert not unknown.supports_json_schema and unknown.provider == "bedrock"
     with pytest.raises(Exception, match="ACCESS_KEY_ID:SECRET_ACCESS_KEY"):
         create_client(CLAUDE, key="just-one-part")
+
+
+def get_weather(city: str) -> dict[str, Any]:
+    """Current weather for a city."""
+    return {"city": city, "temp_c": {"Paris": 21, "Rome": 18}[city]}
+
+
+ANSWER = {
+    "type": "object",
+    "properties": {"city": {"type": "string"}, "temp_c": {"type": "number"}},
+    "required": ["city", "temp_c"],
+}
+
+
+@pytest.mark.parametrize(
+    ("model", "final"),
+    [
+        ("anthropic.claude-haiku-4-5-20251001-v1:0", '{"city": "Paris", "temp_c": 21}'),  # outputConfig
+        ("anthropic.claude-3-5-sonnet-20241022-v2:0", tool_call("final_result", city="Paris", temp_c=21)),
+    ],
+)
+async def test_bedrock_chain_with_tools_and_schema(emu: Emulator, model: str, final: Any) -> None:
+    from chainform.models import AsyncModel
+
+    emu.add([tool_call("get_weather", city="Paris"), tool_call("get_weather", city="Rome")], final)
+    chain = AsyncModel(client(emu, model)).chain(
+        "Warmer of Paris/Rome?", tools=[get_weather], schema=ANSWER, log=False
+    )
+    assert (await chain).value == {"city": "Paris", "temp_c": 21}
+    results = emu.requests[1].body["messages"][-1]["content"]
+    assert [json.loads(r["toolResult"]["content"][0]["text"])["temp_c"] for r in results] == [21, 18]

@@ -256,3 +256,36 @@ def test_gemini_profiles_by_family() -> None:
     assert KNOWN_MODELS["gemini-3-pro-preview"].supports_tools_with_schema
     assert not KNOWN_MODELS["gemini-2.5-pro"].supports_tools_with_schema
     assert all(p.supports_json_schema and p.schema_dialect == "gemini" for p in KNOWN_MODELS.values())
+
+
+def get_weather(city: str) -> dict[str, Any]:
+    """Current weather for a city."""
+    return {"city": city, "temp_c": {"Paris": 21, "Rome": 18}[city]}
+
+
+ANSWER = {
+    "type": "object",
+    "properties": {"city": {"type": "string"}, "temp_c": {"type": "number"}},
+    "required": ["city", "temp_c"],
+}
+
+
+@pytest.mark.parametrize(
+    ("model", "final"),
+    [
+        ("gemini-3-pro-preview", '{"city": "Paris", "temp_c": 21}'),  # schema together with tools
+        ("gemini-2.5-flash", tool_call("final_result", city="Paris", temp_c=21)),  # output tool
+    ],
+)
+async def test_gemini_chain_with_tools_and_schema(emu: Emulator, model: str, final: Any) -> None:
+    from chainform.models import AsyncModel
+
+    emu.add([tool_call("get_weather", city="Paris"), tool_call("get_weather", city="Rome")], final)
+    chain = AsyncModel(client(emu, model)).chain(
+        "Warmer of Paris/Rome?", tools=[get_weather], schema=ANSWER, log=False
+    )
+    assert (await chain).value == {"city": "Paris", "temp_c": 21}
+    responses = [
+        p["functionResponse"]["response"]["result"] for p in emu.requests[1].body["contents"][-1]["parts"]
+    ]
+    assert [r["temp_c"] for r in responses] == [21, 18]
