@@ -6,12 +6,13 @@
     chain.value  # a validated Answer
 """
 
-from chainform import tools
+from chainform import keys, tools
 from chainform.chain._context import ContextPolicy
 from chainform.chain._events import ChainEvent
 from chainform.chain._records import ChainUsage, ModelCall
 from chainform.chain._tools import CancelToolCall
 from chainform.clients.base import BaseChatClient, CallContext, ChatClient
+from chainform.clients.registry import ModelInfo, list_models, register_alias
 from chainform.errors import (
     Attempt,
     ChainError,
@@ -99,6 +100,7 @@ __all__ = [
     "MissingKeyError",
     "Model",
     "ModelCall",
+    "ModelInfo",
     "ModelNotFoundError",
     "ModelProfile",
     "OutputSpec",
@@ -129,6 +131,9 @@ __all__ = [
     "get_async_model",
     "get_model",
     "get_schema",
+    "keys",
+    "list_models",
+    "register_alias",
     "resolve_schema",
     "schema_dsl",
     "tools",
