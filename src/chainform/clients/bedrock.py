@@ -92,48 +92,37 @@ _OPEN_WEIGHTS = ModelProfile(
 )
 
 
-def _named(profile: ModelProfile, **models: str) -> dict[str, ModelProfile]:
-    return {model_id: profile.replace(name=model_id) for model_id in models.values()}
+def _named(profile: ModelProfile, *model_ids: str) -> dict[str, ModelProfile]:
+    return {model_id: profile.replace(name=model_id) for model_id in model_ids}
 
 
+_MISTRAL = _OPEN_WEIGHTS.replace(unsupported_options=_NO_SAMPLING)
+_NOVA_MICRO = "amazon.nova-micro-v1:0"
 KNOWN_MODELS: dict[str, ModelProfile] = {
     **_named(
-        _CLAUDE,
-        haiku35="anthropic.claude-3-5-haiku-20241022-v1:0",
-        sonnet35="anthropic.claude-3-5-sonnet-20241022-v2:0",
+        _CLAUDE, "anthropic.claude-3-5-haiku-20241022-v1:0", "anthropic.claude-3-5-sonnet-20241022-v2:0"
     ),
     **_named(
         _CLAUDE_THINKING,
-        sonnet37="anthropic.claude-3-7-sonnet-20250219-v1:0",
-        sonnet4="anthropic.claude-sonnet-4-20250514-v1:0",
-        opus41="anthropic.claude-opus-4-1-20250805-v1:0",
+        "anthropic.claude-3-7-sonnet-20250219-v1:0",
+        "anthropic.claude-sonnet-4-20250514-v1:0",
+        "anthropic.claude-opus-4-1-20250805-v1:0",
     ),
     **_named(
         _CLAUDE_NATIVE,
-        sonnet45="anthropic.claude-sonnet-4-5-20250929-v1:0",
-        haiku45="anthropic.claude-haiku-4-5-20251001-v1:0",
-        opus45="anthropic.claude-opus-4-5-20251101-v1:0",
+        "anthropic.claude-sonnet-4-5-20250929-v1:0",
+        "anthropic.claude-haiku-4-5-20251001-v1:0",
+        "anthropic.claude-opus-4-5-20251101-v1:0",
     ),
-    **_named(
-        _NOVA,
-        pro="amazon.nova-pro-v1:0",
-        lite="amazon.nova-lite-v1:0",
-        premier="amazon.nova-premier-v1:0",
-    ),
-    "amazon.nova-micro-v1:0": _NOVA.replace(
-        name="amazon.nova-micro-v1:0", supports_images=False, context_window=128_000
-    ),
+    **_named(_NOVA, "amazon.nova-pro-v1:0", "amazon.nova-lite-v1:0", "amazon.nova-premier-v1:0"),
+    _NOVA_MICRO: _NOVA.replace(name=_NOVA_MICRO, supports_images=False, context_window=128_000),
     **_named(
         _OPEN_WEIGHTS,
-        llama31="meta.llama3-1-70b-instruct-v1:0",
-        llama33="meta.llama3-3-70b-instruct-v1:0",
-        maverick="meta.llama4-maverick-17b-instruct-v1:0",
+        "meta.llama3-1-70b-instruct-v1:0",
+        "meta.llama3-3-70b-instruct-v1:0",
+        "meta.llama4-maverick-17b-instruct-v1:0",
     ),
-    **_named(
-        _OPEN_WEIGHTS.replace(unsupported_options=_NO_SAMPLING),
-        large="mistral.mistral-large-2407-v1:0",
-        small="mistral.mistral-small-2402-v1:0",
-    ),
+    **_named(_MISTRAL, "mistral.mistral-large-2407-v1:0", "mistral.mistral-small-2402-v1:0"),
 }
 _UNKNOWN = ModelProfile(
     provider=PROVIDER,
