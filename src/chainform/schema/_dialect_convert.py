@@ -270,9 +270,7 @@ class Converter:
             except _Unrolled:
                 if name in required:
                     raise
-                self.note(
-                    path, f"optional property {name!r} left out where its recursion was cut"
-                )
+                self.note(path, f"optional property {name!r} left out where its recursion was cut")
         extra = node.get("additionalProperties", True)
         if self.p.close_objects:
             for name in required:
@@ -362,6 +360,9 @@ class Converter:
         if not isinstance(schema, dict) or schema == {}:
             return schema
         if self.p.nullable_keyword:
+            if isinstance(schema.get("anyOf"), list) and schema["anyOf"]:  # on a branch: OpenAPI unions
+                first, *rest = schema["anyOf"]
+                return {**schema, "anyOf": [{**first, "nullable": True}, *rest]}
             return {**schema, "nullable": True}
         t = schema.get("type")
         if isinstance(t, str) and "anyOf" not in schema and "$ref" not in schema:

@@ -189,14 +189,18 @@ def _nullable_validator(key: str, schema: Any) -> Any:
     if hit is None:
         from jsonschema import Draft202012Validator, validators
 
-        type_keyword: Any = Draft202012Validator.VALIDATORS["type"]
+        def null_allowed(keyword: str) -> Any:
+            check: Any = Draft202012Validator.VALIDATORS[keyword]
 
-        def nullable_type(validator: Any, types: Any, instance: Any, node: Any) -> Any:
-            if instance is None and node.get("nullable") is True:
-                return
-            yield from type_keyword(validator, types, instance, node)
+            def run(validator: Any, expected: Any, instance: Any, node: Any) -> Any:
+                if instance is None and node.get("nullable") is True:
+                    return
+                yield from check(validator, expected, instance, node)
 
-        cls: Any = validators.extend(Draft202012Validator, {"type": nullable_type})  # type: ignore[no-untyped-call]
+            return run
+
+        overrides = {k: null_allowed(k) for k in ("type", "enum")}
+        cls: Any = validators.extend(Draft202012Validator, overrides)  # type: ignore[no-untyped-call]
         hit = _nullable_cache[key] = cls(schema, format_checker=Draft202012Validator.FORMAT_CHECKER)
         if len(_nullable_cache) > 256:
             _nullable_cache.pop(next(iter(_nullable_cache)))
