@@ -138,10 +138,12 @@ def test_cli_keys(run, home) -> None:
 def test_cli_local_prepare(run, monkeypatch) -> None:
     calls = []
     fake = types.ModuleType("chainform.local")
-    fake.prepare = lambda: calls.append(1) or "/cache/smollm2"  # type: ignore[attr-defined]
+    fake.prepare = lambda *a, **k: calls.append((a, k)) or "/cache/smollm2"  # type: ignore[attr-defined]
     monkeypatch.setitem(sys.modules, "chainform.local", fake)
     result = run("local", "prepare")
-    assert result.exit_code == 0 and calls == [1] and "/cache/smollm2" in result.stdout
+    assert result.exit_code == 0 and calls == [((), {"force": False})] and "/cache/smollm2" in result.stdout
+    run("local", "prepare", "--model", "m.gguf", "--force")
+    assert calls[-1] == (("m.gguf",), {"force": True})
     monkeypatch.setitem(sys.modules, "chainform.local", types.ModuleType("chainform.local"))
     result = run("local", "prepare")
     assert result.exit_code == 1 and "chainform[local]" in result.stderr

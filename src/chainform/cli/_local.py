@@ -11,7 +11,9 @@ def local_command() -> None:
 
 
 @local_command.command(name="prepare")
-def local_prepare() -> None:
+@click.option("--model", "model", default=None, help="'smollm2' (default) or a path to a .gguf file.")
+@click.option("--force", is_flag=True, help="Prepare again even if the weights are already there.")
+def local_prepare(model: str | None, force: bool) -> None:
     """Download and prepare the embedded model's weights (done once; later runs are offline)."""
     try:
         from chainform.local import prepare
@@ -19,6 +21,6 @@ def local_prepare() -> None:
         raise click.ClickException(
             f"the embedded model is not available ({exc}); install chainform[local]"
         ) from None
-    result = prepare()
+    result = prepare(model, force=force) if model else prepare(force=force)
     if result is not None:
         click.echo(str(result))
