@@ -152,18 +152,36 @@ def _schema_instructions(schema: dict[str, Any] | None) -> str:
 
 def _tool_instructions(tools: list[ToolSpec], *, required: bool) -> str:
     listed = [{"name": t.name, "description": t.description, "parameters": t.parameters} for t in tools]
+    call = f'{CALL_OPEN}[{{"name": "tool_name", "arguments": {{"arg": "value"}}}}]{CALL_CLOSE}'
     lines = [
-        "You have access to the following tools:",
-        "<tools>",
-        json.dumps(listed, ensure_ascii=False),
-        "</tools>",
-        "To call a tool, reply with only:",
-        f'{CALL_OPEN}[{{"name": "<tool name>", "arguments": {{<arguments>}}}}]{CALL_CLOSE}',
-        "You must call one of the tools now."
+        "You are a function-calling assistant. You can call these tools:",
+        f"<tools>{json.dumps(listed, ensure_ascii=False)}</tools>",
+        "When a tool can provide the information the user asks for, do not answer from memory: "
+        "reply only with a tool call in this format:",
+        call,
+        "You must call a tool now."
         if required
-        else "If a tool result already answers the question, or no tool helps, answer without a tool call.",
+        else "After you receive the tool's result in <tool_response> tags, answer the user.",
     ]
     return "\n".join(lines)
+
+
+def example_turns(json_answer: bool) -> list[tuple[str, str]]:
+    """One worked exchange shown before the conversation when tools are offered.
+
+    A 135M model copies a demonstrated format far more reliably than it follows a described one
+    (measured: the chance of opening a call on a weather question rose from under 1% to about 30%,
+    while small talk stayed under 1%). When the answer must be JSON, the example answers in JSON too,
+    which is what makes the model answer after a tool result instead of calling again. The tool in
+    it is fictitious and never offered, so the grammar keeps the model from calling it.
+    """
+    answer = '{"city": "Tokyo", "time": "14:05"}' if json_answer else "It is 14:05 in Tokyo."
+    return [
+        ("user", "What time is it in Tokyo?"),
+        ("assistant", f'{CALL_OPEN}[{{"name": "get_time", "arguments": {{"city": "Tokyo"}}}}]{CALL_CLOSE}'),
+        ("user", '<tool_response>\nget_time: "14:05"\n</tool_response>'),
+        ("assistant", answer),
+    ]
 
 
 def compile_grammar(grammar: str, tokenizer: Any) -> None:

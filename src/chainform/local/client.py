@@ -187,6 +187,10 @@ def _chat(messages: Sequence[Message], plan: _grammar.Plan) -> list[dict[str, st
     if plan.instructions:
         system.append(plan.instructions)
     out = [{"role": "system", "content": "\n\n".join(system)}] if system else []
+    if plan.may_call:
+        example = _grammar.example_turns(json_answer=plan.mode != "text_or_calls")
+        out.extend({"role": role, "content": text} for role, text in example)
+    names = {c.call_id: c.name for m in messages for c in m.function_calls}
     for message in messages:
         if message.role == Role.SYSTEM:
             continue
@@ -199,14 +203,14 @@ def _chat(messages: Sequence[Message], plan: _grammar.Plan) -> list[dict[str, st
         if calls:
             text = (text + "\n" if text else "") + _grammar.render_calls(calls)
         if results:
-            text = "\n".join(_tool_response(r) for r in results) + ("\n" + text if text else "")
+            text = "\n".join(_tool_response(r, names.get(r.call_id)) for r in results) + ("\n" + text if text else "")
         role = "assistant" if message.role == Role.ASSISTANT else "user"
         out.append({"role": role, "content": text})
     return out
 
 
-def _tool_response(result: FunctionResultContent) -> str:
-    return f"<tool_response>\n{result.name or 'tool'}: {result.result_text()}\n</tool_response>"
+def _tool_response(result: FunctionResultContent, name: str | None) -> str:
+    return f"<tool_response>\n{result.name or name or 'tool'}: {result.result_text()}\n</tool_response>"
 
 
 def _prompt_ids(tokenizer: Any, chat: list[dict[str, str]]) -> list[int]:
