@@ -1,5 +1,18 @@
-"""Schemas: the concise DSL and resolving a schema from any of the forms users give."""
+"""Schemas: the concise DSL, resolving user input, validation, provider dialects, partial JSON."""
 
+from chainform.schema.dialects import ConvertedSchema, convert, restore
 from chainform.schema.dsl import resolve_schema, schema_dsl
+from chainform.schema.partial import parse_partial
+from chainform.schema.validate import check_schema, is_valid, validate
 
-__all__ = ["resolve_schema", "schema_dsl"]
+__all__ = [
+    "ConvertedSchema",
+    "check_schema",
+    "convert",
+    "is_valid",
+    "parse_partial",
+    "resolve_schema",
+    "restore",
+    "schema_dsl",
+    "validate",
+]
