@@ -13,7 +13,6 @@ Every strategy is forced (native, tool, prompted, deferred) so they can be compa
 from __future__ import annotations
 
 import argparse
-import contextlib
 import json
 import sys
 import time
@@ -159,16 +158,14 @@ def run_chain(model: Any, task: Task, strategy: str, **kwargs: Any) -> dict[str,
         value = chain.value
         ok, error = True, None
         correct = value.model_dump() == task.answer
-    except Exception as exc:
-        chain = getattr(exc, "response", None)
+    except Exception as exc:  # chainform's errors keep every model call made before the failure
         ok, correct, error = False, False, f"{type(exc).__name__}: {str(exc)[:200]}"
-    calls = tokens = 0
-    if chain is not None and hasattr(chain, "responses"):
-        # an unfinished chain may have no totals; the error above says why
-        with contextlib.suppress(Exception):
-            calls, tokens = len(chain.responses), chain.usage.total_tokens or 0
+        calls_made = list(getattr(exc, "responses", []) or [])
+    else:
+        calls_made = list(chain.responses)
+    tokens = sum((getattr(c, "usage", None) and c.usage.total_tokens) or 0 for c in calls_made)
     return {
-        "task": task.name, "strategy": strategy, "ok": ok, "correct": correct, "calls": calls,
+        "task": task.name, "strategy": strategy, "ok": ok, "correct": correct, "calls": len(calls_made),
         "tokens": tokens, "seconds": round(time.perf_counter() - t0, 3), "error": error,
     }  # fmt: skip
 
@@ -220,8 +217,8 @@ def local(tasks: int, max_tokens: int) -> tuple[list[dict[str, Any]], dict[str, 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--models", default="scripted-good,scripted-sloppy,local")
-    parser.add_argument("--local-tasks", type=int, default=3)
-    parser.add_argument("--local-max-tokens", type=int, default=96)
+    parser.add_argument("--local-tasks", type=int, default=2)
+    parser.add_argument("--local-max-tokens", type=int, default=64)
     parser.add_argument("--out")
     args = parser.parse_args()
     result: dict[str, Any] = {
