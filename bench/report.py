@@ -51,7 +51,7 @@ def chain_md(section: dict[str, Any]) -> list[str]:
     for server, variants in (section.get("servers") or {}).items():
         for variant, data in variants.items():
             lines += [f"**{variant}**, {server} server (ms per chain of 2 HTTP calls, median of "
-                      f"{section.get('rounds')} interleaved rounds of {section.get('batch')} chains)", ""]  # fmt: skip
+                      f"{data.get('rounds', section.get('rounds'))} interleaved rounds of {data.get('batch', section.get('batch'))} chains)", ""]  # fmt: skip
             rows = [
                 [name, f"{r['median_ms']:.2f}", f"{r['ratio']:.2f}×", f"{r['overhead_ms']:+.2f}",
                  f"{r['min_ms']:.2f}–{r['max_ms']:.2f}"]
