@@ -24,7 +24,14 @@ CALL_CLOSE = "</tool_call>"
 _JSON_STYLE = {"whitespace_flexible": False, "item_separator": ", ", "key_separator": ": "}
 """One fixed JSON layout: flexible whitespace would let an unlucky model emit blanks forever."""
 
-_SUBSCHEMA_MAPS = ("properties", "patternProperties", "$defs", "definitions", "dependentSchemas")
+_SUBSCHEMA_MAPS = (
+    "properties",
+    "patternProperties",
+    "$defs",
+    "definitions",
+    "dependentSchemas",
+    "dependencies",
+)
 _SUBSCHEMA_ONE = (
     "items",
     "additionalProperties",
@@ -57,17 +64,22 @@ class Plan:
         return self.mode in ("calls", "text_or_calls", "json_or_calls")
 
 
-def cap_strings(schema: Any, cap: int) -> Any:
-    """A copy of `schema` where every string without maxLength gets one (never below its minLength).
+def tighten(schema: Any, cap: int) -> Any:
+    """A copy of `schema` that cannot run on forever, yet only ever allows values the original allows.
 
-    A tighter schema only removes outputs, so whatever it allows still validates against the original.
+    Strings without maxLength get `cap` (never below their minLength). Objects that list their
+    properties and say nothing about others get `additionalProperties: false` (outside allOf/not/if,
+    where a conjunct may add properties), so a model cannot invent keys of any length without end.
     """
     out = copy.deepcopy(schema)
-    _cap(out, cap)
+    _tighten(out, cap, closable=True)
     return out
 
 
-def _cap(node: Any, cap: int) -> None:
+_NO_CLOSE = ("allOf", "not", "if", "then", "else", "dependentSchemas", "dependencies")
+
+
+def _tighten(node: Any, cap: int, closable: bool) -> None:
     if not isinstance(node, dict):
         return
     kind = node.get("type")
@@ -75,18 +87,22 @@ def _cap(node: Any, cap: int) -> None:
     if is_string and "maxLength" not in node and "enum" not in node and "const" not in node:
         minimum = node.get("minLength")
         node["maxLength"] = max(cap, minimum) if isinstance(minimum, int) else cap
-    for key in _SUBSCHEMA_MAPS:
-        value = node.get(key)
-        if isinstance(value, dict):
+    props = node.get("properties")
+    open_keys = ("additionalProperties", "patternProperties", "unevaluatedProperties", "$ref", "allOf")
+    if closable and isinstance(props, dict) and not any(k in node for k in open_keys):
+        required = node.get("required", [])
+        if isinstance(required, list) and set(required) <= set(props):
+            node["additionalProperties"] = False
+    for key, value in node.items():
+        inner = closable and key not in _NO_CLOSE
+        if key in _SUBSCHEMA_MAPS and isinstance(value, dict):
             for sub in value.values():
-                _cap(sub, cap)
-    for key in _SUBSCHEMA_ONE:
-        _cap(node.get(key), cap)
-    for key in _SUBSCHEMA_LISTS:
-        value = node.get(key)
-        if isinstance(value, list):
-            for sub in value:
-                _cap(sub, cap)
+                _tighten(sub, cap, inner)
+        elif (
+            key in _SUBSCHEMA_ONE or (key in _SUBSCHEMA_LISTS and isinstance(value, list)) or key in _NO_CLOSE
+        ):
+            for sub in value if isinstance(value, list) else [value]:
+                _tighten(sub, cap, inner)
 
 
 def _json_rule(schema: dict[str, Any]) -> str:
@@ -101,7 +117,7 @@ def _call_schema(tools: list[ToolSpec], cap: int, multiple: bool) -> dict[str, A
         variants.append(
             {
                 "type": "object",
-                "properties": {"name": {"const": tool.name}, "arguments": cap_strings(params, cap)},
+                "properties": {"name": {"const": tool.name}, "arguments": tighten(params, cap)},
                 "required": ["name", "arguments"],
                 "additionalProperties": False,
             }
@@ -129,7 +145,7 @@ def plan(options: ChatOptions, max_string_length: int = DEFAULT_MAX_STRING_LENGT
         tools = [t for t in tools if t.name == mode.function_name]
         if not tools:
             raise UnknownToolError(f"tool_mode requires {mode.function_name!r}, which is not an offered tool")
-    answer = _json_rule(cap_strings(schema, max_string_length)) if schema is not None else None
+    answer = _json_rule(tighten(schema, max_string_length)) if schema is not None else None
     if not tools:
         if answer is None:
             return Plan("text")

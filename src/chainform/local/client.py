@@ -203,7 +203,9 @@ def _chat(messages: Sequence[Message], plan: _grammar.Plan) -> list[dict[str, st
         if calls:
             text = (text + "\n" if text else "") + _grammar.render_calls(calls)
         if results:
-            text = "\n".join(_tool_response(r, names.get(r.call_id)) for r in results) + ("\n" + text if text else "")
+            text = "\n".join(_tool_response(r, names.get(r.call_id)) for r in results) + (
+                "\n" + text if text else ""
+            )
         role = "assistant" if message.role == Role.ASSISTANT else "user"
         out.append({"role": role, "content": text})
     return out
