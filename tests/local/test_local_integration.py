@@ -1,0 +1,81 @@
+"""The real SmolLM2-135M-Instruct: a schema answer, a tool call, and a tool chain ending in a schema answer."""
+
+from __future__ import annotations
+
+import json
+
+import jsonschema
+import pytest
+
+from chainform.local import LocalChatClient
+from chainform.types import (
+    ChatOptions,
+    FinishReason,
+    FunctionResultContent,
+    FunctionSpec,
+    Message,
+    ResponseFormat,
+)
+
+pytestmark = pytest.mark.integration
+
+WEATHER = FunctionSpec(
+    "get_weather",
+    "Current weather for a city.",
+    {"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]},
+)
+ANSWER = {
+    "type": "object",
+    "properties": {"city": {"type": "string"}, "temp_c": {"type": "number"}},
+    "required": ["city", "temp_c"],
+    "additionalProperties": False,
+}
+DOG = {
+    "type": "object",
+    "properties": {"name": {"type": "string"}, "age": {"type": "integer"}},
+    "required": ["name", "age"],
+}
+
+
+@pytest.fixture(scope="module")
+def smollm2(smollm2_dir: object) -> LocalChatClient:
+    client = LocalChatClient("smollm2")
+    client.load()
+    return client
+
+
+async def test_schema_answer(smollm2: LocalChatClient) -> None:
+    options = ChatOptions(response_format=ResponseFormat.json_schema(DOG))
+    response = await smollm2.get_response([Message.user("Invent a dog.")], options)
+    assert response.finish_reason == FinishReason.STOP
+    jsonschema.validate(json.loads(response.text), DOG)
+
+
+async def test_tool_call(smollm2: LocalChatClient) -> None:
+    response = await smollm2.get_response(
+        [Message.user("What is the weather in Paris?")], ChatOptions(tools=[WEATHER])
+    )
+    assert response.finish_reason == FinishReason.TOOL_CALLS
+    (call,) = response.function_calls
+    assert call.name == "get_weather" and call.arguments == {"city": "Paris"}
+
+
+async def test_chain_calls_the_tool_then_answers_with_the_schema(smollm2: LocalChatClient) -> None:
+    messages = [Message.user("What is the weather in Paris?")]
+    options = ChatOptions(tools=[WEATHER], response_format=ResponseFormat.json_schema(ANSWER))
+    called = []
+    for _ in range(4):
+        response = await smollm2.get_response(messages, options)
+        messages.extend(response.messages)
+        if not response.function_calls:
+            break
+        called.extend(c.name for c in response.function_calls)
+        results = [
+            FunctionResultContent(c.call_id, {"temp_c": 18.5, "sky": "cloudy"})
+            for c in response.function_calls
+        ]
+        messages.append(Message("tool", results))
+    assert called == ["get_weather"]
+    value = json.loads(response.text)
+    jsonschema.validate(value, ANSWER)
+    assert value["temp_c"] == 18.5
