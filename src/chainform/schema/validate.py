@@ -4,7 +4,8 @@ The chain engine checks every model answer against the user's schema, often the 
 so compiled validators are cached by the schema's canonical JSON text. `$schema` is honoured (draft-04 to
 2020-12); a schema without it is read as Draft 2020-12. Formats are asserted (date-time, email, uri, ...)
 because a value that "looks like" a date is exactly what a model gets wrong; the checkers that need
-optional packages come with ``jsonschema[format-nongpl]``. Remote ``$ref`` targets are never fetched: a
+optional packages are dependencies of chainform. IRIs are checked by mapping them to URIs (RFC 3987
+section 3.1) rather than through rfc3987-syntax, whose import alone costs seconds. Remote ``$ref`` targets are never fetched: a
 schema must be self-contained (or the caller passes a `referencing.Registry`).
 """
 
@@ -73,7 +74,7 @@ def compile_validator(
     validator = cls(
         schema,
         # Every known format, not only the draft's own: a draft-04 schema saying "date" means a date.
-        format_checker=FormatChecker() if formats else None,
+        format_checker=_format_checker(FormatChecker) if formats else None,
         registry=_offline(registry),
     )
     if registry is None:
@@ -81,6 +82,34 @@ def compile_validator(
         if len(_cache) > _CACHE_SIZE:
             _cache.popitem(last=False)
     return validator
+
+
+def _iri_to_uri(iri: str) -> str:
+    """RFC 3987 3.1: percent-encode the UTF-8 of every non-ASCII character."""
+    from urllib.parse import quote
+
+    return "".join(c if ord(c) < 128 else quote(c, safe="") for c in iri)
+
+
+def _format_checker(factory: Any) -> Any:
+    """Every format jsonschema knows, plus iri / iri-reference when its own checker is unavailable."""
+    checker = factory()
+    if "iri" in checker.checkers:
+        return checker
+    try:
+        from rfc3986_validator import validate_rfc3986  # type: ignore[import-untyped]
+    except ImportError:
+        return checker
+
+    def iri(rule: str) -> Any:
+        def check(instance: object) -> bool:
+            return not isinstance(instance, str) or bool(validate_rfc3986(_iri_to_uri(instance), rule=rule))
+
+        return check
+
+    checker.checks("iri")(iri("URI"))
+    checker.checks("iri-reference")(iri("URI_reference"))
+    return checker
 
 
 def check_schema(schema: dict[str, Any] | bool) -> None:
