@@ -74,12 +74,17 @@ def from_objects(path: Path, model: Any, tokenizer: Any) -> Loaded:
 
 
 def configure_threads(threads: int | None) -> None:
-    """Use the given thread count, else CHAINFORM_LOCAL_THREADS, else torch's default (physical cores)."""
+    """Set torch's intra-op threads: `threads`, else CHAINFORM_LOCAL_THREADS, else half the CPUs (1..4).
+
+    One-token decode steps are tiny; more threads mostly spin and wait. Measured on a busy 2-CPU
+    machine: 1 thread decoded 3x faster than torch's default of 2. This is process-wide (torch's rule).
+    """
     import torch
 
     wanted = threads or int(os.environ.get("CHAINFORM_LOCAL_THREADS", "0") or 0)
-    if wanted > 0:
-        torch.set_num_threads(wanted)
+    if wanted <= 0:
+        wanted = max(1, min(4, (os.cpu_count() or 2) // 2))
+    torch.set_num_threads(wanted)
 
 
 @dataclass
@@ -212,19 +217,23 @@ def _matcher(loaded: Loaded, grammar: str) -> Any:
 
 
 def _apply_mask(matcher: Any, logits: Any) -> None:
-    """Set every token the grammar forbids to -inf (the bitmask has one bit per token, little-endian)."""
+    """Set every token the grammar forbids to -inf (the bitmask has one bit per token, little-endian).
+
+    Done in numpy on the tensor's memory: a torch masked_fill spreads 49k elements over OpenMP
+    threads, which on a busy machine cost 20 ms a token instead of 0.05 ms.
+    """
     import numpy as np
-    import torch
 
     bits = np.unpackbits(np.frombuffer(matcher.compute_bitmask(), dtype=np.uint8), bitorder="little")
     if matcher.is_error():
         raise SchemaError(f"constrained decoding failed: {matcher.get_error()}")
-    allowed = torch.zeros(logits.shape[0], dtype=torch.bool)
-    n = min(len(bits), logits.shape[0])
-    allowed[:n] = torch.from_numpy(bits[:n].astype(np.bool_))
-    if not bool(allowed.any()):
+    scores = logits.numpy()
+    n = min(len(bits), scores.shape[0])
+    forbidden = bits[:n] == 0
+    if forbidden.all():
         raise SchemaError("constrained decoding reached a state where no token is allowed")
-    logits.masked_fill_(~allowed, float("-inf"))
+    scores[:n][forbidden] = -np.inf
+    scores[n:] = -np.inf
 
 
 def _penalize(logits: Any, counts: dict[int, int], sampling: Sampling) -> None:
