@@ -213,3 +213,23 @@ def test_import_is_light() -> None:
     code = "import sys, chainform.local; print(sorted(m for m in ('torch', 'transformers', 'llguidance') if m in sys.modules))"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "[]"
+
+
+async def test_constrained_output_lands_inside_a_small_budget(tiny_client: LocalChatClient) -> None:
+    """Near the end of the budget, closing tokens are preferred, so unbounded values still finish."""
+    schema = {
+        "type": "object",
+        "properties": {"items": {"type": "array", "items": {"type": "string"}}, "n": {"type": "integer"}},
+        "required": ["items", "n"],
+    }
+    for seed in range(4):
+        options = ChatOptions(
+            response_format=ResponseFormat.json_schema(schema),
+            temperature=1.0,
+            seed=seed,
+            max_output_tokens=40,
+        )
+        response = await tiny_client.get_response(ASK, options)
+        assert response.finish_reason == FinishReason.STOP
+        assert response.usage_details is not None and response.usage_details.output_tokens <= 40
+        jsonschema.validate(json.loads(response.text), schema)

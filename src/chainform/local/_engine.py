@@ -29,6 +29,29 @@ class Loaded:
     eos_ids: frozenset[int]
     lock: threading.Lock = field(default_factory=threading.Lock)
     load_seconds: float = 0.0
+    _closers: tuple[Any, Any] | None = field(default=None, repr=False, compare=False)
+
+    def closers(self) -> tuple[Any, Any]:
+        """Tokens that end JSON values, as two numpy bool arrays over the vocabulary (built once):
+        those with a `"` (closing a string comes first: inside one, brackets are mere text), then
+        those with `]` or `}`. Neither may contain `[{,:`, which continue a value; end-of-turn is in both.
+        """
+        if self._closers is None:
+            import numpy as np
+
+            size = self.lltokenizer.vocab_size
+            quotes = np.zeros(size, dtype=np.bool_)
+            brackets = np.zeros(size, dtype=np.bool_)
+            for token in range(size):
+                text = self.lltokenizer.decode_bytes([token])
+                if any(c in text for c in b"[{,:"):
+                    continue
+                quotes[token] = b'"' in text
+                brackets[token] = not quotes[token] and (b"]" in text or b"}" in text)
+            ends = [i for i in self.eos_ids if i < size]
+            quotes[ends] = brackets[ends] = True
+            self._closers = (quotes, brackets)
+        return self._closers
 
 
 _loaded: dict[Path, Loaded] = {}
@@ -140,11 +163,14 @@ def generate(
     stop_sequences: list[str] | None = None,
     emit: Callable[[str], None] = lambda _: None,
     cancelled: threading.Event | None = None,
+    landing: int | None = None,
 ) -> Result:
     """Generate up to `max_new_tokens`, calling `emit` with each new piece of text.
 
     With a grammar, stop sequences are not applied: the grammar decides where the output ends, and
-    cutting it would break the validity it guarantees.
+    cutting it would break the validity it guarantees. Instead, once only `landing` tokens (default:
+    a quarter of the budget, at least 16) remain, the grammar-allowed tokens that close strings,
+    arrays and objects are preferred, so a looping model still finishes a valid value in budget.
     """
     import torch
 
@@ -168,6 +194,7 @@ def generate(
             emit(piece)
         return hit
 
+    land_at = max_new_tokens - (landing if landing is not None else max(16, max_new_tokens // 4))
     with loaded.lock, torch.inference_mode():
         out = loaded.model(input_ids=torch.tensor([prompt_ids]), use_cache=True)
         for _ in range(max_new_tokens):
@@ -175,7 +202,7 @@ def generate(
                 break
             logits = out.logits[0, -1].float()
             if matcher is not None:
-                _apply_mask(matcher, logits)
+                _apply_mask(matcher, logits, loaded.closers() if produced >= land_at else ())
             _penalize(logits, counts, sampling)
             token = _pick(logits, sampling, generator)
             if matcher is not None and not matcher.consume_token(token):
@@ -216,9 +243,10 @@ def _matcher(loaded: Loaded, grammar: str) -> Any:
     return matcher
 
 
-def _apply_mask(matcher: Any, logits: Any) -> None:
+def _apply_mask(matcher: Any, logits: Any, prefer: tuple[Any, ...] = ()) -> None:
     """Set every token the grammar forbids to -inf (the bitmask has one bit per token, little-endian).
 
+    With `prefer` (bool arrays, best first), only the allowed tokens of the first tier that has any remain.
     Done in numpy on the tensor's memory: a torch masked_fill spreads 49k elements over OpenMP
     threads, which on a busy machine cost 20 ms a token instead of 0.05 ms.
     """
@@ -229,10 +257,17 @@ def _apply_mask(matcher: Any, logits: Any) -> None:
         raise SchemaError(f"constrained decoding failed: {matcher.get_error()}")
     scores = logits.numpy()
     n = min(len(bits), scores.shape[0])
-    forbidden = bits[:n] == 0
-    if forbidden.all():
+    allowed = bits[:n] == 1
+    if not allowed.any():
         raise SchemaError("constrained decoding reached a state where no token is allowed")
-    scores[:n][forbidden] = -np.inf
+    for tier in prefer:
+        m = min(n, len(tier))
+        preferred = np.zeros(n, dtype=np.bool_)
+        preferred[:m] = allowed[:m] & tier[:m]
+        if preferred.any():
+            allowed = preferred
+            break
+    scores[:n][~allowed] = -np.inf
     scores[n:] = -np.inf
 
 
