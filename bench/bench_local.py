@@ -63,16 +63,16 @@ def _timed_generate(loaded: Any, ids: list[int], grammar: str | None, tokens: in
     mask_time = [0.0]
     original = _engine._apply_mask
 
-    def timed_mask(matcher: Any, logits: Any) -> None:
+    def timed_mask(*args: Any) -> None:
         started = time.perf_counter()
-        original(matcher, logits)
+        original(*args)
         mask_time[0] += time.perf_counter() - started
 
     _engine._apply_mask = timed_mask
     try:
         started = time.perf_counter()
         result = _engine.generate(
-            loaded, ids, max_new_tokens=tokens, sampling=_engine.Sampling(), grammar=grammar
+            loaded, ids, max_new_tokens=tokens, sampling=_engine.Sampling(), grammar=grammar, landing=0
         )
         seconds = time.perf_counter() - started
     finally:
@@ -144,16 +144,22 @@ def run(tokens: int, rounds: int) -> dict[str, Any]:
         "model_step_ms": round(step_ms, 2),
         "constraint_overhead_pct": round(100 * mask_ms / step_ms, 1),
         "throughput_drop_pct": round(100 * (1 - json_tps / free_tps), 1),
-        "constrained_sample_valid_json": _is_json(sample.text),
+        "constrained_sample": {
+            "finish_reason": str(sample.finish_reason),
+            "output_tokens": sample.usage_details.output_tokens if sample.usage_details else None,
+            "valid": _valid(sample.text),
+        },
         "llama_cpp": _llama_cpp(tokens),
         "versions": versions("torch", "transformers", "llguidance", "gguf"),
     }
 
 
-def _is_json(text: str) -> bool:
+def _valid(text: str) -> bool:
+    import jsonschema
+
     try:
-        json.loads(text)
-    except ValueError:
+        jsonschema.validate(json.loads(text), SCHEMA)
+    except (ValueError, jsonschema.ValidationError):
         return False
     return True
 
