@@ -84,6 +84,8 @@ async def test_auto_mode_is_a_valid_call_or_text(tiny_client: LocalChatClient) -
             kinds.add("call")
         else:
             assert response.text and not response.text.lstrip().startswith("<tool_call>")
+            usage = response.usage_details
+            assert usage is not None and usage.output_tokens == 40  # free text is never made to "land"
             kinds.add("text")
     assert kinds  # which branch a random model takes is its own business; each must be well formed
 

@@ -164,13 +164,15 @@ def generate(
     emit: Callable[[str], None] = lambda _: None,
     cancelled: threading.Event | None = None,
     landing: int | None = None,
+    land_after: str = "",
 ) -> Result:
     """Generate up to `max_new_tokens`, calling `emit` with each new piece of text.
 
     With a grammar, stop sequences are not applied: the grammar decides where the output ends, and
     cutting it would break the validity it guarantees. Instead, once only `landing` tokens (default:
     a quarter of the budget, at least 16) remain, the grammar-allowed tokens that close strings,
-    arrays and objects are preferred, so a looping model still finishes a valid value in budget.
+    arrays and objects are preferred, so a looping model still finishes a valid value in budget;
+    `land_after` limits that to output starting with it (a tool call, not a free-text answer).
     """
     import torch
 
@@ -202,7 +204,8 @@ def generate(
                 break
             logits = out.logits[0, -1].float()
             if matcher is not None:
-                _apply_mask(matcher, logits, loaded.closers() if produced >= land_at else ())
+                lands = produced >= land_at and "".join(pieces).startswith(land_after)
+                _apply_mask(matcher, logits, loaded.closers() if lands else ())
             _penalize(logits, counts, sampling)
             token = _pick(logits, sampling, generator)
             if matcher is not None and not matcher.consume_token(token):

@@ -141,6 +141,7 @@ class LocalChatClient(BaseChatClient):
                 grammar=plan.grammar,
                 stop_sequences=options.stop_sequences,
                 emit=emit,
+                land_after=_grammar.CALL_OPEN if plan.mode == "text_or_calls" else "",
                 cancelled=cancelled,
             )
 
