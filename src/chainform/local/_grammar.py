@@ -200,17 +200,6 @@ def example_turns(json_answer: bool) -> list[tuple[str, str]]:
     ]
 
 
-def compile_grammar(grammar: str, tokenizer: Any) -> None:
-    """Raise SchemaError when llguidance cannot compile `grammar` (the engine then falls back)."""
-    from llguidance import LLMatcher
-
-    is_error, messages = LLMatcher.validate_grammar_with_warnings(grammar, tokenizer)
-    if is_error:
-        raise SchemaError(
-            f"the local model cannot enforce this schema: {messages[0] if messages else 'unknown'}"
-        )
-
-
 def render_calls(calls: list[FunctionCallContent]) -> str:
     """Tool calls as the text the model would have written (for assistant turns in the history)."""
     items = [{"name": c.name, "arguments": c.arguments or {}} for c in calls]

@@ -105,8 +105,6 @@ class LocalChatClient(BaseChatClient):
     ) -> AsyncIterator[ChatResponseUpdate]:
         plan = _grammar.plan(options, self.max_string_length)
         loaded = await asyncio.to_thread(self.load)
-        if plan.grammar is not None:
-            _grammar.compile_grammar(plan.grammar, loaded.lltokenizer)
         prompt_ids = _prompt_ids(loaded.tokenizer, _chat(messages, plan))
         room = _engine.check_context(len(prompt_ids), self.profile.context_window or CONTEXT_WINDOW)
         budget = min(options.max_output_tokens or self.max_output_tokens, room)
