@@ -1,9 +1,12 @@
-"""Schemas: the concise DSL, resolving user input, validation, provider dialects, partial JSON."""
+"""Schemas: the concise DSL, resolving user input, validation, provider dialects, partial JSON.
+
+`chainform.schema.validate` is the validation module (its `validate(value, schema)` lists errors).
+"""
 
 from chainform.schema.dialects import ConvertedSchema, convert, restore
 from chainform.schema.dsl import resolve_schema, schema_dsl
 from chainform.schema.partial import parse_partial
-from chainform.schema.validate import check_schema, is_valid, validate
+from chainform.schema.validate import check_schema, is_valid
 
 __all__ = [
     "ConvertedSchema",
@@ -14,5 +17,4 @@ __all__ = [
     "resolve_schema",
     "restore",
     "schema_dsl",
-    "validate",
 ]
