@@ -58,6 +58,14 @@ _loaded: dict[Path, Loaded] = {}
 _loading = threading.Lock()
 
 
+def quiet_transformers() -> None:
+    """Silence transformers' own progress bars and advisories: chainform reports progress itself."""
+    from transformers.utils import logging as hf_logging
+
+    hf_logging.set_verbosity_error()  # type: ignore[no-untyped-call]
+    hf_logging.disable_progress_bar()  # type: ignore[no-untyped-call]
+
+
 def load(path: Path, threads: int | None = None) -> Loaded:
     """Load (once per process and folder) the model and tokenizers at `path`."""
     key = path.resolve()
@@ -71,6 +79,7 @@ def load(path: Path, threads: int | None = None) -> Loaded:
         from transformers import AutoModelForCausalLM, AutoTokenizer
 
         configure_threads(threads)
+        quiet_transformers()
         tokenizer = AutoTokenizer.from_pretrained(str(key))
         model = AutoModelForCausalLM.from_pretrained(str(key), dtype=torch.float32)
         model.eval()  # type: ignore[no-untyped-call]

@@ -168,6 +168,9 @@ def _convert(gguf: Path, out: Path, progress: _Steps) -> None:
     from transformers import AutoConfig, AutoModelForCausalLM, AutoTokenizer
     from transformers.modeling_gguf_pytorch_utils import load_gguf_checkpoint
 
+    from chainform.local._engine import quiet_transformers
+
+    quiet_transformers()
     try:
         config = AutoConfig.from_pretrained(str(gguf.parent), gguf_file=gguf.name)
         tokenizer = AutoTokenizer.from_pretrained(str(gguf.parent), gguf_file=gguf.name)
