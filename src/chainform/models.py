@@ -7,7 +7,7 @@ import dataclasses
 import time
 import warnings
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, Generic, TypeVar
 
 from chainform.chain._context import ContextPolicy
 from chainform.chain._engine import ChainRequest, ChainRun
@@ -16,7 +16,7 @@ from chainform.chain._records import ChainResult, ModelCall
 from chainform.chain._tools import AfterCall, BeforeCall, normalize_tools
 from chainform.clients.base import ChatClient
 from chainform.output import OUTPUT_TOOL_NAME, STRATEGIES, OutputSpec
-from chainform.response import AsyncChainResponse, ChainResponse
+from chainform.response import AsyncChainResponse, ChainResponse, RunFactory
 from chainform.types import (
     ChatOptions,
     Content,
@@ -28,6 +28,8 @@ from chainform.types import (
 )
 
 PromptInput = str | Message | Sequence[Content] | None
+
+R = TypeVar("R", ChainResponse, AsyncChainResponse)
 
 _OPTION_FIELDS = {f.name for f in dataclasses.fields(ChatOptions)} - {"additional_properties"}
 
@@ -57,7 +59,7 @@ def _new_id() -> str:
     return new_id()
 
 
-class _Base:
+class _Base(Generic[R]):
     def __init__(
         self,
         client: ChatClient,
@@ -80,29 +82,39 @@ class _Base:
     def __repr__(self) -> str:
         return f"<{type(self).__name__} {self.name!r}>"
 
-    # -- building a run ---------------------------------------------------------------------
+    # -- chains -----------------------------------------------------------------------------
 
-    def _request(
+    def _respond(self, factory: RunFactory) -> R:
+        raise NotImplementedError
+
+    def chain(
         self,
-        prompt: PromptInput,
+        prompt: PromptInput = None,
         *,
-        system: str | None,
-        tools: Sequence[Any] | None,
-        schema: Any,
-        strategy: str,
-        chain_limit: int,
-        retries: int,
-        before_call: BeforeCall | None,
-        after_call: AfterCall | None,
-        format_prompt: str | None,
-        format_context: str | ContextPolicy,
-        options: ChatOptions | dict[str, Any] | None,
-        stream: bool,
-        history: list[Message],
-    ) -> ChainRequest:
+        system: str | None = None,
+        tools: Sequence[Any] | None = None,
+        schema: Any = None,
+        strategy: str = "auto",
+        chain_limit: int = 5,
+        retries: int = 2,
+        before_call: BeforeCall | None = None,
+        after_call: AfterCall | None = None,
+        format_prompt: str | None = None,
+        format_context: str | ContextPolicy = "compact",
+        options: ChatOptions | dict[str, Any] | None = None,
+        stream: bool = True,
+        log: bool = True,
+        conversation_id: str | None = None,
+        history: Sequence[Message] = (),
+    ) -> R:
+        """Run a tool chain whose final answer matches `schema` (when given); see docs/strategies.md.
+
+        The sync Model starts the chain at once on a background loop; AsyncModel starts it when
+        first awaited or iterated.
+        """
         if strategy not in STRATEGIES:
             raise ValueError(f"unknown strategy {strategy!r}; choose one of {', '.join(STRATEGIES)}")
-        return ChainRequest(
+        request = ChainRequest(
             prompt=_prompt_message(prompt),
             system=system,
             tools=normalize_tools(tools),
@@ -117,6 +129,23 @@ class _Base:
             options=as_options(options),
             stream=stream,
             history=list(history),
+        )
+        return self._respond(lambda events: self._run(request, conversation_id, log, events).run())
+
+    def prompt(
+        self,
+        prompt: PromptInput,
+        *,
+        system: str | None = None,
+        schema: Any = None,
+        options: ChatOptions | dict[str, Any] | None = None,
+        retries: int = 2,
+        stream: bool = True,
+        log: bool = True,
+    ) -> R:
+        """A single call (no tools); with a schema, validated and retried like a chain."""
+        return self.chain(
+            prompt, system=system, schema=schema, options=options, retries=retries, stream=stream, log=log
         )
 
     def _run(
@@ -236,63 +265,11 @@ def _history_after(result: ChainResult) -> list[Message]:
     return history
 
 
-class Model(_Base):
+class Model(_Base[ChainResponse]):
     """A model you can prompt or run tool chains on. `cf.get_model(name)` builds one from a name."""
 
-    def chain(
-        self,
-        prompt: PromptInput = None,
-        *,
-        system: str | None = None,
-        tools: Sequence[Any] | None = None,
-        schema: Any = None,
-        strategy: str = "auto",
-        chain_limit: int = 5,
-        retries: int = 2,
-        before_call: BeforeCall | None = None,
-        after_call: AfterCall | None = None,
-        format_prompt: str | None = None,
-        format_context: str | ContextPolicy = "compact",
-        options: ChatOptions | dict[str, Any] | None = None,
-        stream: bool = True,
-        log: bool = True,
-        conversation_id: str | None = None,
-        history: Sequence[Message] = (),
-    ) -> ChainResponse:
-        """Run a tool chain whose final answer matches `schema` (when given). Starts at once."""
-        request = self._request(
-            prompt,
-            system=system,
-            tools=tools,
-            schema=schema,
-            strategy=strategy,
-            chain_limit=chain_limit,
-            retries=retries,
-            before_call=before_call,
-            after_call=after_call,
-            format_prompt=format_prompt,
-            format_context=format_context,
-            options=options,
-            stream=stream,
-            history=list(history),
-        )
-        return ChainResponse(lambda events: self._run(request, conversation_id, log, events).run())
-
-    def prompt(
-        self,
-        prompt: PromptInput,
-        *,
-        system: str | None = None,
-        schema: Any = None,
-        options: ChatOptions | dict[str, Any] | None = None,
-        retries: int = 2,
-        stream: bool = True,
-        log: bool = True,
-    ) -> ChainResponse:
-        """A single call (no tools); with a schema, validated and retried like a chain."""
-        return self.chain(
-            prompt, system=system, schema=schema, options=options, retries=retries, stream=stream, log=log
-        )
+    def _respond(self, factory: RunFactory) -> ChainResponse:
+        return ChainResponse(factory)
 
     def conversation(
         self, conversation_id: str | None = None, history: Sequence[Message] = ()
@@ -300,61 +277,11 @@ class Model(_Base):
         return Conversation(self, conversation_id, history)
 
 
-class AsyncModel(_Base):
-    """The awaitable twin of Model."""
+class AsyncModel(_Base[AsyncChainResponse]):
+    """The awaitable twin of Model: `chain(...)` returns an AsyncChainResponse."""
 
-    def chain(
-        self,
-        prompt: PromptInput = None,
-        *,
-        system: str | None = None,
-        tools: Sequence[Any] | None = None,
-        schema: Any = None,
-        strategy: str = "auto",
-        chain_limit: int = 5,
-        retries: int = 2,
-        before_call: BeforeCall | None = None,
-        after_call: AfterCall | None = None,
-        format_prompt: str | None = None,
-        format_context: str | ContextPolicy = "compact",
-        options: ChatOptions | dict[str, Any] | None = None,
-        stream: bool = True,
-        log: bool = True,
-        conversation_id: str | None = None,
-        history: Sequence[Message] = (),
-    ) -> AsyncChainResponse:
-        request = self._request(
-            prompt,
-            system=system,
-            tools=tools,
-            schema=schema,
-            strategy=strategy,
-            chain_limit=chain_limit,
-            retries=retries,
-            before_call=before_call,
-            after_call=after_call,
-            format_prompt=format_prompt,
-            format_context=format_context,
-            options=options,
-            stream=stream,
-            history=list(history),
-        )
-        return AsyncChainResponse(lambda events: self._run(request, conversation_id, log, events).run())
-
-    def prompt(
-        self,
-        prompt: PromptInput,
-        *,
-        system: str | None = None,
-        schema: Any = None,
-        options: ChatOptions | dict[str, Any] | None = None,
-        retries: int = 2,
-        stream: bool = True,
-        log: bool = True,
-    ) -> AsyncChainResponse:
-        return self.chain(
-            prompt, system=system, schema=schema, options=options, retries=retries, stream=stream, log=log
-        )
+    def _respond(self, factory: RunFactory) -> AsyncChainResponse:
+        return AsyncChainResponse(factory)
 
     def conversation(
         self, conversation_id: str | None = None, history: Sequence[Message] = ()
