@@ -9,7 +9,7 @@ from concurrent.futures import Future
 from typing import Any
 
 from chainform import _sync
-from chainform.chain._events import ChainEvent, EventLog
+from chainform.chain._events import ChainEvent, EventLog, FinalText
 from chainform.chain._records import ChainResult, ChainUsage, ModelCall
 from chainform.output import StrategyChoice
 
@@ -77,9 +77,13 @@ class ChainResponse(_ResultView):
         self._future: Future[ChainResult] = _sync.submit(factory(self._events))
 
     def __iter__(self) -> Iterator[str]:
+        return self.chunks()
+
+    def chunks(self, *, intermediate: bool = True) -> Iterator[str]:
+        """Text as it arrives; `intermediate=False` keeps only the final answer's text."""
+        text = FinalText(intermediate)
         for event in self._events.follow():
-            if event.kind == "text":
-                yield event.text
+            yield from text.feed(event)
         self._finished()
 
     def events(self) -> Iterator[ChainEvent]:
@@ -163,11 +167,16 @@ class AsyncChainResponse(_ResultView):
 
         return done().__await__()
 
-    async def __aiter__(self) -> AsyncIterator[str]:
+    def __aiter__(self) -> AsyncIterator[str]:
+        return self.achunks()
+
+    async def achunks(self, *, intermediate: bool = True) -> AsyncIterator[str]:
+        """Text as it arrives; `intermediate=False` keeps only the final answer's text."""
         self._start()
+        text = FinalText(intermediate)
         async for event in self._events.afollow():
-            if event.kind == "text":
-                yield event.text
+            for chunk in text.feed(event):
+                yield chunk
         await self._wait()
 
     async def aevents(self) -> AsyncIterator[ChainEvent]:

@@ -490,3 +490,24 @@ def test_bad_inputs_give_clear_errors():
         m.chain("x", tools=[42])
     with pytest.raises(ScriptExhaustedError, match="ran out of script"):
         m.chain("x").text()
+
+
+def test_chunks_without_intermediate_text_keep_only_the_answer():
+    script = [["Let me check.", tool_call("get_weather", city="Rome")], "Rome: 27 C."]
+    chain = model_for(list(script)).chain("x", tools=[get_weather])
+    assert "".join(chain.chunks(intermediate=False)) == "Rome: 27 C."
+    assert "".join(chain) == "Let me check.Rome: 27 C."
+
+    deferred = [tool_call("get_weather", city="Rome"), "Rome is warm.", '{"city": "Rome", "temp_c": 27}']
+    chain = model_for(deferred).chain("x", tools=[get_weather], schema=Answer, strategy="deferred")
+    assert "".join(chain.chunks(intermediate=False)) == '{"city": "Rome", "temp_c": 27}'
+
+    retried = ["not json", '{"city": "Rome", "temp_c": 27}']
+    chain = model_for(retried).prompt("x", schema=Answer)
+    assert "".join(chain.chunks(intermediate=False)) == '{"city": "Rome", "temp_c": 27}'
+
+
+async def test_async_chunks_without_intermediate_text():
+    client = ScriptedClient([["Checking.", tool_call("get_weather", city="Paris")], "Paris: 21.5"], BOTH)
+    chain = cf.AsyncModel(client).chain("x", tools=[get_weather])
+    assert "".join([c async for c in chain.achunks(intermediate=False)]) == "Paris: 21.5"

@@ -200,6 +200,10 @@ class ChainRun:
         self._record(
             ctx.messages, options, response, started, error=str(error) if error else None, value=value
         )
+        final = (
+            value is not _NOT_FINAL if validator else not response.function_calls and self.req.output is None
+        )
+        self.events.append(ChainEvent("call_end", value=final, purpose=self._purpose))
         return response, value, error
 
     def _record(

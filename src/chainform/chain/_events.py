@@ -8,12 +8,15 @@ from collections.abc import AsyncIterator, Iterator
 from dataclasses import dataclass
 from typing import Any, Literal
 
-EventKind = Literal["text", "partial", "tool_call", "tool_result"]
+EventKind = Literal["text", "partial", "tool_call", "tool_result", "call_end"]
 
 
 @dataclass(frozen=True)
 class ChainEvent:
-    """Something that happened while a chain ran; `purpose` says which kind of model call it belongs to."""
+    """Something that happened while a chain ran; `purpose` says which kind of model call it belongs to.
+
+    `call_end` closes each model call; its `value` is True when that call produced the final answer.
+    """
 
     kind: EventKind
     text: str = ""
@@ -74,3 +77,26 @@ class EventLog:
             if index < len(self.events) or self.closed:
                 continue
             await wake.wait()
+
+
+class FinalText:
+    """Turns events into text chunks; without `intermediate`, only the final answer's text.
+
+    The formatting call's text is always final and passes at once; other calls' text is held until
+    the call ends and released only if that call gave the answer (a turn cannot be known to be the
+    last before it ends: tool calls may follow its text).
+    """
+
+    def __init__(self, intermediate: bool) -> None:
+        self.intermediate = intermediate
+        self.held: list[str] = []
+
+    def feed(self, event: ChainEvent) -> list[str]:
+        if event.kind == "text":
+            if self.intermediate or event.purpose == "format":
+                return [event.text]
+            self.held.append(event.text)
+        elif event.kind == "call_end":
+            held, self.held = self.held, []
+            return held if event.value else []
+        return []
