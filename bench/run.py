@@ -20,6 +20,7 @@ import json
 import os
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 from typing import Any
@@ -123,8 +124,7 @@ def main() -> None:
             ensure_venv()
     except subprocess.CalledProcessError as exc:
         sys.exit(f"could not prepare bench/.venv: {exc}")
-    tmp = RESULTS / ".sections"
-    tmp.mkdir(exist_ok=True)
+    tmp = Path(tempfile.mkdtemp(prefix="chainform-bench-"))  # each section's own JSON
     bench = REPO / "bench"
     for name in only:
         print(f"[{time.time() - t0:6.0f} s] {name} ...", flush=True)
