@@ -18,6 +18,7 @@ import argparse
 import hashlib
 import json
 import os
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -167,6 +168,7 @@ def main() -> None:
         print(
             f"         {name}: {'ERROR ' + result['error'][:200] if 'error' in result else 'ok'}", flush=True
         )
+    shutil.rmtree(tmp, ignore_errors=True)
     report["seconds"] = round(time.time() - t0, 1)
     latest = RESULTS / "latest.json"
     previous = json.loads(latest.read_text()) if latest.exists() else {}
