@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import functools
 import inspect
 import time
 from collections.abc import Awaitable, Callable, Iterable, Sequence
@@ -19,6 +20,14 @@ class CancelToolCall(Exception):
     """Raise from `before_call` (or return False) to refuse a call; the model is told why."""
 
 
+@functools.lru_cache(maxsize=512)
+def _tool_for(fn: Any) -> Any:
+    """Describing a function costs about a millisecond; chains reuse the same functions, so cache it."""
+    from chainform.tools import Tool
+
+    return Tool.from_function(fn)
+
+
 def normalize_tools(tools: Iterable[Any] | None) -> list[Any]:
     """Accept Tool objects, plain callables, Toolbox instances and namespaces; return Tools."""
     from chainform.tools import Tool
@@ -30,7 +39,10 @@ def normalize_tools(tools: Iterable[Any] | None) -> list[Any]:
         elif hasattr(item, "tools") and callable(item.tools):
             out.extend(item.tools())
         elif callable(item):
-            out.append(Tool.from_function(item))
+            try:
+                out.append(_tool_for(item))
+            except TypeError:  # unhashable callable: describe it every time
+                out.append(Tool.from_function(item))
         else:
             raise ToolDefinitionError(f"cannot use {item!r} as a tool: give a function, a Tool or a Toolbox")
     seen: set[str] = set()
