@@ -20,6 +20,7 @@ from chainform.chain._context import (
 )
 from chainform.chain._events import ChainEvent, EventLog
 from chainform.chain._records import ChainResult, ModelCall
+from chainform.chain._tap import CallTap
 from chainform.chain._tools import AfterCall, BeforeCall, run_calls
 from chainform.clients.base import BaseChatClient, CallContext, ChatClient
 from chainform.errors import (
@@ -33,21 +34,17 @@ from chainform.errors import (
 )
 from chainform.output import OUTPUT_TOOL_NAME, OutputSpec, StrategyChoice, select_strategy
 from chainform.output._select import is_combination_rejection, remember_fallback
-from chainform.schema.partial import parse_partial
+from chainform.output._validators import NOT_FINAL, Validator, output_tool_validator, text_validator
 from chainform.types import (
     ChatOptions,
     ChatResponse,
-    ChatResponseUpdate,
     FunctionCallContent,
     FunctionResultContent,
     Message,
     ModelProfile,
     Role,
-    TextContent,
     ToolMode,
 )
-
-_NOT_FINAL = object()
 
 
 @dataclass
@@ -106,9 +103,6 @@ class ChainRun:
         self.format_context: str | None = None
         self.attempts: list[Attempt] = []
         self._purpose = "chain"
-        self._stream_calls: dict[int, str] = {}
-        self._stream_args: dict[int, str] = {}
-        self._stream_text = ""
         self._pending: list[ModelCall] = []
 
     # -- public -------------------------------------------------------------------------------
@@ -154,7 +148,7 @@ class ChainRun:
     # -- the model call -------------------------------------------------------------------------
 
     async def _call(
-        self, messages: list[Message], options: ChatOptions, validator: Callable[[ChatResponse], Any] | None
+        self, messages: list[Message], options: ChatOptions, validator: Validator | None
     ) -> tuple[ChatResponse, Any, StructuredOutputGenerationError | None]:
         """One model call (streamed into the event log); returns (response, value, validation error)."""
         failure: list[StructuredOutputGenerationError] = []
@@ -167,15 +161,18 @@ class ChainRun:
                 failure.append(exc)
                 raise
 
+        deferred_phase = (
+            self.choice is not None and self.choice.name == "deferred" and self._purpose == "chain"
+        )
+        tap = CallTap(self.events, self._purpose, self.req.output, partials=not deferred_phase)
         ctx = CallContext(
             list(messages),
             options,
             stream=self.req.stream,
             validator=checked if validator else None,
-            value=_NOT_FINAL,
-            on_update=self._on_update if self.req.stream else None,
+            value=NOT_FINAL,
+            on_update=tap.on_update if self.req.stream else None,
         )
-        self._stream_calls, self._stream_args, self._stream_text = {}, {}, ""
         started = time.perf_counter()
         error: StructuredOutputGenerationError | None = None
         try:
@@ -187,21 +184,21 @@ class ChainRun:
                 if ctx.validator is not None:
                     ctx.value = ctx.validator(response)
             value = ctx.value
-            if failure and value is _NOT_FINAL:  # a middleware accepted an output that failed validation
+            if failure and value is NOT_FINAL:  # a middleware accepted an output that failed validation
                 value = failure[-1].value
         except StructuredOutputGenerationError as exc:
-            error, value = exc, _NOT_FINAL
+            error, value = exc, NOT_FINAL
             response = ctx.response or ChatResponse([Message.assistant(exc.raw_text)])
         except Exception as exc:
             self._record(ctx.messages, options, None, started, error=f"{type(exc).__name__}: {exc}")
             raise
         if not self.req.stream:
-            self._emit_whole(response)
+            tap.whole(response)
         self._record(
             ctx.messages, options, response, started, error=str(error) if error else None, value=value
         )
         final = (
-            value is not _NOT_FINAL if validator else not response.function_calls and self.req.output is None
+            value is not NOT_FINAL if validator else not response.function_calls and self.req.output is None
         )
         self.events.append(ChainEvent("call_end", value=final, purpose=self._purpose))
         return response, value, error
@@ -214,7 +211,7 @@ class ChainRun:
         started: float,
         *,
         error: str | None,
-        value: Any = _NOT_FINAL,
+        value: Any = NOT_FINAL,
     ) -> None:
         call = ModelCall(
             self._purpose,
@@ -224,7 +221,7 @@ class ChainRun:
             (time.perf_counter() - started) * 1000,
             error,
             self.choice.name if self.choice else None,
-            parsed=None if value is _NOT_FINAL else _plain_data(value),
+            parsed=None if value is NOT_FINAL else _plain_data(value),
             format_context=self.format_context if self._purpose in ("format", "retry") else None,
         )
         self.flush_log()
@@ -237,42 +234,6 @@ class ChainRun:
         if self.logger is not None:
             for call in pending:
                 self.logger(call, self)
-
-    async def _on_update(self, update: ChatResponseUpdate) -> None:
-        for content in update.contents:
-            if isinstance(content, TextContent) and content.text:
-                self.events.append(ChainEvent("text", content.text, purpose=self._purpose))
-                self._stream_text += content.text
-                self._emit_partial(self._stream_text)
-            elif isinstance(content, FunctionCallContent):
-                key = content.index if content.index is not None else hash(content.call_id)
-                if content.name:
-                    self._stream_calls[key] = content.name
-                if self._stream_calls.get(key) == OUTPUT_TOOL_NAME and content.raw_arguments:
-                    self._stream_args[key] = self._stream_args.get(key, "") + content.raw_arguments
-                    self.events.append(ChainEvent("text", content.raw_arguments, purpose=self._purpose))
-                    self._emit_partial(self._stream_args[key], tool=True)
-
-    def _emit_partial(self, text: str, *, tool: bool = False) -> None:
-        out = self.req.output
-        if out is None or self.choice is None:
-            return
-        if not tool and self.choice.name == "deferred" and self._purpose == "chain":
-            return
-        value = parse_partial(text)
-        if tool and out.wraps_for_tool and isinstance(value, dict):
-            value = value.get("result")
-        if value is not None:
-            self.events.append(ChainEvent("partial", value=value, purpose=self._purpose))
-
-    def _emit_whole(self, response: ChatResponse) -> None:
-        if response.text:
-            self.events.append(ChainEvent("text", response.text, purpose=self._purpose))
-            self._emit_partial(response.text)
-        for call in response.function_calls:
-            if call.name == OUTPUT_TOOL_NAME:
-                self.events.append(ChainEvent("text", call.arguments_json(), purpose=self._purpose))
-                self._emit_partial(call.arguments_json(), tool=True)
 
     # -- tools ----------------------------------------------------------------------------------
 
@@ -370,7 +331,7 @@ class ChainRun:
                 turns += 1
             transcript.extend(response.messages)
             calls = [c for c in response.function_calls if c.name != OUTPUT_TOOL_NAME]
-            if error is None and value is not _NOT_FINAL:
+            if error is None and value is not NOT_FINAL:
                 return self._result(transcript, None, value=value, out=out, dialect=dialect)
             if error is None and calls and not last:
                 await self._run_tools(calls, transcript)
@@ -391,50 +352,24 @@ class ChainRun:
             await self._feed_back(error, response, calls, transcript, strategy)
             self._purpose = "retry"
 
-    def _turn_setup(
-        self, strategy: str, out: OutputSpec, *, last: bool
-    ) -> tuple[ChatOptions, Callable[[ChatResponse], Any]]:
+    def _turn_setup(self, strategy: str, out: OutputSpec, *, last: bool) -> tuple[ChatOptions, Validator]:
         dialect = self.profile.schema_dialect
         if strategy == "tool":
             extra = [out.output_tool()]
             options = self._tool_options(last=False, extra=extra)
-            if last:
-                forced = (
-                    ToolMode.required(OUTPUT_TOOL_NAME)
-                    if self.profile.supports_tool_choice_required
-                    else None
-                )
-                options = options.replace(tools=extra if forced else options.tools, tool_mode=forced)
-
-            def tool_validator(response: ChatResponse) -> Any:
-                outs = [c for c in response.function_calls if c.name == OUTPUT_TOOL_NAME]
-                if len(outs) > 1:
-                    raise StructuredOutputGenerationError(
-                        f"{OUTPUT_TOOL_NAME} was called {len(outs)} times in one turn; call it exactly once.",
-                        raw_text=outs[-1].raw_arguments or outs[-1].arguments_json(),
-                    )
-                if outs:
-                    call = outs[0]
-                    raw = call.raw_arguments or call.arguments_json()
-                    return out.check_tool_arguments(call.arguments, raw, dialect=dialect)
-                if response.function_calls:
-                    return _NOT_FINAL
-                raise StructuredOutputGenerationError(
-                    f"Do not answer in text: call the {OUTPUT_TOOL_NAME} tool with the answer.",
-                    raw_text=response.text,
-                )
-
-            return options, tool_validator
+            if last and (forced := self._forced_output_tool()):
+                options = options.replace(tools=extra, tool_mode=forced)
+            elif last:
+                options = options.replace(tool_mode=None)
+            return options, output_tool_validator(out, dialect, tools_may_continue=True)
         options = self._tool_options(last=last)
         if strategy == "native":
             options = options.replace(response_format=out.response_format())
+        return options, text_validator(out, dialect)
 
-        def text_validator(response: ChatResponse) -> Any:
-            if response.function_calls:
-                return _NOT_FINAL
-            return out.check_text(response.text, dialect=dialect)
-
-        return options, text_validator
+    def _forced_output_tool(self) -> ToolMode | None:
+        """tool_mode that forces `final_result`, when the model can be forced at all."""
+        return ToolMode.required(OUTPUT_TOOL_NAME) if self.profile.supports_tool_choice_required else None
 
     async def _feed_back(
         self,
@@ -516,7 +451,7 @@ class ChainRun:
                     attempts=attempts,
                     responses=self.calls,
                 ) from exc
-            if error is None and value is not _NOT_FINAL:
+            if error is None and value is not NOT_FINAL:
                 return value
             if error is None:
                 error = StructuredOutputGenerationError(
@@ -550,27 +485,14 @@ class ChainRun:
                 messages.append(Message.user(f"{error}\nReply again with only the corrected JSON."))
             self._purpose = "retry"
 
-    def _format_setup(self, mode: str, out: OutputSpec) -> tuple[ChatOptions, Callable[[ChatResponse], Any]]:
+    def _format_setup(self, mode: str, out: OutputSpec) -> tuple[ChatOptions, Validator]:
         base = self.req.options.replace(tools=None, tool_mode=None)
         dialect = self.profile.schema_dialect
         if mode == "tool":
-            forced = (
-                ToolMode.required(OUTPUT_TOOL_NAME) if self.profile.supports_tool_choice_required else None
-            )
-            options = base.replace(tools=[out.output_tool()], tool_mode=forced)
-
-            def tool_validator(response: ChatResponse) -> Any:
-                outs = [c for c in response.function_calls if c.name == OUTPUT_TOOL_NAME]
-                if len(outs) != 1:
-                    raise StructuredOutputGenerationError(
-                        f"Call {OUTPUT_TOOL_NAME} exactly once with the answer.", raw_text=response.text
-                    )
-                raw = outs[0].raw_arguments or outs[0].arguments_json()
-                return out.check_tool_arguments(outs[0].arguments, raw, dialect=dialect)
-
-            return options, tool_validator
+            options = base.replace(tools=[out.output_tool()], tool_mode=self._forced_output_tool())
+            return options, output_tool_validator(out, dialect, tools_may_continue=False)
         options = base.replace(response_format=out.response_format()) if mode == "native" else base
-        return options, lambda response: out.check_text(response.text, dialect=dialect)
+        return options, text_validator(out, dialect)
 
     # -- result ---------------------------------------------------------------------------------
 
