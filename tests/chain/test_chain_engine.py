@@ -511,3 +511,12 @@ async def test_async_chunks_without_intermediate_text():
     client = ScriptedClient([["Checking.", tool_call("get_weather", city="Paris")], "Paris: 21.5"], BOTH)
     chain = cf.AsyncModel(client).chain("x", tools=[get_weather])
     assert "".join([c async for c in chain.achunks(intermediate=False)]) == "Paris: 21.5"
+
+
+def test_tool_strategy_retry_after_text_forces_a_tool_call():
+    m = model_for(["Rome, I think.", tool_call("final_result", city="Rome", temp_c=27)], TOOLS_ONLY)
+    chain = m.chain("x", tools=[get_weather], schema=Answer)
+    assert chain.value.city == "Rome"
+    assert m.client.requests[0][1].tool_mode is None
+    assert m.client.requests[1][1].tool_mode == cf.ToolMode.REQUIRED_ANY
+    assert "call the final_result tool" in m.client.requests[1][0][-1].text

@@ -323,9 +323,12 @@ class ChainRun:
         turns = 0
         retries_left = self.req.retries
         self._purpose = "chain"
+        must_call = False  # the tool strategy after a text-only reply: the retry forces a tool call
         while True:
             last = turns >= self.req.chain_limit - 1
             options, validator = self._turn_setup(strategy, out, last=last)
+            if must_call and options.tool_mode is None and self.profile.supports_tool_choice_required:
+                options = options.replace(tool_mode=ToolMode.REQUIRED_ANY)
             response, value, error = await self._call(transcript, options, validator)
             if self._purpose == "chain":
                 turns += 1
@@ -349,6 +352,7 @@ class ChainRun:
                     responses=self.calls,
                 )
             retries_left -= 1
+            must_call = strategy == "tool" and not response.function_calls
             await self._feed_back(error, response, calls, transcript, strategy)
             self._purpose = "retry"
 
