@@ -407,9 +407,9 @@ class ChainRun:
     # -- deferred: tool phase, then the +1 formatting call ----------------------------------------
 
     async def _deferred(self, transcript: list[Message], out: OutputSpec) -> ChainResult:
-        cut_off = False
         self._purpose = "chain"
-        answered = any(m.role == Role.ASSISTANT and not m.function_calls for m in transcript[-1:])
+        last = transcript[-1] if transcript else None
+        answered = last is not None and last.role == Role.ASSISTANT and not last.function_calls
         turns = sum(1 for c in self.calls if c.purpose == "chain")
         while not answered and turns < self.req.chain_limit:
             response, _, _ = await self._call(transcript, self._tool_options(last=False), None)
@@ -420,8 +420,7 @@ class ChainRun:
                 answered = True
                 break
             await self._run_tools(calls, transcript)
-        if not answered:
-            cut_off = True
+        cut_off = not answered
         context = build_context(
             transcript, self.req.format_context, cut_off=cut_off, chain_limit=self.req.chain_limit
         )
@@ -444,8 +443,8 @@ class ChainRun:
         self._purpose = "format"
         attempts: list[Attempt] = []
         retries_left = self.req.retries
+        options, validator = self._format_setup(mode, out)
         while True:
-            options, validator = self._format_setup(mode, out)
             try:
                 response, value, error = await self._call(messages, options, validator)
             except ProviderError as exc:
@@ -472,7 +471,7 @@ class ChainRun:
                 )
             retries_left -= 1
             messages = messages + list(response.messages)
-            outs = [c for c in response.function_calls]
+            outs = response.function_calls
             if outs:
                 messages.append(
                     Message(
