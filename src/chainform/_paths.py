@@ -6,27 +6,25 @@ import os
 from pathlib import Path
 
 
-def home() -> Path:
-    """User data dir: the log database, keys file and saved schemas live here."""
-    override = os.environ.get("CHAINFORM_HOME")
+def _directory(env_var: str, kind: str) -> Path:
+    """`$env_var` if set, else platformdirs' user directory of `kind` ("data" or "cache"); created."""
+    override = os.environ.get(env_var)
     if override:
         path = Path(override).expanduser()
     else:
         import platformdirs
 
-        path = Path(platformdirs.user_data_dir("chainform", appauthor=False))
+        locate = platformdirs.user_data_dir if kind == "data" else platformdirs.user_cache_dir
+        path = Path(locate("chainform", appauthor=False))
     path.mkdir(parents=True, exist_ok=True)
     return path
+
+
+def home() -> Path:
+    """User data dir: the log database, keys file and saved schemas live here."""
+    return _directory("CHAINFORM_HOME", "data")
 
 
 def cache_dir() -> Path:
     """Large re-creatable files (converted model weights). `CHAINFORM_CACHE` overrides."""
-    override = os.environ.get("CHAINFORM_CACHE")
-    if override:
-        path = Path(override).expanduser()
-    else:
-        import platformdirs
-
-        path = Path(platformdirs.user_cache_dir("chainform", appauthor=False))
-    path.mkdir(parents=True, exist_ok=True)
-    return path
+    return _directory("CHAINFORM_CACHE", "cache")
