@@ -178,18 +178,19 @@ class _Base(Generic[R]):
     def _logger(self, request: ChainRequest) -> Any:
         prompt_text = request.prompt.text if request.prompt else None
         schema = request.output.schema if request.output else None
-        started = {"conversation": False}
+        conversation_logged = False
 
         def log(call: ModelCall, run: ChainRun) -> None:
+            nonlocal conversation_logged
             store = self._open_store()
             if store is None:
                 return
             from chainform.store import CallRecord, ToolCallRecord, ToolResultRecord
 
             try:
-                if not started["conversation"]:
+                if not conversation_logged:
                     store.ensure_conversation(run.conversation_id, self.name)
-                    started["conversation"] = True
+                    conversation_logged = True
                 response = call.response
                 record = CallRecord(
                     conversation_id=run.conversation_id,
