@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal
 
 if TYPE_CHECKING:
     from chainform.types import ChatResponse
@@ -30,8 +30,33 @@ class MissingKeyError(ChainformError):
     """The provider needs an API key and none was found (argument, environment or keys file)."""
 
 
+ProviderErrorKind = Literal[
+    "auth", "rate_limit", "bad_request", "tools_with_schema_rejected", "server", "timeout", "connection"
+]
+"""What a provider failure means, whatever its status or wording: the engine reads this, never the message."""
+
+
+def kind_from_status(status: int | None) -> ProviderErrorKind:
+    """The meaning of a failure known only by its HTTP status (no status: the connection failed)."""
+    if status is None:
+        return "connection"
+    if status in (401, 403):
+        return "auth"
+    if status == 429:
+        return "rate_limit"
+    if status in (408, 504):
+        return "timeout"
+    if status >= 500:
+        return "server"
+    return "bad_request"
+
+
 class ProviderError(ChainformError):
-    """The provider failed: HTTP status, auth, rate limit, timeout or a dropped connection."""
+    """The provider failed: HTTP status, auth, rate limit, timeout or a dropped connection.
+
+    `kind` says what it means (see `ProviderErrorKind`); adapters set it from their SDK's errors,
+    and when they do not it is derived from the status.
+    """
 
     def __init__(
         self,
@@ -41,8 +66,10 @@ class ProviderError(ChainformError):
         provider: str | None = None,
         request_id: str | None = None,
         retryable: bool = False,
+        kind: ProviderErrorKind | None = None,
     ) -> None:
         self.status = status
+        self.kind: ProviderErrorKind = kind or kind_from_status(status)
         self.provider = provider
         self.request_id = request_id
         self.retryable = retryable
@@ -160,8 +187,14 @@ class StreamInterruptedError(ProviderError):
         provider: str | None = None,
         request_id: str | None = None,
         retryable: bool = True,
+        kind: ProviderErrorKind | None = None,
     ) -> None:
         super().__init__(
-            message, status=status, provider=provider, request_id=request_id, retryable=retryable
+            message,
+            status=status,
+            provider=provider,
+            request_id=request_id,
+            retryable=retryable,
+            kind=kind or "connection",
         )
         self.partial_response = partial_response

@@ -317,7 +317,10 @@ def test_plain_chain_over_limit_raises_chain_error_keeping_responses():
 
 def test_auto_falls_back_to_deferred_when_provider_rejects_combination():
     rejection = cf.ProviderError(
-        "'response_format' json_schema cannot be combined with tools for this model", status=400, provider="x"
+        "'response_format' json_schema cannot be combined with tools for this model",
+        status=400,
+        provider="x",
+        kind="tools_with_schema_rejected",  # set by the adapter that saw the error
     )
     profile = cf.ModelProfile(
         name="fallback-model", supports_json_schema=True, supports_tools_with_schema=True
@@ -334,7 +337,9 @@ def test_auto_falls_back_to_deferred_when_provider_rejects_combination():
 
 
 def test_explicit_strategy_does_not_fall_back():
-    rejection = cf.ProviderError("response_format with tools unsupported", status=400)
+    rejection = cf.ProviderError(
+        "response_format with tools unsupported", status=400, kind="tools_with_schema_rejected"
+    )
     m = model_for([rejection], cf.ModelProfile(name="explicit", supports_json_schema=True))
     with pytest.raises(cf.ProviderError):
         m.chain("x", tools=[get_weather], schema=Answer, strategy="native").text()

@@ -33,7 +33,7 @@ from chainform.errors import (
     StructuredOutputGenerationError,
 )
 from chainform.output import OUTPUT_TOOL_NAME, OutputSpec, StrategyChoice, select_strategy
-from chainform.output._select import is_combination_rejection, remember_fallback
+from chainform.output._select import remember_fallback
 from chainform.output._validators import NOT_FINAL, Validator, output_tool_validator, text_validator
 from chainform.types import (
     ChatOptions,
@@ -312,7 +312,7 @@ class ChainRun:
             self.choice.requested == "auto"
             and bool(self.tools)
             and self.choice.name in ("native", "tool")
-            and is_combination_rejection(exc.status, exc.provider_message)
+            and exc.kind == "tools_with_schema_rejected"
         )
 
     async def _answering_loop(self, transcript: list[Message], out: OutputSpec) -> ChainResult:

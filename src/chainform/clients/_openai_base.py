@@ -11,6 +11,7 @@ from collections.abc import AsyncIterator, Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from chainform.clients._errors import classify
 from chainform.clients._openai_profiles import COMPAT_SERVERS
 from chainform.clients.base import BaseChatClient, Middleware
 from chainform.errors import (
@@ -235,15 +236,17 @@ class OpenAIBaseClient(BaseChatClient):
             message = body.get("message") if isinstance(body, dict) else None
             headers = exc.response.headers
             request_id = exc.request_id or headers.get("apim-request-id") or headers.get("x-ms-request-id")
+            text = self._clean(str(message or exc.message))
             return ProviderError(
-                self._clean(str(message or exc.message)),
+                text,
                 status=status,
                 provider=provider,
                 request_id=request_id,
                 retryable=status in _RETRYABLE or status >= 500,
+                kind=classify(status, text),
             )
         if isinstance(exc, openai.APITimeoutError):
-            return ProviderError("request timed out", provider=provider, retryable=True)
+            return ProviderError("request timed out", provider=provider, retryable=True, kind="timeout")
         if isinstance(exc, openai.APIConnectionError):
             cause = exc.__cause__ or exc.__context__
             detail = f": {type(cause).__name__}: {cause}" if cause else ""
@@ -287,6 +290,7 @@ class OpenAIBaseClient(BaseChatClient):
                         status=mapped.status,
                         provider=self.settings.provider,
                         request_id=mapped.request_id or getattr(stream, "request_id", None),
+                        kind=mapped.kind,
                     ) from None
                 for update in translate(event):
                     updates.append(update)

@@ -11,6 +11,7 @@ import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from chainform.clients._errors import classify
 from chainform.errors import ProviderError, StreamInterruptedError, UnsupportedOptionError
 from chainform.types import (
     ChatOptions,
@@ -138,6 +139,7 @@ class StreamGuard:
 
         message = redact(message, self.secret)  # a provider may echo the key back
         retry = retryable if retryable is not None else (status is None or status in RETRYABLE_STATUS)
+        kind = classify(status, message)
         if self.updates:
             return StreamInterruptedError(
                 message,
@@ -146,7 +148,8 @@ class StreamGuard:
                 provider=self.provider,
                 request_id=request_id,
                 retryable=retry,
+                kind=kind,
             )
         return ProviderError(
-            message, status=status, provider=self.provider, request_id=request_id, retryable=retry
+            message, status=status, provider=self.provider, request_id=request_id, retryable=retry, kind=kind
         )

@@ -65,23 +65,3 @@ def select_strategy(
     if profile.supports_tools:
         return StrategyChoice("tool", "model supports tools but not tools together with a schema")
     return StrategyChoice("deferred", "model cannot combine tools and a schema in one turn")
-
-
-def is_combination_rejection(status: int | None, message: str) -> bool:
-    """A provider's 400-type refusal of tools together with a response schema."""
-    if status not in (400, 422):
-        return False
-    text = message.lower()
-    mentions_format = any(
-        w in text
-        for w in (
-            "response_format",
-            "json_schema",
-            "response schema",
-            "structured output",
-            "response_mime_type",
-            "output_format",
-        )
-    )
-    mentions_tools = any(w in text for w in ("tool", "function"))
-    return mentions_format and mentions_tools
