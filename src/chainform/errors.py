@@ -22,6 +22,10 @@ class SchemaError(ChainformError, ValueError):
     """A schema given by the user is malformed or cannot be described/converted."""
 
 
+class JSONLimitError(ChainformError, ValueError):
+    """Model-written JSON nested too deeply or too long to parse safely (fed back like any invalid JSON)."""
+
+
 class ModelNotFoundError(ChainformError, LookupError):
     """No model is registered under the requested name or alias."""
 

@@ -9,7 +9,7 @@ from concurrent.futures import Future
 from typing import Any
 
 from chainform import _sync
-from chainform.chain._events import ChainEvent, EventLog, FinalText
+from chainform.chain._events import ChainEvent, EventLog, FinalText, PartialObjects
 from chainform.chain._records import ChainResult, ChainUsage, ModelCall
 from chainform.output import StrategyChoice
 
@@ -88,15 +88,17 @@ class ChainResponse(_ResultView):
 
     def events(self) -> Iterator[ChainEvent]:
         """Every event (text, partial, tool_call, tool_result) from the start."""
-        yield from self._events.follow()
+        partials = PartialObjects()
+        for event in self._events.follow():
+            yield from partials.feed(event)
+        yield from partials.close()
         self._finished()
 
     def partial(self) -> Iterator[Any]:
         """Partial objects while the structured answer streams (the last one is complete JSON)."""
-        for event in self._events.follow():
+        for event in self.events():
             if event.kind == "partial":
                 yield event.value
-        self._finished()
 
     def _finished(self) -> ChainResult:
         if self._result is None and self._error is None:
@@ -181,16 +183,18 @@ class AsyncChainResponse(_ResultView):
 
     async def aevents(self) -> AsyncIterator[ChainEvent]:
         self._start()
+        partials = PartialObjects()
         async for event in self._events.afollow():
-            yield event
+            for derived in partials.feed(event):
+                yield derived
+        for derived in partials.close():
+            yield derived
         await self._wait()
 
     async def apartial(self) -> AsyncIterator[Any]:
-        self._start()
-        async for event in self._events.afollow():
+        async for event in self.aevents():
             if event.kind == "partial":
                 yield event.value
-        await self._wait()
 
     async def text(self) -> str:
         return (await self._wait()).text

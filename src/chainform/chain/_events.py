@@ -8,6 +8,8 @@ from collections.abc import AsyncIterator, Iterator
 from dataclasses import dataclass
 from typing import Any, Literal
 
+from chainform.schema.partial import PartialJSON
+
 EventKind = Literal["text", "partial", "tool_call", "tool_result", "call_end"]
 
 
@@ -16,12 +18,22 @@ class ChainEvent:
     """Something that happened while a chain ran; `purpose` says which kind of model call it belongs to.
 
     `call_end` closes each model call; its `value` is True when that call produced the final answer.
+    A `text` event that builds a structured answer carries its `JsonSource` as `value`.
     """
 
     kind: EventKind
     text: str = ""
     value: Any = None
     purpose: str = "chain"
+
+
+@dataclass(frozen=True)
+class JsonSource:
+    """Which JSON a text chunk extends: the answer text (`tool_call` None) or an output-tool call's
+    arguments, whose answer sits under "result" when `unwrap`."""
+
+    tool_call: int | str | None
+    unwrap: bool = False
 
 
 class EventLog:
@@ -100,3 +112,36 @@ class FinalText:
             held, self.held = self.held, []
             return held if event.value else []
         return []
+
+
+class PartialObjects:
+    """Adds `partial` events after the text events that build a structured answer.
+
+    Readers that ask for partial objects run this over the log, so parsing happens only for them;
+    `PartialJSON` keeps it linear, and the last partial of each call is its complete JSON.
+    """
+
+    def __init__(self) -> None:
+        self.answers: dict[JsonSource, PartialJSON] = {}
+        self.purpose = "chain"
+
+    def feed(self, event: ChainEvent) -> list[ChainEvent]:
+        if event.kind == "text" and isinstance(event.value, JsonSource):
+            self.purpose = event.purpose
+            answer = self.answers.setdefault(event.value, PartialJSON())
+            return [event, *self._partial(event.value, answer.feed(event.text))]
+        if event.kind == "call_end":
+            return [*self.close(), event]
+        return [event]
+
+    def close(self) -> list[ChainEvent]:
+        """The final partial of each answer still open (at a call's end or the log's)."""
+        answers, self.answers = self.answers, {}
+        return [e for source, answer in answers.items() for e in self._partial(source, answer.finish())]
+
+    def _partial(self, source: JsonSource, value: Any) -> list[ChainEvent]:
+        if source.unwrap:
+            value = value.get("result") if isinstance(value, dict) else None
+        if value is None:
+            return []
+        return [ChainEvent("partial", value=value, purpose=self.purpose)]

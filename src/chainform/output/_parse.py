@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
-import json
 import re
 from typing import Any
 
+from chainform._json import decode_prefix, load_json
+from chainform.errors import JSONLimitError
+
 _FENCE = re.compile(r"```(?:json|JSON)?\s*\n?(.*?)```", re.DOTALL)
+_MAX_STARTS = 32  # brackets tried as the start of the JSON; each try may scan the rest of the text
 
 
 def extract_json(text: str) -> Any:
@@ -15,20 +18,22 @@ def extract_json(text: str) -> Any:
     if not stripped:
         raise ValueError("the reply was empty; expected a JSON value")
     try:
-        return json.loads(stripped)
+        return load_json(stripped)
+    except JSONLimitError:
+        raise
     except ValueError:
         pass
     for block in _FENCE.findall(stripped):
         try:
-            return json.loads(block.strip())
+            return load_json(block.strip())
         except ValueError:
             continue
-    decoder = json.JSONDecoder()
     first_error: str | None = None
-    for match in re.finditer(r"[\[{]", stripped):
+    for _, match in zip(range(_MAX_STARTS), re.finditer(r"[\[{]", stripped), strict=False):
         try:
-            value, _ = decoder.raw_decode(stripped, match.start())
-            return value
+            return decode_prefix(stripped, match.start())[0]
+        except JSONLimitError:
+            raise
         except ValueError as exc:
             first_error = first_error or str(exc)
     detail = f" ({first_error})" if first_error else ""

@@ -8,6 +8,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Any, Literal, Union
 
+from chainform._json import load_json
 from chainform.types._usage import UsageDetails
 
 _DATA_URI = re.compile(r"^data:(?P<media>[^;,]*)(?P<b64>;base64)?,(?P<data>.*)$", re.DOTALL)
@@ -91,11 +92,9 @@ class FunctionCallContent:
 
     @property
     def parse_error(self) -> str | None:
-        if self.arguments is not None:
+        if self.arguments is not None or not self.raw_arguments:
             return None
-        if not self.raw_arguments:
-            return None
-        return f"arguments are not a JSON object: {self.raw_arguments[:200]!r}"
+        return arguments_error(self.raw_arguments)
 
     def arguments_json(self) -> str:
         if self.arguments is not None:
@@ -104,14 +103,28 @@ class FunctionCallContent:
 
 
 def parse_arguments(raw: str | None) -> dict[str, Any] | None:
-    """Tool-call argument text as a dict; empty text is `{}`; anything but an object is None."""
+    """Tool-call argument text as a dict; empty text is `{}`; anything but an object is None.
+
+    The text is model output: it is parsed under chainform's depth and size limits.
+    """
     if raw is None or not raw.strip():
         return {}
     try:
-        value = json.loads(raw)
+        value = load_json(raw)
     except ValueError:
         return None
     return value if isinstance(value, dict) else None
+
+
+def arguments_error(raw: str) -> str | None:
+    """Why argument text is not a JSON object (what the model is told), or None when it is one."""
+    try:
+        value = load_json(raw) if raw.strip() else {}
+    except ValueError as exc:
+        return f"arguments are not a JSON object ({exc}): {raw[:200]!r}"
+    if isinstance(value, dict):
+        return None
+    return f"arguments are not a JSON object: {raw[:200]!r}"
 
 
 @dataclass

@@ -163,6 +163,7 @@ class _Joiner:
         self.calls_by_index: dict[int, FunctionCallContent] = {}
         self.calls_by_id: dict[str, FunctionCallContent] = {}
         self.fragments: dict[int, list[str]] = {}
+        self.text_parts: dict[int, list[str]] = {}
 
     def add(self, update: ChatResponseUpdate) -> None:
         r = self.response
@@ -201,24 +202,28 @@ class _Joiner:
         cur.author_name = cur.author_name or update.author_name
         return cur
 
-    @staticmethod
-    def _add_content(message: Message, content: Content) -> None:
+    def _add_content(self, message: Message, content: Content) -> None:
+        """Adjacent text pieces are collected and joined once (`+=` per delta would be quadratic)."""
         last = message.contents[-1] if message.contents else None
-        if isinstance(content, TextContent) and type(last) is TextContent:
-            last.text += content.text
+        pending = self.text_parts.get(id(last)) if last is not None else None
+        if pending is not None and isinstance(content, TextContent) and type(last) is TextContent:
+            pending.append(content.text)
         elif (
-            isinstance(content, TextReasoningContent)
+            pending is not None
+            and isinstance(content, TextReasoningContent)
             and isinstance(last, TextReasoningContent)
             and last.protected_data is None
         ):
-            last.text += content.text
+            pending.append(content.text)
             last.protected_data = content.protected_data
         elif isinstance(content, TextContent | TextReasoningContent):
-            message.contents.append(
-                type(content)(content.text)
+            piece = (
+                TextContent(content.text)
                 if isinstance(content, TextContent)
                 else TextReasoningContent(content.text, content.protected_data)
             )
+            message.contents.append(piece)
+            self.text_parts[id(piece)] = [content.text]
         else:
             message.contents.append(content)
 
@@ -246,7 +251,9 @@ class _Joiner:
     def finish(self) -> ChatResponse:
         for message in self.response.messages:
             for content in message.contents:
-                if isinstance(content, FunctionCallContent):
+                if isinstance(content, TextContent | TextReasoningContent):
+                    content.text = "".join(self.text_parts.get(id(content), [content.text]))
+                elif isinstance(content, FunctionCallContent):
                     parts = self.fragments.get(id(content))
                     if parts:
                         content.raw_arguments = "".join(parts)

@@ -1,0 +1,85 @@
+"""Model-written JSON, parsed under limits.
+
+Model output is untrusted: a reply nested a thousand levels deep, or many megabytes long, must end
+as a validation failure fed back to the model, never as a bare `RecursionError`. pydantic_core's
+parser (Rust, depth-limited) does the work. Python's `json` is the fallback only for what
+pydantic_core refuses although JSON allows it (a lone surrogate escape such as "\\ud800"), behind
+the same limits.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any, Literal
+
+from pydantic_core import from_json
+
+from chainform.errors import JSONLimitError
+
+MAX_DEPTH = 100
+"""Deepest nesting accepted from a model; deeper values would overflow recursive validators."""
+
+MAX_CHARS = 16 * 1024 * 1024
+"""Longest JSON text parsed from a model (characters)."""
+
+
+def load_json(text: str) -> Any:
+    """The JSON value of `text`. Raises ValueError (`JSONLimitError` for a broken limit)."""
+    return _load(text, partial=False)
+
+
+def load_json_partial(text: str) -> Any:
+    """The value a JSON prefix describes so far: open strings, arrays and objects are closed,
+    an incomplete key or literal is dropped and text after a complete value is ignored."""
+    return _load(text, partial="trailing-strings")
+
+
+def decode_prefix(text: str, start: int) -> tuple[Any, int]:
+    """The JSON value beginning at `start` and the index after it (chatter may follow)."""
+    check_size(text)
+    try:
+        value, end = json.JSONDecoder().raw_decode(text, start)
+    except RecursionError:
+        raise JSONLimitError(f"JSON nested more than {MAX_DEPTH} levels deep") from None
+    check_depth(value, text[start:end])
+    return value, end
+
+
+def check_size(text: str) -> None:
+    if len(text) > MAX_CHARS:
+        raise JSONLimitError(f"JSON text of {len(text)} characters is longer than the {MAX_CHARS} allowed")
+
+
+def _load(text: str, *, partial: bool | Literal["trailing-strings"]) -> Any:
+    check_size(text)
+    try:
+        value = from_json(text, allow_partial=partial)
+    except ValueError as exc:
+        if "recursion limit" in str(exc):
+            raise JSONLimitError(f"JSON nested more than {MAX_DEPTH} levels deep") from None
+        if partial or "escape" not in str(exc):
+            raise
+        try:  # a lone surrogate escape: valid JSON that pydantic_core rejects
+            value = json.loads(text)
+        except RecursionError:
+            raise JSONLimitError(f"JSON nested more than {MAX_DEPTH} levels deep") from None
+    check_depth(value, text)
+    return value
+
+
+def check_depth(value: Any, text: str) -> None:
+    """Raise JSONLimitError when `value` nests deeper than MAX_DEPTH (cheap when `text` cannot)."""
+    if text.count("[") + text.count("{") <= MAX_DEPTH:
+        return
+    level: list[Any] = [value] if isinstance(value, dict | list) else []
+    depth = 1
+    while level:
+        if depth > MAX_DEPTH:
+            raise JSONLimitError(f"JSON nested more than {MAX_DEPTH} levels deep")
+        level = [
+            child
+            for item in level
+            for child in (item.values() if isinstance(item, dict) else item)
+            if isinstance(child, dict | list)
+        ]
+        depth += 1
