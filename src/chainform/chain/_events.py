@@ -43,13 +43,18 @@ class EventLog:
         self.events: list[ChainEvent] = []
         self.closed = False
         self._cond = threading.Condition()
+        self._sleepers = 0
         self._waiters: list[tuple[asyncio.AbstractEventLoop, asyncio.Event]] = []
 
     def append(self, event: ChainEvent) -> None:
-        with self._cond:
-            self.events.append(event)
-            self._cond.notify_all()
-        self._wake()
+        # One event per streamed delta: no lock unless a reader sleeps. Readers announce themselves
+        # before they check for new events, so an event appended after that check sees them.
+        self.events.append(event)
+        if self._sleepers:
+            with self._cond:
+                self._cond.notify_all()
+        if self._waiters:
+            self._wake()
 
     def close(self) -> None:
         with self._cond:
@@ -67,8 +72,10 @@ class EventLog:
         index = 0
         while True:
             with self._cond:
+                self._sleepers += 1
                 while index >= len(self.events) and not self.closed:
                     self._cond.wait()
+                self._sleepers -= 1
                 if index >= len(self.events):
                     return
                 event = self.events[index]

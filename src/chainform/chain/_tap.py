@@ -21,6 +21,7 @@ class CallTap:
         self.purpose = purpose
         self.output = output if partials else None
         self.call_names: dict[int | str, str] = {}
+        self.sources: dict[int | str | None, JsonSource] = {}
 
     async def on_update(self, update: ChatResponseUpdate) -> None:
         for content in update.contents:
@@ -44,5 +45,8 @@ class CallTap:
     def _text(self, text: str, call: int | str | None) -> None:
         source = None
         if self.output is not None:
-            source = JsonSource(call, unwrap=call is not None and self.output.wraps_for_tool)
+            source = self.sources.get(call)
+            if source is None:
+                unwrap = call is not None and self.output.wraps_for_tool
+                source = self.sources[call] = JsonSource(call, unwrap)
         self.events.append(ChainEvent("text", text, value=source, purpose=self.purpose))

@@ -9,7 +9,7 @@ from typing import Any
 
 from chainform.errors import SchemaError, StructuredOutputGenerationError
 from chainform.output._parse import extract_json
-from chainform.types import FunctionSpec, ResponseFormat
+from chainform.types import FunctionSpec, ResponseFormat, arguments_error
 
 OUTPUT_TOOL_NAME = "final_result"
 
@@ -120,9 +120,8 @@ class OutputSpec:
 
     def check_tool_arguments(self, arguments: dict[str, Any] | None, raw: str, *, dialect: str) -> Any:
         if arguments is None:
-            raise StructuredOutputGenerationError(
-                f"The {OUTPUT_TOOL_NAME} arguments are not a JSON object: {raw[:200]!r}", raw_text=raw
-            )
+            reason = arguments_error(raw) or f"arguments are not a JSON object: {raw[:200]!r}"
+            raise StructuredOutputGenerationError(f"The {OUTPUT_TOOL_NAME} {reason}", raw_text=raw)
         data: Any = arguments
         if self.wraps_for_tool:
             if "result" not in arguments:

@@ -11,7 +11,7 @@ from typing import Any
 
 from chainform._json import load_json_partial
 
-_EAGER_CHARS = 8192
+_EAGER_CHARS = 2048
 """Below this length every chunk is parsed (cheap); above, parsing waits for geometric growth."""
 
 

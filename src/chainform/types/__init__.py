@@ -10,6 +10,7 @@ from chainform.types._content import (
     TextReasoningContent,
     UriContent,
     UsageContent,
+    arguments_error,
     parse_arguments,
 )
 from chainform.types._messages import ChatResponse, ChatResponseUpdate, Message, StructuredResponse
@@ -49,5 +50,6 @@ __all__ = [
     "UriContent",
     "UsageContent",
     "UsageDetails",
+    "arguments_error",
     "parse_arguments",
 ]
