@@ -105,6 +105,10 @@ class ToolDefinitionError(ToolError, TypeError):
     """A Python callable cannot be turned into a tool (missing annotation, *args, undescribable type)."""
 
 
+class SandboxUnavailableError(ToolError):
+    """The python tool was asked for isolation "strict" and this machine lacks one of its guards."""
+
+
 class ToolArgumentError(ToolError, ValueError):
     """The model's arguments do not fit the tool's signature. The message names each bad field."""
 

@@ -1,0 +1,215 @@
+"""Running one cell: the temporary directory, the allow-listed environment, the child, its output.
+
+The parent side of the sandbox. The child (``child.py``) confines itself and reports which guards
+took hold on a pipe; this side enforces the wall-clock timeout and the output cap, kills the
+child's process group, and turns the report into the level in force (`CellOutput.isolation`).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import math
+import os
+import selectors
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Literal
+
+from chainform.errors import SandboxUnavailableError
+from chainform.tools._sandbox import _seatbelt
+
+Isolation = Literal["auto", "strict", "process"]
+ISOLATION_LEVELS: tuple[Isolation, ...] = ("auto", "strict", "process")
+MAX_PROCESSES = 64
+_CHILD = str(Path(__file__).with_name("child.py"))
+
+
+@dataclass(frozen=True)
+class Guards:
+    """What confined one cell: ``isolation`` is the level in force ("strict", "partial" or "process")."""
+
+    isolation: str
+    active: tuple[str, ...] = ()
+    missing: dict[str, str] = field(default_factory=dict)
+
+    def describe(self) -> str:
+        """One line for people: the level, then what is missing and why."""
+        text = self.isolation
+        if self.missing:
+            text += " (missing: " + "; ".join(f"{k}: {v}" for k, v in self.missing.items()) + ")"
+        return text
+
+
+class CellOutput(str):
+    """What a cell printed (a plain ``str`` to every consumer) plus the guards it ran under."""
+
+    guards: Guards
+
+    @property
+    def metadata(self) -> dict[str, object]:
+        return {"isolation": self.guards.isolation, "guards": list(self.guards.active),
+                "missing": dict(self.guards.missing)}
+
+
+def _environment(work: str) -> dict[str, str]:
+    """Built from an allow-list: nothing of the caller's environment (keys, tokens) reaches the cell."""
+    env = {"PATH": os.defpath, "HOME": work, "TMPDIR": work, "LANG": "C.UTF-8", "LC_ALL": "C.UTF-8"}
+    tz = os.environ.get("TZ", "")
+    if tz and len(tz) < 64 and all(c.isalnum() or c in "/_+-:." for c in tz):
+        env["TZ"] = tz
+    return env
+
+
+def _read_report(fd: int) -> bytes:
+    """What the child reported; never blocks (a killed child may not have written everything)."""
+    os.set_blocking(fd, False)
+    chunks = []
+    try:
+        while chunk := os.read(fd, 4096):
+            chunks.append(chunk)
+    except BlockingIOError:
+        pass
+    finally:
+        os.close(fd)
+    return b"".join(chunks)
+
+
+def _parse_report(data: bytes, isolation: Isolation, seatbelt: bool) -> tuple[Guards, int | None]:
+    active: list[str] = ["seatbelt"] if seatbelt else []
+    missing: dict[str, str] = {}
+    status = None
+    for line in data.decode("utf-8", "replace").splitlines():
+        key, _, value = line.partition("=")
+        if key == "got":
+            active += [g for g in value.split(",") if g]
+        elif key == "missing":
+            name, _, why = value.partition(":")
+            missing[name] = why
+        elif key == "status" and value.lstrip("-").isdigit():
+            status = int(value)
+    if isolation != "process" and sys.platform != "linux" and not seatbelt:
+        missing["sandbox"] = f"no OS sandbox for {sys.platform} (Linux namespaces/Landlock, macOS sandbox-exec)"
+    if isolation == "process" or active == ["rlimits"]:
+        level = "process"
+    else:
+        level = "partial" if missing else "strict"
+    return Guards(level, tuple(active), missing), status
+
+
+def _exit_note(status: int) -> str:
+    """Why the cell ended, from a wait status (or a negative Popen return code)."""
+    sig = -status if status < 0 else (os.WTERMSIG(status) if os.WIFSIGNALED(status) else 0)
+    if not sig:
+        return ""
+    name = signal.Signals(sig).name
+    why = {"SIGXCPU": " (CPU time limit)", "SIGKILL": " (killed, likely the memory limit)"}.get(name, "")
+    return f"[the process was ended by {name}{why}]"
+
+
+def _gone(pid: int, wait_s: float) -> None:
+    """Wait (a little) until the child has exited, without reaping it, so its group id stays ours."""
+    deadline = time.monotonic() + wait_s
+    while time.monotonic() < deadline:
+        try:
+            if os.waitid(os.P_PID, pid, os.WEXITED | os.WNOHANG | os.WNOWAIT) is not None:
+                return
+        except ChildProcessError:
+            return
+        time.sleep(0.002)
+
+
+def run_cell(
+    code: str,
+    *,
+    timeout: float,
+    memory_mb: float,
+    max_output: int,
+    max_file_mb: int,
+    site_packages: bool,
+    isolation: Isolation,
+) -> CellOutput:
+    """Run ``code`` (already checked) under ``isolation``; return its output with the guards used.
+
+    Raises `SandboxUnavailableError` when ``isolation="strict"`` and a guard is not available here.
+    """
+    command = [sys.executable, "-I", "-u"] if site_packages else [sys.executable, "-I", "-S", "-u"]
+    seatbelt = isolation != "process" and _seatbelt.available() is not None
+    with tempfile.TemporaryDirectory(prefix="chainform-py-", ignore_cleanup_errors=True) as root:
+        root = os.path.realpath(root)  # Landlock rules name real paths
+        work = os.path.join(root, "work")
+        os.mkdir(work)
+        cell = os.path.join(root, "cell.py")
+        with open(cell, "w", encoding="utf-8") as f:
+            f.write(code)
+        if seatbelt:
+            command = _seatbelt.wrap(command, root)
+        limits = [math.ceil(timeout) + 1, int(memory_mb * 2**20), max_file_mb * 2**20, MAX_PROCESSES]
+        report_r, report_w = os.pipe()
+        try:
+            proc = subprocess.Popen(
+                [*command, _CHILD, cell, isolation, *map(str, limits), str(report_w)],
+                cwd=work,
+                env=_environment(work),
+                stdin=subprocess.DEVNULL,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.STDOUT,
+                start_new_session=True,
+                pass_fds=(report_w,),
+            )
+        finally:
+            os.close(report_w)
+        text, note = _collect(proc, timeout, max_output)
+        data = _read_report(report_r)
+    guards, cell_status = _parse_report(data, isolation, seatbelt)
+    if isolation == "strict" and guards.isolation != "strict":
+        raise SandboxUnavailableError(
+            "isolation='strict' refused to run the code: this machine lacks "
+            + "; ".join(f"{k} ({v})" for k, v in guards.missing.items())
+            + ". Use isolation='auto' to run with the guards available, or run chainform in a container."
+        )
+    if not note:
+        note = _exit_note(cell_status if cell_status is not None else proc.returncode)
+    if note:
+        text = f"{text}{'' if not text or text.endswith(chr(10)) else chr(10)}{note}"
+    out = CellOutput(text)
+    out.guards = guards
+    return out
+
+
+def _collect(proc: subprocess.Popen[bytes], timeout: float, max_output: int) -> tuple[str, str]:
+    """Read the child's output until it ends, the timeout, or the cap; then kill its group."""
+    assert proc.stdout is not None
+    fd = proc.stdout.fileno()
+    chunks: list[bytes] = []
+    size = 0
+    note = ""
+    deadline = time.monotonic() + timeout
+    with selectors.DefaultSelector() as sel:
+        sel.register(fd, selectors.EVENT_READ)
+        while True:
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                note = f"TimeoutError: the code ran longer than {timeout:g} s and was stopped"
+                break
+            if not sel.select(remaining):
+                continue
+            data = os.read(fd, 65536)
+            if not data:
+                break
+            chunks.append(data)
+            size += len(data)
+            if size > max_output:
+                note = f"[output truncated at {max_output} bytes; the code was stopped]"
+                break
+    if not note:
+        _gone(proc.pid, 1.0)
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(proc.pid, signal.SIGKILL)
+    proc.stdout.close()
+    proc.wait()
+    return b"".join(chunks)[:max_output].decode("utf-8", errors="replace"), note
