@@ -2,6 +2,9 @@
 
 The keys file (`<chainform home>/keys.json`) is written atomically and readable by its owner only
 (0600). Key values are never put into messages, reprs or logs: errors name the key, never its value.
+As a second line of defence every key value this process has loaded (and every password in a
+base URL) is remembered, and `redact`/`scrub` mask them wherever text leaves chainform: tool
+results and errors before they go to a model, provider errors, and every row of the log.
 """
 
 from __future__ import annotations
@@ -9,11 +12,68 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import re
 import tempfile
+import threading
 from pathlib import Path
+from typing import TypeVar
+from urllib.parse import unquote, urlsplit
 
 from chainform import _paths
 from chainform.errors import ChainformError, MissingKeyError
+
+MASK = "[redacted key]"
+_MIN_SECRET = 6  # shorter values would mask ordinary words; real keys are far longer
+_URL_CREDENTIALS = re.compile(r"(?<=://)[^/\s@'\"]+@")  # user:password@ or token@
+_loaded: set[str] = set()
+_lock = threading.Lock()
+T = TypeVar("T")
+
+
+def remember(*values: str | None) -> None:
+    """Add secret values to the set `redact` masks (keys are added when loaded; tests plant their own)."""
+    with _lock:
+        _loaded.update(v for v in values if v and len(v) >= _MIN_SECRET)
+
+
+def remember_url(url: str | None) -> None:
+    """Remember the password of a ``scheme://user:password@host/`` URL (a credential like a key)."""
+    if url and "@" in url:
+        with contextlib.suppress(ValueError):
+            password = urlsplit(url).password
+            if password:
+                remember(password, unquote(password))
+
+
+def redact(text: str, *secrets: str | None) -> str:
+    """`text` with every given secret, every loaded key and URL credentials replaced by a mask."""
+    with _lock:
+        candidates = sorted({*_loaded, *(s for s in secrets if s and len(s) >= 4)}, key=len, reverse=True)
+    for secret in candidates:
+        if secret in text:
+            text = text.replace(secret, MASK)
+    if "://" in text and "@" in text:
+        text = _URL_CREDENTIALS.sub(MASK + "@", text)
+    return text
+
+
+def scrub(value: T) -> T:
+    """`redact` applied to every string inside `value` (str, list, tuple, dict); the same object back
+    when nothing needed masking, so a str subclass keeps its attributes."""
+    if isinstance(value, str):
+        masked = redact(value)
+        return value if masked == value else masked  # type: ignore[return-value]
+    if isinstance(value, list | tuple):
+        items = [scrub(v) for v in value]
+        if all(a is b for a, b in zip(items, value, strict=True)):
+            return value
+        return type(value)(items) if isinstance(value, list) else tuple(items)  # type: ignore[return-value]
+    if isinstance(value, dict):
+        pairs = [(scrub(k), scrub(v)) for k, v in value.items()]
+        if all(a is k and b is v for (a, b), (k, v) in zip(pairs, value.items(), strict=True)):
+            return value
+        return dict(pairs)  # type: ignore[return-value]
+    return value
 
 
 def keys_path() -> Path:
@@ -43,6 +103,7 @@ def set_key(name: str, value: str) -> None:
     keys = _read()
     keys[name] = value
     _write(keys)
+    remember(value)
 
 
 def delete_key(name: str) -> bool:
@@ -79,12 +140,16 @@ def _write(keys: dict[str, str]) -> None:
 def get_key(name: str, *, explicit: str | None = None, env_var: str | None = None) -> str | None:
     """The key for `name`: `explicit` if given, else `$env_var` if set, else the keys file, else None."""
     if explicit:
+        remember(explicit)
         return explicit
     if env_var:
         value = os.environ.get(env_var)
         if value:
+            remember(value)
             return value
-    return _read().get(name)
+    stored = _read().get(name)
+    remember(stored)
+    return stored
 
 
 def require_key(name: str, *, explicit: str | None = None, env_var: str | None = None) -> str:
@@ -95,11 +160,3 @@ def require_key(name: str, *, explicit: str | None = None, env_var: str | None =
     ways = [f"set the {env_var} environment variable"] if env_var else []
     ways += [f"run `chainform keys set {name}`", "or pass key=... to get_model()"]
     raise MissingKeyError(f"No API key for {name!r}: " + ", ".join(ways) + ".")
-
-
-def redact(text: str, *secrets: str | None) -> str:
-    """`text` with every given secret replaced by a fixed mask (for provider messages we re-raise)."""
-    for secret in secrets:
-        if secret and len(secret) >= 4:
-            text = text.replace(secret, "[redacted key]")
-    return text

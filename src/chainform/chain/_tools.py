@@ -10,6 +10,7 @@ from collections.abc import Awaitable, Callable, Iterable, Sequence
 from typing import Any, Union
 
 from chainform.errors import ToolDefinitionError, UnknownToolError
+from chainform.keys import scrub
 from chainform.types import FunctionCallContent, FunctionResultContent
 
 BeforeCall = Callable[[Any, FunctionCallContent], Union[Any, Awaitable[Any]]]
@@ -102,6 +103,8 @@ async def run_call(
         result = FunctionResultContent(call.call_id, error=f"Cancelled: {exc}", name=call.name)
     except Exception as exc:  # a tool's own failure goes back to the model, the chain goes on
         result = FunctionResultContent(call.call_id, error=_error_text(exc), name=call.name)
+    # Defence in depth: a key that reached a tool's output never reaches the model or the log.
+    result = FunctionResultContent(call.call_id, scrub(result.result), scrub(result.error), call.name)
     duration = (time.perf_counter() - started) * 1000
     if after_call is not None:
         await _maybe_await(after_call(tool, call, result))

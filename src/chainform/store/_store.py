@@ -20,6 +20,7 @@ from hashlib import sha256
 from pathlib import Path
 from typing import Any, TypeVar
 
+from chainform.keys import scrub
 from chainform.store._migrations import MIGRATIONS, ensure_fts, migrate, user_version
 from chainform.store._records import (
     CallRecord,
@@ -185,7 +186,8 @@ class Store:
         return sid
 
     def log_call(self, record: CallRecord) -> str:
-        """Write one model call with its tool calls/results and format context in one transaction."""
+        """Write one model call with its tool calls/results and format context in one transaction.
+        Every loaded key value is masked in what is written (`chainform.keys.scrub`)."""
 
         def write(db: sqlite3.Connection) -> str:
             self._upsert_conversation(db, record.conversation_id, record.model, None)
@@ -196,7 +198,7 @@ class Store:
                    prompt, system, messages, options, schema_id, text, parsed, input_tokens,
                    output_tokens, total_tokens, additional_counts, duration_ms, created_at, error)
                    VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)""",
-                (
+                scrub((
                     record.response_id,
                     record.conversation_id,
                     record.chain_id,
@@ -218,20 +220,20 @@ class Store:
                     record.duration_ms,
                     record.created_at,
                     record.error,
-                ),
+                )),
             )
             db.executemany(
                 "INSERT INTO tool_calls (response_id, call_id, name, arguments) VALUES (?, ?, ?, ?)",
-                [(record.response_id, c.call_id, c.name, dumps(c.arguments)) for c in record.tool_calls],
+                scrub([(record.response_id, c.call_id, c.name, dumps(c.arguments)) for c in record.tool_calls]),
             )
             db.executemany(
                 "INSERT INTO tool_results (response_id, call_id, name, output, error) VALUES (?, ?, ?, ?, ?)",
-                [(record.response_id, r.call_id, r.name, r.output, r.error) for r in record.tool_results],
+                scrub([(record.response_id, r.call_id, r.name, r.output, r.error) for r in record.tool_results]),
             )
             if record.format_context is not None:
                 db.execute(
                     "INSERT INTO format_contexts (response_id, policy, context) VALUES (?, ?, ?)",
-                    (record.response_id, record.format_context_policy, record.format_context),
+                    scrub((record.response_id, record.format_context_policy, record.format_context)),
                 )
             return record.response_id
 

@@ -56,7 +56,8 @@ def _check_code(code: Any) -> str:
         code.encode("utf-8")
     except UnicodeEncodeError as exc:
         raise ToolArgumentError(
-            "python", [f"code: not encodable as UTF-8 (lone surrogate {code[exc.start]!r} at index {exc.start})"]
+            "python",
+            [f"code: not encodable as UTF-8 (lone surrogate {code[exc.start]!r} at index {exc.start})"],
         ) from None
     return code
 
@@ -74,8 +75,13 @@ def run_python(
     """Run ``code`` in a fresh confined interpreter; return the last expression's repr and/or what it
     printed, or the traceback. Always returns within about ``timeout`` seconds. Bad code (not text,
     NUL, unencodable, too long) raises `ToolArgumentError`; bad limits raise ``ValueError``."""
-    check_limits(timeout=timeout, memory_mb=memory_mb, max_output=max_output, isolation=isolation,
-                 site_packages=site_packages)
+    check_limits(
+        timeout=timeout,
+        memory_mb=memory_mb,
+        max_output=max_output,
+        isolation=isolation,
+        site_packages=site_packages,
+    )
     return run_cell(
         _check_code(code),
         timeout=timeout,
@@ -108,8 +114,13 @@ class PythonTool(Tool):
         site_packages: bool = False,
         isolation: Isolation = "auto",
     ) -> None:
-        check_limits(timeout=timeout, memory_mb=memory_mb, max_output=max_output, isolation=isolation,
-                     site_packages=site_packages)
+        check_limits(
+            timeout=timeout,
+            memory_mb=memory_mb,
+            max_output=max_output,
+            isolation=isolation,
+            site_packages=site_packages,
+        )
         self.timeout = timeout
         self.memory_mb = memory_mb
         self.max_output = max_output

@@ -52,8 +52,11 @@ class CellOutput(str):
 
     @property
     def metadata(self) -> dict[str, object]:
-        return {"isolation": self.guards.isolation, "guards": list(self.guards.active),
-                "missing": dict(self.guards.missing)}
+        return {
+            "isolation": self.guards.isolation,
+            "guards": list(self.guards.active),
+            "missing": dict(self.guards.missing),
+        }
 
 
 def _environment(work: str) -> dict[str, str]:
@@ -93,7 +96,9 @@ def _parse_report(data: bytes, isolation: Isolation, seatbelt: bool) -> tuple[Gu
         elif key == "status" and value.lstrip("-").isdigit():
             status = int(value)
     if isolation != "process" and sys.platform != "linux" and not seatbelt:
-        missing["sandbox"] = f"no OS sandbox for {sys.platform} (Linux namespaces/Landlock, macOS sandbox-exec)"
+        missing["sandbox"] = (
+            f"no OS sandbox for {sys.platform} (Linux namespaces/Landlock, macOS sandbox-exec)"
+        )
     if isolation == "process" or active == ["rlimits"]:
         level = "process"
     else:

@@ -7,6 +7,7 @@ cell's code is read; which ones took hold is written to STATUS_FD as ``got=``/``
 and with isolation "strict" the cell does not run at all when one is missing.
 """
 
+import contextlib
 import os
 import sys
 
@@ -29,19 +30,23 @@ def _read_only_paths() -> list[str]:
 def _rlimits(cpu: int, memory: int, fsize: int, nproc: int) -> None:
     import resource
 
-    limits = [(resource.RLIMIT_CPU, cpu, cpu + 1), (resource.RLIMIT_AS, memory, memory),
-              (resource.RLIMIT_FSIZE, fsize, fsize), (resource.RLIMIT_CORE, 0, 0),
-              (resource.RLIMIT_NOFILE, 256, 256)]
+    limits = [
+        (resource.RLIMIT_CPU, cpu, cpu + 1),
+        (resource.RLIMIT_AS, memory, memory),
+        (resource.RLIMIT_FSIZE, fsize, fsize),
+        (resource.RLIMIT_CORE, 0, 0),
+        (resource.RLIMIT_NOFILE, 256, 256),
+    ]
     if nproc:
         limits.append((resource.RLIMIT_NPROC, nproc, nproc))
     for kind, soft, hard in limits:
-        try:
+        with contextlib.suppress(ValueError, OSError):  # a hard limit already lower stays
             resource.setrlimit(kind, (soft, hard))
-        except (ValueError, OSError):
-            pass
 
 
-def _confine_linux(root: str, limits: tuple[int, int, int, int], status_fd: int) -> tuple[list[str], dict[str, str]]:
+def _confine_linux(
+    root: str, limits: tuple[int, int, int, int], status_fd: int
+) -> tuple[list[str], dict[str, str]]:
     """Every guard the kernel offers; returns in the process that runs the cell."""
     here = os.path.dirname(os.path.abspath(__file__))
     sys.path.insert(0, here)
@@ -106,9 +111,11 @@ def _run_cell(path: str) -> None:
     ns = {"__name__": "__main__", "__builtins__": __builtins__}
     try:
         tree = ast.parse(src, "<cell>")
-        last = tree.body.pop() if tree.body and isinstance(tree.body[-1], ast.Expr) else None
+        last = tree.body[-1] if tree.body else None
+        if isinstance(last, ast.Expr):
+            tree.body.pop()
         exec(compile(tree, "<cell>", "exec"), ns)
-        if last is not None:
+        if isinstance(last, ast.Expr):
             value = eval(compile(ast.Expression(last.value), "<cell>", "eval"), ns)
             if value is not None:
                 print(repr(value))
@@ -129,8 +136,9 @@ def main() -> None:
     limits = (int(sys.argv[3]), int(sys.argv[4]), int(sys.argv[5]), int(sys.argv[6]))
     status_fd = int(sys.argv[7])
     root = os.path.dirname(cell)
+    got: list[str] = ["rlimits"]
+    missing: dict[str, str] = {}
     if isolation == "process" or sys.platform != "linux":
-        got, missing = ["rlimits"], {}
         _rlimits(*limits[:3], 0)
     else:
         got, missing = _confine_linux(root, limits, status_fd)

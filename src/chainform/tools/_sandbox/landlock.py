@@ -107,7 +107,12 @@ def _allow(ruleset: int, path: str, rights: int) -> None:
         if not os.path.isdir(path):
             rights &= FILE_RIGHTS
         rule = _PathBeneath(rights, fd)
-        _call(SYS_ADD_RULE, ctypes.c_int(ruleset), ctypes.c_int(_RULE_PATH_BENEATH), ctypes.byref(rule),
-              ctypes.c_uint32(0))
+        _call(
+            SYS_ADD_RULE,
+            ctypes.c_int(ruleset),
+            ctypes.c_int(_RULE_PATH_BENEATH),
+            ctypes.byref(rule),
+            ctypes.c_uint32(0),
+        )
     finally:
         os.close(fd)
