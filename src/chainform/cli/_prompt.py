@@ -192,6 +192,14 @@ def _summary(response: ChainResponse, has_schema: bool) -> dict[str, Any]:
     "-T", "--tool", "tool_names", multiple=True, help="Tool by name (see `chainform tools`); repeatable."
 )
 @click.option(
+    "--python-isolation",
+    type=click.Choice(["auto", "strict", "process"]),
+    default="auto",
+    show_default=True,
+    help="How the python tool confines code: every OS guard available, all of them or refuse, "
+    "or a plain process (see `chainform tools`).",
+)
+@click.option(
     "--functions", multiple=True, help="Python file or code whose public functions become tools; repeatable."
 )
 @click.option(
@@ -257,6 +265,7 @@ def prompt_command(
     schema: str | None,
     schema_multi: str | None,
     tool_names: tuple[str, ...],
+    python_isolation: str,
     functions: tuple[str, ...],
     chain_limit: int,
     strategy: str,
@@ -286,7 +295,8 @@ def prompt_command(
         raise click.UsageError("give -c/--continue or --cid, not both")
     text = read_prompt(prompt, stdin_reserved=tools_approve)
     options = parse_options(option_pairs)
-    tools = resolve_tools(tool_names) + [t for code in functions for t in load_functions(code)]
+    tools = resolve_tools(tool_names, python_isolation=python_isolation)
+    tools += [t for code in functions for t in load_functions(code)]
     store = None
     if schema or schema_multi or continue_ or cid:
         from chainform.store import Store

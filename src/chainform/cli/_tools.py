@@ -68,8 +68,9 @@ def all_sources() -> list[ToolSource]:
     return builtins + plugin_sources()
 
 
-def resolve_tools(names: tuple[str, ...]) -> list[Tool]:
-    """The tools named by `-T` options: a source name, or the name of one tool a plugin provides."""
+def resolve_tools(names: tuple[str, ...], *, python_isolation: str = "auto") -> list[Tool]:
+    """The tools named by `-T` options: a source name, or the name of one tool a plugin provides.
+    A python tool among them runs under `python_isolation`."""
     if not names:
         return []
     sources = all_sources()
@@ -87,7 +88,21 @@ def resolve_tools(names: tuple[str, ...]) -> list[Tool]:
         if source.error:
             raise click.BadParameter(f"tool {name!r} ({source.origin}) failed to load: {source.error}")
         chosen += [t for t in source.tools if all(t is not c for c in chosen)]
-    return chosen
+    from chainform.tools import PythonTool
+
+    return [
+        t.with_limits(isolation=python_isolation)
+        if isinstance(t, PythonTool) and t.isolation != python_isolation
+        else t
+        for t in chosen
+    ]
+
+
+def _isolation(tool: Tool) -> str | None:
+    """For the python tool, the isolation level this machine gives it (runs an empty cell)."""
+    from chainform.tools import PythonTool
+
+    return tool.isolation_in_force() if isinstance(tool, PythonTool) else None
 
 
 def load_functions(value: str) -> list[Tool]:
@@ -146,6 +161,7 @@ def tools_command(as_json: bool) -> None:
                     "error": s.error,
                     "tools": [
                         {"name": t.name, "description": t.description, "parameters": t.parameters}
+                        | ({"isolation": level} if (level := _isolation(t)) else {})
                         for t in s.tools
                     ],
                 }
@@ -163,5 +179,9 @@ def tools_command(as_json: bool) -> None:
         if source.error:
             table.add_row(source.name, source.origin, Text(f"failed to load: {source.error}", style="red"))
         for tool in source.tools:
-            table.add_row(tool.name, source.origin, Text(shorten(tool.description, 100)))
+            description = Text(shorten(tool.description, 100))
+            level = _isolation(tool)
+            if level:
+                description.append(f"\nisolation: {level}", style="bold" if level == "strict" else "yellow")
+            table.add_row(tool.name, source.origin, description)
     console().print(table)

@@ -96,7 +96,7 @@ def run_python(
 _DESCRIPTION = (
     "Run Python 3 code in a fresh, isolated interpreter and return the value of the last expression "
     "(like a notebook cell) or else what the code printed; an error comes back as its traceback. "
-    "Nothing is kept between calls. Standard library only, no network. "
+    "Nothing is kept between calls. Standard library only{network}. "
     "Limits: {timeout:g} s, {memory:g} MB of memory."
 )
 
@@ -133,7 +133,9 @@ class PythonTool(Tool):
         super().__init__(
             build_spec(python),
             name="python",
-            description=_DESCRIPTION.format(timeout=timeout, memory=memory_mb),
+            description=_DESCRIPTION.format(
+                timeout=timeout, memory=memory_mb, network="" if isolation == "process" else ", no network"
+            ),
         )
 
     def with_limits(self, **limits: Any) -> PythonTool:

@@ -73,10 +73,10 @@ def _confine_linux(
     # RLIMIT_NPROC counts per user: only inside a user namespace does it count the sandbox alone.
     _rlimits(cpu, memory, fsize, nproc if "user-ns" in got else 0)
     got.append("rlimits")
-    if "user-ns" in got:
-        got.append("process-limit")
-    else:
+    if "user-ns" not in got:
         missing["process-limit"] = "needs a user namespace"
+    elif "process-limit" not in missing:
+        got.append("process-limit")
     if "user-ns" in got:
         try:
             linux.drop_capabilities()

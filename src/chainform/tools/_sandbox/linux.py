@@ -70,7 +70,10 @@ def enter_namespaces(got: list[str], missing: dict[str, str]) -> None:
     if os.getuid() == 0:
         # The kernel never applies RLIMIT_NPROC to a real uid 0; a real uid of "nobody" (unmapped
         # inside, so it has no rights there) makes the process limit bind. Files stay reachable as euid 0.
-        os.setresuid(NOBODY, 0, 0)
+        try:
+            os.setresuid(NOBODY, 0, 0)
+        except OSError as exc:
+            missing["process-limit"] = f"uid 0 is exempt from RLIMIT_NPROC and could not change ({exc.strerror})"
     try:
         _check(_libc.unshare(CLONE_NEWUSER))
         _write("/proc/self/setgroups", "deny")

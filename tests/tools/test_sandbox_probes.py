@@ -1,0 +1,195 @@
+"""Attacks a model could write into a python cell. Each probe must fail under isolation "strict" and
+succeed under "process" (today's plain process), which proves the probe itself works."""
+
+from __future__ import annotations
+
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from chainform.tools import python
+
+pytestmark = pytest.mark.skipif(sys.platform != "linux", reason="the probes target the Linux guards")
+
+LEVELS = ["strict", "process"]
+MARKER = "cf-planted-"
+
+
+@pytest.fixture(scope="module", autouse=True)
+def kernel_has_every_guard() -> None:
+    """Skip the suite (saying which guard) where the kernel lacks one; CI runs on a kernel with all."""
+    guards = python("", isolation="auto").guards
+    if guards.isolation != "strict":
+        pytest.skip(f"this kernel lacks sandbox guards: {guards.missing}")
+
+
+def _leaked(out: str, secret: str) -> bool:
+    """The cells print what they found reversed, so no redaction could hide a leak from the test."""
+    return secret[::-1] in out
+
+
+def _read_file_code(path: Path) -> str:
+    return f"open({str(path)!r}).read()[::-1]"
+
+
+@pytest.mark.parametrize("level", LEVELS)
+def test_key_in_the_parents_environment_and_command_line(level: str) -> None:
+    """The CLI's own process holds a key in its environment and (`--key`) in its argv."""
+    env_key, arg_key = MARKER + "env-7c1e9a", MARKER + "arg-52bd04"
+    hunt = (
+        "import glob, os\n"
+        "found = [v for v in os.environ.values() if v.startswith('cf-planted')]\n"
+        "for p in glob.glob('/proc/[0-9]*/environ') + glob.glob('/proc/[0-9]*/cmdline'):\n"
+        "    try:\n"
+        "        data = open(p, 'rb').read().replace(b'=', b'\\0').split(b'\\0')\n"
+        "    except OSError:\n"
+        "        continue\n"
+        "    found += [w.decode() for w in data if w.startswith(b'cf-planted-')]\n"
+        "print(sorted({f[::-1] for f in found}))\n"
+    )
+    runner = "import sys; from chainform.tools import python; print(python(sys.argv[1], isolation=sys.argv[2]))"
+    done = subprocess.run(
+        [sys.executable, "-c", runner, hunt, level, "--key", arg_key],
+        env={**os.environ, "OPENAI_API_KEY": env_key},
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert done.returncode == 0, done.stderr
+    expected = level == "process"
+    assert _leaked(done.stdout, env_key) is expected, done.stdout
+    assert _leaked(done.stdout, arg_key) is expected, done.stdout
+
+
+@pytest.mark.parametrize("level", LEVELS)
+def test_keys_file(level: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from chainform import keys
+
+    monkeypatch.setenv("CHAINFORM_HOME", str(tmp_path / "chainform"))
+    (tmp_path / "chainform").mkdir()
+    secret = MARKER + "keysfile-e41f"
+    keys.set_key("openai", secret)
+    out = python(_read_file_code(keys.keys_path()), isolation=level)
+    assert _leaked(out, secret) is (level == "process"), out
+
+
+@pytest.mark.parametrize("level", LEVELS)
+def test_ssh_key_in_the_home(level: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    home = tmp_path / "home"
+    (home / ".ssh").mkdir(parents=True)
+    planted = home / ".ssh" / "id_ed25519"
+    planted.write_text(secret := MARKER + "ssh-90aa")
+    monkeypatch.setenv("HOME", str(home))
+    out = python(_read_file_code(planted), isolation=level)
+    assert _leaked(out, secret) is (level == "process"), out
+
+
+@pytest.mark.parametrize("level", LEVELS)
+def test_write_outside_the_temporary_directory(level: str, tmp_path: Path) -> None:
+    target = tmp_path / "written-by-the-cell.txt"
+    out = python(f"open({str(target)!r}, 'w').write('x')", isolation=level)
+    assert target.exists() is (level == "process"), out
+    if level == "strict":
+        assert "PermissionError" in out
+
+
+def _alive(marker: str) -> list[int]:
+    pids = []
+    for entry in Path("/proc").iterdir():
+        try:
+            if entry.name.isdigit() and marker.encode() in (entry / "cmdline").read_bytes():
+                pids.append(int(entry.name))
+        except OSError:
+            continue
+    return pids
+
+
+@pytest.fixture
+def marker() -> Iterator[str]:
+    """A unique word for a probe's escaped processes; any still alive afterwards are killed."""
+    word = f"{MARKER}escapee-{os.getpid()}-{time.monotonic_ns()}"
+    yield word
+    for pid in _alive(word):
+        os.kill(pid, signal.SIGKILL)
+
+
+@pytest.mark.parametrize("level", LEVELS)
+def test_setsid_grandchild_outliving_the_cell(level: str, marker: str) -> None:
+    code = (
+        "import subprocess, sys\n"
+        f"subprocess.Popen([sys.executable, '-c', 'import time; time.sleep(60)', {marker!r}],\n"
+        "                 start_new_session=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)\n"
+        "'started'"
+    )
+    out = python(code, isolation=level)
+    assert out == "'started'\n", out
+    if level == "process":
+        assert _alive(marker), "the escaped grandchild runs on (the probe works)"
+        return
+    deadline = time.monotonic() + 5
+    while _alive(marker) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert not _alive(marker), "the grandchild died with the cell"
+
+
+@pytest.mark.parametrize("level", LEVELS)
+def test_fork_loop_past_64_processes(level: str) -> None:
+    code = (
+        "import os, time\n"
+        "started = 0\n"
+        "try:\n"
+        "    for _ in range(100):\n"
+        "        if os.fork() == 0:\n"
+        "            time.sleep(2)\n"
+        "            os._exit(0)\n"
+        "        started += 1\n"
+        "except OSError as exc:\n"
+        "    print(type(exc).__name__)\n"
+        "started"
+    )
+    out = python(code, isolation=level, timeout=10)
+    started = int(out.split()[-1])
+    if level == "process":
+        assert started == 100, out
+    else:
+        assert started < 64 and "BlockingIOError" in out, out
+
+
+@pytest.fixture
+def listener() -> Iterator[socket.socket]:
+    server = socket.socket()
+    server.bind(("127.0.0.1", 0))
+    server.listen()
+    yield server
+    server.close()
+
+
+@pytest.mark.parametrize("level", LEVELS)
+def test_tcp_connect_to_a_loopback_listener(level: str, listener: socket.socket) -> None:
+    port = listener.getsockname()[1]
+    code = f"import socket\nsocket.create_connection(('127.0.0.1', {port}), timeout=2).close()\n'connected'"
+    out = python(code, isolation=level)
+    assert (out == "'connected'\n") is (level == "process"), out
+
+
+@pytest.mark.parametrize("level", LEVELS)
+def test_signal_to_the_callers_process(level: str) -> None:
+    hits: list[int] = []
+    previous = signal.signal(signal.SIGUSR1, lambda sig, frame: hits.append(sig))
+    try:
+        out = python(f"import os, signal\nos.kill({os.getpid()}, signal.SIGUSR1)\n'sent'", isolation=level)
+        deadline = time.monotonic() + (2 if level == "process" else 0.2)
+        while not hits and time.monotonic() < deadline:
+            time.sleep(0.01)
+    finally:
+        signal.signal(signal.SIGUSR1, previous)
+    assert bool(hits) is (level == "process"), out
+    if level == "strict":
+        assert "ProcessLookupError" in out
