@@ -49,11 +49,11 @@ def redact(text: str, *secrets: str | None) -> str:
     """`text` with every given secret, every loaded key and URL credentials replaced by a mask."""
     with _lock:
         candidates = sorted({*_loaded, *(s for s in secrets if s and len(s) >= 4)}, key=len, reverse=True)
+    if "://" in text and "@" in text:
+        text = _URL_CREDENTIALS.sub(MASK + "@", text)
     for secret in candidates:
         if secret in text:
             text = text.replace(secret, MASK)
-    if "://" in text and "@" in text:
-        text = _URL_CREDENTIALS.sub(MASK + "@", text)
     return text
 
 

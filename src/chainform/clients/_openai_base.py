@@ -21,7 +21,7 @@ from chainform.errors import (
     StreamInterruptedError,
     UnsupportedOptionError,
 )
-from chainform.keys import get_key, redact, require_key
+from chainform.keys import get_key, redact, remember_url, require_key
 from chainform.types import (
     ChatOptions,
     ChatResponse,
@@ -96,6 +96,7 @@ def make_settings(
     }
     if provider == "azure":
         endpoint = base_url or os.environ.get("AZURE_OPENAI_ENDPOINT")
+        remember_url(endpoint)
         if not endpoint:
             raise ValueError(
                 "Azure OpenAI needs an endpoint: pass base_url='https://<resource>.openai.azure.com' "
@@ -112,6 +113,7 @@ def make_settings(
     server = COMPAT_SERVERS.get(provider)
     if server is not None:
         url = base_url or os.environ.get(server.base_url_env) or server.base_url
+        remember_url(url)
         if server.key_required:
             key = require_key(provider, explicit=key, env_var=server.key_env)
         else:

@@ -234,6 +234,9 @@ def get_client(
     `key` and `base_url` override the provider's defaults; other keyword arguments go to the
     provider's factory (max_retries, timeout, api_version, ...).
     """
+    from chainform.keys import remember_url
+
+    remember_url(base_url)  # a password in the URL is masked like a key in errors and the log
     provider, model = resolve_name(name)
     entry = _PROVIDERS[provider]
     factory: Callable[..., ChatClient] = _load(entry.factory)

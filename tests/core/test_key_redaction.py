@@ -1,0 +1,97 @@
+"""Defence in depth: a loaded key that reaches a tool result, a tool error, a provider error or the
+log is masked before it is sent to a model or written; so is a password in a base URL."""
+
+from __future__ import annotations
+
+import sqlite3
+from pathlib import Path
+
+import pytest
+
+import chainform as cf
+from chainform import keys
+from chainform.testing import ScriptedClient, tool_call
+from chainform.types import ModelProfile
+
+PLANTED = "cf-planted-key-5f0c1d2e"
+
+
+@pytest.fixture(autouse=True)
+def home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    monkeypatch.setenv("CHAINFORM_HOME", str(tmp_path / "home"))
+    return tmp_path / "home"
+
+
+def _log_text(home: Path) -> str:
+    """Every value of every table of the log, as one string."""
+    db = sqlite3.connect(home / "logs.db")
+    try:
+        tables = [r[0] for r in db.execute("SELECT name FROM sqlite_master WHERE type = 'table'")]
+        return "\n".join(repr(row) for t in tables for row in db.execute(f'SELECT * FROM "{t}"'))
+    finally:
+        db.close()
+
+
+def test_redact_masks_loaded_keys_and_url_credentials(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("CF_TEST_PROVIDER_KEY", PLANTED)
+    assert keys.get_key("cf-test", env_var="CF_TEST_PROVIDER_KEY") == PLANTED  # loading remembers it
+    assert keys.redact(f"echo {PLANTED}!") == f"echo {keys.MASK}!"
+    url = "http://alice:hunter2-pass@proxy.example:8080/v1"
+    assert keys.redact(f"401 for {url}") == f"401 for http://{keys.MASK}@proxy.example:8080/v1"
+    keys.remember_url("https://bob:s3cr%40t-value@host/v1")
+    assert keys.redact("password was s3cr@t-value") == f"password was {keys.MASK}"
+    assert keys.redact("short words like key stay") == "short words like key stay"
+    nested = {"a": [PLANTED, ("x", PLANTED)], PLANTED: 1, "n": 3}
+    assert keys.scrub(nested) == {"a": [keys.MASK, ("x", keys.MASK)], keys.MASK: 1, "n": 3}
+    clean = {"a": ["x"]}
+    assert keys.scrub(clean) is clean
+
+
+def test_key_in_tool_results_and_errors_never_reaches_the_model_or_log(
+    home: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    keys.remember(PLANTED)
+
+    def leak() -> str:
+        """Returns a secret."""
+        return f"the key is {PLANTED}"
+
+    def fail() -> str:
+        """Raises with a secret in the message."""
+        raise RuntimeError(f"auth failed with {PLANTED}")
+
+    client = ScriptedClient(
+        [[tool_call("leak"), tool_call("fail")], "done"],
+        ModelProfile(supports_tools=True),
+    )
+    chain = cf.Model(client).chain("go", tools=[leak, fail])
+    assert chain.text() == "done"
+    sent = repr(client.requests[-1][0])
+    assert PLANTED not in sent and keys.MASK in sent
+    assert "RuntimeError: auth failed with [redacted key]" in sent
+    logged = _log_text(home)
+    assert PLANTED not in logged and keys.MASK in logged
+
+
+def test_python_tool_output_is_masked_on_its_way_to_the_model(home: Path) -> None:
+    keys.remember(PLANTED)
+    code = "k = 'cf-planted-' + 'key-5f0c1d2e'\nprint(k)"
+    client = ScriptedClient([tool_call("python", code=code), "ok"], ModelProfile(supports_tools=True))
+    chain = cf.Model(client).chain("go", tools=[cf.tools.python])
+    assert chain.text() == "ok"
+    sent = repr(client.requests[-1][0])
+    assert PLANTED not in sent and keys.MASK in sent
+    assert PLANTED not in _log_text(home)
+
+
+def test_provider_error_with_base_url_credentials_is_masked(home: Path) -> None:
+    from chainform.testing.emulator import Emulator, Fault
+
+    echoed = "invalid password url-pass-77f3 for http://alice:url-pass-77f3@proxy/v1"
+    with Emulator([Fault(401, message=echoed)]) as emu:
+        url = emu.base_url.replace("http://", "http://alice:url-pass-77f3@") + "/v1"
+        model = cf.get_model("openai/gpt-4.1-mini", base_url=url, key="sk-cf-planted-3a9b")
+        with pytest.raises(cf.ProviderError) as info:
+            model.prompt("hi").text()
+    assert "invalid password [redacted key] for http://[redacted key]@proxy/v1" in str(info.value)
+    assert "url-pass-77f3" not in _log_text(home)
