@@ -48,13 +48,13 @@ def test_environment_is_allow_listed(monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 _NO_USERNS = (
-    "echo 0 > /proc/sys/user/max_user_namespaces && exec \"$0\" -c "
+    'echo 0 > /proc/sys/user/max_user_namespaces && exec "$0" -c '
     "'import sys; from chainform.tools import python\n"
     "try:\n"
-    "    out = python(\"2 ** 20\", isolation=sys.argv[1])\n"
+    '    out = python("2 ** 20", isolation=sys.argv[1])\n'
     "    print(repr(str(out)), out.metadata)\n"
     "except Exception as exc:\n"
-    "    print(type(exc).__name__, exc)' \"$1\""
+    '    print(type(exc).__name__, exc)\' "$1"'
 )
 
 

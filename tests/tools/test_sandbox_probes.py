@@ -54,7 +54,9 @@ def test_key_in_the_parents_environment_and_command_line(level: str) -> None:
         "    found += [w.decode() for w in data if w.startswith(b'cf-planted-')]\n"
         "print(sorted({f[::-1] for f in found}))\n"
     )
-    runner = "import sys; from chainform.tools import python; print(python(sys.argv[1], isolation=sys.argv[2]))"
+    runner = (
+        "import sys; from chainform.tools import python; print(python(sys.argv[1], isolation=sys.argv[2]))"
+    )
     done = subprocess.run(
         [sys.executable, "-c", runner, hunt, level, "--key", arg_key],
         env={**os.environ, "OPENAI_API_KEY": env_key},

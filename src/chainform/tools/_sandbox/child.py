@@ -14,9 +14,28 @@ import sys
 sys.stdout.reconfigure(encoding="utf-8", errors="backslashreplace")  # type: ignore[union-attr]
 
 
+_ETC = (
+    "ld.so.cache",
+    "ld.so.conf",
+    "ld.so.conf.d",
+    "localtime",
+    "timezone",
+    "passwd",
+    "group",
+    "nsswitch.conf",
+    "mime.types",
+    "os-release",
+    "hosts",
+    "ssl/certs",
+    "ca-certificates",
+)
+
+
 def _read_only_paths() -> list[str]:
     """The interpreter, its standard library (and site-packages when enabled), system libraries."""
-    paths = {"/usr", "/lib", "/lib32", "/lib64", "/bin", "/sbin", "/etc", "/dev/urandom", "/dev/random"}
+    paths = {"/usr", "/lib", "/lib32", "/lib64", "/bin", "/sbin", "/dev/urandom", "/dev/random"}
+    # Not all of /etc: as root, files such as /etc/shadow or SSH host keys are readable by their owner.
+    paths.update("/etc/" + name for name in _ETC)
     for p in (sys.prefix, sys.base_prefix, sys.exec_prefix, sys.base_exec_prefix, *sys.path):
         if p and os.path.isdir(p):
             paths.add(p)

@@ -1,0 +1,128 @@
+"""Per-call cost of the python tool's sandbox: isolation "process" vs "auto"/"strict", side by side.
+
+Every row runs the same cell (``2 ** 20``) as a fresh process, interleaved round by round after
+one untimed warm-up, wall clock, median. Peers for scale: the bare interpreter (``python -I -S -c``,
+the floor any fresh-interpreter tool pays) and util-linux ``unshare`` wrapping it (namespaces by
+shelling out, without Landlock), where that binary exists.
+
+    .venv/bin/python bench/bench_sandbox.py [--repeats 30 --readme --out FILE]
+
+``--readme`` also times the README's first command (embedded model, one python call) once with
+``--python-isolation process`` and once with ``auto`` (model time dominates; informational).
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import shutil
+import subprocess
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).parent))
+from _common import emit, median, versions
+
+CELL = "2 ** 20"
+
+
+def _tool(level: str) -> Callable[[], None]:
+    from chainform.tools import python
+
+    def run() -> None:
+        out = python(CELL, isolation=level)
+        assert out == "1048576\n", out
+
+    return run
+
+
+def _process(argv: list[str]) -> Callable[[], None]:
+    def run() -> None:
+        subprocess.run(argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, check=True)
+
+    return run
+
+
+def rows() -> dict[str, Callable[[], None]]:
+    bare = [sys.executable, "-I", "-S", "-c", f"print({CELL})"]
+    out: dict[str, Callable[[], None]] = {"python -I -S (floor)": _process(bare)}
+    unshare = shutil.which("unshare")
+    if unshare and sys.platform == "linux":
+        out["unshare -Urnpf + python (peer)"] = _process([unshare, "-Urnpf", "--mount-proc", *bare])
+    for level in ("process", "auto", "strict"):
+        out[f"chainform python, isolation={level}"] = _tool(level)
+    return out
+
+
+def _readme(level: str) -> float:
+    argv = [
+        str(Path(sys.executable).parent / "chainform"),
+        "-m",
+        "local",
+        "Use python to compute 2 ** 20.",
+        "-T",
+        "python",
+        "--schema",
+        "answer int",
+        "--python-isolation",
+        level,
+        "-n",
+    ]
+    t0 = time.perf_counter()
+    done = subprocess.run(argv, capture_output=True, text=True, env={**os.environ}, timeout=600)
+    seconds = time.perf_counter() - t0
+    if done.returncode != 0:
+        raise RuntimeError(done.stderr[-500:])
+    return round(seconds, 2)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--repeats", type=int, default=30)
+    parser.add_argument("--readme", action="store_true")
+    parser.add_argument("--out")
+    args = parser.parse_args()
+    runs = rows()
+    samples: dict[str, list[float]] = {}
+    errors: dict[str, str] = {}
+    for name, run in runs.items():
+        try:
+            run()
+            samples[name] = []
+        except Exception as exc:
+            errors[name] = f"{type(exc).__name__}: {exc}"
+    for _ in range(args.repeats):
+        for name in samples:
+            t0 = time.perf_counter()
+            runs[name]()
+            samples[name].append((time.perf_counter() - t0) * 1000)
+    base = median(samples.get("chainform python, isolation=process", []))
+    table: dict[str, Any] = {
+        name: {
+            "median_ms": round(median(s), 1),
+            "min_ms": round(min(s), 1),
+            "vs_process": round(median(s) / base, 2),
+            "added_ms": round(median(s) - base, 1),
+        }
+        for name, s in samples.items()
+    }
+    from chainform.tools import python
+
+    result: dict[str, Any] = {
+        "repeats": args.repeats,
+        "cell": CELL,
+        "calls": table,
+        "guards": python(CELL).metadata,
+        "errors": errors,
+        "versions": versions("chainform"),
+    }
+    if args.readme:
+        result["readme_seconds"] = {level: _readme(level) for level in ("process", "auto")}
+    emit(result, args.out)
+
+
+if __name__ == "__main__":
+    main()
