@@ -30,7 +30,7 @@ def _positive(name: str, value: Any, *, integer: bool = False) -> None:
 
 
 def check_limits(
-    *, timeout: Any, memory_mb: Any, max_output: Any, isolation: Any, site_packages: Any = False
+    timeout: Any, memory_mb: Any, max_output: Any, isolation: Any, site_packages: Any = False
 ) -> None:
     """Raise ``ValueError`` for limits the sandbox cannot honour (``nan``, ``inf``, zero, a typo)."""
     _positive("timeout", timeout)
@@ -75,13 +75,7 @@ def run_python(
     """Run ``code`` in a fresh confined interpreter; return the last expression's repr and/or what it
     printed, or the traceback. Always returns within about ``timeout`` seconds. Bad code (not text,
     NUL, unencodable, too long) raises `ToolArgumentError`; bad limits raise ``ValueError``."""
-    check_limits(
-        timeout=timeout,
-        memory_mb=memory_mb,
-        max_output=max_output,
-        isolation=isolation,
-        site_packages=site_packages,
-    )
+    check_limits(timeout, memory_mb, max_output, isolation, site_packages)
     return run_cell(
         _check_code(code),
         timeout=timeout,
@@ -114,13 +108,7 @@ class PythonTool(Tool):
         site_packages: bool = False,
         isolation: Isolation = "auto",
     ) -> None:
-        check_limits(
-            timeout=timeout,
-            memory_mb=memory_mb,
-            max_output=max_output,
-            isolation=isolation,
-            site_packages=site_packages,
-        )
+        check_limits(timeout, memory_mb, max_output, isolation, site_packages)
         self.timeout = timeout
         self.memory_mb = memory_mb
         self.max_output = max_output
