@@ -79,6 +79,25 @@ def _readme(level: str) -> float:
     return round(seconds, 2)
 
 
+def table(result: dict[str, Any]) -> str:
+    """The markdown docs/benchmarks.md shows (bench/report.py calls this)."""
+    lines = [
+        f"Cell `{result['cell']}`, median of {result['repeats']} fresh runs each, interleaved, wall clock; "
+        f"level in force for auto: **{result['guards']['isolation']}**.",
+        "",
+        "| how the cell runs | median ms | min ms | ratio to isolation=process | added ms |",
+        "|---|---|---|---|---|",
+    ]
+    for name, r in result["calls"].items():
+        lines.append(
+            f"| {name} | {r['median_ms']:.0f} | {r['min_ms']:.0f} | {r['vs_process']:.2f} | {r['added_ms']:+.0f} |"
+        )
+    for level, seconds in (result.get("readme_seconds") or {}).items():
+        lines.append(f"\nREADME command (embedded model, one python call), isolation={level}: {seconds} s")
+    lines += [f"\n- {name}: not measured: `{err[:300]}`" for name, err in result.get("errors", {}).items()]
+    return "\n".join(lines)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeats", type=int, default=30)

@@ -5,7 +5,8 @@ docs/benchmarks.md.
     python3 bench/run.py --only chain,cli     # some sections; --quick for a smoke run
 
 Sections: chain (overhead per chain vs the openai SDK, pydantic-ai, llm), cli (start-up), local
-(embedded model, bench/bench_local.py), conformance (bench/bench_conformance.py), strategies.
+(embedded model, bench/bench_local.py), conformance (bench/bench_conformance.py), strategies,
+sandbox (the python tool's per-call cost by isolation level, bench/bench_sandbox.py).
 The peers, matplotlib and chainform itself are installed into bench/.venv (created if missing).
 The embedded-model sections need torch: they use the project's .venv when it has chainform.local
 working, else chainform[local] (torch pinned to 2.13.0 by that extra) is added to bench/.venv.
@@ -32,7 +33,7 @@ from _common import REPO, RESULTS, machine, now
 VENV = REPO / "bench" / ".venv"
 VENV_PY = VENV / "bin" / "python"
 PROJECT_PY = REPO / ".venv" / "bin" / "python"
-SECTIONS = ("chain", "cli", "local", "conformance", "strategies")
+SECTIONS = ("chain", "cli", "local", "conformance", "strategies", "sandbox")
 PEERS = ["pydantic-ai-slim[openai]", "llm", "openai", "openai-agents", "matplotlib"]
 PROBE = "import chainform, openai, pydantic_ai, llm, agents, matplotlib"
 LOCAL_PROBE = "import torch, transformers, llguidance, chainform.local"
@@ -156,6 +157,11 @@ def main() -> None:
                     [str(project_python()), str(bench / "bench_conformance.py")],
                     timeout=1200,
                     writes=RESULTS / "conformance.json",
+                )
+            elif name == "sandbox":
+                repeats = ["--repeats", "3" if args.quick else "30"]
+                result = run_section(
+                    [str(project_python()), str(bench / "bench_sandbox.py"), *repeats], timeout=600, out=out
                 )
             else:
                 extra = ["--models", "scripted-good,scripted-sloppy"] if args.quick else []

@@ -95,11 +95,13 @@ def _parse_report(data: bytes, isolation: Isolation, seatbelt: bool) -> tuple[Gu
             missing[name] = why
         elif key == "status" and value.lstrip("-").isdigit():
             status = int(value)
+    if not data:
+        missing["sandbox"] = "the child ended before it reported its guards"
     if isolation != "process" and sys.platform != "linux" and not seatbelt:
         missing["sandbox"] = (
             f"no OS sandbox for {sys.platform} (Linux namespaces/Landlock, macOS sandbox-exec)"
         )
-    if isolation == "process" or active == ["rlimits"]:
+    if isolation == "process" or active in ([], ["rlimits"]):
         level = "process"
     else:
         level = "partial" if missing else "strict"
@@ -171,7 +173,7 @@ def run_cell(
         text, note = _collect(proc, timeout, max_output)
         data = _read_report(report_r)
     guards, cell_status = _parse_report(data, isolation, seatbelt)
-    if isolation == "strict" and guards.isolation != "strict":
+    if isolation == "strict" and guards.isolation != "strict" and (data or not note):
         raise SandboxUnavailableError(
             "isolation='strict' refused to run the code: this machine lacks "
             + "; ".join(f"{k} ({v})" for k, v in guards.missing.items())

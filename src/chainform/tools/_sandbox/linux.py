@@ -20,7 +20,7 @@ import os
 CLONE_NEWNS, CLONE_NEWUTS, CLONE_NEWIPC = 0x00020000, 0x04000000, 0x08000000
 CLONE_NEWUSER, CLONE_NEWPID, CLONE_NEWNET = 0x10000000, 0x20000000, 0x40000000
 _MS_NOSUID, _MS_NODEV, _MS_NOEXEC, _MS_REC, _MS_PRIVATE = 2, 4, 8, 0x4000, 0x40000
-_PR_SET_PDEATHSIG, _PR_CAPBSET_DROP, _PR_SET_NO_NEW_PRIVS = 1, 24, 38
+_PR_SET_PDEATHSIG, _PR_SET_DUMPABLE, _PR_CAPBSET_DROP, _PR_SET_NO_NEW_PRIVS = 1, 4, 24, 38
 _CAP_VERSION_3 = 0x20080522
 _SIGKILL = 9  # not `signal.SIGKILL`: importing signal (and enum) costs milliseconds per cell
 NOBODY = 65534
@@ -97,16 +97,23 @@ def enter_namespaces(got: list[str], missing: dict[str, str]) -> None:
 def private_mounts(got: list[str], missing: dict[str, str], fresh_proc: bool) -> None:
     """In the new mount namespace: nothing propagates out, /proc shows only the sandbox's processes,
     /run (service sockets: D-Bus, Docker, systemd) is an empty tmpfs."""
-    try:
-        _check(_libc.mount(None, b"/", None, _MS_REC | _MS_PRIVATE, None))
-        if fresh_proc:
-            _check(_libc.mount(b"proc", b"/proc", b"proc", _MS_NOSUID | _MS_NODEV | _MS_NOEXEC, None))
-            got.append("private-proc")
-        if os.path.isdir("/run"):
-            _check(_libc.mount(b"tmpfs", b"/run", b"tmpfs", _MS_NOSUID | _MS_NODEV, b"size=1m,mode=755"))
-            got.append("private-run")
-    except OSError as exc:
-        missing["private-proc"] = f"mount failed ({exc.strerror})"
+    steps: list[tuple[str, bytes | None, bytes, bytes | None, int, bytes | None]] = [
+        ("private-mounts", None, b"/", None, _MS_REC | _MS_PRIVATE, None)
+    ]
+    if fresh_proc:
+        steps.append(("private-proc", b"proc", b"/proc", b"proc", _MS_NOSUID | _MS_NODEV | _MS_NOEXEC, None))
+    if os.path.isdir("/run"):
+        steps.append(
+            ("private-run", b"tmpfs", b"/run", b"tmpfs", _MS_NOSUID | _MS_NODEV, b"size=1m,mode=755")
+        )
+    for name, source, target, kind, flags, options in steps:
+        try:
+            _check(_libc.mount(source, target, kind, flags, options))
+            got.append(name)
+        except OSError as exc:
+            missing[name] = f"mount failed ({exc.strerror})"
+            if name == "private-mounts":
+                return  # a mount made now could propagate to the caller's namespace
 
 
 class _CapHeader(ctypes.Structure):
@@ -149,8 +156,10 @@ def fork_init(status_fd: int) -> None:
 
 def run_as_init(status_fd: int) -> None:
     """In PID 1: fork the cell (which returns), reap until it ends, report, exit."""
+    _libc.prctl(_PR_SET_DUMPABLE, 0, 0, 0, 0)  # the cell cannot reach init's fds via /proc/1/fd
     cell = os.fork()
     if cell == 0:
+        _libc.prctl(_PR_SET_DUMPABLE, 1, 0, 0, 0)
         os.close(status_fd)
         return
     while True:
