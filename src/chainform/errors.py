@@ -59,7 +59,8 @@ class ProviderError(ChainformError):
     """The provider failed: HTTP status, auth, rate limit, timeout or a dropped connection.
 
     `kind` says what it means (see `ProviderErrorKind`); adapters set it from their SDK's errors,
-    and when they do not it is derived from the status.
+    and when they do not it is derived from the status. `retry_after` is the provider's
+    Retry-After in seconds, when it sent one (`model.map` pauses its whole pool that long).
     """
 
     def __init__(
@@ -71,8 +72,10 @@ class ProviderError(ChainformError):
         request_id: str | None = None,
         retryable: bool = False,
         kind: ProviderErrorKind | None = None,
+        retry_after: float | None = None,
     ) -> None:
         self.status = status
+        self.retry_after = retry_after
         self.kind: ProviderErrorKind = kind or kind_from_status(status)
         self.provider = provider
         self.request_id = request_id

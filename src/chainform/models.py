@@ -15,6 +15,7 @@ from chainform.chain._events import EventLog
 from chainform.chain._records import ChainResult, ModelCall
 from chainform.chain._tools import AfterCall, BeforeCall, normalize_tools
 from chainform.clients.base import ChatClient
+from chainform.map import amap, map_sync
 from chainform.output import OUTPUT_TOOL_NAME, STRATEGIES, OutputSpec
 from chainform.response import AsyncChainResponse, ChainResponse, RunFactory
 from chainform.types import (
@@ -277,6 +278,8 @@ class Model(_Base[ChainResponse]):
     ) -> Conversation:
         return Conversation(self, conversation_id, history)
 
+    map = map_sync
+
 
 class AsyncModel(_Base[AsyncChainResponse]):
     """The awaitable twin of Model: `chain(...)` returns an AsyncChainResponse."""
@@ -288,6 +291,8 @@ class AsyncModel(_Base[AsyncChainResponse]):
         self, conversation_id: str | None = None, history: Sequence[Message] = ()
     ) -> AsyncConversation:
         return AsyncConversation(self, conversation_id, history)
+
+    amap = amap
 
 
 class Conversation:

@@ -10,6 +10,7 @@ from chainform.cli._group import DefaultGroup
 from chainform.cli._keys import keys_command
 from chainform.cli._local import local_command
 from chainform.cli._logs import logs_command
+from chainform.cli._map import map_command
 from chainform.cli._models import models_command
 from chainform.cli._prompt import prompt_command
 from chainform.cli._schemas import schemas_command
@@ -38,6 +39,7 @@ for _command in (
     tools_command,
     keys_command,
     local_command,
+    map_command,
 ):
     cli.add_command(_command)
 

@@ -6,6 +6,8 @@ react to a failure's meaning (`kind`) and never parses a provider's message itse
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+
 from chainform.errors import ProviderErrorKind, kind_from_status
 
 _FORMAT_WORDS = (
@@ -32,3 +34,20 @@ def classify(status: int | None, message: str) -> ProviderErrorKind:
     if rejects_tools_with_schema(status, message):
         return "tools_with_schema_rejected"
     return kind_from_status(status)
+
+
+def retry_after(headers: Mapping[str, str] | None) -> float | None:
+    """Seconds from a response's `retry-after-ms` or `retry-after` (seconds; an HTTP date is ignored)."""
+    if not headers:
+        return None
+    for name, scale in (("retry-after-ms", 1000.0), ("retry-after", 1.0)):
+        raw = headers.get(name)
+        if raw is None:
+            continue
+        try:
+            seconds = float(raw) / scale
+        except ValueError:
+            continue
+        if seconds >= 0:
+            return seconds
+    return None

@@ -11,7 +11,7 @@ from collections.abc import AsyncIterator, Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from chainform.clients._errors import classify
+from chainform.clients._errors import classify, retry_after
 from chainform.clients._openai_profiles import COMPAT_SERVERS
 from chainform.clients.base import BaseChatClient, Middleware
 from chainform.errors import (
@@ -246,6 +246,7 @@ class OpenAIBaseClient(BaseChatClient):
                 request_id=request_id,
                 retryable=status in _RETRYABLE or status >= 500,
                 kind=classify(status, text),
+                retry_after=retry_after(headers),
             )
         if isinstance(exc, openai.APITimeoutError):
             return ProviderError("request timed out", provider=provider, retryable=True, kind="timeout")

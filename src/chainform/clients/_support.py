@@ -133,6 +133,7 @@ class StreamGuard:
         status: int | None = None,
         request_id: str | None = None,
         retryable: bool | None = None,
+        retry_after: float | None = None,
     ) -> ProviderError:
         """A ProviderError; a StreamInterruptedError carrying the partial response once data arrived."""
         from chainform.keys import redact
@@ -151,5 +152,11 @@ class StreamGuard:
                 kind=kind,
             )
         return ProviderError(
-            message, status=status, provider=self.provider, request_id=request_id, retryable=retry, kind=kind
+            message,
+            status=status,
+            provider=self.provider,
+            request_id=request_id,
+            retryable=retry,
+            kind=kind,
+            retry_after=retry_after,
         )

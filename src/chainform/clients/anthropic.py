@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections.abc import AsyncIterator, Sequence
 from typing import Any
 
+from chainform.clients._errors import retry_after
 from chainform.clients._support import (
     StreamGuard,
     convert_schema,
@@ -248,7 +249,12 @@ class AnthropicClient(BaseChatClient):
         except anthropic.APIStatusError as exc:
             status = exc.status_code if exc.status_code != 200 else None
             message = getattr(exc, "api_message", None) or exc.message
-            raise guard.error(message, status=status, request_id=exc.request_id) from exc
+            raise guard.error(
+                message,
+                status=status,
+                request_id=exc.request_id,
+                retry_after=retry_after(exc.response.headers),
+            ) from exc
         except anthropic.APIConnectionError as exc:
             raise guard.error(f"connection failed: {exc.message}") from exc
         except (anthropic.AnthropicError, OSError, ValueError) as exc:

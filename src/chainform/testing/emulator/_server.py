@@ -34,6 +34,7 @@ import pkgutil
 import re
 import socket
 import threading
+import time
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -160,7 +161,10 @@ class Emulator:
     Each request (whatever its route) takes the next script item: a str, `tool_call(...)`,
     `TextReasoningContent`, a list of those, a `Reply`, a `Fault`, `MalformedEvent`,
     `DropConnection`, or a callable `(RecordedRequest) -> item`. Every request is recorded in
-    `requests`. A request past the end of the script gets HTTP 500 with `x-should-retry: false`.
+    `requests` (`record=False` keeps none, for long load runs). A request past the end of the
+    script gets `default` when given (e.g. a callable answering from the request, for load tests),
+    else HTTP 500 with `x-should-retry: false`. `delay` seconds pass before each answer, like a
+    provider's think time.
     """
 
     def __init__(
@@ -169,8 +173,14 @@ class Emulator:
         *,
         formats: Sequence[WireFormat] | None = None,
         chunk_size: int = 8,
+        delay: float = 0.0,
+        default: ScriptItem | None = None,
+        record: bool = True,
     ) -> None:
         self.script: list[ScriptItem] = list(script)
+        self.delay = delay
+        self.default = default
+        self.record = record
         self.position = 0
         self.chunk_size = chunk_size
         self.formats: list[WireFormat] = list(formats) if formats is not None else discover_formats()
@@ -253,8 +263,9 @@ class Emulator:
             index=index,
             request_id=f"req_emu_{index}",
         )
-        with self._lock:
-            self.requests.append(request)
+        if self.record:
+            with self._lock:
+                self.requests.append(request)
         return request
 
     def _route(self, request: RecordedRequest) -> WireFormat | None:
@@ -269,13 +280,16 @@ class Emulator:
 
     def _next_item(self, request: RecordedRequest) -> ReplyItem | FaultItem:
         with self._lock:
-            if self.position >= len(self.script):
+            if self.position >= len(self.script) and self.default is not None:
+                item = self.default
+            elif self.position >= len(self.script):
                 raise _ScriptError(
                     f"chainform emulator: script exhausted - request #{request.index} "
                     f"({request.path}) arrived after all {len(self.script)} item(s) were used"
                 )
-            item = self.script[self.position]
-            self.position += 1
+            else:
+                item = self.script[self.position]
+                self.position += 1
         if callable(item):
             try:
                 return item(request)
@@ -313,6 +327,8 @@ class _Handler(BaseHTTPRequestHandler):
             self._send_json(404, {"error": {"message": message}}, {"x-should-retry": "false"})
             return
         rid = {fmt.request_id_header: request.request_id}
+        if emulator.delay > 0:
+            time.sleep(emulator.delay)
         try:
             item = emulator._next_item(request)
         except _ScriptError as exc:

@@ -1,0 +1,123 @@
+"""The worker pool behind `model.amap`: a bounded window of rows in flight, results as they finish.
+
+Memory is bounded by the window (rows read but not yet handed to the caller), never by the
+number of inputs: the reader waits for a free slot before it reads the next row, and a slot is
+freed only when the caller has taken a result. With `ordered=True` the window also bounds how
+far finished rows may run ahead of a slow one.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from collections.abc import AsyncIterable, AsyncIterator, Awaitable, Callable, Iterable, Iterator
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any, Generic, TypeVar
+
+from chainform._map._inputs import Row
+
+T = TypeVar("T")
+_END = object()
+
+
+class _Failed:
+    def __init__(self, exc: BaseException) -> None:
+        self.exc = exc
+
+
+class Pool(Generic[T]):
+    """Run `work(row)` for every row with `concurrency` workers; iterate for the results."""
+
+    def __init__(
+        self,
+        source: Iterable[Row] | AsyncIterable[Row],
+        work: Callable[[Row], Awaitable[T]],
+        *,
+        concurrency: int,
+        ordered: bool,
+        window: int | None = None,
+    ) -> None:
+        if concurrency < 1:
+            raise ValueError("concurrency must be at least 1")
+        self.source = source
+        self.work = work
+        self.concurrency = concurrency
+        self.ordered = ordered
+        self.window = window or concurrency * 2
+
+    async def results(self) -> AsyncIterator[tuple[Row, T]]:
+        slots = asyncio.Semaphore(self.window)
+        todo: asyncio.Queue[tuple[int, Row] | None] = asyncio.Queue(self.concurrency)
+        done: asyncio.Queue[Any] = asyncio.Queue()
+
+        async def feed() -> None:
+            seq = 0
+            async for row in _aiter(self.source):
+                await slots.acquire()
+                await todo.put((seq, row))
+                seq += 1
+            for _ in range(self.concurrency):
+                await todo.put(None)
+
+        async def worker() -> None:
+            while (item := await todo.get()) is not None:
+                seq, row = item
+                done.put_nowait((seq, row, await self.work(row)))
+
+        async def supervise() -> None:
+            try:
+                await asyncio.gather(feed(), *(worker() for _ in range(self.concurrency)))
+            except Exception as exc:
+                done.put_nowait(_Failed(exc))
+            else:
+                done.put_nowait(_END)
+
+        task = asyncio.ensure_future(supervise())
+        waiting: dict[int, tuple[Row, T]] = {}
+        next_seq = 0
+        try:
+            while (item := await done.get()) is not _END:
+                if isinstance(item, _Failed):
+                    raise item.exc
+                seq, row, result = item
+                if not self.ordered:
+                    slots.release()
+                    yield row, result
+                    continue
+                waiting[seq] = (row, result)
+                while next_seq in waiting:
+                    slots.release()
+                    yield waiting.pop(next_seq)
+                    next_seq += 1
+        finally:
+            task.cancel()
+            with contextlib.suppress(BaseException):
+                await task
+
+
+async def _aiter(source: Iterable[Row] | AsyncIterable[Row]) -> AsyncIterator[Row]:
+    """Rows from any iterable; a sync one that is not a list is read on one helper thread.
+
+    Reading a file or stdin must not block the event loop the workers' requests run on; one
+    dedicated thread keeps a generator on the same thread for its whole life.
+    """
+    if isinstance(source, AsyncIterable):
+        async for row in source:
+            yield row
+        return
+    if isinstance(source, list | tuple):
+        for row in source:
+            yield row
+        return
+    iterator: Iterator[Row] = iter(source)
+    loop = asyncio.get_running_loop()
+    reader = ThreadPoolExecutor(1, thread_name_prefix="chainform-map-reader")
+    try:
+        while (item := await loop.run_in_executor(reader, _next, iterator)) is not None:
+            yield item
+    finally:
+        reader.shutdown(wait=False)  # a read blocked on stdin must not hold up Ctrl-C
+
+
+def _next(iterator: Iterator[Row]) -> Row | None:
+    return next(iterator, None)

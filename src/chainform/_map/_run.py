@@ -1,0 +1,138 @@
+"""One map run: a chain per row through the public async chain API, on a gated copy of the model.
+
+Rows are run with `AsyncModel.chain` (not engine internals), so the engine can change beneath.
+When logging is on, each finished row's conversation is named `map <run id> <key>` in the log,
+which ties every logged call back to the row (and run) that made it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncGenerator, AsyncIterable, Iterable, Sequence
+from typing import TYPE_CHECKING, Any
+
+from chainform._map._gate import GatedClient, GateStats, RateGate
+from chainform._map._inputs import Row
+from chainform._map._pool import Pool
+from chainform.map import MapResult, RowError
+
+if TYPE_CHECKING:
+    from chainform.models import AsyncModel
+
+
+def _new_id() -> str:
+    from chainform.store import new_id
+
+    return new_id()
+
+
+class MapRun:
+    """The settings of one run and the work done per row."""
+
+    def __init__(
+        self,
+        model: AsyncModel,
+        *,
+        prompt: str | None,
+        system: str | None,
+        tools: Sequence[Any] | None,
+        schema: Any,
+        requests_per_minute: float | None,
+        tokens_per_minute: float | None,
+        retries: int,
+        on_error: str,
+        log: bool,
+        run_id: str | None,
+        chain_options: dict[str, Any],
+    ) -> None:
+        self.model = model
+        self.template = prompt
+        self.system = system
+        self.tools = tools
+        self.schema = schema
+        self.limits = (requests_per_minute, tokens_per_minute)
+        self.retries = retries
+        self.on_error = on_error
+        self.log = log
+        self.run_id = run_id or _new_id()
+        self.chain_options = chain_options
+        self.stats = GateStats()
+        self._gated: AsyncModel | None = None
+
+    def _gated_model(self) -> AsyncModel:
+        """The model on a GatedClient; built inside the run's loop (the limiters belong to it)."""
+        if self._gated is None:
+            from chainform.models import AsyncModel
+
+            gate = RateGate(*self.limits)
+            self.stats = gate.stats
+            client = GatedClient(self.model.client, gate, self.retries)
+            gated = AsyncModel(
+                client, self.model._profile, name=self.model.name, log_path=self.model._log_path
+            )
+            gated._store = self.model._store
+            self._gated = gated
+        return self._gated
+
+    async def results(
+        self, source: Iterable[Row] | AsyncIterable[Row], *, concurrency: int, ordered: bool
+    ) -> AsyncGenerator[MapResult, None]:
+        self._gated_model()
+        pool = Pool(source, self.run_row, concurrency=concurrency, ordered=ordered)
+        async for _row, result in pool.results():
+            yield result
+
+    async def run_row(self, row: Row) -> MapResult:
+        result = MapResult(row.index, row.key, row.data)
+        if row.error is not None:
+            result.error = RowError.of(row.error)
+            return self._settle(result)
+        model = self._gated_model()
+        cid = _new_id()
+        response = None
+        try:
+            response = model.chain(
+                row.prompt(self.template),
+                system=self.system,
+                tools=self.tools,
+                schema=self.schema,
+                log=self.log,
+                conversation_id=cid,
+                **self.chain_options,
+            )
+            await response
+            result.text = await response.text()
+            if self.schema is not None:
+                result.value = response.value
+                result.data = response.json()
+        except asyncio.CancelledError:
+            raise
+        except Exception as exc:
+            result.error = RowError.of(exc)
+        if response is not None:
+            result.usage = response.usage
+            result.conversation_id = cid if response.responses else None
+        if self.log and result.conversation_id is not None:
+            await self._name_in_log(cid, row.key)
+        return self._settle(result)
+
+    def _settle(self, result: MapResult) -> MapResult:
+        if result.error is not None and self.on_error == "raise":
+            exc = result.error.exception
+            raise exc if exc is not None else RuntimeError(result.error.message)
+        return result
+
+    async def _name_in_log(self, cid: str, key: str) -> None:
+        store = self._gated_model()._open_store()
+        if store is None:
+            return
+        name = f"map {self.run_id} {key}"
+        try:
+            await asyncio.to_thread(store.ensure_conversation, cid, self.model.name, name)
+        except Exception as exc:  # the row's answer matters more than its name in the log
+            import warnings
+
+            warnings.warn(f"chainform: could not name a map row in the log: {exc}", stacklevel=2)
+
+
+__all__ = ["MapRun"]

@@ -1,0 +1,232 @@
+"""`chainform map INPUT -o OUT.jsonl --prompt '... {field} ...'`: one chain per row, resumable.
+
+Rows stream from INPUT (JSONL, CSV, or one prompt per line; `-` is stdin) through `amap` (or Ray
+Data with `--ray`), and each finished row is appended to OUT.jsonl as the input row plus `value`
+or `error`. The file is the run's commit record: `--resume` skips every key already in it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import sys
+import time
+from collections.abc import Iterator
+from contextlib import aclosing
+from typing import TYPE_CHECKING, Any
+
+import click
+
+from chainform.cli._prompt import STRATEGY_CHOICES, parse_options
+
+if TYPE_CHECKING:
+    from chainform._map._inputs import Row
+    from chainform.map import MapResult
+    from chainform.models import AsyncModel
+
+
+class Tracker:
+    """Counts for the progress bar (terminal) and the summary line (always, on stderr)."""
+
+    def __init__(self, total: int | None, skipped: int) -> None:
+        self.total = total
+        self.skipped = skipped
+        self.done = 0
+        self.failed = 0
+        self.tokens = 0
+        self.started = time.monotonic()
+        self._progress: Any = None
+        self._task: Any = None
+
+    def __enter__(self) -> Tracker:
+        if sys.stderr.isatty():
+            from rich.progress import BarColumn, Progress, TextColumn, TimeRemainingColumn
+
+            from chainform.cli._output import console
+
+            self._progress = Progress(
+                BarColumn(),
+                TextColumn("{task.completed}/{task.total} done"),
+                TextColumn("[red]{task.fields[failed]} failed"),
+                TextColumn("{task.fields[rate]:.1f} rows/s"),
+                TextColumn("{task.fields[tokens]} tokens"),
+                TimeRemainingColumn(),
+                console=console(err=True),
+            )
+            self._progress.start()
+            self._task = self._progress.add_task(
+                "map", total=self.total, completed=self.skipped, failed=0, rate=0.0, tokens=0
+            )
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        if self._progress is not None:
+            self._progress.stop()
+
+    @property
+    def rate(self) -> float:
+        return self.done / max(time.monotonic() - self.started, 1e-9)
+
+    def add(self, result: MapResult) -> None:
+        self.done += 1
+        self.failed += result.error is not None
+        self.tokens += result.usage.total_tokens or 0
+        if self._progress is not None:
+            self._progress.update(
+                self._task, advance=1, failed=self.failed, rate=self.rate, tokens=self.tokens
+            )
+
+    def summary(self, output: str, run_id: str) -> str:
+        elapsed = time.monotonic() - self.started
+        resumed = f", {self.skipped} already done" if self.skipped else ""
+        return (
+            f"map: {self.done} rows in {elapsed:.1f}s ({self.rate:.1f} rows/s): "
+            f"{self.done - self.failed} ok, {self.failed} failed{resumed}; {self.tokens} tokens; "
+            f"{output} (run {run_id})"
+        )
+
+
+def map_model(name: str, *, key: str | None, base_url: str | None) -> AsyncModel:
+    """The async model; SDK retries off, so a 429 reaches the map and pauses the whole pool."""
+    from chainform.models import get_async_model
+
+    try:
+        return get_async_model(name, key=key, base_url=base_url, max_retries=0)
+    except TypeError:  # an in-process model has no SDK retries to turn off
+        return get_async_model(name, key=key, base_url=base_url)
+
+
+async def _run_local(model: AsyncModel, source: Iterator[Row], commit: Any, **kwargs: Any) -> None:
+    from chainform.map import amap
+
+    async with aclosing(amap(model, source, **kwargs)) as results:
+        async for result in results:
+            commit(result)
+
+
+@click.command(name="map")
+@click.argument("input_path", metavar="INPUT")
+@click.option("-o", "--output", required=True, help="Output JSONL: each input row plus value or error.")
+@click.option(
+    "-p", "--prompt", "template", help="Prompt template filled from each row, e.g. 'Sum up: {text}'."
+)
+@click.option("-m", "--model", "model_name", help="Model name or alias (default as for `chainform`).")
+@click.option("-s", "--system", help="System prompt.")
+@click.option("--schema", help="Output schema: JSON, a .json file, the concise DSL or a saved schema id.")
+@click.option("-T", "--tool", "tool_names", multiple=True, help="Tool by name; repeatable.")
+@click.option("--functions", multiple=True, help="Python file or code whose functions become tools.")
+@click.option("--concurrency", type=click.IntRange(min=1), default=8, show_default=True, help="Rows at once.")
+@click.option("--rpm", type=click.FloatRange(min=0, min_open=True), help="Requests per minute, all workers.")
+@click.option("--tpm", type=click.FloatRange(min=0, min_open=True), help="Tokens per minute, all workers.")
+@click.option("--retries", type=click.IntRange(min=0), default=2, show_default=True, help="Per call.")
+@click.option("--id-field", help="Key rows by this field (default: the row's position).")
+@click.option("--resume", is_flag=True, help="Continue a run: skip rows already in OUTPUT.")
+@click.option("--format", "fmt", type=click.Choice(["jsonl", "csv", "lines"]), help="INPUT format.")
+@click.option("--strategy", type=click.Choice(STRATEGY_CHOICES), default="auto", show_default=True)
+@click.option(
+    "--cl", "--chain-limit", "chain_limit", type=click.IntRange(min=1), default=5, show_default=True
+)
+@click.option("--option", "option_pairs", type=(str, str), multiple=True, help="Model option KEY VALUE.")
+@click.option("--key", help="API key (else environment, else `chainform keys set`).")
+@click.option("--base-url", help="Provider endpoint (OpenAI-compatible servers, proxies).")
+@click.option("-n", "--no-log", is_flag=True, help="Do not write the chains to the log.")
+@click.option(
+    "--ray",
+    "ray_address",
+    is_flag=False,
+    flag_value="local",
+    default=None,
+    help="Run through Ray Data: a local Ray (bare --ray) or a cluster ADDRESS.",
+)
+@click.option("--ray-workers", type=click.IntRange(min=1), default=2, show_default=True)
+def map_command(
+    input_path: str,
+    output: str,
+    template: str | None,
+    model_name: str | None,
+    system: str | None,
+    schema: str | None,
+    tool_names: tuple[str, ...],
+    functions: tuple[str, ...],
+    concurrency: int,
+    rpm: float | None,
+    tpm: float | None,
+    retries: int,
+    id_field: str | None,
+    resume: bool,
+    fmt: str | None,
+    strategy: str,
+    chain_limit: int,
+    option_pairs: tuple[tuple[str, str], ...],
+    key: str | None,
+    base_url: str | None,
+    no_log: bool,
+    ray_address: str | None,
+    ray_workers: int,
+) -> None:
+    """Run a chain for every row of INPUT (JSONL, CSV, or `-`: one prompt per line)."""
+    from chainform._map._inputs import count_rows, read_file, record_of, rows
+    from chainform._map._jsonl import JsonlSink, line_for
+    from chainform.cli._models import default_model
+    from chainform.cli._schemas import resolve_cli_schema
+    from chainform.cli._tools import load_functions, resolve_tools
+    from chainform.store import Store, new_id
+
+    if input_path != "-" and not _readable(input_path):
+        raise click.BadParameter(f"cannot read {input_path!r}", param_hint="INPUT")
+    schema_dict = resolve_cli_schema(schema, store=Store()) if schema else None
+    tools = resolve_tools(tool_names) + [t for code in functions for t in load_functions(code)]
+    name = model_name or default_model()
+    sink = JsonlSink(output)
+    sink.prepare(resume=resume)
+    run_id = sink.run_id or new_id()
+    source = (row for row in rows(read_file(input_path, fmt), id_field) if row.key not in sink.done)
+    settings: dict[str, Any] = {
+        "prompt": template,
+        "system": system,
+        "tools": tools or None,
+        "schema": schema_dict,
+        "concurrency": concurrency,
+        "requests_per_minute": rpm,
+        "tokens_per_minute": tpm,
+        "retries": retries,
+        "log": not no_log,
+        "run_id": run_id,
+        "strategy": strategy,
+        "chain_limit": chain_limit,
+        "options": parse_options(option_pairs) or None,
+    }
+    tracker = Tracker(count_rows(input_path, fmt), len(sink.done))
+
+    def commit(result: MapResult) -> None:
+        sink.commit(line_for(result, run_id, record_of(result.input)))
+        tracker.add(result)
+
+    try:
+        with tracker:
+            if ray_address is not None:
+                from chainform.ray import run_job
+
+                for result in run_job(ray_address, source, name, key, base_url, ray_workers, settings):
+                    commit(result)
+            else:
+                asyncio.run(
+                    _run_local(map_model(name, key=key, base_url=base_url), source, commit, **settings)
+                )
+    except KeyboardInterrupt:
+        click.echo(
+            f"map: interrupted after {tracker.done} rows; they are in {output}. "
+            "Run the same command with --resume to continue.",
+            err=True,
+        )
+        raise
+    finally:
+        sink.close()
+    click.echo(tracker.summary(output, run_id), err=True)
+
+
+def _readable(path: str) -> bool:
+    try:
+        with open(path, "rb"):
+            return True
+    except OSError:
+        return False
