@@ -141,7 +141,7 @@ def _ship_by_value(tools: Iterable[Any]) -> None:
     for tool in tools:
         module = sys.modules.get(getattr(getattr(tool, "fn", None), "__module__", None) or "")
         if module is not None and module.__name__ != "__main__" and module.__spec__ is None:
-            cloudpickle.register_pickle_by_value(module)
+            cloudpickle.register_pickle_by_value(module)  # type: ignore[no-untyped-call]
 
 
 def _model_options(key: str | None, base_url: str | None) -> dict[str, Any]:

@@ -55,7 +55,8 @@ class MapRun:
         self.on_error = on_error
         self.log = log
         self.run_id = run_id or _new_id()
-        self.chain_options = chain_options
+        # Nobody watches a map row's text arrive: a whole response costs the SDK less than a stream.
+        self.chain_options = {"stream": False, **chain_options}
         self.stats = GateStats()
         self._gated: AsyncModel | None = None
 

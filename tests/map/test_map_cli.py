@@ -1,0 +1,113 @@
+"""`chainform map`: JSONL/CSV/stdin in, one line per row out, --resume exactly once (also after kill -9)."""
+
+from __future__ import annotations
+
+import signal
+import time
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+from map_helpers import (
+    TOOLS_PY,
+    answer_text,
+    answer_with_tool,
+    map_argv,
+    read_lines,
+    start_cli,
+    write_orders,
+)
+
+from chainform.cli import cli
+from chainform.testing.emulator import Emulator
+
+
+@pytest.fixture
+def tools_file(tmp_path: Path) -> Path:
+    path = tmp_path / "tools.py"
+    path.write_text(TOOLS_PY)
+    return path
+
+
+def invoke(*args: str, input: str | None = None):
+    return CliRunner().invoke(cli, ["map", *args], input=input, catch_exceptions=False)
+
+
+def assert_exactly_once(lines: list[dict], count: int) -> None:
+    keys = [line["_map"]["key"] for line in lines]
+    assert sorted(keys, key=int) == [str(n) for n in range(count)]  # none missing, none twice
+    assert len({line["_map"]["run"] for line in lines}) == 1
+    for line in lines:
+        assert line["value"] == {"id": line["id"], "total": line["id"] / 2}
+
+
+def test_jsonl_rows_with_schema_and_tool(tmp_path, tools_file):
+    inp = write_orders(tmp_path / "in.jsonl", 30)
+    out = tmp_path / "out.jsonl"
+    with Emulator(default=answer_with_tool) as emu:
+        result = invoke(*map_argv(inp, out, emu.base_url, tools_file, "--concurrency", "4"))
+    assert result.exit_code == 0, result.output
+    lines = read_lines(out)
+    assert_exactly_once(lines, 30)
+    assert lines[0]["text"].startswith("order ") and lines[0]["_map"]["tokens"] > 0
+    assert "map: 30 rows" in result.stderr and "30 ok, 0 failed" in result.stderr
+
+
+def test_csv_and_stdin_inputs(tmp_path):
+    csv_in = tmp_path / "in.csv"
+    csv_in.write_text("name,text\na,order 1\nb,order 2\n")
+    with Emulator(default=answer_text) as emu:
+        out = tmp_path / "csv.jsonl"
+        result = invoke(*map_argv(csv_in, out, emu.base_url, None, "--id-field", "name"))
+        assert result.exit_code == 0, result.output
+        lines = sorted(read_lines(out), key=lambda line: line["name"])
+        assert [(x["name"], x["value"], x["_map"]["key"]) for x in lines] == [
+            ("a", "done 1", "a"),
+            ("b", "done 2", "b"),
+        ]
+        out2 = tmp_path / "stdin.jsonl"
+        argv = ["-", "-o", str(out2), "-m", "openai/x", "--base-url", emu.base_url + "/v1", "--key", "k"]
+        result = invoke(*argv, input="order 5\n\norder 6\n")
+        assert result.exit_code == 0, result.output
+        assert sorted(x["value"] for x in read_lines(out2)) == ["done 5", "done 6"]
+
+
+def test_refuses_to_overwrite_and_resume_cuts_a_torn_line(tmp_path, tools_file):
+    inp = write_orders(tmp_path / "in.jsonl", 20)
+    out = tmp_path / "out.jsonl"
+    with Emulator(default=answer_with_tool) as emu:
+        assert invoke(*map_argv(inp, out, emu.base_url, tools_file)).exit_code == 0
+        again = invoke(*map_argv(inp, out, emu.base_url, tools_file))
+        assert again.exit_code != 0 and "--resume" in again.stderr
+        kept = out.read_text().splitlines(True)[:8]
+        out.write_text("".join(kept) + kept[8 - 1][:25])  # 8 rows done, a 9th torn mid-write
+        before = len(emu.requests)
+        resumed = invoke(*map_argv(inp, out, emu.base_url, tools_file, "--resume"))
+        assert resumed.exit_code == 0, resumed.output
+        assert len(emu.requests) - before == 12 * 2  # only the 12 missing rows ran (2 calls each)
+    assert "8 already done" in resumed.stderr
+    assert_exactly_once(read_lines(out), 20)
+
+
+@pytest.mark.parametrize("stop", [signal.SIGKILL, signal.SIGINT])
+def test_killed_mid_run_then_resume_yields_each_row_exactly_once(tmp_path, tools_file, stop):
+    count = 150
+    inp = write_orders(tmp_path / "in.jsonl", count)
+    out = tmp_path / "out.jsonl"
+    with Emulator(default=answer_with_tool, delay=0.02, record=False) as emu:
+        argv = map_argv(inp, out, emu.base_url, tools_file, "--concurrency", "8")
+        proc = start_cli(argv, tmp_path / "home")
+        deadline = time.monotonic() + 120
+        while (not out.exists() or out.read_text().count("\n") < 20) and time.monotonic() < deadline:
+            assert proc.poll() is None, proc.communicate()
+            time.sleep(0.05)
+        proc.send_signal(stop)
+        _, err = proc.communicate(timeout=60)
+        if stop == signal.SIGINT:
+            assert proc.returncode == 130 and "--resume" in err
+        partial = out.read_bytes()
+        assert 20 <= partial.count(b"\n") < count
+        resumed = start_cli([*argv, "--resume"], tmp_path / "home")
+        _, err = resumed.communicate(timeout=300)
+        assert resumed.returncode == 0, err
+    assert_exactly_once(read_lines(out), count)

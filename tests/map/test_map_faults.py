@@ -1,0 +1,71 @@
+"""Faults mid-run against the loopback emulator: retried successes or recorded errors, never a lost row."""
+
+from __future__ import annotations
+
+from map_helpers import MODEL, answer_with_tool, order_number
+
+from chainform.models import get_async_model
+from chainform.testing.emulator import DropConnection, Emulator, Fault
+from chainform.testing.emulator._server import RecordedRequest
+
+SCHEMA = {
+    "type": "object",
+    "properties": {"id": {"type": "integer"}, "total": {"type": "number"}},
+    "required": ["id", "total"],
+}
+
+
+def lookup(order: int) -> dict:
+    "Look an order up by its number."
+    return {"order": order, "total": order / 2}
+
+
+def emulated(emu: Emulator):
+    # SDK retries off: the map's own retries and pool pause are what is under test
+    return get_async_model(MODEL, key="sk-test", base_url=emu.base_url + "/v1", max_retries=0)
+
+
+async def run(emu: Emulator, count: int, **kwargs):
+    rows = [{"text": f"order {n}"} for n in range(count)]
+    model = emulated(emu)
+    return [
+        r
+        async for r in model.amap(
+            rows, prompt="Extract: {text}", schema=SCHEMA, tools=[lookup], log=False, **kwargs
+        )
+    ]
+
+
+async def test_429_500_and_dropped_connections_end_as_retried_successes():
+    script = [
+        Fault(429, retry_after=0.2),
+        Fault(500),
+        DropConnection(after_events=2),
+        Fault(503),
+        Fault(429, retry_after=0.1),
+    ]
+    with Emulator(script, default=answer_with_tool) as emu:
+        results = await run(emu, 40, concurrency=8, retries=3)
+        assert emu.remaining == 0
+    assert sorted(r.index for r in results) == list(range(40))
+    for r in results:
+        assert r.ok, r.error
+        assert r.value == {"id": r.index, "total": r.index / 2}
+
+
+async def test_a_row_that_keeps_failing_is_recorded_with_its_phase_and_others_finish():
+    def answer(request: RecordedRequest):
+        if order_number(request) == 7:
+            return Fault(500, message="always broken")
+        return answer_with_tool(request)
+
+    with Emulator(default=answer) as emu:
+        results = await run(emu, 20, concurrency=4, retries=1)
+        broken = [r for r in emu.requests if "order 7" in r.raw_body.decode()]
+    by_index = {r.index: r for r in results}
+    assert sorted(by_index) == list(range(20))
+    failed = by_index[7]
+    assert failed.error.phase == "provider" and failed.error.to_dict()["status"] == 500
+    assert "always broken" in failed.error.message
+    assert len(broken) == 2  # the first try and one retry
+    assert all(r.ok for i, r in by_index.items() if i != 7)

@@ -1,0 +1,40 @@
+"""10,000 rows with a schema and a tool: every row once, and memory does not grow with the row count.
+
+Each run is the CLI in a child process; its peak resident memory comes from the kernel's resource
+usage for that child (`os.wait4`), not from a timing.
+"""
+
+from __future__ import annotations
+
+import os
+import resource
+from pathlib import Path
+
+import pytest
+from map_helpers import TOOLS_PY, answer_with_tool, map_argv, read_lines, start_cli, write_orders
+
+from chainform.testing.emulator import Emulator
+
+
+def peak_rss_mb(tmp_path: Path, emu: Emulator, count: int) -> tuple[float, list[dict]]:
+    tools = tmp_path / "tools.py"
+    tools.write_text(TOOLS_PY)
+    inp = write_orders(tmp_path / f"in{count}.jsonl", count)
+    out = tmp_path / f"out{count}.jsonl"
+    argv = map_argv(inp, out, emu.base_url, tools, "--concurrency", "32")
+    proc = start_cli(argv, tmp_path / "home", stdout=None, stderr=None)
+    _, status, usage = os.wait4(proc.pid, 0)
+    proc.returncode = os.waitstatus_to_exitcode(status)
+    assert proc.returncode == 0
+    return usage.ru_maxrss / 1024, read_lines(out)  # ru_maxrss is in KiB on Linux
+
+
+@pytest.mark.slow
+def test_peak_memory_at_10000_rows_is_within_50_mb_of_1000_rows(tmp_path):
+    with Emulator(default=answer_with_tool, record=False) as emu:
+        small, _ = peak_rss_mb(tmp_path, emu, 1_000)
+        large, lines = peak_rss_mb(tmp_path, emu, 10_000)
+    assert sorted(line["_map"]["index"] for line in lines) == list(range(10_000))
+    assert all(line["value"] == {"id": line["id"], "total": line["id"] / 2} for line in lines)
+    assert large - small < 50, (small, large)
+    assert resource.getrusage(resource.RUSAGE_SELF).ru_maxrss > 0
