@@ -11,6 +11,7 @@ from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol, runtime_checkable
 
+from chainform.clients._tool_names import from_wire, to_wire
 from chainform.errors import GuardrailError
 from chainform.types import ChatOptions, ChatResponse, ChatResponseUpdate, Message, ModelProfile
 
@@ -101,16 +102,20 @@ class BaseChatClient:
 
         async def terminal(c: CallContext) -> ChatResponse:
             await self._check_input(c)
-            if c.stream and c.on_update is not None:
+            messages, options, names = to_wire(c.messages, c.options, self.profile.tool_name_pattern)
+            if c.stream:
                 updates: list[ChatResponseUpdate] = []
-                async for update in self._stream(c.messages, c.options):
+                async for update in self._stream(messages, options):
+                    if names is not None:
+                        from_wire(update.contents, names)
                     updates.append(update)
-                    await c.on_update(update)
+                    if c.on_update is not None:
+                        await c.on_update(update)
                 response = ChatResponse.from_updates(updates)
-            elif c.stream:
-                response = ChatResponse.from_updates([u async for u in self._stream(c.messages, c.options)])
             else:
-                response = await self._respond(c.messages, c.options)
+                response = await self._respond(messages, options)
+                if names is not None:
+                    from_wire((x for m in response.messages for x in m.contents), names)
             response = await self._check_output(response)
             c.response = response
             if c.validator is not None:

@@ -58,6 +58,7 @@ _BASE = ModelProfile(
     supports_seed=True,
     supports_images=True,
     schema_dialect="gemini",
+    tool_name_pattern=r"[A-Za-z_][A-Za-z0-9_.:-]{0,63}",  # Gemini takes dots and colons
     context_window=1_048_576,
 )
 _THINKING = _BASE.replace(supports_reasoning=True, max_output_tokens=65_536)

@@ -15,7 +15,17 @@ from pydantic import BaseModel
 from chainform.errors import ToolArgumentError, ToolDefinitionError
 from chainform.tools._schema import Spec, _target, build_spec, call_with
 
-_NAME = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
+# Dots are allowed (``math.factorial``, MCP prefixes); each provider gets a name it accepts (tools/_names.py).
+_NAME = re.compile(r"^[A-Za-z0-9_.-]{1,128}$")
+
+
+def check_name(name: str) -> str:
+    """The tool name, or a ToolDefinitionError saying what a name may contain."""
+    if not _NAME.match(name):
+        raise ToolDefinitionError(
+            f"tool name {name!r} must be 1-128 letters, digits, '_', '-' or '.'; pass name=..."
+        )
+    return name
 
 
 def _where(loc: tuple[int | str, ...]) -> str:
@@ -46,11 +56,7 @@ class Tool:
 
     def __init__(self, spec: Spec, *, name: str | None = None, description: str | None = None) -> None:
         self._spec = spec
-        self.name: str = name or spec.name
-        if not _NAME.match(self.name):
-            raise ToolDefinitionError(
-                f"tool name {self.name!r} must be 1-64 letters, digits, '_' or '-'; pass name=..."
-            )
+        self.name: str = check_name(name or spec.name)
         self.description: str = spec.description if description is None else description
         self.parameters: dict[str, Any] = spec.schema
         self.fn: Callable[..., Any] = spec.target
@@ -66,16 +72,29 @@ class Tool:
     def from_function(cls, fn: Any, name: str | None = None, description: str | None = None) -> Tool:
         """Describe ``fn`` (function, async function, method, class) as a tool."""
         if isinstance(fn, Tool):
-            return (
-                fn
-                if name is None and description is None
-                else cls(fn._spec, name=name, description=description)
-            )
+            return fn if name is None and description is None else fn.renamed(name, description)
         if not isinstance(fn, type) and _target(fn)[1] and inspect.isfunction(fn):
             raise ToolDefinitionError(
                 f"{fn.__qualname__} is an unbound method; pass it bound to an instance (obj.{fn.__name__})"
             )
         return cls(build_spec(fn, name), name=name, description=description)
+
+    @classmethod
+    def from_schema(
+        cls, name: str, description: str, parameters: dict[str, Any], func: Callable[..., Any]
+    ) -> Tool:
+        """A tool described by a JSON Schema alone; `func(**arguments)` (sync or async) runs it.
+
+        Arguments are checked against `parameters` (JSON Schema) instead of a Python signature,
+        so any schema works: from MCP servers, OpenAPI documents or hand-written dicts.
+        """
+        from chainform.tools._schema_tool import SchemaTool
+
+        return SchemaTool(name, description, parameters, func)
+
+    def renamed(self, name: str | None = None, description: str | None = None) -> Tool:
+        """The same tool offered under another name and/or description."""
+        return Tool(self._spec, name=name or self.name, description=description)
 
     def schema(self) -> dict[str, Any]:
         """``{"name", "description", "parameters"}``, the shape `get_schema` returns."""
@@ -97,15 +116,7 @@ class Tool:
     def invoke(self, arguments: Mapping[str, Any] | str | None = None) -> Any:
         """Validate, convert and call. An async tool is run to completion (in a worker thread if a
         loop is already running in this thread)."""
-        result = call_with(self._spec, self.validate(arguments))
-        if not inspect.isawaitable(result):
-            return result
-        try:
-            asyncio.get_running_loop()
-        except RuntimeError:
-            return asyncio.run(_await(result))
-        with concurrent.futures.ThreadPoolExecutor(1) as pool:
-            return pool.submit(asyncio.run, _await(result)).result()
+        return settle(call_with(self._spec, self.validate(arguments)))
 
     async def ainvoke(self, arguments: Mapping[str, Any] | str | None = None) -> Any:
         """Validate, convert and call; a sync tool runs in a thread so the event loop stays free."""
@@ -126,6 +137,19 @@ class Tool:
 
 async def _await(awaitable: Any) -> Any:
     return await awaitable
+
+
+def settle(result: Any) -> Any:
+    """A sync caller's view of a tool's result: an awaitable is run to completion (in a worker
+    thread when this thread already runs a loop)."""
+    if not inspect.isawaitable(result):
+        return result
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        return asyncio.run(_await(result))
+    with concurrent.futures.ThreadPoolExecutor(1) as pool:
+        return pool.submit(asyncio.run, _await(result)).result()
 
 
 class Toolbox:

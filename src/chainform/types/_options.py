@@ -151,6 +151,8 @@ class ModelProfile:
     supports_images: bool = False
     supports_reasoning: bool = False
     schema_dialect: SchemaDialect = "jsonschema"
+    # tool names the provider accepts; others are renamed on the wire and back (clients/_tool_names.py)
+    tool_name_pattern: str = r"[A-Za-z0-9_-]{1,64}"
     context_window: int | None = None
     max_output_tokens: int | None = None
     unsupported_options: frozenset[str] = frozenset()
