@@ -1,9 +1,9 @@
 """chainform: tool chains that end in schema-valid data, on any provider.
 
-    import chainform as cf
-    model = cf.get_model("local")
-    chain = model.chain("Weather in Paris?", tools=[get_weather], schema=Answer)
-    chain.value  # a validated Answer
+import chainform as cf
+model = cf.get_model("local")
+chain = model.chain("Weather in Paris?", tools=[get_weather], schema=Answer)
+chain.value  # a validated Answer
 """
 
 from chainform import keys, tools

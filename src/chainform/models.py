@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import dataclasses
 import time
@@ -13,7 +14,7 @@ from chainform.chain._context import ContextPolicy
 from chainform.chain._engine import ChainRequest, ChainRun
 from chainform.chain._events import EventLog
 from chainform.chain._records import ChainResult, ModelCall
-from chainform.chain._tools import AfterCall, BeforeCall, normalize_tools
+from chainform.chain._tools import AfterCall, BeforeCall, is_tool_source, normalize_tools
 from chainform.clients.base import ChatClient
 from chainform.map import amap, map_sync
 from chainform.output import OUTPUT_TOOL_NAME, STRATEGIES, OutputSpec
@@ -115,10 +116,11 @@ class _Base(Generic[R]):
         """
         if strategy not in STRATEGIES:
             raise ValueError(f"unknown strategy {strategy!r}; choose one of {', '.join(STRATEGIES)}")
+        sources = [t for t in tools or () if is_tool_source(t)]
         request = ChainRequest(
             prompt=_prompt_message(prompt),
             system=system,
-            tools=normalize_tools(tools),
+            tools=normalize_tools(t for t in tools or () if not is_tool_source(t)),
             output=OutputSpec.from_user(schema) if schema is not None else None,
             strategy=strategy,
             chain_limit=chain_limit,
@@ -131,7 +133,30 @@ class _Base(Generic[R]):
             stream=stream,
             history=list(history),
         )
+        if sources:
+            return self._respond(lambda events: self._leased(sources, request, conversation_id, log, events))
         return self._respond(lambda events: self._run(request, conversation_id, log, events).run())
+
+    async def _leased(
+        self,
+        sources: list[Any],
+        request: ChainRequest,
+        conversation_id: str | None,
+        log: bool,
+        events: EventLog,
+    ) -> ChainResult:
+        """Run a chain whose tools include MCP servers: their sessions stay open for the chain."""
+        leased: list[Any] = []
+        try:
+            for source in sources:
+                offered: list[Any] = await asyncio.to_thread(source.acquire)
+                leased.append(source)
+                request.tools = normalize_tools([*request.tools, *offered])
+            return await self._run(request, conversation_id, log, events).run()
+        finally:
+            events.close()
+            for source in leased:
+                await asyncio.to_thread(source.release)
 
     def prompt(
         self,

@@ -34,7 +34,10 @@ def test_text_and_reasoning_deltas_join_into_one_part_each():
     assert response.text == "Hello"
     assert response.reasoning == "Let me think."
     assert len(response.messages) == 1
-    assert [type(c).__name__ for c in response.messages[0].contents] == ["TextReasoningContent", "TextContent"]
+    assert [type(c).__name__ for c in response.messages[0].contents] == [
+        "TextReasoningContent",
+        "TextContent",
+    ]
     assert response.response_id == "r1" and response.model_id == "m"
     assert response.finish_reason == "stop"
     assert updates[2].contents[0].text == "Hel"  # joining never mutates the updates
@@ -71,7 +74,9 @@ def test_usage_in_stream_is_summed():
     updates = [
         ChatResponseUpdate([UsageContent(UsageDetails(input_tokens=10, additional_counts={"cached": 4}))]),
         ChatResponseUpdate([TextContent("x")]),
-        ChatResponseUpdate([UsageContent(UsageDetails(output_tokens=5, additional_counts={"cached": 1, "r": 2}))]),
+        ChatResponseUpdate(
+            [UsageContent(UsageDetails(output_tokens=5, additional_counts={"cached": 1, "r": 2}))]
+        ),
     ]
     usage = ChatResponse.from_updates(updates).usage_details
     assert (usage.input_tokens, usage.output_tokens, usage.total_tokens) == (10, 5, 15)

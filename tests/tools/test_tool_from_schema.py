@@ -20,7 +20,11 @@ def factorial_tool() -> cf.Tool:
 
 def test_from_schema_validates_with_json_schema() -> None:
     tool = factorial_tool()
-    assert tool.schema() == {"name": "math.factorial", "description": "n! of a whole number", "parameters": PARAMS}
+    assert tool.schema() == {
+        "name": "math.factorial",
+        "description": "n! of a whole number",
+        "parameters": PARAMS,
+    }
     assert tool.invoke({"n": 5}) == 120
     with pytest.raises(cf.ToolArgumentError, match=r"\$\.n: -1 is less than the minimum of 0"):
         tool.invoke({"n": -1})

@@ -29,14 +29,21 @@ def _tool_for(fn: Any) -> Any:
     return Tool.from_function(fn)
 
 
+def is_tool_source(item: Any) -> bool:
+    """A source of tools with a session to open and close around a chain (an MCP server)."""
+    return callable(getattr(item, "acquire", None)) and callable(getattr(item, "release", None))
+
+
 def normalize_tools(tools: Iterable[Any] | None) -> list[Any]:
-    """Accept Tool objects, plain callables, Toolbox instances and namespaces; return Tools."""
+    """Accept Tool objects, plain callables, Toolbox instances, namespaces and agents; return Tools."""
     from chainform.tools import Tool
 
     out: list[Any] = []
     for item in tools or ():
         if isinstance(item, Tool):
             out.append(item)
+        elif callable(getattr(item, "as_tool", None)):
+            out.append(item.as_tool())
         elif hasattr(item, "tools") and callable(item.tools):
             out.extend(item.tools())
         elif callable(item):

@@ -11,6 +11,7 @@ from chainform.cli._keys import keys_command
 from chainform.cli._local import local_command
 from chainform.cli._logs import logs_command
 from chainform.cli._map import map_command
+from chainform.cli._mcp import mcp_group
 from chainform.cli._models import models_command
 from chainform.cli._prompt import prompt_command
 from chainform.cli._schemas import schemas_command
@@ -40,6 +41,7 @@ for _command in (
     keys_command,
     local_command,
     map_command,
+    mcp_group,
 ):
     cli.add_command(_command)
 

@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
+from chainform.cli._mcp import MCP_HELP
 from chainform.cli._output import console, echo_json, format_json, shorten
 
 if TYPE_CHECKING:
@@ -202,6 +203,7 @@ def _summary(response: ChainResponse, has_schema: bool) -> dict[str, Any]:
 @click.option(
     "--functions", multiple=True, help="Python file or code whose public functions become tools; repeatable."
 )
+@click.option("--mcp", "mcp_values", multiple=True, help=MCP_HELP)
 @click.option(
     "--cl",
     "--chain-limit",
@@ -267,6 +269,7 @@ def prompt_command(
     tool_names: tuple[str, ...],
     python_isolation: str,
     functions: tuple[str, ...],
+    mcp_values: tuple[str, ...],
     chain_limit: int,
     strategy: str,
     format_prompt: str | None,
@@ -285,6 +288,7 @@ def prompt_command(
     as_json: bool,
 ) -> None:
     """Run PROMPT (or stdin) on a model, with tools and a schema if given."""
+    from chainform.cli._mcp import mcp_servers
     from chainform.cli._models import default_model
     from chainform.cli._schemas import resolve_cli_schema
     from chainform.cli._tools import load_functions, resolve_tools
@@ -295,8 +299,9 @@ def prompt_command(
         raise click.UsageError("give -c/--continue or --cid, not both")
     text = read_prompt(prompt, stdin_reserved=tools_approve)
     options = parse_options(option_pairs)
-    tools = resolve_tools(tool_names, python_isolation=python_isolation)
+    tools: list[Any] = resolve_tools(tool_names, python_isolation=python_isolation)
     tools += [t for code in functions for t in load_functions(code)]
+    tools += mcp_servers(mcp_values)
     store = None
     if schema or schema_multi or continue_ or cid:
         from chainform.store import Store

@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
+from chainform.cli._mcp import MCP_HELP
 from chainform.cli._output import echo_json, shorten
 
 if TYPE_CHECKING:
@@ -66,6 +67,21 @@ def all_sources() -> list[ToolSource]:
 
     builtins = [ToolSource(name, "builtin", [tool]) for name, tool in builtin_tools().items()]
     return builtins + plugin_sources()
+
+
+def mcp_sources(values: tuple[str, ...]) -> list[ToolSource]:
+    """The tools of each `--mcp` server (listed, then the session is closed)."""
+    from chainform.cli._mcp import mcp_servers
+
+    sources = []
+    for value, server in zip(values, mcp_servers(values), strict=True):
+        try:
+            sources.append(ToolSource(value, "mcp", server.tools()))
+        except Exception as exc:
+            sources.append(ToolSource(value, "mcp", [], str(exc)))
+        finally:
+            server.close()
+    return sources
 
 
 def resolve_tools(names: tuple[str, ...], *, python_isolation: str = "auto") -> list[Tool]:
@@ -149,9 +165,10 @@ def load_functions(value: str) -> list[Tool]:
 @click.option(
     "--json", "as_json", is_flag=True, help="Output names, descriptions and parameter schemas as JSON."
 )
-def tools_command(as_json: bool) -> None:
-    """List the tools -T can use: built-ins and installed plugins."""
-    sources = all_sources()
+@click.option("--mcp", "mcp_values", multiple=True, help=MCP_HELP + " Lists its tools instead.")
+def tools_command(as_json: bool, mcp_values: tuple[str, ...]) -> None:
+    """List the tools -T can use: built-ins and installed plugins (or an MCP server's, with --mcp)."""
+    sources = mcp_sources(mcp_values) if mcp_values else all_sources()
     if as_json:
         echo_json(
             [
