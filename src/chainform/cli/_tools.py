@@ -185,20 +185,39 @@ def tools_command(as_json: bool, mcp_values: tuple[str, ...]) -> None:
                 for s in sources
             ]
         )
-        return
+    else:
+        _print_table(sources)
+    if mcp_values and any(s.error for s in sources):
+        from chainform.cli._group import EXIT_CHAIN
+
+        raise click.exceptions.Exit(EXIT_CHAIN)
+
+
+def _parameters(tool: Tool) -> str:
+    props = tool.parameters.get("properties", {})
+    required = set(tool.parameters.get("required", ()))
+    return ", ".join(
+        f"{name}{'' if name in required else '?'}: {spec.get('type', 'any') if isinstance(spec, dict) else 'any'}"
+        for name, spec in props.items()
+    )
+
+
+def _print_table(sources: list[ToolSource]) -> None:
     from rich.table import Table
     from rich.text import Text
 
     from chainform.cli._output import console
 
-    table = Table("name", "origin", "description", box=None, pad_edge=False)
+    table = Table("name", "origin", "parameters", "description", box=None, pad_edge=False)
     for source in sources:
         if source.error:
-            table.add_row(source.name, source.origin, Text(f"failed to load: {source.error}", style="red"))
+            table.add_row(
+                source.name, source.origin, "", Text(f"failed to load: {source.error}", style="red")
+            )
         for tool in source.tools:
-            description = Text(shorten(tool.description, 100))
+            description = Text(shorten(tool.description, 80))
             level = _isolation(tool)
             if level:
                 description.append(f"\nisolation: {level}", style="bold" if level == "strict" else "yellow")
-            table.add_row(tool.name, source.origin, description)
+            table.add_row(tool.name, source.origin, _parameters(tool), description)
     console().print(table)

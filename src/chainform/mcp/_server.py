@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import os
+import sys
 import threading
 import warnings
 import weakref
@@ -69,10 +70,13 @@ class MCPServer:
         The child gets the SDK's minimal environment (no API keys) plus `env`.
         """
         from mcp import Client, StdioServerParameters
+        from mcp.client.stdio import stdio_client
 
         params = StdioServerParameters(command=command, args=list(args), env=dict(env or {}) or None, cwd=cwd)
         name = " ".join([os.path.basename(command), *args])[:80]
-        return cls(lambda: Client(params, client_info=_info()), name=name, **options)
+        return cls(
+            lambda: Client(stdio_client(params, errlog=_errlog()), client_info=_info()), name=name, **options
+        )
 
     @classmethod
     def http(cls, url: str, headers: Mapping[str, str] | None = None, **options: Any) -> MCPServer:
@@ -232,6 +236,19 @@ def _connection_lost(exc: BaseException) -> bool:
     from mcp_types.jsonrpc import CONNECTION_CLOSED
 
     return not isinstance(exc, (MCPError, RuntimeError)) or getattr(exc, "code", None) == CONNECTION_CLOSED
+
+
+def _errlog() -> Any:
+    """Where the server's stderr goes: the process's real stderr (notebooks and test runners
+    replace sys.stderr with objects a child process cannot write to), else nowhere."""
+    for stream in (sys.stderr, sys.__stderr__):
+        try:
+            if stream is not None:
+                stream.fileno()
+                return stream
+        except (OSError, ValueError, AttributeError):
+            continue
+    return open(os.devnull, "w")  # lives as long as the server process
 
 
 def _info() -> Any:
