@@ -192,9 +192,9 @@ FRAMEWORKS: dict[str, Callable[[str, bool], Runner]] = {
 BASELINE = "openai SDK loop"
 
 
-def start_server(kind: str) -> tuple[subprocess.Popen[str], str]:
+def start_server(kind: str, *args: str) -> tuple[subprocess.Popen[str], str]:
     proc = subprocess.Popen(
-        [sys.executable, str(Path(__file__).parent / "loopback.py"), kind],
+        [sys.executable, str(Path(__file__).parent / "loopback.py"), kind, *args],
         stdout=subprocess.PIPE,
         text=True,
     )

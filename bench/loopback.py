@@ -6,6 +6,7 @@ written for this benchmark, and `emulator`, chainform's own test emulator
 the client being measured (the machine has 2 cores: one for the client, one for the server).
 
     python bench/loopback.py fast        # prints "PORT <n>" then serves until killed
+    python bench/loopback.py fast 0.2    # the same, each reply 200 ms late (a model's think time)
 """
 
 from __future__ import annotations
@@ -77,6 +78,9 @@ def render(body: dict[str, Any]) -> tuple[bytes, str]:
     return ("".join(events) + "data: [DONE]\n\n").encode(), "text/event-stream"
 
 
+_DELAY = 0.0
+
+
 async def _handle(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
     try:
         while True:
@@ -88,6 +92,8 @@ async def _handle(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) ->
                     length = int(value)
             raw = await reader.readexactly(length) if length else b""
             data, ctype = render(json.loads(raw) if raw else {})
+            if _DELAY:
+                await asyncio.sleep(_DELAY)
             writer.write(
                 b"HTTP/1.1 200 OK\r\nContent-Type: "
                 + ctype.encode()
@@ -127,9 +133,10 @@ def _serve_emulator() -> None:
 
 
 if __name__ == "__main__":
-    if sys.argv[1:] == ["fast"]:
+    if sys.argv[1:2] == ["fast"] and len(sys.argv) <= 3:
+        _DELAY = float(sys.argv[2]) if len(sys.argv) == 3 else 0.0
         asyncio.run(_serve_fast())
     elif sys.argv[1:] == ["emulator"]:
         _serve_emulator()
     else:
-        sys.exit("usage: loopback.py fast|emulator")
+        sys.exit("usage: loopback.py fast [DELAY_SECONDS] | emulator")

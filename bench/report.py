@@ -212,6 +212,7 @@ def markdown(report: dict[str, Any], images: list[str], image_dir: str) -> str:
         ("conformance", "4. Conformance", lambda: peer_md(s["conformance"], "bench_conformance"), None),
         ("strategies", "5. Output strategies", lambda: strategies_md(s["strategies"]), "strategies.png"),
         ("sandbox", "6. Python tool sandbox", lambda: peer_md(s["sandbox"], "bench_sandbox"), None),
+        ("map", "7. Many inputs (model.map)", lambda: peer_md(s["map"], "bench_map"), None),
     ]
     for key, title, render, image in blocks:
         lines += [f"### {title}", ""]

@@ -6,7 +6,8 @@ docs/benchmarks.md.
 
 Sections: chain (overhead per chain vs the openai SDK, pydantic-ai, llm), cli (start-up), local
 (embedded model, bench/bench_local.py), conformance (bench/bench_conformance.py), strategies,
-sandbox (the python tool's per-call cost by isolation level, bench/bench_sandbox.py).
+sandbox (the python tool's per-call cost by isolation level, bench/bench_sandbox.py), map
+(`model.amap` throughput vs an asyncio + AsyncOpenAI loop, concurrency scaling; bench/bench_map.py).
 The peers, matplotlib and chainform itself are installed into bench/.venv (created if missing).
 The embedded-model sections need torch: they use the project's .venv when it has chainform.local
 working, else chainform[local] (torch pinned to 2.13.0 by that extra) is added to bench/.venv.
@@ -33,7 +34,7 @@ from _common import REPO, RESULTS, machine, now
 VENV = REPO / "bench" / ".venv"
 VENV_PY = VENV / "bin" / "python"
 PROJECT_PY = REPO / ".venv" / "bin" / "python"
-SECTIONS = ("chain", "cli", "local", "conformance", "strategies", "sandbox")
+SECTIONS = ("chain", "cli", "local", "conformance", "strategies", "sandbox", "map")
 PEERS = ["pydantic-ai-slim[openai]", "llm", "openai", "openai-agents", "matplotlib"]
 PROBE = "import chainform, openai, pydantic_ai, llm, agents, matplotlib"
 LOCAL_PROBE = "import torch, transformers, llguidance, chainform.local"
@@ -162,6 +163,11 @@ def main() -> None:
                 repeats = ["--repeats", "3" if args.quick else "30"]
                 result = run_section(
                     [str(project_python()), str(bench / "bench_sandbox.py"), *repeats], timeout=600, out=out
+                )
+            elif name == "map":
+                sizes = ["--rounds", "2", "--rows", "40", "--per-worker", "2"] if args.quick else []
+                result = run_section(
+                    [str(project_python()), str(bench / "bench_map.py"), *sizes], timeout=900, out=out
                 )
             else:
                 extra = ["--models", "scripted-good,scripted-sloppy"] if args.quick else []

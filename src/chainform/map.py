@@ -125,7 +125,15 @@ def amap(
 
     if on_error not in ("record", "raise"):
         raise ValueError("on_error must be 'record' or 'raise'")
-    source: Any = _arows(inputs, id_field) if isinstance(inputs, AsyncIterable) else rows(inputs, id_field)
+    from chainform._map._pool import InMemory
+
+    source: Any
+    if isinstance(inputs, AsyncIterable):
+        source = _arows(inputs, id_field)
+    elif isinstance(inputs, Sequence):  # nothing to wait for: no reader thread
+        source = InMemory(rows(inputs, id_field))
+    else:
+        source = rows(inputs, id_field)
     run = MapRun(
         model,
         prompt=prompt,

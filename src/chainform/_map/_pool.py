@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import itertools
 from collections.abc import AsyncIterable, AsyncIterator, Awaitable, Callable, Iterable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any, Generic, TypeVar
@@ -52,7 +53,7 @@ class Pool(Generic[T]):
 
         async def feed() -> None:
             seq = 0
-            async for row in _aiter(self.source):
+            async for row in _aiter(self.source, self.concurrency):
                 await slots.acquire()
                 await todo.put((seq, row))
                 seq += 1
@@ -95,17 +96,28 @@ class Pool(Generic[T]):
                 await task
 
 
-async def _aiter(source: Iterable[Row] | AsyncIterable[Row]) -> AsyncIterator[Row]:
-    """Rows from any iterable; a sync one that is not a list is read on one helper thread.
+class InMemory(Generic[T]):
+    """Rows made from inputs already in memory (a list): read on the loop, no helper thread."""
 
-    Reading a file or stdin must not block the event loop the workers' requests run on; one
-    dedicated thread keeps a generator on the same thread for its whole life.
+    def __init__(self, rows: Iterable[T]) -> None:
+        self.rows = rows
+
+    def __iter__(self) -> Iterator[T]:
+        return iter(self.rows)
+
+
+async def _aiter(source: Iterable[Row] | AsyncIterable[Row], batch: int) -> AsyncIterator[Row]:
+    """Rows from any iterable; a sync one that may block (a file, stdin, a generator of the
+    caller's) is read on one helper thread, `batch` rows a hop.
+
+    Reading must not block the event loop the workers' requests run on; one dedicated thread
+    keeps a generator on the same thread for its whole life.
     """
     if isinstance(source, AsyncIterable):
         async for row in source:
             yield row
         return
-    if isinstance(source, list | tuple):
+    if isinstance(source, InMemory | list | tuple):
         for row in source:
             yield row
         return
@@ -113,11 +125,12 @@ async def _aiter(source: Iterable[Row] | AsyncIterable[Row]) -> AsyncIterator[Ro
     loop = asyncio.get_running_loop()
     reader = ThreadPoolExecutor(1, thread_name_prefix="chainform-map-reader")
     try:
-        while (item := await loop.run_in_executor(reader, _next, iterator)) is not None:
-            yield item
+        while items := await loop.run_in_executor(reader, _take, iterator, batch):
+            for item in items:
+                yield item
     finally:
         reader.shutdown(wait=False)  # a read blocked on stdin must not hold up Ctrl-C
 
 
-def _next(iterator: Iterator[Row]) -> Row | None:
-    return next(iterator, None)
+def _take(iterator: Iterator[Row], count: int) -> list[Row]:
+    return list(itertools.islice(iterator, count))

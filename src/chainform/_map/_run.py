@@ -14,7 +14,9 @@ from typing import TYPE_CHECKING, Any
 from chainform._map._gate import GatedClient, GateStats, RateGate
 from chainform._map._inputs import Row
 from chainform._map._pool import Pool
+from chainform.chain._tools import normalize_tools
 from chainform.map import MapResult, RowError
+from chainform.output import OutputSpec
 
 if TYPE_CHECKING:
     from chainform.models import AsyncModel
@@ -48,8 +50,10 @@ class MapRun:
         self.model = model
         self.template = prompt
         self.system = system
-        self.tools = tools
-        self.schema = schema
+        # resolved once for the whole run, not once a row (a pydantic model's JSON Schema, tools'
+        # descriptions); a bad schema fails here, before any row runs
+        self.tools = normalize_tools(tools) or None
+        self.schema = OutputSpec.from_user(schema) if schema is not None else None
         self.limits = (requests_per_minute, tokens_per_minute)
         self.retries = retries
         self.on_error = on_error

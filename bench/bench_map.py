@@ -1,0 +1,212 @@
+"""`model.amap` throughput: against a hand-written asyncio + AsyncOpenAI loop, and concurrency scaling.
+
+Every row is one chain: prompt -> `get_weather` tool call -> the tool runs -> a schema answer
+(two HTTP calls), on bench/loopback.py's fast OpenAI-compatible server in its own process.
+
+1. Zero think time: rows/s of `amap(concurrency=C)` (log off, and log on) against the peer, an
+   `asyncio.Semaphore(C)` + `gather` loop on the official `AsyncOpenAI` doing the same two calls
+   and validating the same pydantic model. Interleaved rounds, shuffled order, median rows/s.
+2. Each reply 200 ms late: rows/s of `amap` at concurrency 1 and 32 (the same rows per worker).
+
+    .venv/bin/python bench/bench_map.py [--rounds 5 --rows 200 --out FILE]
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import os
+import random
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).parent))
+from _common import emit, median, versions
+from bench_chain import (
+    MODEL,
+    PROMPT,
+    RESPONSE_FORMAT,
+    WEATHER_TOOL,
+    Answer,
+    _sdk_messages_after_call,
+    check,
+    get_weather,
+    start_server,
+)
+
+CONCURRENCY = 16
+PEER = "asyncio + AsyncOpenAI loop"
+
+
+async def peer(base_url: str, rows: int, concurrency: int) -> list[Answer]:
+    import openai
+
+    client = openai.AsyncOpenAI(base_url=base_url, api_key="bench", max_retries=0)
+    gate = asyncio.Semaphore(concurrency)
+
+    async def one() -> Answer:
+        async with gate:
+            messages: list[dict[str, Any]] = [{"role": "user", "content": PROMPT}]
+            for _ in range(5):
+                reply = await client.chat.completions.create(
+                    model=MODEL, messages=messages, tools=[WEATHER_TOOL], response_format=RESPONSE_FORMAT
+                )
+                message = reply.choices[0].message
+                if not message.tool_calls:
+                    return Answer.model_validate_json(message.content or "")
+                _sdk_messages_after_call(messages, [c.model_dump() for c in message.tool_calls])
+            raise RuntimeError("no answer")
+
+    try:
+        return list(await asyncio.gather(*(one() for _ in range(rows))))
+    finally:
+        await client.close()
+
+
+async def chainform(base_url: str, rows: int, concurrency: int, log: bool) -> list[Any]:
+    import chainform as cf
+
+    model = cf.get_async_model(f"openai/{MODEL}", base_url=base_url, key="bench", max_retries=0)
+    results = model.amap(
+        [PROMPT] * rows, tools=[get_weather], schema=Answer, concurrency=concurrency, log=log
+    )
+    out = []
+    async for result in results:
+        if result.error is not None:
+            raise RuntimeError(result.error.message)
+        out.append(result.value)
+    return out
+
+
+_LOOP = asyncio.new_event_loop()  # one loop for every run: SDK clients are closed on the loop they used
+
+
+CPU_MS: dict[str, list[float]] = {}
+
+
+def rate(run: Any, rows: int, name: str = "") -> float:
+    """Rows per second of wall clock; the client's CPU ms per row is kept in CPU_MS[name]."""
+    started, cpu = time.perf_counter(), time.process_time()
+    answers = _LOOP.run_until_complete(run)
+    seconds = time.perf_counter() - started
+    CPU_MS.setdefault(name, []).append((time.process_time() - cpu) * 1000 / rows)
+    assert len(answers) == rows
+    for answer in answers:
+        check(answer, schema=True)
+    return rows / seconds
+
+
+def zero_think_time(rounds: int, rows: int) -> dict[str, Any]:
+    proc, base_url = start_server("fast")
+    runs = {
+        PEER: lambda n: peer(base_url, n, CONCURRENCY),
+        "chainform amap (log=False)": lambda n: chainform(base_url, n, CONCURRENCY, False),
+        "chainform amap": lambda n: chainform(base_url, n, CONCURRENCY, True),
+    }
+    samples: dict[str, list[float]] = {name: [] for name in runs}
+    try:
+        for run in runs.values():  # warm-up: imports, the first connections, the log file
+            rate(run(20), 20)
+        for _ in range(rounds):
+            order = list(runs)
+            random.shuffle(order)
+            for name in order:
+                samples[name].append(rate(runs[name](rows), rows, name))
+    finally:
+        proc.kill()
+        proc.wait()
+    base = median(samples[PEER])
+    return {
+        name: {
+            "rows_per_s": round(median(values), 1),
+            "min": round(min(values), 1),
+            "max": round(max(values), 1),
+            "vs_peer": round(median(values) / base, 3),
+            "cpu_ms_per_row": round(median(CPU_MS[name]), 2),
+        }
+        for name, values in samples.items()
+    }
+
+
+def with_delay(delay: float, per_worker: int) -> dict[str, Any]:
+    """amap and the peer at concurrency 1 and 32, the same rows per worker."""
+    proc, base_url = start_server("fast", str(delay))
+    out: dict[str, Any] = {}
+    try:
+        rate(chainform(base_url, 4, 4, False), 4)  # warm-up
+        for name, run in (
+            ("chainform amap", lambda n, c: chainform(base_url, n, c, False)),
+            (PEER, lambda n, c: peer(base_url, n, c)),
+        ):
+            speeds = {c: rate(run(per_worker * c, c), per_worker * c) for c in (1, 32)}
+            out[name] = {
+                "rows_1": per_worker,
+                "rows_32": per_worker * 32,
+                "rows_per_s_1": round(speeds[1], 2),
+                "rows_per_s_32": round(speeds[32], 2),
+                "speedup": round(speeds[32] / speeds[1], 1),
+            }
+    finally:
+        proc.kill()
+        proc.wait()
+    return out
+
+
+def table(result: dict[str, Any]) -> str:
+    """The markdown docs/benchmarks.md shows (bench/report.py calls this)."""
+    zero = result["zero_think_time"]
+    lines = [
+        f"{result['rows']} rows a run, concurrency {result['concurrency']}, median of {result['rounds']} "
+        "interleaved rounds; every row is a chain of two HTTP calls (tool call, then a schema answer).",
+        "",
+        "| zero think time | rows/s (median) | min | max | ratio to the asyncio + AsyncOpenAI loop "
+        "| client CPU ms per row |",
+        "|---|---|---|---|---|---|",
+    ]
+    for name, r in zero.items():
+        lines.append(
+            f"| {name} | {r['rows_per_s']} | {r['min']} | {r['max']} | **{r['vs_peer']:.2f}** "
+            f"| {r['cpu_ms_per_row']} |"
+        )
+    lines += [
+        "",
+        f"| each reply {int(result['delay_s'] * 1000)} ms late | rows/s, concurrency 1 | "
+        "rows/s, concurrency 32 | speed-up 32 vs 1 |",
+        "|---|---|---|---|",
+    ]
+    for name, r in result["delay"].items():
+        label = f"{name} (log=False)" if name != PEER else name
+        lines.append(
+            f"| {label} | {r['rows_per_s_1']} ({r['rows_1']} rows) | {r['rows_per_s_32']} "
+            f"({r['rows_32']} rows) | **{r['speedup']}x** |"
+        )
+    return "\n".join(lines)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--rounds", type=int, default=5)
+    parser.add_argument("--rows", type=int, default=200)
+    parser.add_argument("--delay", type=float, default=0.2)
+    parser.add_argument("--per-worker", type=int, default=8)
+    parser.add_argument("--out")
+    args = parser.parse_args()
+    os.environ["CHAINFORM_HOME"] = tempfile.mkdtemp(prefix="chainform-bench-map-")
+    result = {
+        "rows": args.rows,
+        "rounds": args.rounds,
+        "concurrency": CONCURRENCY,
+        "zero_think_time": zero_think_time(args.rounds, args.rows),
+        "delay_s": args.delay,
+        "delay": with_delay(args.delay, args.per_worker),
+        "versions": versions("chainform", "openai"),
+    }
+    emit(result, args.out)
+    print(table(result), file=sys.stderr)
+
+
+if __name__ == "__main__":
+    main()
