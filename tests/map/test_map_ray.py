@@ -12,6 +12,7 @@ from chainform.cli import cli
 from chainform.testing.emulator import Emulator
 
 ray = pytest.importorskip("ray")
+pytestmark = pytest.mark.filterwarnings("ignore::DeprecationWarning")  # Ray's own, on start-up
 
 
 def lookup(order: int) -> dict:
