@@ -191,11 +191,7 @@ async def _aclose(results: AsyncIterator[MapResult]) -> None:
 async def _arows(inputs: AsyncIterable[Any], id_field: str | None) -> AsyncIterator[Row]:
     index = 0
     async for item in inputs:
-        for row in rows([item], id_field):
-            row.index = index
-            if id_field is None:
-                row.key = str(index)
-            yield row
+        yield next(rows([item], id_field, start=index))
         index += 1
 
 

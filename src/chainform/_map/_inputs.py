@@ -53,9 +53,9 @@ def record_of(data: str | dict[str, Any]) -> dict[str, Any]:
     return dict(data) if isinstance(data, dict) else {"text": data}
 
 
-def rows(data: Iterable[Any], id_field: str | None = None) -> Iterator[Row]:
-    """Number the inputs and key them by `id_field` (when given) or by position."""
-    for index, item in enumerate(data):
+def rows(data: Iterable[Any], id_field: str | None = None, start: int = 0) -> Iterator[Row]:
+    """Number the inputs (from `start`) and key them by `id_field` (when given) or by position."""
+    for index, item in enumerate(data, start):
         if isinstance(item, Row):
             yield item
             continue

@@ -117,7 +117,13 @@ async def _run_local(model: AsyncModel, source: Iterator[Row], commit: Any, **kw
 @click.option("--concurrency", type=click.IntRange(min=1), default=8, show_default=True, help="Rows at once.")
 @click.option("--rpm", type=click.FloatRange(min=0, min_open=True), help="Requests per minute, all workers.")
 @click.option("--tpm", type=click.FloatRange(min=0, min_open=True), help="Tokens per minute, all workers.")
-@click.option("--retries", type=click.IntRange(min=0), default=2, show_default=True, help="Per call.")
+@click.option(
+    "--retries",
+    type=click.IntRange(min=0),
+    default=2,
+    show_default=True,
+    help="Retries of one model call after a 429, 5xx, timeout or dropped connection.",
+)
 @click.option("--id-field", help="Key rows by this field (default: the row's position).")
 @click.option("--resume", is_flag=True, help="Continue a run: skip rows already in OUTPUT.")
 @click.option("--format", "fmt", type=click.Choice(["jsonl", "csv", "lines"]), help="INPUT format.")
@@ -135,9 +141,16 @@ async def _run_local(model: AsyncModel, source: Iterator[Row], commit: Any, **kw
     is_flag=False,
     flag_value="local",
     default=None,
+    metavar="[ADDRESS]",
     help="Run through Ray Data: a local Ray (bare --ray) or a cluster ADDRESS.",
 )
-@click.option("--ray-workers", type=click.IntRange(min=1), default=2, show_default=True)
+@click.option(
+    "--ray-workers",
+    type=click.IntRange(min=1),
+    default=2,
+    show_default=True,
+    help="Ray workers, each running --concurrency rows at once.",
+)
 def map_command(
     input_path: str,
     output: str,
