@@ -33,7 +33,7 @@ def peak_rss_mb(tmp_path: Path, emu: Emulator, count: int) -> tuple[float, list[
 @pytest.mark.skipif(
     not os.environ.get("CHAINFORM_SLOW_TESTS"),
     reason="11,000 rows through the emulator and the openai SDK: minutes on 2 cores; "
-    "set CHAINFORM_SLOW_TESTS=1 (the in-process 10,000-row test runs always)",
+    "set CHAINFORM_SLOW_TESTS=1 to run it",
 )
 def test_emulator_peak_memory_at_10000_rows_is_within_50_mb_of_1000_rows(tmp_path):
     with Emulator(default=answer_with_tool, record=False) as emu:
