@@ -35,9 +35,20 @@ class MissingKeyError(ChainformError):
 
 
 ProviderErrorKind = Literal[
-    "auth", "rate_limit", "bad_request", "tools_with_schema_rejected", "server", "timeout", "connection"
+    "auth",
+    "rate_limit",
+    "bad_request",
+    "tools_with_schema_rejected",
+    "response_format_rejected",
+    "streaming_rejected",
+    "server",
+    "timeout",
+    "connection",
 ]
-"""What a provider failure means, whatever its status or wording: the engine reads this, never the message."""
+"""What a provider failure means, whatever its status or wording: the engine reads this, never the message.
+
+response_format_rejected: the structured-output format itself (e.g. json_schema) is not accepted;
+streaming_rejected: the request cannot be streamed as sent (e.g. tool calls under "auto")."""
 
 
 def kind_from_status(status: int | None) -> ProviderErrorKind:

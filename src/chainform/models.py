@@ -17,17 +17,10 @@ from chainform.chain._records import ChainResult, ModelCall
 from chainform.chain._tools import AfterCall, BeforeCall, is_tool_source, normalize_tools
 from chainform.clients.base import ChatClient
 from chainform.map import amap, map_sync
-from chainform.output import OUTPUT_TOOL_NAME, STRATEGIES, OutputSpec
+from chainform.output import STRATEGIES, OutputSpec
+from chainform.output._fallbacks import Fallbacks
 from chainform.response import AsyncChainResponse, ChainResponse, RunFactory
-from chainform.types import (
-    ChatOptions,
-    Content,
-    FunctionCallContent,
-    FunctionResultContent,
-    Message,
-    ModelProfile,
-    Role,
-)
+from chainform.types import ChatOptions, Content, Message, ModelProfile
 
 PromptInput = str | Message | Sequence[Content] | None
 
@@ -76,6 +69,9 @@ class _Base(Generic[R]):
         self._log_path = log_path
         self._store: Any = None
         self._store_failed = False
+        self.fallbacks = Fallbacks()
+        """What the provider refused at run time (e.g. tools with a schema); shared by this model's
+        chains and conversations, inspectable, and forgotten with `model.fallbacks.clear()`."""
 
     @property
     def profile(self) -> ModelProfile:
@@ -186,6 +182,7 @@ class _Base(Generic[R]):
             chain_id=_new_id(),
             events=events,
             logger=self._logger(request) if log else None,
+            fallbacks=self.fallbacks,
         )
 
     # -- logging ----------------------------------------------------------------------------
@@ -268,28 +265,12 @@ def _options_summary(options: ChatOptions) -> dict[str, Any]:
     return out
 
 
-def _history_after(result: ChainResult) -> list[Message]:
-    """What a conversation remembers of a chain: its transcript without the output-tool plumbing."""
-    history: list[Message] = []
-    output_ids: set[str] = set()
-    for message in result.transcript:
-        if message.role == Role.SYSTEM:
-            continue
-        kept: list[Content] = []
-        for content in message.contents:
-            if isinstance(content, FunctionCallContent) and content.name == OUTPUT_TOOL_NAME:
-                output_ids.add(content.call_id)
-                continue
-            if isinstance(content, FunctionResultContent) and content.call_id in output_ids:
-                continue
-            kept.append(content)
-        if kept:
-            history.append(Message(message.role, kept, author_name=message.author_name))
-    if result.has_value and not (
-        history and history[-1].role == Role.ASSISTANT and history[-1].text == result.text
-    ):
-        history.append(Message.assistant(result.text))
-    return history
+def _history_after(history: list[Message], result: ChainResult) -> list[Message]:
+    """A conversation's history grown by a finished chain (tool calls and results included)."""
+    from chainform.chain._history import history as replay
+    from chainform.chain._history import of_result
+
+    return [*history, *replay([of_result(result)])]
 
 
 class Model(_Base[ChainResponse]):
@@ -344,7 +325,7 @@ class Conversation:
     def _settle(self) -> None:
         if self.responses:
             with contextlib.suppress(Exception):  # a failed chain adds nothing to the history
-                self.history = _history_after(self.responses[-1]._finished())
+                self.history = _history_after(self.history, self.responses[-1]._finished())
 
 
 class AsyncConversation:
@@ -362,7 +343,7 @@ class AsyncConversation:
         """Like `AsyncModel.chain`, awaited; the history grows by what the chain did."""
         response = self.model.chain(prompt, conversation_id=self.id, history=self.history, **kwargs)
         await response
-        self.history = _history_after(response._finished())
+        self.history = _history_after(self.history, response._finished())
         return response
 
 

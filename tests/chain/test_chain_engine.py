@@ -325,15 +325,31 @@ def test_auto_falls_back_to_deferred_when_provider_rejects_combination():
     profile = cf.ModelProfile(
         name="fallback-model", supports_json_schema=True, supports_tools_with_schema=True
     )
-    m = model_for([rejection, "Paris is 21.5", '{"city": "Paris", "temp_c": 21.5}'], profile)
+    script = [rejection, "Paris is 21.5", '{"city": "Paris", "temp_c": 21.5}']
+    m = model_for([*script, "Rome", '{"city": "Rome", "temp_c": 1}'], profile)
     chain = m.chain("x", tools=[get_weather], schema=Answer)
     assert chain.value.city == "Paris"
     assert chain.strategy.name == "deferred"
     assert "fell back" in chain.strategy.reason
-    # remembered for this model in the process: the next chain goes straight to deferred
-    m2 = model_for(["Rome", '{"city": "Rome", "temp_c": 1}'], profile)
-    m2.name = "fallback-model"
-    assert m2.chain("y", tools=[get_weather], schema=Answer).strategy.name == "deferred"
+    assert chain.strategy.fallback and "cannot be combined" in chain.strategy.fallback
+    # remembered by this model object: its next chain goes straight to deferred
+    assert "tools_with_schema" in m.fallbacks
+    again = m.chain("y", tools=[get_weather], schema=Answer)
+    assert again.strategy == "deferred" and again.value.city == "Rome"
+    assert len(m.client.requests) == 5  # no second rejected request
+
+
+def test_fallback_memory_belongs_to_one_model_object():
+    rejection = cf.ProviderError("no tools with a schema", status=400, kind="tools_with_schema_rejected")
+    profile = cf.ModelProfile(name="same-name", supports_json_schema=True, supports_tools_with_schema=True)
+    first = model_for([rejection, "Paris", '{"city": "Paris", "temp_c": 1}'], profile)
+    assert first.chain("x", tools=[get_weather], schema=Answer).strategy == "deferred"
+    other = model_for(['{"city": "Rome", "temp_c": 2}'], profile)  # same name, another object
+    assert other.name == first.name and dict(other.fallbacks) == {}
+    assert other.chain("y", tools=[get_weather], schema=Answer).strategy == "native"
+    first.fallbacks.clear()
+    first.client.script.append('{"city": "Oslo", "temp_c": 3}')
+    assert first.chain("z", tools=[get_weather], schema=Answer).strategy == "native"
 
 
 def test_explicit_strategy_does_not_fall_back():

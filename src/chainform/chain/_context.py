@@ -43,10 +43,6 @@ class ContextPolicy:
         return cls(value)  # type: ignore[arg-type]
 
 
-def estimate_tokens(text: str) -> int:
-    return max(1, len(text) // 4) if text else 0
-
-
 def _trim(text: str, budget_chars: int) -> str:
     if len(text) <= budget_chars:
         return text

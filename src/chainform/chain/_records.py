@@ -74,6 +74,7 @@ class ChainResult:
     conversation_id: str = ""
     chain_id: str = ""
     cut_off: bool = False
+    prompt: Message | None = None
 
     def json_text(self) -> str:
         return json.dumps(self.data, ensure_ascii=False)

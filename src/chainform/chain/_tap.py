@@ -13,13 +13,13 @@ from chainform.types import ChatResponse, ChatResponseUpdate, FunctionCallConten
 
 class CallTap:
     """Watches one model call. Answer text and the `final_result` call's streamed arguments are
-    tagged as JSON sources; `partials=False` (a deferred chain's tool phase, whose text is not the
-    answer) leaves text untagged."""
+    tagged as JSON sources; with no `output` (no schema, or a deferred chain's tool phase, whose
+    text is not the answer) text is left untagged."""
 
-    def __init__(self, events: EventLog, purpose: str, output: OutputSpec | None, *, partials: bool) -> None:
+    def __init__(self, events: EventLog, purpose: str, output: OutputSpec | None) -> None:
         self.events = events
         self.purpose = purpose
-        self.output = output if partials else None
+        self.output = output
         self.call_names: dict[int | str, str] = {}
         self.sources: dict[int | str | None, JsonSource] = {}
 

@@ -1,9 +1,12 @@
-"""Choosing an output strategy from a ModelProfile alone (capabilities are data, not provider checks)."""
+"""The decision table: an output strategy from a ModelProfile (and what the provider refused) alone.
+
+docs/strategies.md shows the same table; every phase of a chain, the deferred formatting call
+included, asks this one function.
+"""
 
 from __future__ import annotations
 
-import threading
-from dataclasses import dataclass
+from collections.abc import Mapping
 from typing import Literal, get_args
 
 from chainform.types import ModelProfile
@@ -13,31 +16,40 @@ RequestedStrategy = Literal["auto", "native", "tool", "prompted", "deferred"]
 STRATEGIES: tuple[str, ...] = get_args(RequestedStrategy)
 
 
-@dataclass(frozen=True)
-class StrategyChoice:
-    """The strategy a chain used, and why (so `auto` is never a mystery)."""
+class StrategyChoice(str):
+    """The strategy a chain used, and why. Equal to its name: `ch.strategy == "native"` holds.
+
+    `reason` says why it was picked; `requested` is what the caller asked for; `fallback` is the
+    provider's refusal that moved the choice away from the profile's first pick (None otherwise).
+    """
 
     name: StrategyName
     reason: str
-    requested: RequestedStrategy = "auto"
+    requested: RequestedStrategy
+    fallback: str | None
 
-    def __str__(self) -> str:
-        return self.name
+    def __new__(
+        cls,
+        name: StrategyName,
+        reason: str,
+        requested: RequestedStrategy = "auto",
+        fallback: str | None = None,
+    ) -> StrategyChoice:
+        choice = super().__new__(cls, name)
+        choice.name, choice.reason, choice.requested, choice.fallback = name, reason, requested, fallback
+        return choice
+
+    def __repr__(self) -> str:
+        return f"StrategyChoice({self.name!r}, reason={self.reason!r})"
 
 
-_fallbacks: dict[str, str] = {}
-_fallback_lock = threading.Lock()
-
-
-def remember_fallback(model_key: str, reason: str) -> None:
-    """Record that a provider rejected tools+schema for this model, for the rest of the process."""
-    with _fallback_lock:
-        _fallbacks[model_key] = reason
-
-
-def known_fallback(model_key: str) -> str | None:
-    with _fallback_lock:
-        return _fallbacks.get(model_key)
+def native_format(profile: ModelProfile, fallbacks: Mapping[str, str]) -> str | None:
+    """The response format the native strategy sends: json_schema, else json_object + schema."""
+    if not profile.supports_json_schema:
+        return None
+    if "json_schema" not in fallbacks:
+        return "json_schema"
+    return None if "json_object_schema" in fallbacks else "json_object"
 
 
 def select_strategy(
@@ -45,23 +57,34 @@ def select_strategy(
     *,
     has_tools: bool,
     requested: str = "auto",
-    model_key: str | None = None,
+    fallbacks: Mapping[str, str] | None = None,
 ) -> StrategyChoice:
-    """Resolve `requested` ("auto" or a name) into the strategy a chain will run."""
+    """Resolve `requested` ("auto" or a name) into the strategy a chain (or a formatting call) runs."""
     if requested not in STRATEGIES:
         raise ValueError(f"unknown strategy {requested!r}; choose one of {', '.join(STRATEGIES)}")
     if requested != "auto":
         return StrategyChoice(requested, "requested explicitly", requested)  # type: ignore[arg-type]
-    if has_tools and model_key is not None and (why := known_fallback(model_key)):
-        return StrategyChoice("deferred", f"provider rejected tools with a schema earlier: {why}")
+    refused = fallbacks or {}
+    name, reason = _pick(profile, has_tools, refused)
+    if not refused or name == _pick(profile, has_tools, {})[0]:
+        return StrategyChoice(name, reason)
+    why = refused.get("tools_with_schema") if name == "deferred" else None
+    why = why or "; ".join(refused.values())
+    return StrategyChoice(name, f"{reason} (provider refused: {why})", fallback=why)
+
+
+def _pick(profile: ModelProfile, has_tools: bool, refused: Mapping[str, str]) -> tuple[StrategyName, str]:
+    native = native_format(profile, refused)
     if not has_tools:
-        if profile.supports_json_schema:
-            return StrategyChoice("native", "model supports native structured output")
+        if native is not None:
+            return "native", "model supports native structured output"
         if profile.supports_tools and profile.supports_tool_choice_required:
-            return StrategyChoice("tool", "no native structured output; model can be made to call a tool")
-        return StrategyChoice("prompted", "model has neither native structured output nor forced tools")
-    if profile.supports_tools_with_schema and profile.supports_json_schema:
-        return StrategyChoice("native", "model supports tools together with a native schema")
+            return "tool", "no native structured output; model can be made to call a tool"
+        return "prompted", "model has neither native structured output nor forced tools"
+    if "tools_with_schema" in refused:
+        return "deferred", "provider rejected tools with a schema"
+    if profile.supports_tools_with_schema and native == "json_schema":
+        return "native", "model supports tools together with a native schema"
     if profile.supports_tools:
-        return StrategyChoice("tool", "model supports tools but not tools together with a schema")
-    return StrategyChoice("deferred", "model cannot combine tools and a schema in one turn")
+        return "tool", "model supports tools but not tools together with a schema"
+    return "deferred", "model cannot combine tools and a schema in one turn"

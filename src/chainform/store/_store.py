@@ -372,41 +372,11 @@ class Store:
         )
 
     def conversation_messages(self, conversation_id: str) -> list[Message]:
-        """The history of a conversation rebuilt from the log, for `-c/--continue`.
+        """The history of a conversation rebuilt from the log, for `-c/--continue` and `--cid`.
 
-        One user/assistant pair per chain that produced an answer: the user's prompt, then the
-        parsed value as JSON when the chain had a schema, else the last successful call's text.
-        Intermediate tool turns are left out (they are in the log, but replaying them would tie the
-        history to one provider's tool-call ids); system prompts are the caller's to give again.
+        The same history a live `Conversation` keeps (chain/_history.py): prompts, tool calls with
+        their results, answers; system prompts are the caller's to give again.
         """
-        calls = list(reversed(self.recent(None, conversation_id=conversation_id)))
-        chains: dict[str, list[LoggedResponse]] = {}
-        for call in calls:
-            chains.setdefault(call.chain_id, []).append(call)
-        history: list[Message] = []
-        for chain in chains.values():
-            chain.sort(key=lambda c: (c.seq, c.created_at))
-            prompt = next((c.prompt for c in chain if c.prompt is not None), None)
-            if prompt is None:
-                prompt = _last_user_text(chain[0].messages)
-            answer = _answer_of(chain)
-            if prompt is None or answer is None:
-                continue
-            history += [Message.user(prompt), Message.assistant(answer)]
-        return history
+        from chainform.chain._history import history, of_log
 
-
-def _last_user_text(messages: list[Message]) -> str | None:
-    for message in reversed(messages):
-        if message.role == "user" and message.text:
-            return message.text
-    return None
-
-
-def _answer_of(chain: list[LoggedResponse]) -> str | None:
-    ok = [c for c in chain if c.error is None]
-    parsed = [c for c in ok if c.parsed is not None]
-    if parsed:
-        return json.dumps(parsed[-1].parsed, ensure_ascii=False)
-    texts = [c for c in ok if c.purpose != "format" and c.text]
-    return texts[-1].text if texts else None
+        return history(of_log(self.recent(None, conversation_id=conversation_id)))

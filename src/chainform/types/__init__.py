@@ -13,7 +13,7 @@ from chainform.types._content import (
     arguments_error,
     parse_arguments,
 )
-from chainform.types._messages import ChatResponse, ChatResponseUpdate, Message, StructuredResponse
+from chainform.types._messages import ChatResponse, ChatResponseUpdate, Message
 from chainform.types._options import (
     ChatOptions,
     FunctionSpec,
@@ -42,7 +42,6 @@ __all__ = [
     "ResponseFormat",
     "Role",
     "SchemaDialect",
-    "StructuredResponse",
     "TextContent",
     "TextReasoningContent",
     "ToolMode",

@@ -5,7 +5,7 @@ from __future__ import annotations
 import time
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Generic, TypeVar
+from typing import Any
 
 from chainform.types._content import (
     Content,
@@ -18,8 +18,6 @@ from chainform.types._content import (
 )
 from chainform.types._usage import UsageDetails
 from chainform.types._values import FinishReason, Role
-
-T = TypeVar("T")
 
 
 def _text_of(contents: Iterable[Content]) -> str:
@@ -145,13 +143,6 @@ class ChatResponse:
         for update in updates:
             joiner.add(update)
         return joiner.finish()
-
-
-@dataclass
-class StructuredResponse(ChatResponse, Generic[T]):
-    """A response whose text was parsed and validated into `value`."""
-
-    value: T | None = None
 
 
 class _Joiner:

@@ -88,7 +88,6 @@ class ChatOptions:
     """Per-call settings. `None` means "the provider's default"; `additional_properties` holds extras."""
 
     allow_multiple_tool_calls: bool | None = None
-    conversation_id: str | None = None
     frequency_penalty: float | None = None
     max_output_tokens: int | None = None
     model_id: str | None = None
@@ -106,19 +105,6 @@ class ChatOptions:
     def replace(self, **changes: Any) -> ChatOptions:
         """A copy with some fields changed (the original is never mutated)."""
         return dataclasses.replace(self, **changes)
-
-    def merged(self, other: ChatOptions | None) -> ChatOptions:
-        """These options overlaid by every field `other` sets."""
-        if other is None:
-            return self.replace()
-        changes: dict[str, Any] = {}
-        for f in dataclasses.fields(other):
-            value = getattr(other, f.name)
-            if f.name == "additional_properties":
-                changes[f.name] = {**self.additional_properties, **value}
-            elif value is not None:
-                changes[f.name] = value
-        return self.replace(**changes)
 
     def set_fields(self) -> dict[str, Any]:
         """The fields that are set (for logs and for 'unsupported option' checks)."""

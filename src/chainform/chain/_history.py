@@ -1,0 +1,132 @@
+"""The one conversation history: model calls (in memory or from the log) back into messages.
+
+`Conversation` and `-c/--cid` (and anything else that resumes) use `history`, so a follow-up
+always carries the same thing: each chain's prompt, the tool calls it made with their results
+(role "tool"), and its answer (the validated JSON when it had a schema, in place of the prose a
+deferred chain formatted it from). Failed attempts, the output tool's plumbing and feedback
+messages are left out; a chain that gave no answer is skipped.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from chainform.types import Content, FunctionCallContent, FunctionResultContent, Message, Role, TextContent
+
+if TYPE_CHECKING:
+    from chainform.chain._records import ChainResult
+    from chainform.store import LoggedResponse
+
+
+@dataclass
+class Step:
+    """One model call as history needs it."""
+
+    purpose: str
+    text: str
+    calls: list[FunctionCallContent] = field(default_factory=list)
+    results: list[FunctionResultContent] = field(default_factory=list)
+    parsed: Any = None
+    failed: bool = False
+
+
+@dataclass
+class ChainSteps:
+    """One chain: its prompt and its calls in order."""
+
+    prompt: Message | None
+    steps: list[Step]
+
+
+def history(chains: Iterable[ChainSteps]) -> list[Message]:
+    """The messages a follow-up sends for these chains (oldest first)."""
+    messages: list[Message] = []
+    for chain in chains:
+        if not chain.steps or not _answered(chain.steps[-1]):
+            continue
+        if chain.prompt is not None:
+            messages.append(chain.prompt)
+        for step in chain.steps:
+            for message in _replay(step):
+                if _text_only(message) and messages and _text_only(messages[-1]):
+                    messages.pop()  # deferred's JSON answer replaces the prose it was formatted from
+                messages.append(message)
+    return messages
+
+
+def _text_only(message: Message) -> bool:
+    return message.role == Role.ASSISTANT and not message.function_calls
+
+
+def _answered(step: Step) -> bool:
+    return not step.failed and (step.parsed is not None or not step.calls)
+
+
+def _replay(step: Step) -> list[Message]:
+    results = {r.call_id: r for r in step.results}
+    calls = [c for c in step.calls if c.call_id in results]  # the output tool's calls have none
+    if step.parsed is not None:
+        reply: list[Content] = [TextContent(json.dumps(step.parsed, ensure_ascii=False))]
+    elif step.purpose == "format" or step.failed or not step.text:
+        reply = []
+    else:
+        reply = [TextContent(step.text)]
+    reply.extend(calls)
+    out = [Message(Role.ASSISTANT, reply)] if reply else []
+    if calls:
+        out.append(Message(Role.TOOL, [results[c.call_id] for c in calls]))
+    return out
+
+
+def of_result(result: ChainResult) -> ChainSteps:
+    """A finished chain held in memory."""
+    steps = []
+    for call in result.calls:
+        response = call.response
+        steps.append(
+            Step(
+                call.purpose,
+                response.text if response else "",
+                response.function_calls if response else [],
+                list(call.tool_results),
+                call.parsed,
+                call.error is not None,
+            )
+        )
+    return ChainSteps(result.prompt, steps)
+
+
+def of_log(rows: Sequence[LoggedResponse]) -> list[ChainSteps]:
+    """Logged calls of a conversation (any order) grouped into chains, oldest first."""
+    chains: dict[str, list[LoggedResponse]] = {}
+    for row in sorted(rows, key=lambda r: (r.created_at, r.seq)):
+        chains.setdefault(row.chain_id, []).append(row)
+    out = []
+    for calls in chains.values():
+        calls.sort(key=lambda c: c.seq)
+        prompt = next((c.prompt for c in calls if c.prompt is not None), None)
+        if prompt is None:
+            prompt = next((m.text for m in reversed(calls[0].messages) if m.role == Role.USER), None)
+        steps = [
+            Step(
+                c.purpose,
+                c.text,
+                [_call(t.call_id, t.name, t.arguments) for t in c.tool_calls],
+                [FunctionResultContent(r.call_id, r.output, r.error, r.name) for r in c.tool_results],
+                c.parsed,
+                c.error is not None,
+            )
+            for c in calls
+        ]
+        out.append(ChainSteps(Message.user(prompt) if prompt else None, steps))
+    return out
+
+
+def _call(call_id: str, name: str, arguments: Any) -> FunctionCallContent:
+    if isinstance(arguments, dict):
+        return FunctionCallContent(call_id, name, arguments)
+    raw = arguments if isinstance(arguments, str) else json.dumps(arguments)
+    return FunctionCallContent(call_id, name, None, raw)
