@@ -6,6 +6,7 @@ react to a failure's meaning (`kind`) and never parses a provider's message itse
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 
 from chainform.errors import ProviderErrorKind, kind_from_status
@@ -29,10 +30,33 @@ def rejects_tools_with_schema(status: int | None, message: str) -> bool:
     return any(w in text for w in _FORMAT_WORDS) and any(w in text for w in _TOOL_WORDS)
 
 
+# A refusal that lists the response formats it accepts ('text', 'json_object'), json_schema not
+# among them (llama-cpp-python's HTTP 500 "Input should be 'text' or 'json_object'"), or one naming
+# json_schema as unsupported: the same meaning whatever the status.
+_ALLOWED = re.compile(r"(?:should|must) be (?:one of )?([^.;\"\]]*)")
+_FORMAT_UNSUPPORTED = re.compile(r"\bjson_schema\b[^.;]*\b(?:not |un)supported")
+_STREAM_REFUSAL = re.compile(
+    r"\bstream\w*\b[^.;]*\b(?:not supported|unsupported|not implemented)"
+    r"|\b(?:not supported|unsupported|not implemented)\b[^.;]*\bstream"
+)
+
+
+def _rejects_format(text: str) -> bool:
+    allowed = [m.group(1) for m in _ALLOWED.finditer(text)]
+    listed = any(("json_object" in a or "'text'" in a) and "json_schema" not in a for a in allowed)
+    return listed or (bool(_FORMAT_UNSUPPORTED.search(text)) and not any(w in text for w in _TOOL_WORDS))
+
+
 def classify(status: int | None, message: str) -> ProviderErrorKind:
     """The kind of an HTTP failure from its status and the provider's own message."""
     if rejects_tools_with_schema(status, message):
         return "tools_with_schema_rejected"
+    if status is not None and status >= 400:
+        text = message.lower()
+        if _rejects_format(text):
+            return "response_format_rejected"
+        if _STREAM_REFUSAL.search(text):
+            return "streaming_rejected"
     return kind_from_status(status)
 
 

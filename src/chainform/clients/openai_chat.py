@@ -7,6 +7,7 @@ reasons arrive the same way whether the caller streams or not.
 from __future__ import annotations
 
 from collections.abc import AsyncIterator, Sequence
+from types import SimpleNamespace
 from typing import Any
 
 from chainform.clients._openai_base import (
@@ -21,6 +22,7 @@ from chainform.clients._openai_profiles import COMPAT_SERVERS, openai_profile
 from chainform.clients.base import Middleware
 from chainform.types import (
     ChatOptions,
+    ChatResponse,
     ChatResponseUpdate,
     Content,
     DataContent,
@@ -96,6 +98,8 @@ class OpenAIChatClient(OpenAIBaseClient):
                 if mode.function_name
                 else mode.mode
             )
+        elif options.tools:  # explicit: some compatible servers (llama-cpp-python) ignore tools otherwise
+            body["tool_choice"] = "auto"
         fmt = options.response_format
         if fmt is not None and fmt.kind == "json_schema":
             schema, strict = self.response_schema(fmt)
@@ -103,8 +107,10 @@ class OpenAIChatClient(OpenAIBaseClient):
             if fmt.description:
                 spec["description"] = fmt.description
             body["response_format"] = {"type": "json_schema", "json_schema": spec}
-        elif fmt is not None and fmt.kind == "json_object":
+        elif fmt is not None and fmt.kind == "json_object":  # with a schema: llama-cpp-python's form
             body["response_format"] = {"type": "json_object"}
+            if fmt.schema is not None:
+                body["response_format"]["schema"] = self.response_schema(fmt)[0]
         for name, value in (
             ("seed", options.seed),
             ("stop", options.stop_sequences),
@@ -195,6 +201,48 @@ class OpenAIChatClient(OpenAIBaseClient):
             yield update
         if refusal:
             yield ChatResponseUpdate([ErrorContent("".join(refusal), error_code="refusal")])
+
+    async def _respond(self, messages: list[Message], options: ChatOptions) -> ChatResponse:
+        """A whole (unstreamed) completion: the engine asks for one when a server cannot stream a
+        request (llama-cpp-python with tools under "auto"); read as one chunk of the same stream."""
+        request = self.build_request(messages, options)
+        request.pop("stream_options", None)
+        try:
+            completion = await self.sdk.chat.completions.create(**{**request, "stream": False})
+        except Exception as exc:
+            raise self.map_error(exc) from None
+        refusal: list[str] = []
+        updates = _translate_chunk(_as_chunk(completion), refusal)
+        if refusal:
+            updates.append(ChatResponseUpdate([ErrorContent("".join(refusal), error_code="refusal")]))
+        return ChatResponse.from_updates(updates)
+
+
+def _as_chunk(completion: Any) -> Any:
+    """A ChatCompletion in the shape of a ChatCompletionChunk (message -> delta, calls indexed)."""
+    choices = [
+        SimpleNamespace(
+            index=choice.index,
+            finish_reason=choice.finish_reason,
+            delta=SimpleNamespace(
+                content=choice.message.content,
+                refusal=choice.message.refusal,
+                model_extra=choice.message.model_extra,
+                tool_calls=[
+                    SimpleNamespace(id=call.id, index=i, function=call.function)
+                    for i, call in enumerate(choice.message.tool_calls or ())
+                ],
+            ),
+        )
+        for choice in completion.choices
+    ]
+    return SimpleNamespace(
+        id=completion.id,
+        model=completion.model,
+        created=completion.created,
+        usage=completion.usage,
+        choices=choices,
+    )
 
 
 def _translate_chunk(chunk: Any, refusal: list[str]) -> list[ChatResponseUpdate]:

@@ -13,6 +13,7 @@ with Emulator(["Hello!", tool_call("get_weather", city="Paris"), Fault(429, retr
 Wire formats are plugins (one private module each); `_server.py` documents the interface.
 """
 
+from chainform.testing.emulator._quirks import LLAMA_CPP_PYTHON, Quirks
 from chainform.testing.emulator._script import (
     DropConnection,
     Fault,
@@ -30,10 +31,12 @@ from chainform.testing.emulator._server import (
 )
 
 __all__ = [
+    "LLAMA_CPP_PYTHON",
     "DropConnection",
     "Emulator",
     "Fault",
     "MalformedEvent",
+    "Quirks",
     "RecordedRequest",
     "Reply",
     "ScriptItem",

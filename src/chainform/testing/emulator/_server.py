@@ -39,7 +39,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from types import TracebackType
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 from urllib.parse import parse_qsl, urlsplit
 
 from chainform.testing.emulator._script import (
@@ -53,6 +53,9 @@ from chainform.testing.emulator._script import (
     estimate_usage,
     to_reply,
 )
+
+if TYPE_CHECKING:
+    from chainform.testing.emulator._quirks import Quirks
 
 
 @dataclass
@@ -161,7 +164,8 @@ class Emulator:
     Each request (whatever its route) takes the next script item: a str, `tool_call(...)`,
     `TextReasoningContent`, a list of those, a `Reply`, a `Fault`, `MalformedEvent`,
     `DropConnection`, or a callable `(RecordedRequest) -> item`. Every request is recorded in
-    `requests` (`record=False` keeps none, for long load runs). A request past the end of the
+    `requests` (`record=False` keeps none, for long load runs). `quirks` plays a real server's
+    departures from the reference (`_quirks.py`). A request past the end of the
     script gets `default` when given (e.g. a callable answering from the request, for load tests),
     else HTTP 500 with `x-should-retry: false`. `delay` seconds pass before each answer, like a
     provider's think time.
@@ -176,6 +180,7 @@ class Emulator:
         delay: float = 0.0,
         default: ScriptItem | None = None,
         record: bool = True,
+        quirks: Quirks | None = None,
     ) -> None:
         self.script: list[ScriptItem] = list(script)
         self.delay = delay
@@ -183,6 +188,7 @@ class Emulator:
         self.record = record
         self.position = 0
         self.chunk_size = chunk_size
+        self.quirks = quirks
         self.formats: list[WireFormat] = list(formats) if formats is not None else discover_formats()
         self.requests: list[RecordedRequest] = []
         self.errors: list[str] = []
@@ -329,6 +335,10 @@ class _Handler(BaseHTTPRequestHandler):
         rid = {fmt.request_id_header: request.request_id}
         if emulator.delay > 0:
             time.sleep(emulator.delay)
+        refused = emulator.quirks.refuse(request) if emulator.quirks else None
+        if refused is not None:  # the server's own refusal uses no script item
+            self._send_json(refused.status, fmt.render_error(refused, request), rid)
+            return
         try:
             item = emulator._next_item(request)
         except _ScriptError as exc:
@@ -351,6 +361,8 @@ class _Handler(BaseHTTPRequestHandler):
             body = fmt.render_error(Fault(500, message=emulator.errors[-1]), request)
             self._send_json(500, body, {**rid, "x-should-retry": "false"})
             return
+        if emulator.quirks is not None:
+            reply = emulator.quirks.bend(reply, request)
         reply.chunk_size = reply.chunk_size or emulator.chunk_size
         if reply.usage is None:
             reply.usage = estimate_usage(reply, raw)

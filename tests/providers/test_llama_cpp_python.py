@@ -1,0 +1,112 @@
+"""Chains against a scripted server that behaves like llama-cpp-python's OpenAI-compatible server.
+
+It answers `response_format: json_schema` with HTTP 500 ("Input should be 'text' or 'json_object'"),
+ignores tools sent without `tool_choice`, and fails on `tool_choice: "required"` and on streamed
+tool calls under "auto". Chains with tools and a schema must still end in a valid value, through
+`openai/` (profile: native) and `llamacpp/` (conservative compatible profile) alike.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import openai
+import openai_fixtures
+import pytest
+
+import chainform as cf
+from chainform.testing import tool_call
+from chainform.testing.emulator import LLAMA_CPP_PYTHON, Emulator, Fault, Quirks, RecordedRequest
+
+TEMPS = {"Paris": 18.0, "Rome": 24.5}
+SCHEMA = "city, temp_c float"
+
+
+def get_weather(city: str) -> dict[str, float]:
+    "Current weather for a city."
+    return {"temp_c": TEMPS[city]}
+
+
+@pytest.fixture(autouse=True)
+def _isolated(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    openai_fixtures.prepare(monkeypatch, tmp_path)
+
+
+def test_the_scripted_server_behaves_like_llama_cpp_python() -> None:
+    tools = [{"type": "function", "function": {"name": "f", "parameters": {"type": "object"}}}]
+    with Emulator([tool_call("f"), tool_call("f")], quirks=LLAMA_CPP_PYTHON) as emu:
+        client = openai.OpenAI(base_url=emu.base_url + "/v1", api_key="x", max_retries=0)
+        ask = {"model": "m", "messages": [{"role": "user", "content": "hi"}], "tools": tools}
+        ignored = client.chat.completions.create(**ask)
+        assert ignored.choices[0].message.tool_calls is None  # no tool_choice: tools ignored
+        schema = {"type": "json_schema", "json_schema": {"name": "x", "schema": {"type": "object"}}}
+        with pytest.raises(openai.InternalServerError, match="Input should be 'text' or 'json_object'"):
+            client.chat.completions.create(model="m", messages=ask["messages"], response_format=schema)
+        with pytest.raises(openai.InternalServerError):
+            client.chat.completions.create(**ask, tool_choice="required")
+        with pytest.raises(openai.InternalServerError, match="streaming"):
+            client.chat.completions.create(**ask, tool_choice="auto", stream=True)
+        called = client.chat.completions.create(**ask, tool_choice="auto")
+        assert called.choices[0].message.tool_calls[0].function.name == "f"
+
+
+def test_openai_model_falls_back_to_deferred_then_json_object_with_schema() -> None:
+    script = [tool_call("get_weather", city="Paris"), "Paris is 18 C.", '{"city": "Paris", "temp_c": 18}']
+    with Emulator(script, quirks=LLAMA_CPP_PYTHON) as emu:
+        model = cf.get_model("openai/gpt-4.1-mini", base_url=emu.base_url + "/v1", key="x")
+        chain = model.chain("Weather in Paris?", tools=[get_weather], schema=SCHEMA)
+        assert chain.value == {"city": "Paris", "temp_c": 18.0}
+    assert chain.strategy == "deferred" and "Input should be" in chain.strategy.fallback
+    assert set(model.fallbacks) == {"tools_with_schema", "json_schema", "streamed_tools"}
+    bodies = [r.body for r in emu.requests]
+    assert all(b["tool_choice"] == "auto" for b in bodies if b.get("tools"))
+    formatting = bodies[-1]
+    assert "tools" not in formatting
+    assert formatting["response_format"]["type"] == "json_object"
+    assert formatting["response_format"]["schema"]["required"] == ["city", "temp_c"]
+    assert [c.purpose for c in chain.responses if c.error is None] == ["chain", "chain", "format"]
+
+    # the model object remembers: the next chain sends nothing the server refuses
+    with Emulator(script, quirks=LLAMA_CPP_PYTHON) as emu:
+        again = cf.get_model("openai/gpt-4.1-mini", base_url=emu.base_url + "/v1", key="x")
+        again.fallbacks = model.fallbacks  # same memory, new server
+        assert again.chain("Paris?", tools=[get_weather], schema=SCHEMA).value["temp_c"] == 18.0
+    assert len(emu.requests) == 3
+
+
+def test_llamacpp_model_uses_the_output_tool_without_streaming_tools() -> None:
+    script = [tool_call("get_weather", city="Rome"), tool_call("final_result", city="Rome", temp_c=24.5)]
+    with Emulator(script, quirks=LLAMA_CPP_PYTHON) as emu:
+        model = cf.get_model("llamacpp/default", base_url=emu.base_url + "/v1")
+        chain = model.chain("Weather in Rome?", tools=[get_weather], schema=SCHEMA)
+        assert chain.value == {"city": "Rome", "temp_c": 24.5}
+    assert chain.strategy == "tool"
+    assert dict(model.fallbacks).keys() == {"streamed_tools"}
+    streamed = [r.body.get("stream", False) for r in emu.requests]
+    assert streamed.count(False) == 2  # after the refusal (which the SDK retried), calls go unstreamed
+    assert streamed == sorted(streamed, reverse=True)
+
+
+def test_formatting_call_falls_back_past_json_object_to_the_tables_next_pick() -> None:
+    """A server refusing every response format: the +1 call goes on as the table says without
+    native output (a forced `final_result` here; prompted for a profile that cannot force tools)."""
+
+    def refuse_formats(request: RecordedRequest) -> Fault | None:
+        if (request.json.get("response_format") or {}).get("type"):
+            return Fault(500, message="Input should be 'text'")
+        return LLAMA_CPP_PYTHON.refuse(request)
+
+    quirks = Quirks("text-only", refuse_formats, LLAMA_CPP_PYTHON.bend)
+    script = ["Rome is 24.5 C.", tool_call("final_result", city="Rome", temp_c=24.5)]
+    with Emulator(script, quirks=quirks) as emu:
+        model = cf.get_model("llamacpp/default", base_url=emu.base_url + "/v1")
+        chain = model.chain("Rome?", tools=[get_weather], schema=SCHEMA, strategy="deferred")
+        assert chain.value == {"city": "Rome", "temp_c": 24.5}
+    assert {"json_schema", "json_object_schema"} <= set(model.fallbacks)
+    formats = [(r.body.get("response_format") or {}).get("type") for r in emu.requests]
+    assert "json_schema" in formats and "json_object" in formats
+    last = emu.requests[-1].body
+    assert "response_format" not in last and [t["function"]["name"] for t in last["tools"]] == [
+        "final_result"
+    ]
+    assert last["tool_choice"] == {"type": "function", "function": {"name": "final_result"}}
