@@ -203,8 +203,11 @@ class OpenAIChatClient(OpenAIBaseClient):
             yield ChatResponseUpdate([ErrorContent("".join(refusal), error_code="refusal")])
 
     async def _respond(self, messages: list[Message], options: ChatOptions) -> ChatResponse:
-        """A whole (unstreamed) completion: the engine asks for one when a server cannot stream a
-        request (llama-cpp-python with tools under "auto"); read as one chunk of the same stream."""
+        """Unstreamed, a request with tools is sent whole: the engine asks for that when a server
+        cannot stream tool calls (llama-cpp-python under "auto"). The completion is read as one
+        chunk of the same stream; other requests stay streamed on the wire (one code path)."""
+        if not options.tools:
+            return await super()._respond(messages, options)
         request = self.build_request(messages, options)
         request.pop("stream_options", None)
         try:

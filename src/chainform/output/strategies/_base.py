@@ -68,7 +68,7 @@ class Feedback:
 
 
 class Engine(Protocol):
-    """What a strategy's plan may use of the running chain (chain/_loop.ChainRun implements it)."""
+    """What a strategy's plan may use of the running chain (chain/_engine.ChainRun implements it)."""
 
     profile: ModelProfile
     format_context: str | None
