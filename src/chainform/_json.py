@@ -54,12 +54,12 @@ def _load(text: str, *, partial: bool | Literal["trailing-strings"]) -> Any:
     check_size(text)
     try:
         value = from_json(text, allow_partial=partial)
-    except ValueError as exc:
+    except (ValueError, TypeError) as exc:  # TypeError: a raw lone surrogate (not UTF-8 encodable)
         if "recursion limit" in str(exc):
             raise JSONLimitError(f"JSON nested more than {MAX_DEPTH} levels deep") from None
-        if partial or "escape" not in str(exc):
-            raise
-        try:  # a lone surrogate escape: valid JSON that pydantic_core rejects
+        if partial or not (isinstance(exc, TypeError) or "escape" in str(exc)):
+            raise ValueError(str(exc)) from None
+        try:  # lone surrogates: valid JSON (or a valid Python str) that pydantic_core rejects
             value = json.loads(text)
         except RecursionError:
             raise JSONLimitError(f"JSON nested more than {MAX_DEPTH} levels deep") from None

@@ -95,8 +95,9 @@ class CallRunner:
         except StructuredOutputGenerationError as exc:
             error, value = exc, NOT_FINAL
             response = ctx.response or ChatResponse([Message.assistant(exc.raw_text)])
-        except Exception as exc:
-            self._record(purpose, ctx.messages, options, None, started, f"{type(exc).__name__}: {exc}")
+        except Exception as exc:  # a broken stream's partial response keeps the text that arrived
+            partial = getattr(exc, "partial_response", None)
+            self._record(purpose, ctx.messages, options, partial, started, f"{type(exc).__name__}: {exc}")
             raise
         if not stream:
             tap.whole(response)

@@ -13,7 +13,14 @@ from typing import Any, Protocol, runtime_checkable
 
 from chainform.clients._tool_names import from_wire, to_wire
 from chainform.errors import GuardrailError
-from chainform.types import ChatOptions, ChatResponse, ChatResponseUpdate, Message, ModelProfile
+from chainform.types import (
+    ChatOptions,
+    ChatResponse,
+    ChatResponseUpdate,
+    Message,
+    ModelProfile,
+    encodable_messages,
+)
 
 
 @runtime_checkable
@@ -102,6 +109,7 @@ class BaseChatClient:
 
         async def terminal(c: CallContext) -> ChatResponse:
             await self._check_input(c)
+            c.messages = encodable_messages(c.messages)
             messages, options, names = to_wire(c.messages, c.options, self.profile.tool_name_pattern)
             if c.stream:
                 updates: list[ChatResponseUpdate] = []

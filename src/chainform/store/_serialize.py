@@ -25,6 +25,7 @@ from chainform.types import (
     UriContent,
     UsageContent,
     UsageDetails,
+    encodable_text,
 )
 
 REDACTED = "[redacted]"
@@ -35,6 +36,11 @@ _SECRET_KEY = re.compile(
     r"(^|[_\-.\s])(api[_\-]?key|key|secret|token|password|passwd|authorization|auth|credentials?|bearer)($|[_\-.\s])",
     re.IGNORECASE,
 )
+
+
+def storable_row(row: tuple[Any, ...]) -> tuple[Any, ...]:
+    """A row SQLite can encode: model text may hold lone surrogates, which would drop the row."""
+    return tuple(encodable_text(v) if isinstance(v, str) else v for v in row)
 
 
 def looks_secret(key: str) -> bool:

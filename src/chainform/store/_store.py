@@ -36,6 +36,7 @@ from chainform.store._serialize import (
     messages_from_json,
     messages_to_json,
     redact,
+    storable_row,
 )
 from chainform.types import Message, UsageDetails
 
@@ -167,10 +168,10 @@ class Store:
     def _upsert_conversation(db: sqlite3.Connection, cid: str, model: str, name: str | None) -> None:
         db.execute(
             "INSERT OR IGNORE INTO conversations (id, model, name, created_at) VALUES (?, ?, ?, ?)",
-            (cid, model, name, time.time()),
+            storable_row((cid, model, name, time.time())),
         )
         if name is not None:
-            db.execute("UPDATE conversations SET name = ? WHERE id = ? AND name IS NULL", (name, cid))
+            db.execute("UPDATE conversations SET name = ? WHERE id = ? AND name IS NULL", storable_row((name, cid)))
 
     def save_schema(self, schema: dict[str, Any]) -> str:
         """Store a schema under the sha256 of its canonical JSON and return that id."""
@@ -198,7 +199,7 @@ class Store:
                    prompt, system, messages, options, schema_id, text, parsed, input_tokens,
                    output_tokens, total_tokens, additional_counts, duration_ms, created_at, error)
                    VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)""",
-                scrub((
+                storable_row(scrub((
                     record.response_id,
                     record.conversation_id,
                     record.chain_id,
@@ -220,20 +221,20 @@ class Store:
                     record.duration_ms,
                     record.created_at,
                     record.error,
-                )),
+                ))),
             )
             db.executemany(
                 "INSERT INTO tool_calls (response_id, call_id, name, arguments) VALUES (?, ?, ?, ?)",
-                scrub([(record.response_id, c.call_id, c.name, dumps(c.arguments)) for c in record.tool_calls]),
+                [storable_row(scrub((record.response_id, c.call_id, c.name, dumps(c.arguments)))) for c in record.tool_calls],
             )
             db.executemany(
                 "INSERT INTO tool_results (response_id, call_id, name, output, error) VALUES (?, ?, ?, ?, ?)",
-                scrub([(record.response_id, r.call_id, r.name, r.output, r.error) for r in record.tool_results]),
+                [storable_row(scrub((record.response_id, r.call_id, r.name, r.output, r.error))) for r in record.tool_results],
             )
             if record.format_context is not None:
                 db.execute(
                     "INSERT INTO format_contexts (response_id, policy, context) VALUES (?, ?, ?)",
-                    scrub((record.response_id, record.format_context_policy, record.format_context)),
+                    storable_row(scrub((record.response_id, record.format_context_policy, record.format_context))),
                 )
             return record.response_id
 

@@ -11,9 +11,10 @@ from chainform.types._content import (
     UriContent,
     UsageContent,
     arguments_error,
+    encodable_text,
     parse_arguments,
 )
-from chainform.types._messages import ChatResponse, ChatResponseUpdate, Message
+from chainform.types._messages import ChatResponse, ChatResponseUpdate, Message, encodable_messages
 from chainform.types._options import (
     ChatOptions,
     FunctionSpec,
@@ -50,5 +51,7 @@ __all__ = [
     "UsageContent",
     "UsageDetails",
     "arguments_error",
+    "encodable_messages",
+    "encodable_text",
     "parse_arguments",
 ]

@@ -14,6 +14,30 @@ from chainform.types._usage import UsageDetails
 _DATA_URI = re.compile(r"^data:(?P<media>[^;,]*)(?P<b64>;base64)?,(?P<data>.*)$", re.DOTALL)
 
 
+def encodable_text(text: str) -> str:
+    """`text` with what UTF-8 cannot encode (lone surrogates, e.g. from a model's `"\\ud800"`)
+    written as `\\udXXX` escapes: a log row, a terminal or a request would refuse it whole.
+    In JSON text such an escape is exact; elsewhere it is a readable, lossless marker."""
+    if text.isascii():
+        return text
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return text.encode("utf-8", "backslashreplace").decode("utf-8")
+    return text
+
+
+def encodable_value(value: Any) -> Any:
+    """`value` (parsed JSON) with every string made encodable; a copy where anything changed."""
+    if isinstance(value, str):
+        return encodable_text(value)
+    if isinstance(value, dict):
+        return {encodable_value(k): encodable_value(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [encodable_value(v) for v in value]
+    return value
+
+
 @dataclass
 class TextContent:
     text: str

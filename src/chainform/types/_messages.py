@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import time
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
@@ -14,6 +15,8 @@ from chainform.types._content import (
     TextContent,
     TextReasoningContent,
     UsageContent,
+    encodable_text,
+    encodable_value,
     parse_arguments,
 )
 from chainform.types._usage import UsageDetails
@@ -22,6 +25,48 @@ from chainform.types._values import FinishReason, Role
 
 def _text_of(contents: Iterable[Content]) -> str:
     return "".join(c.text for c in contents if isinstance(c, TextContent))
+
+
+def encodable_messages(messages: list[Message]) -> list[Message]:
+    """`messages` as a provider can encode them: text a model wrote with lone surrogates comes back
+    in the history; every SDK would fail to send it. Messages needing no change are kept as they are."""
+    return [m if _encodable(m) else _escaped(m) for m in messages]
+
+
+def _encodable(message: Message) -> bool:
+    try:
+        for c in message.contents:
+            if isinstance(c, TextContent | TextReasoningContent):
+                c.text.encode("utf-8")
+            elif isinstance(c, FunctionCallContent):
+                c.arguments_json().encode("utf-8")
+            elif isinstance(c, FunctionResultContent):
+                c.result_text().encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
+
+
+def _escaped(message: Message) -> Message:
+    contents: list[Content] = []
+    for c in message.contents:
+        if isinstance(c, TextContent | TextReasoningContent):
+            c = dataclasses.replace(c, text=encodable_text(c.text))
+        elif isinstance(c, FunctionCallContent):
+            raw = encodable_text(c.raw_arguments) if c.raw_arguments is not None else None
+            c = dataclasses.replace(c, arguments=encodable_value(c.arguments), raw_arguments=raw)
+        elif isinstance(c, FunctionResultContent):
+            error = encodable_text(c.error) if c.error is not None else None
+            c = dataclasses.replace(c, result=encodable_value(c.result), error=error)
+        contents.append(c)
+    return Message(
+        message.role,
+        contents,
+        author_name=message.author_name,
+        message_id=message.message_id,
+        raw_representation=message.raw_representation,
+        additional_properties=message.additional_properties,
+    )
 
 
 def _as_contents(contents: str | Content | Sequence[Content] | None) -> list[Content]:
