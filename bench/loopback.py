@@ -7,6 +7,7 @@ the client being measured (the machine has 2 cores: one for the client, one for 
 
     python bench/loopback.py fast        # prints "PORT <n>" then serves until killed
     python bench/loopback.py fast 0.2    # the same, each reply 200 ms late (a model's think time)
+    python bench/loopback.py big FILE    # answers every request with the SSE body in FILE
 """
 
 from __future__ import annotations
@@ -79,6 +80,7 @@ def render(body: dict[str, Any]) -> tuple[bytes, str]:
 
 
 _DELAY = 0.0
+_FIXED: tuple[bytes, str] | None = None  # `big`: one pre-rendered reply for every request
 
 
 async def _handle(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
@@ -91,7 +93,7 @@ async def _handle(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) ->
                 if name.strip().lower() == b"content-length":
                     length = int(value)
             raw = await reader.readexactly(length) if length else b""
-            data, ctype = render(json.loads(raw) if raw else {})
+            data, ctype = _FIXED or render(json.loads(raw) if raw else {})
             if _DELAY:
                 await asyncio.sleep(_DELAY)
             writer.write(
@@ -138,5 +140,9 @@ if __name__ == "__main__":
         asyncio.run(_serve_fast())
     elif sys.argv[1:] == ["emulator"]:
         _serve_emulator()
+    elif len(sys.argv) == 3 and sys.argv[1] == "big":
+        with open(sys.argv[2], "rb") as body:
+            _FIXED = (body.read(), "text/event-stream")
+        asyncio.run(_serve_fast())
     else:
-        sys.exit("usage: loopback.py fast [DELAY_SECONDS] | emulator")
+        sys.exit("usage: loopback.py fast [DELAY_SECONDS] | emulator | big FILE")

@@ -195,7 +195,10 @@ class _Base(Generic[R]):
                 self._store = Store(self._log_path)
             except Exception as exc:  # logging must never break a chain; say so once
                 self._store_failed = True
-                warnings.warn(f"chainform: logging disabled, cannot open the log: {exc}", stacklevel=3)
+                warnings.warn(
+                    f"chainform: logging disabled: {exc} (move the file aside, or pass log=False)",
+                    stacklevel=3,
+                )
         return self._store
 
     def _logger(self, request: ChainRequest) -> Any:

@@ -86,12 +86,17 @@ class ChainResponse(_ResultView):
             yield from text.feed(event)
         self._finished()
 
-    def events(self) -> Iterator[ChainEvent]:
-        """Every event (text, partial, tool_call, tool_result) from the start."""
-        partials = PartialObjects()
+    def events(self, *, partials: bool = True) -> Iterator[ChainEvent]:
+        """Every event (text, partial, tool_call, tool_result) from the start; `partials=False`
+        skips deriving partial objects (a reader that only prints text needs none)."""
+        derive = PartialObjects() if partials else None
         for event in self._events.follow():
-            yield from partials.feed(event)
-        yield from partials.close()
+            if derive is None:
+                yield event
+            else:
+                yield from derive.feed(event)
+        if derive is not None:
+            yield from derive.close()
         self._finished()
 
     def partial(self) -> Iterator[Any]:
@@ -181,13 +186,13 @@ class AsyncChainResponse(_ResultView):
                 yield chunk
         await self._wait()
 
-    async def aevents(self) -> AsyncIterator[ChainEvent]:
+    async def aevents(self, *, partials: bool = True) -> AsyncIterator[ChainEvent]:
         self._start()
-        partials = PartialObjects()
+        derive = PartialObjects() if partials else None
         async for event in self._events.afollow():
-            for derived in partials.feed(event):
+            for derived in derive.feed(event) if derive is not None else [event]:
                 yield derived
-        for derived in partials.close():
+        for derived in derive.close() if derive is not None else []:
             yield derived
         await self._wait()
 

@@ -227,7 +227,7 @@ def test_fuzzed_bad_replies_end_typed_validated_and_logged():
 
 @pytest.mark.parametrize("strategy", list(PROFILES))
 def test_each_strategy_recovers_from_a_bad_reply_then_answers(strategy):
-    script = [nested(random.Random(1)), good_reply(strategy)]
+    script = ["[" * 1000 + "]" * 1000, good_reply(strategy)]
     if strategy == "deferred":
         script.insert(0, "Rome is 27 degrees.")
     if strategy == "tool":

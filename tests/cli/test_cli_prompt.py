@@ -30,12 +30,12 @@ def test_cli_prompt_explicit_subcommand_and_model_key_url(run, scripted: Scripte
 
 def test_cli_prompt_default_model_env_and_saved(run, scripted: Scripted, monkeypatch) -> None:
     scripted.script(["a", "b", "c"])
-    assert run("models", "default", "saved-model").stdout.strip() == "saved-model"
+    assert run("models", "default", "openai/saved-model").stdout.strip() == "openai/saved-model"
     run("x")
     monkeypatch.setenv("CHAINFORM_MODEL", "env-model")
     run("x")
     run("x", "-m", "flag-model")
-    assert [a[0] for a in scripted.asked] == ["saved-model", "env-model", "flag-model"]
+    assert [a[0] for a in scripted.asked] == ["openai/saved-model", "env-model", "flag-model"]
     monkeypatch.delenv("CHAINFORM_MODEL")
     assert run("models", "default", "--clear").stdout.strip() == "local"
 

@@ -27,8 +27,9 @@ _DEBUG_KEY = "chainform.debug"
 def exit_code_for(exc: BaseException) -> int:
     """The exit code that names the phase which failed."""
     from chainform import errors
+    from chainform.store import StoreError
 
-    if isinstance(exc, errors.SchemaError | click.UsageError):
+    if isinstance(exc, errors.SchemaError | click.UsageError | StoreError):
         return EXIT_USAGE
     if isinstance(exc, errors.ProviderError | errors.MissingKeyError | errors.ModelNotFoundError):
         return EXIT_PROVIDER
@@ -79,6 +80,11 @@ class DefaultGroup(click.Group):
         formatter.write_usage(ctx.command_path, "[PROMPT] [OPTIONS] | COMMAND [ARGS]...")
 
     def invoke(self, ctx: click.Context) -> Any:
+        # Model text may hold lone surrogates: print them escaped rather than lose the answer.
+        for stream in (sys.stdout, sys.stderr):
+            reconfigure = getattr(stream, "reconfigure", None)
+            if reconfigure is not None:
+                reconfigure(errors="backslashreplace")
         try:
             return super().invoke(ctx)
         except (click.ClickException, click.exceptions.Exit, click.Abort):

@@ -99,5 +99,8 @@ def models_default(name: str | None, clear: bool) -> None:
     if clear:
         path.unlink(missing_ok=True)
     elif name:
+        from chainform.clients.registry import resolve_name
+
+        resolve_name(name)  # an unknown name is refused now, not at every later prompt
         path.write_text(name.strip() + "\n", encoding="utf-8")
     click.echo(default_model())

@@ -8,6 +8,7 @@ Text streams to stdout as it arrives; with a schema, the validated JSON is print
 from __future__ import annotations
 
 import json
+import math
 import sys
 import threading
 from typing import TYPE_CHECKING, Any
@@ -58,6 +59,7 @@ def parse_options(pairs: tuple[tuple[str, str], ...]) -> dict[str, Any]:
             if (
                 isinstance(value, bool)
                 or not isinstance(value, int | float)
+                or not math.isfinite(value)
                 or (kind is int and value != int(value))
             ):
                 raise click.BadParameter(
@@ -71,12 +73,28 @@ def parse_options(pairs: tuple[tuple[str, str], ...]) -> dict[str, Any]:
     return out
 
 
+def utf8_text(value: str, where: str) -> str:
+    """`value` from the command line; bytes that were not UTF-8 (kept by Python as lone
+    surrogates) are a usage error here, before any model call or log row."""
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError as exc:
+        raise click.UsageError(f"{where} is not valid UTF-8 (at character {exc.start})") from None
+    return value
+
+
 def read_prompt(prompt: str | None, *, stdin_reserved: bool) -> str:
     """The prompt argument, text piped on stdin, or both (stdin first, as context for the question)."""
     stdin = sys.stdin
     piped = ""
     if not stdin.isatty() and not (stdin_reserved and prompt):
-        piped = stdin.read()
+        data = stdin.buffer.read() if hasattr(stdin, "buffer") else stdin.read().encode("utf-8")
+        try:
+            piped = data.decode("utf-8")
+        except UnicodeDecodeError as exc:
+            raise click.UsageError(f"stdin is not valid UTF-8 (byte {exc.start})") from None
+    if prompt is not None:
+        utf8_text(prompt, "the prompt")
     parts = [p for p in (piped.strip("\n"), prompt) if p]
     if not parts:
         raise click.UsageError("no prompt given: pass PROMPT or pipe text on stdin")
@@ -146,6 +164,27 @@ def _conversation(store: Store | None, continue_: bool, cid: str | None) -> tupl
     if not history and not store.recent(1, conversation_id=cid):
         raise click.BadParameter(f"no logged conversation with id {cid!r}", param_hint="--cid")
     return cid, history
+
+
+def _open_log(*, required: bool, wanted: bool) -> Store | None:
+    """The log, checked before the model is called: an unusable file is reported with the way on,
+    instead of a chain whose calls silently go unlogged. `wanted` only (a saved schema id may be
+    looked up there): None when it cannot be used."""
+    if not (required or wanted):
+        return None
+    from chainform.store import Store, StoreError
+
+    store = Store()
+    try:
+        store.check()
+    except StoreError as exc:
+        if not required:
+            return None
+        raise StoreError(
+            f"{exc}. Move the file aside (e.g. mv '{store.path}' '{store.path}.bad'; a new log "
+            "is created) or run with --no-log."
+        ) from None
+    return store
 
 
 def _summary(response: ChainResponse, has_schema: bool) -> dict[str, Any]:
@@ -293,25 +332,25 @@ def prompt_command(
     from chainform.cli._schemas import resolve_cli_schema
     from chainform.cli._tools import load_functions, resolve_tools
 
-    if schema and schema_multi:
+    if schema is not None and schema_multi is not None:
         raise click.UsageError("give --schema or --schema-multi, not both")
     if continue_ and cid:
         raise click.UsageError("give -c/--continue or --cid, not both")
+    schema_text = schema if schema is not None else schema_multi
+    for value, where in ((system, "--system"), (schema_text, "--schema"), (format_prompt, "--format-prompt")):
+        if value is not None:
+            utf8_text(value, where)
+    if schema_text is not None and not schema_text.strip():
+        raise click.BadParameter("the schema is empty", param_hint="--schema")
     text = read_prompt(prompt, stdin_reserved=tools_approve)
     options = parse_options(option_pairs)
     tools: list[Any] = resolve_tools(tool_names, python_isolation=python_isolation)
     tools += [t for code in functions for t in load_functions(code)]
     tools += mcp_servers(mcp_values)
-    store = None
-    if schema or schema_multi or continue_ or cid:
-        from chainform.store import Store
-
-        store = Store()
+    store = _open_log(required=not no_log or continue_ or cid is not None, wanted=schema_text is not None)
     schema_dict = None
-    if schema or schema_multi:
-        schema_dict = resolve_cli_schema(
-            schema or schema_multi or "", store=store, as_multi=bool(schema_multi)
-        )
+    if schema_text is not None:
+        schema_dict = resolve_cli_schema(schema_text, store=store, as_multi=schema_multi is not None)
     conversation_id, history = _conversation(store, continue_, cid)
 
     model = resolve_model(model_name or default_model(), key=key, base_url=base_url)
@@ -333,13 +372,13 @@ def prompt_command(
         history=history,
     )
     stream_text = not (as_json or schema_dict is not None or no_stream)
-    printed = ""
-    for event in response.events():
+    printed = ""  # the last chunk printed: does the output end with a newline?
+    for event in response.events(partials=False):
         if event.kind in ("tool_call", "tool_result") and tools_debug:
             _show_tool_event(event.kind, event.value)
-        elif event.kind == "text" and stream_text and event.purpose == "chain":
+        elif event.kind == "text" and stream_text and event.purpose == "chain" and event.text:
             click.echo(event.text, nl=False)
-            printed += event.text
+            printed = event.text
     if as_json:
         echo_json(_summary(response, schema_dict is not None))
     elif schema_dict is not None:

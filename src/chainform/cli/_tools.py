@@ -130,7 +130,16 @@ def load_functions(value: str) -> list[Tool]:
     if value.endswith(".py") and "\n" not in value:
         if not path.is_file():
             raise click.BadParameter(f"file not found: {value}", param_hint="--functions")
-        code, filename = path.read_text(encoding="utf-8"), str(path.resolve())
+        try:
+            code, filename = path.read_text(encoding="utf-8"), str(path.resolve())
+        except UnicodeDecodeError as exc:
+            raise click.BadParameter(
+                f"{value} is not UTF-8 text (byte {exc.start})", param_hint="--functions"
+            ) from None
+        except OSError as exc:
+            raise click.BadParameter(
+                f"cannot read {value}: {exc.strerror}", param_hint="--functions"
+            ) from None
     else:
         code, filename = value, f"<chainform --functions #{next(_snippets)}>"
         # Registered so the tools' parameter comments can be read back as descriptions.
@@ -144,7 +153,7 @@ def load_functions(value: str) -> list[Tool]:
         raise click.BadParameter(
             f"syntax error at line {exc.lineno}: {exc.msg}", param_hint="--functions"
         ) from None
-    except Exception as exc:
+    except (Exception, SystemExit) as exc:  # exit() while loading is not a way to end the CLI
         raise click.BadParameter(
             f"the code raised {type(exc).__name__}: {exc}", param_hint="--functions"
         ) from None

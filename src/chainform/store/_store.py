@@ -101,11 +101,20 @@ class Store:
                 )
             has_fts = db.execute("SELECT 1 FROM sqlite_master WHERE name = 'responses_fts'").fetchone()
             self._fts = bool(has_fts) or self._write(ensure_fts)
+        except sqlite3.DatabaseError as exc:  # not a database, unreadable, a directory in its place
+            self._db = None
+            db.close()
+            raise StoreError(f"cannot use the log at {self.path}: {exc}") from exc
         except BaseException:
             self._db = None
             db.close()
             raise
         return db
+
+    def check(self) -> None:
+        """Open (and migrate) the log now, so an unusable file is reported before any model call."""
+        with self._lock:
+            self._connect()
 
     def close(self) -> None:
         with self._lock:

@@ -1,0 +1,130 @@
+"""Red-team CLI cases: each bad input or hostile reply is one line, its documented exit code, and
+nothing already logged is lost."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from cli_helpers import Scripted
+from click.testing import CliRunner
+
+import chainform as cf
+from chainform.cli import cli
+from chainform.store import Store
+
+DEEP = "[" * 1000 + "]" * 1000
+
+
+def one_line(result, code: int) -> str:
+    """The one error line (usage errors also show click's usage hint above it)."""
+    assert result.exit_code == code, (result.exit_code, result.stdout, result.stderr)
+    errors = [line for line in result.stderr.splitlines() if line.startswith("Error:")]
+    assert len(errors) == 1 and "Traceback" not in result.stderr, result.stderr
+    if code != 2:
+        assert result.stderr.count("\n") == 1, result.stderr
+    return errors[0]
+
+
+def logged(home: Path) -> list:
+    if not (home / "logs.db").exists():
+        return []
+    with Store(home / "logs.db") as store:
+        return store.recent(n=None)
+
+
+def test_deeply_nested_replies_end_in_exit_4_with_every_call_logged(run, scripted: Scripted, home) -> None:
+    scripted.script([DEEP, DEEP, DEEP])
+    line = one_line(run("x", "--schema", "name"), 4)
+    assert "nested more than" in line or "validat" in line
+    assert len(logged(home)) == 3
+
+
+@pytest.mark.parametrize("schema", [None, "name"])
+def test_lone_surrogate_answer_is_printed_escaped_and_logged(run, scripted: Scripted, home, schema) -> None:
+    reply = json.dumps({"name": "a\ud800b"}) if schema else "a\ud800b"
+    scripted.script([reply])
+    result = run("x", *(["--schema", schema] if schema else []))
+    assert result.exit_code == 0, result.stderr
+    assert "a\\ud800b" in result.stdout
+    (row,) = logged(home)
+    assert "\\ud800" in row.text
+    if schema:
+        assert row.parsed == {"name": "a\ud800b"}  # the JSON column is exact
+
+
+def test_empty_schema_is_a_usage_error(run, scripted: Scripted) -> None:
+    scripted.script(["ok"])
+    assert "schema is empty" in one_line(run("x", "--schema", ""), 2)
+    assert scripted.client.requests == []
+
+
+@pytest.mark.parametrize(
+    "args",
+    [["caf\udce9?"], ["x", "-s", "sys\udcff"], ["x", "--schema", "name\udcff"]],
+    ids=["prompt", "system", "schema"],
+)
+def test_invalid_utf8_arguments_are_usage_errors(run, scripted: Scripted, home, args) -> None:
+    scripted.script(["ok"])
+    assert "not valid UTF-8" in one_line(run(*args), 2)
+    assert scripted.client.requests == [] and logged(home) == []
+
+
+def test_invalid_utf8_on_stdin_is_a_usage_error(scripted: Scripted, home) -> None:
+    scripted.script(["ok"])
+    result = CliRunner().invoke(cli, ["question"], input=b"caf\xe9 \xff\n")
+    assert "stdin is not valid UTF-8" in one_line(result, 2)
+    assert scripted.client.requests == [] and logged(home) == []
+
+
+def test_unknown_default_model_is_refused(run) -> None:
+    line = one_line(run("models", "default", "gpt-4.1-mnii"), 3)
+    assert "gpt-4.1-mnii" in line and "gpt-4.1-mini" in line  # the close match is suggested
+    assert run("models", "default").stdout.strip() == "local"
+
+
+def test_functions_calling_exit_is_a_usage_error(run, scripted: Scripted) -> None:
+    scripted.script(["ok"])
+    assert "SystemExit" in one_line(run("x", "--functions", "raise SystemExit(0)"), 2)
+
+
+def test_functions_file_that_is_not_utf8_is_named(run, scripted: Scripted, tmp_path: Path) -> None:
+    scripted.script(["ok"])
+    path = tmp_path / "tools.py"
+    path.write_bytes(b"def f():\n    return '\xff'\n")
+    line = one_line(run("x", "--functions", str(path)), 2)
+    assert "tools.py" in line and "not UTF-8" in line
+
+
+@pytest.mark.parametrize("damage", ["garbage", "directory"])
+def test_unusable_log_is_found_before_the_model_is_called(run, scripted: Scripted, home, damage) -> None:
+    scripted.script(["ok", "ok"])
+    home.mkdir(parents=True, exist_ok=True)
+    db = home / "logs.db"
+    if damage == "garbage":
+        db.write_bytes(b"this is not a database" * 100)
+    else:
+        db.mkdir()
+    line = one_line(run("x"), 2)
+    assert str(db) in line and "--no-log" in line and "Move the file aside" in line
+    assert scripted.client.requests == []
+    result = run("x", "--no-log")  # the way on that the message names
+    assert result.exit_code == 0 and result.stdout.strip() == "ok"
+
+
+@pytest.mark.parametrize(
+    "pair", [("max_tokens", "Infinity"), ("temperature", "NaN"), ("top_p", "-Infinity")]
+)
+def test_non_finite_numeric_options_are_usage_errors(run, scripted: Scripted, pair) -> None:
+    scripted.script(["ok"])
+    assert pair[0] in one_line(run("x", "-o", *pair), 2)
+    assert scripted.client.requests == []
+
+
+def test_interrupted_stream_keeps_its_partial_text_in_the_log(run, scripted: Scripted, home) -> None:
+    arrived = cf.ChatResponse([cf.Message.assistant("half an answ")])
+    scripted.script([cf.StreamInterruptedError("stream broke", partial_response=arrived)])
+    one_line(run("x"), 3)
+    (row,) = logged(home)
+    assert row.text == "half an answ" and "stream broke" in row.error
