@@ -95,10 +95,7 @@ def chainform_runner(base_url: str, *, log: bool, partial: bool = False) -> Runn
     def run() -> Any:
         chain = model.prompt("Items?", schema=Items, log=log)
         if partial:
-            last = None
-            for last in chain.partial():
-                pass
-            return Items.model_validate(last)
+            return Items.model_validate(list(chain.partial())[-1])
         return chain.value
 
     return run
