@@ -96,6 +96,19 @@ def strategies_md(section: dict[str, Any]) -> list[str]:
     return [*lines, ""]
 
 
+def stream_md(section: dict[str, Any]) -> list[str]:
+    lines = _error(section)
+    for size in section.get("sizes") or []:
+        lines += [f"**{size['bytes']:,} bytes in {size['deltas']:,} deltas of {section.get('delta')} characters** "
+                  f"(seconds per answer, median of {section.get('rounds')} interleaved rounds)", ""]  # fmt: skip
+        rows = [
+            [name, f"{r['median_s']:.2f}", f"{r['ratio']:.2f}×"]
+            for name, r in sorted(size["runners"].items(), key=lambda kv: kv[1]["median_s"])
+        ]
+        lines += [*_table(["runner", "median s", f"ratio to {section.get('baseline')}"], rows), ""]
+    return lines
+
+
 def _peer_table(name: str) -> Callable[[dict[str, Any]], str] | None:
     """The markdown `table(results)` a peer's section script defines, if it has one."""
     path = Path(__file__).parent / f"{name}.py"
@@ -213,6 +226,7 @@ def markdown(report: dict[str, Any], images: list[str], image_dir: str) -> str:
         ("strategies", "5. Output strategies", lambda: strategies_md(s["strategies"]), "strategies.png"),
         ("sandbox", "6. Python tool sandbox", lambda: peer_md(s["sandbox"], "bench_sandbox"), None),
         ("map", "7. Many inputs (model.map)", lambda: peer_md(s["map"], "bench_map"), None),
+        ("stream", "8. Streaming a large answer", lambda: stream_md(s["stream"]), None),
     ]
     for key, title, render, image in blocks:
         lines += [f"### {title}", ""]

@@ -6,6 +6,7 @@ No timing is measured or asserted here.
 from __future__ import annotations
 
 import importlib
+import json
 import sys
 from pathlib import Path
 from typing import Any
@@ -49,6 +50,21 @@ def fake_report() -> dict[str, Any]:
                 "tasks": ["weather"],
                 "models": {"scripted-good": {"summary": {"native": summary}}, "local": {"error": "no torch"}},
             },
+            "stream": {
+                "delta": 8,
+                "rounds": 2,
+                "baseline": "openai SDK (stream)",
+                "sizes": [
+                    {
+                        "bytes": 1048576,
+                        "deltas": 131072,
+                        "runners": {
+                            "openai SDK (stream)": {"median_s": 10.0, "ratio": 1.0},
+                            "chainform .value": {"median_s": 14.0, "ratio": 1.4},
+                        },
+                    }
+                ],
+            },
         },
     }
 
@@ -63,6 +79,8 @@ def test_markdown_has_every_section_stamped(bench_modules: tuple[Any, Any]) -> N
     assert "| scripted-good | native | 4/5 | 3/5 | 12 | 345 | 0.5 |" in text
     assert "local: not run: `no torch`" in text
     assert "`python -c pass`" in text
+    assert "**1,048,576 bytes in 131,072 deltas of 8 characters**" in text
+    assert "| chainform .value | 14.00 | 1.40× |" in text
 
 
 def test_unknown_layout_falls_back_to_a_flat_table(bench_modules: tuple[Any, Any]) -> None:
@@ -93,3 +111,17 @@ def test_section_json_comes_from_out_file(bench_modules: tuple[Any, Any], tmp_pa
     script.write_text("import json, sys\nopen(sys.argv[2], 'w').write(json.dumps({'value': 3}))\n")
     result = run.run_section([sys.executable, str(script)], timeout=60, out=tmp_path / "out.json")
     assert result["value"] == 3 and "error" not in result
+
+
+def test_stream_bench_serves_the_answer_it_measures(bench_modules: tuple[Any, Any]) -> None:
+    sys.path.insert(0, str(BENCH))
+    try:
+        stream = importlib.import_module("bench_stream")
+    finally:
+        sys.path.remove(str(BENCH))
+    text = stream.answer_of(5000)
+    assert 5000 <= len(text) < 5200
+    events = [e for e in stream.sse_body(text, 8).decode().split("\n\n") if e.startswith("data: {")]
+    deltas = [json.loads(e[6:])["choices"] for e in events]
+    joined = "".join(c[0]["delta"].get("content") or "" for c in deltas if c)
+    assert joined == text and stream.Items.model_validate_json(joined).items
