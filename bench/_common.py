@@ -12,6 +12,7 @@ import json
 import os
 import platform
 import statistics
+import subprocess
 import sys
 from pathlib import Path
 from typing import Any
@@ -67,3 +68,18 @@ def emit(result: dict[str, Any], out: str | None) -> None:
         Path(out).write_text(text)
     else:
         sys.stdout.write(text + "\n")
+
+
+def start_loopback(*args: str) -> tuple[subprocess.Popen[str], str]:
+    """bench/loopback.py in its own process (its CPU time is not the client's); (process, base URL)."""
+    proc = subprocess.Popen(
+        [sys.executable, str(Path(__file__).parent / "loopback.py"), *args],
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    assert proc.stdout is not None
+    line = proc.stdout.readline()
+    if not line.startswith("PORT "):
+        proc.kill()
+        raise RuntimeError(f"loopback server {' '.join(args)} did not start: {line!r}")
+    return proc, f"http://127.0.0.1:{int(line.split()[1])}/v1"

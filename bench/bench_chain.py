@@ -25,7 +25,7 @@ from typing import Any
 from pydantic import BaseModel
 
 sys.path.insert(0, str(Path(__file__).parent))
-from _common import emit, median, versions
+from _common import emit, median, start_loopback, versions
 
 PROMPT = "What is the weather in Paris?"
 MODEL = "gpt-4.1-mini"
@@ -193,17 +193,7 @@ BASELINE = "openai SDK loop"
 
 
 def start_server(kind: str, *args: str) -> tuple[subprocess.Popen[str], str]:
-    proc = subprocess.Popen(
-        [sys.executable, str(Path(__file__).parent / "loopback.py"), kind, *args],
-        stdout=subprocess.PIPE,
-        text=True,
-    )
-    assert proc.stdout is not None
-    line = proc.stdout.readline()
-    if not line.startswith("PORT "):
-        proc.kill()
-        raise RuntimeError(f"{kind} server did not start: {line!r}")
-    return proc, f"http://127.0.0.1:{int(line.split()[1])}/v1"
+    return start_loopback(kind, *args)
 
 
 def check(result: Any, schema: bool) -> None:

@@ -15,7 +15,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import subprocess
 import sys
 import tempfile
 import time
@@ -26,7 +25,7 @@ from typing import Any
 from pydantic import BaseModel
 
 sys.path.insert(0, str(Path(__file__).parent))
-from _common import emit, median, versions
+from _common import emit, median, start_loopback, versions
 
 MODEL = "gpt-4.1-mini"
 BASELINE = "openai SDK (stream)"
@@ -109,29 +108,19 @@ RUNNERS: dict[str, Callable[[str], Runner]] = {
 }
 
 
-def start_server(body_file: str) -> tuple[subprocess.Popen[str], str]:
-    proc = subprocess.Popen(
-        [sys.executable, str(Path(__file__).parent / "loopback.py"), "big", body_file],
-        stdout=subprocess.PIPE,
-        text=True,
-    )
-    assert proc.stdout is not None
-    line = proc.stdout.readline()
-    if not line.startswith("PORT "):
-        proc.kill()
-        raise RuntimeError(f"server did not start: {line!r}")
-    return proc, f"http://127.0.0.1:{int(line.split()[1])}/v1"
-
-
-def measure(size: int, delta: int, rounds: int) -> dict[str, Any]:
+def measure(size: int, delta: int, rounds: int, *, warm_up: bool) -> dict[str, Any]:
+    """Median seconds per answer of each runner; `warm_up` first runs each once untimed (imports,
+    first connection, the log's creation), which matters only for the first, smallest size."""
     text = answer_of(size)
     expected = Items.model_validate_json(text)
     with tempfile.NamedTemporaryFile(suffix=".sse", delete=False) as handle:
         handle.write(sse_body(text, delta))
-    proc, url = start_server(handle.name)
+    proc, url = start_loopback("big", handle.name)
     samples: dict[str, list[float]] = {name: [] for name in RUNNERS}
     try:
         runners = {name: factory(url) for name, factory in RUNNERS.items()}
+        for run in runners.values() if warm_up else ():
+            run()
         for _ in range(rounds):  # interleaved, so drift in machine load hits every runner alike
             for name, run in runners.items():
                 t0 = time.perf_counter()
@@ -164,7 +153,10 @@ def main() -> None:
         "rounds": args.rounds,
         "baseline": BASELINE,
         "versions": versions("chainform", "openai", "httpx", "pydantic-core"),
-        "sizes": [measure(int(s), args.delta, args.rounds) for s in args.sizes.split(",")],
+        "sizes": [
+            measure(int(s), args.delta, args.rounds, warm_up=i == 0)
+            for i, s in enumerate(args.sizes.split(","))
+        ],
     }
     emit(result, args.out)
 
