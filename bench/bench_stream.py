@@ -117,24 +117,31 @@ def measure(size: int, delta: int, rounds: int, *, warm_up: bool) -> dict[str, A
         handle.write(sse_body(text, delta))
     proc, url = start_loopback("big", handle.name)
     samples: dict[str, list[float]] = {name: [] for name in RUNNERS}
+    cpu: dict[str, list[float]] = {name: [] for name in RUNNERS}
     try:
         runners = {name: factory(url) for name, factory in RUNNERS.items()}
         for run in runners.values() if warm_up else ():
             run()
         for _ in range(rounds):  # interleaved, so drift in machine load hits every runner alike
             for name, run in runners.items():
-                t0 = time.perf_counter()
+                t0, c0 = time.perf_counter(), time.process_time()
                 result = run()
                 samples[name].append(time.perf_counter() - t0)
+                cpu[name].append(time.process_time() - c0)  # the client's CPU (the server is apart)
                 if result != expected:
                     raise AssertionError(f"{name} returned a different answer")
     finally:
         proc.terminate()
         proc.wait(timeout=10)
         os.unlink(handle.name)
-    base = median(samples[BASELINE])
+    base, base_cpu = median(samples[BASELINE]), median(cpu[BASELINE])
     rows = {
-        name: {"median_s": round(median(s), 3), "ratio": round(median(s) / base, 2)}
+        name: {
+            "median_s": round(median(s), 3),
+            "ratio": round(median(s) / base, 2),
+            "cpu_s": round(median(cpu[name]), 3),
+            "cpu_ratio": round(median(cpu[name]) / base_cpu, 2),
+        }
         for name, s in samples.items()
     }
     return {"bytes": len(text), "deltas": -(-len(text) // delta), "runners": rows, "samples_s": samples}
@@ -145,8 +152,12 @@ def main() -> None:
     parser.add_argument("--sizes", default="131072,1048576")
     parser.add_argument("--delta", type=int, default=8)
     parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--runners", default=",".join(RUNNERS), help="comma list (the baseline always runs)")
     parser.add_argument("--out")
     args = parser.parse_args()
+    wanted = {BASELINE, *args.runners.split(",")}
+    for name in set(RUNNERS) - wanted:
+        del RUNNERS[name]
     os.environ.setdefault("CHAINFORM_HOME", tempfile.mkdtemp(prefix="bench-cf-"))
     result: dict[str, Any] = {
         "delta": args.delta,

@@ -103,9 +103,11 @@ def stream_md(section: dict[str, Any]) -> list[str]:
                   f"(seconds per answer, median of {section.get('rounds')} interleaved rounds)", ""]  # fmt: skip
         rows = [
             [name, f"{r['median_s']:.2f}", f"{r['ratio']:.2f}×"]
+            + ([f"{r['cpu_s']:.2f}", f"{r['cpu_ratio']:.2f}×"] if "cpu_s" in r else ["", ""])
             for name, r in sorted(size["runners"].items(), key=lambda kv: kv[1]["median_s"])
         ]
-        lines += [*_table(["runner", "median s", f"ratio to {section.get('baseline')}"], rows), ""]
+        header = ["runner", "median s", "ratio", "client CPU s", "CPU ratio"]
+        lines += [f"Ratios are to {section.get('baseline')}.", "", *_table(header, rows), ""]
     return lines
 
 

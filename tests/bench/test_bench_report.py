@@ -80,7 +80,7 @@ def test_markdown_has_every_section_stamped(bench_modules: tuple[Any, Any]) -> N
     assert "local: not run: `no torch`" in text
     assert "`python -c pass`" in text
     assert "**1,048,576 bytes in 131,072 deltas of 8 characters**" in text
-    assert "| chainform .value | 14.00 | 1.40× |" in text
+    assert "| chainform .value | 14.00 | 1.40× |  |  |" in text
 
 
 def test_unknown_layout_falls_back_to_a_flat_table(bench_modules: tuple[Any, Any]) -> None:
