@@ -144,7 +144,13 @@ def measure(size: int, delta: int, rounds: int, *, warm_up: bool) -> dict[str, A
         }
         for name, s in samples.items()
     }
-    return {"bytes": len(text), "deltas": -(-len(text) // delta), "runners": rows, "samples_s": samples}
+    return {
+        "bytes": len(text),
+        "deltas": -(-len(text) // delta),
+        "rounds": rounds,
+        "runners": rows,
+        "samples_s": samples,
+    }
 
 
 def main() -> None:

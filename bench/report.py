@@ -100,7 +100,7 @@ def stream_md(section: dict[str, Any]) -> list[str]:
     lines = _error(section)
     for size in section.get("sizes") or []:
         lines += [f"**{size['bytes']:,} bytes in {size['deltas']:,} deltas of {section.get('delta')} characters** "
-                  f"(seconds per answer, median of {section.get('rounds')} interleaved rounds)", ""]  # fmt: skip
+                  f"(seconds per answer, median of {size.get('rounds', section.get('rounds'))} interleaved rounds)", ""]  # fmt: skip
         rows = [
             [name, f"{r['median_s']:.2f}", f"{r['ratio']:.2f}×"]
             + ([f"{r['cpu_s']:.2f}", f"{r['cpu_ratio']:.2f}×"] if "cpu_s" in r else ["", ""])
