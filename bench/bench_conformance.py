@@ -27,7 +27,11 @@ from pathlib import Path
 from typing import Any
 
 REPO = Path(__file__).resolve().parents[1]
-DATA = REPO.parent / "shared" / "data"
+# ../shared/data beside the checkout (a worktree may sit one level deeper).
+DATA = next(
+    (p / "shared" / "data" for p in REPO.parents if (p / "shared" / "data").is_dir()),
+    REPO.parent / "shared" / "data",
+)
 SUITE = DATA / "json-schema-test-suite"
 BENCH = DATA / "jsonschemabench-dev"
 PEER_VENV = REPO / "bench" / ".venv"

@@ -9,7 +9,12 @@ from typing import Any
 
 import pytest
 
-DATA = Path(__file__).resolve().parents[2] / ".." / "shared" / "data"
+_REPO = Path(__file__).resolve().parents[2]
+# ../shared/data beside the checkout (a worktree may sit one level deeper).
+DATA = next(
+    (p / "shared" / "data" for p in _REPO.parents if (p / "shared" / "data").is_dir()),
+    _REPO.parent / "shared" / "data",
+)
 
 
 def data_dir(name: str) -> Path:

@@ -4,11 +4,12 @@ from __future__ import annotations
 
 import datetime as dt
 import string
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, get_args
 
 import click
 
 from chainform.cli._output import echo_json, format_json
+from chainform.types import SchemaDialect
 
 if TYPE_CHECKING:
     from chainform.store import Store
@@ -79,9 +80,23 @@ def schemas_list(as_json: bool, count: int | None = None) -> None:
 
 @schemas_command.command(name="show")
 @click.argument("schema_id")
-def schemas_show(schema_id: str) -> None:
+@click.option(
+    "--dialect",
+    type=click.Choice(get_args(SchemaDialect)),
+    default=None,
+    help="Print what this provider dialect gets instead: the converted schema and every rewrite (notes). "
+    "SCHEMA_ID may then also be a schema (JSON, file or DSL).",
+)
+def schemas_show(schema_id: str, dialect: str | None = None) -> None:
     """Print a saved schema by id or unique id prefix."""
-    schema = _store().get_schema(schema_id)
+    store = _store()
+    if dialect is not None:
+        from chainform.schema.dialects import convert
+
+        conv = convert(resolve_cli_schema(schema_id, store=store), dialect)  # type: ignore[arg-type]
+        echo_json({"dialect": dialect, "schema": conv.schema, "notes": conv.notes})
+        return
+    schema = store.get_schema(schema_id)
     if schema is None:
         raise click.BadParameter(f"no saved schema with id {schema_id!r}", param_hint="SCHEMA_ID")
     echo_json(schema)

@@ -1,20 +1,24 @@
 """The rule-driven converter behind `chainform.schema.dialects.convert`.
 
 A `Policy` says, as data, what one provider accepts; `Converter` walks the user's schema once and keeps,
-rewrites or moves each keyword into the description. Constraints it moves are only ever relaxations,
-never tightenings, so every value valid for the user's schema stays emittable; the final check against
-the ORIGINAL schema restores the lost strictness.
+rewrites, encodes or moves each keyword into the description. Constraints it moves are only ever
+relaxations, never tightenings; what a dialect cannot express at all (free-form maps in closed-object
+dialects, any-JSON values in typed ones, recursion past what the provider allows, enum values of the
+wrong kind, an explicit null next to "absent") is ENCODED, with a codec mark that `restore` undoes
+exactly (see `_dialect_values`). So every value valid for the user's schema stays emittable, and the final
+check against the ORIGINAL schema restores the lost strictness.
 """
 
 from __future__ import annotations
 
-import json
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from chainform.errors import SchemaError
 from chainform.schema._dialect_refs import ANNOTATIONS, normalize, resolve_ref, types_of
+from chainform.schema._dialect_shapes import Shapes, describe_value
+from chainform.schema._dialect_values import mark
 
 JSON = Any
 ROOT_KEY = "value"
@@ -51,7 +55,7 @@ class Policy:
 
     keep: frozenset[str]  # constraint keywords passed through unchanged (when not rewritten)
     formats: frozenset[str] | None = None  # string formats kept; None = every format
-    close_objects: bool = False  # additionalProperties: false on every object
+    close_objects: bool = False  # additionalProperties: false on every object (open keys as pairs)
     all_required: bool = False  # every property required; optional ones become nullable
     wrap_root: bool = False  # a non-object root goes under {"value": ...}
     refs: Literal["keep", "inline"] = "keep"
@@ -65,13 +69,10 @@ class Policy:
     max_min_items: int | None = None  # largest minItems accepted (Anthropic: 1)
     simple_patterns: bool = False  # no lookaround/backreferences in pattern
     oneof_as_anyof: bool = True
+    limits: dict[str, int] = field(default_factory=dict)  # documented provider limits, see _dialect_limits
 
 
-class _Unrolled(Exception):
-    """A recursive $ref hit the inlining depth; caught where the branch can be dropped."""
-
-
-class Converter:
+class Converter(Shapes):
     """Converts one schema under one policy; collects lossy changes in `notes`."""
 
     def __init__(self, root: JSON, policy: Policy) -> None:
@@ -86,13 +87,13 @@ class Converter:
     def run(self) -> tuple[dict[str, Any], bool]:
         try:
             out = self.node(self.root, "$")
-        except _Unrolled as exc:
-            raise SchemaError(f"Recursive schema cannot be expressed in this dialect: {exc}") from exc
         except RecursionError as exc:
             raise SchemaError("Schema is nested too deeply to convert") from exc
         wrapped = False
         if self.p.wrap_root and not _is_plain_object(out):
-            out = {"type": "object", "properties": {ROOT_KEY: out}, "required": [ROOT_KEY]}
+            out = mark(
+                {"type": "object", "properties": {ROOT_KEY: out}, "required": [ROOT_KEY]}, box=ROOT_KEY
+            )
             if self.p.close_objects:
                 out["additionalProperties"] = False
             wrapped = True
@@ -119,7 +120,7 @@ class Converter:
         if inline and "$ref" in node:
             ref = node["$ref"]
             if self._active.count(ref) >= (self.p.inline_depth if self.p.recursion else 1):
-                raise _Unrolled(f"{path}: $ref {ref!r}")
+                return self.json_text(path, f"recursion of {ref} past {self.p.inline_depth} levels")
             self._active.append(ref)
             try:
                 return self.node(normalize(node, self.root, lost, follow_refs=True), path)
@@ -134,23 +135,6 @@ class Converter:
 
     def kept_ref(self, node: dict[str, Any], path: str) -> JSON:
         ref = node["$ref"]
-        name = self._def_names.get(ref)
-        if name is None:
-            name = self._def_names[ref] = _def_name(ref, self.defs)
-            if not self.p.recursion and ref in self._active:
-                raise _Unrolled(f"{path}: $ref {ref!r}")
-            self.defs[name] = {}
-            self._active.append(ref)
-            try:
-                self.defs[name] = self.node(resolve_ref(self.root, ref), f"{path}<{ref}>")
-            except _Unrolled:
-                del self.defs[name], self._def_names[ref]
-                raise
-            finally:
-                self._active.pop()
-        elif not self.p.recursion and ref in self._active:
-            raise _Unrolled(f"{path}: $ref {ref!r}")
-        out: dict[str, Any] = {"$ref": f"#/$defs/{name}"}
         rest = {k: v for k, v in node.items() if k != "$ref"}
         if any(k not in ANNOTATIONS for k in rest):
             # 2020-12 applies $ref's siblings too: merge the target in by value, one level.
@@ -158,16 +142,36 @@ class Converter:
                 {**rest, "allOf": [resolve_ref(self.root, ref)]}, self.root, [], follow_refs=False
             )
             return self.node(merged, path)
+        if not self.p.recursion and ref in self._active:
+            return self.json_text(path, f"recursion of {ref}, which this dialect does not allow")
+        name = self._def_names.get(ref)
+        if name is None:
+            name = self._def_names[ref] = _def_name(ref, self.defs)
+            self.defs[name] = {}
+            self._active.append(ref)
+            try:
+                self.defs[name] = self.node(resolve_ref(self.root, ref), f"{path}<{ref}>")
+            finally:
+                self._active.pop()
+        out: dict[str, Any] = {"$ref": f"#/$defs/{name}"}
         if isinstance(rest.get("description"), str):
             out["description"] = rest["description"]
         return out
 
     def typed_node(self, node: dict[str, Any], path: str) -> JSON:
+        if ("anyOf" in node or "oneOf" in node) and (self.p.close_objects or self.p.typed):
+            spread = self.spread_union(node, path)
+            if spread is not None:
+                return spread
+        coded = self.coded_values(node, path)
+        if coded is not None:
+            return coded
         types = types_of(node)
         if types is None:
             types = _implied_types(node)
         non_null = [t for t in types or [] if t != "null"]
-        if types is not None and len(non_null) > 1 and (self.p.nullable_keyword or self.p.typed):
+        split = self.p.nullable_keyword or self.p.typed or (self.p.close_objects and "object" in non_null)
+        if types is not None and len(non_null) > 1 and split:
             branches = [self.typed_node({**node, "type": t}, f"{path}<{t}>") for t in non_null]
             out: dict[str, Any] = {"anyOf": branches}
             if "null" in types:
@@ -210,116 +214,6 @@ class Converter:
             self.arr(node, out, path)
         return self.describe(out, node, moved, path)
 
-    # -- keyword groups ----------------------------------------------------------------------------
-    def values(self, node: dict[str, Any], out: dict[str, Any], moved: dict[str, Any], path: str) -> None:
-        values: list[Any] | None = None
-        if "const" in node:
-            if self.p.const_to_enum or "const" not in self.p.keep:
-                values = [node["const"]]
-            else:
-                out["const"] = node["const"]
-        if "enum" in node and isinstance(node["enum"], list):
-            values = node["enum"] if values is None else [v for v in values if v in node["enum"]]
-        if values is None:
-            return
-        ok = {
-            "any": True,
-            "primitive": all(not isinstance(v, (dict, list)) for v in values),
-            "string": all(isinstance(v, str) for v in values),
-        }[self.p.enums]
-        if ok:
-            out["enum"] = list(values)
-            if "type" not in out and self.p.typed:
-                kinds = list(dict.fromkeys(_value_type(v) for v in values))
-                out["type"] = kinds[0] if len(kinds) == 1 else kinds
-                if self.p.nullable_keyword and "null" in kinds:
-                    out["type"] = next((k for k in kinds if k != "null"), "string")
-                    out["nullable"] = True
-        else:
-            moved["enum"] = values
-
-    def union(self, node: dict[str, Any], out: dict[str, Any], path: str) -> None:
-        branches: list[JSON] = []
-        for key in ("anyOf", "oneOf"):
-            for i, sub in enumerate(node.get(key) or []):
-                try:
-                    branches.append(self.node(sub, f"{path}.{key}[{i}]"))
-                except _Unrolled:
-                    self.note(path, f"{key}[{i}] left out where its recursion was cut")
-        if not branches:
-            raise _Unrolled(f"{path}: every branch was recursive")
-        if "oneOf" in node and self.p.oneof_as_anyof:
-            self.note(path, "oneOf relaxed to anyOf")
-        if "anyOf" in node and "oneOf" in node:
-            self.note(path, "anyOf and oneOf combined into one anyOf")
-        if len(branches) == 1 and "type" not in out:
-            out.update(branches[0])
-        else:
-            out["anyOf"] = branches
-
-    def obj(self, node: dict[str, Any], out: dict[str, Any], path: str) -> None:
-        props_in = node.get("properties") or {}
-        required = [r for r in node.get("required") or [] if isinstance(r, str)]
-        props: dict[str, JSON] = {}
-        for name, sub in props_in.items():
-            if sub is False:
-                self.note(path, f"property {name!r} is forbidden; left out")
-                continue
-            try:
-                props[name] = self.node(sub, f"{path}.{name}")
-            except _Unrolled:
-                if name in required:
-                    raise
-                self.note(path, f"optional property {name!r} left out where its recursion was cut")
-        extra = node.get("additionalProperties", True)
-        if self.p.close_objects:
-            for name in required:
-                if name not in props:
-                    props[name] = self.any_schema(f"{path}.{name}")
-            if extra is not False or node.get("patternProperties"):
-                self.note(path, "keys beyond the listed properties are not allowed by this dialect")
-            out["additionalProperties"] = False
-        elif "additionalProperties" in self.p.keep and "additionalProperties" in node:
-            out["additionalProperties"] = extra if isinstance(extra, bool) else self.node(extra, f"{path}.*")
-        elif extra is not True and "additionalProperties" in node:
-            self.note(path, "additionalProperties dropped")
-        if props or "properties" in node:
-            out["properties"] = props
-        if self.p.all_required:
-            for name in props:
-                if name not in required:
-                    props[name] = self.add_null(props[name])
-            out["required"] = list(props)
-        elif required:
-            out["required"] = [r for r in required if r in props or not self.p.close_objects]
-        if self.p.property_ordering and len(props) > 1:
-            out["propertyOrdering"] = list(props)
-        if "type" not in out:
-            out["type"] = "object"
-
-    def arr(self, node: dict[str, Any], out: dict[str, Any], path: str) -> None:
-        items = node.get("items")
-        prefix = (
-            node.get("prefixItems") if "prefixItems" in node else items if isinstance(items, list) else None
-        )
-        if prefix is not None and "prefixItems" in self.p.keep:
-            out["prefixItems"] = [self.node(s, f"{path}[{i}]") for i, s in enumerate(prefix)]
-            rest = items if "prefixItems" in node else node.get("additionalItems")
-            if rest is not None:
-                out["items"] = rest if isinstance(rest, bool) else self.node(rest, f"{path}[]")
-            return
-        if prefix is not None:
-            rest = items if "prefixItems" in node else node.get("additionalItems", True)
-            tail = [rest] if rest is not False and rest is not None else []
-            self.note(path, "tuple (prefixItems) relaxed to one item schema")
-            out["items"] = self.node(
-                {"anyOf": [*prefix, *tail]} if len(prefix) + len(tail) > 1 else prefix[0], f"{path}[]"
-            )
-        elif isinstance(items, (dict, bool)):
-            out["items"] = self.node(items, f"{path}[]")
-        if "type" not in out:
-            out["type"] = "array"
-
     # -- helpers -----------------------------------------------------------------------------------
     def refused(self, key: str, value: JSON) -> bool:
         """A kept keyword whose particular value the provider still rejects."""
@@ -344,56 +238,17 @@ class Converter:
             return [self.node(v, f"{path}.{key}[{i}]") for i, v in enumerate(value)]
         return value
 
-    def any_schema(self, path: str) -> JSON:
-        if not self.p.typed:
-            return {}
-        self.note(path, "an untyped (any JSON) value narrowed to a scalar")
-        scalars: list[dict[str, Any]] = [{"type": "string"}, {"type": "number"}, {"type": "boolean"}]
-        if self.p.nullable_keyword:
-            scalars[0]["nullable"] = True
-        else:
-            scalars.append({"type": "null"})
-        return {"anyOf": scalars}
-
-    def add_null(self, schema: JSON) -> JSON:
-        """`schema` that also accepts null (how strict dialects say "optional")."""
-        if not isinstance(schema, dict) or schema == {}:
-            return schema
-        if self.p.nullable_keyword:
-            if isinstance(schema.get("anyOf"), list) and schema["anyOf"]:  # on a branch: OpenAPI unions
-                first, *rest = schema["anyOf"]
-                return {**schema, "anyOf": [{**first, "nullable": True}, *rest]}
-            return {**schema, "nullable": True}
-        t = schema.get("type")
-        if isinstance(t, str) and "anyOf" not in schema and "$ref" not in schema:
-            out = {**schema, "type": [t, "null"] if t != "null" else t}
-            if "enum" in out and None not in out["enum"]:
-                out["enum"] = [*out["enum"], None]
-            return out
-        if isinstance(t, list) and "anyOf" not in schema:
-            return schema if "null" in t else {**schema, "type": [*t, "null"]}
-        if "anyOf" in schema and set(schema) <= {"anyOf", "description"}:
-            if any(b.get("type") == "null" for b in schema["anyOf"] if isinstance(b, dict)):
-                return schema
-            return {**schema, "anyOf": [*schema["anyOf"], {"type": "null"}]}
-        return {"anyOf": [schema, {"type": "null"}]}
-
     def describe(self, out: dict[str, Any], node: dict[str, Any], moved: dict[str, Any], path: str) -> JSON:
         text = node.get("description") if isinstance(node.get("description"), str) else None
         if isinstance(node.get("title"), str) and "title" in self.p.keep:
             out["title"] = node["title"]
         if moved:
             self.note(path, "moved to description: " + ", ".join(sorted(moved)))
-            bits = "; ".join(f"{k}: {_short(v)}" for k, v in moved.items())
+            bits = "; ".join(f"{k}: {describe_value(v)}" for k, v in moved.items())
             text = f"{text} ({bits})" if text else f"Constraints: {bits}"
         if text:
             out["description"] = text
         return out
-
-
-def _short(value: JSON) -> str:
-    text = json.dumps(value, ensure_ascii=False)
-    return text if len(text) <= 200 else text[:197] + "..."
 
 
 def _def_name(ref: str, taken: dict[str, JSON]) -> str:
@@ -403,13 +258,6 @@ def _def_name(ref: str, taken: dict[str, JSON]) -> str:
         n += 1
         name = f"{base}_{n}"
     return name
-
-
-def _value_type(value: JSON) -> str:
-    from chainform.schema._dialect_refs import json_type
-
-    t = json_type(value)
-    return "number" if t == "integer" and isinstance(value, float) else t
 
 
 def _implied_types(node: dict[str, Any]) -> list[str] | None:

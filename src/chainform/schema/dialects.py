@@ -3,10 +3,11 @@ provider's output back so that it validates against the user's ORIGINAL schema.
 
 Each provider accepts a different subset of JSON Schema (OpenAI strict mode, Gemini's OpenAPI subset,
 Anthropic's structured outputs, Bedrock tool specs). `convert` rewrites the schema with rules held as
-data (`POLICIES`) and lists every lossy change in `ConvertedSchema.notes`. Changes are relaxations
-(constraints moved into descriptions) or shape changes that `restore` undoes exactly (nulls for absent
-optional fields, a wrapper around a non-object root). The final check is always against the original
-schema, so nothing a dialect relaxes is ever lost for the caller.
+data (`POLICIES`) and lists every change in `ConvertedSchema.notes`. Changes are relaxations
+(constraints moved into descriptions) or encodings that `restore` undoes exactly (key/value pairs for
+free-form maps, JSON text for values a dialect cannot type, nulls for absent optional fields, a wrapper
+around a non-object root; see `_dialect_values`). The final check is always against the original schema,
+so nothing a dialect relaxes is ever lost for the caller, and no valid answer is made unproducible.
 """
 
 from __future__ import annotations
@@ -18,8 +19,9 @@ from typing import Any, get_args
 
 from chainform.errors import SchemaError
 from chainform.schema._dialect_convert import ROOT_KEY, Converter, Policy
+from chainform.schema._dialect_limits import OPENAI_LIMITS, check_limits
 from chainform.schema._dialect_refs import canonical
-from chainform.schema._dialect_values import walk
+from chainform.schema._dialect_values import Codecs, strip
 from chainform.schema.validate import check_schema, compile_validator
 from chainform.types import SchemaDialect
 
@@ -48,7 +50,9 @@ POLICIES: dict[str, Policy] = {
         all_required=True,
         wrap_root=True,
         refs="keep",
+        enums="primitive",
         typed=True,
+        limits=OPENAI_LIMITS,
     ),
     # Gemini responseSchema (OpenAPI 3.0 subset): no $ref, nullable instead of type arrays, string enums.
     "gemini": Policy(
@@ -104,6 +108,7 @@ class ConvertedSchema:
     dialect: SchemaDialect
     notes: list[str] = field(default_factory=list)
     root_key: str | None = None
+    _codecs: Codecs | None = field(default=None, repr=False, compare=False)
 
     @property
     def lossless(self) -> bool:
@@ -127,9 +132,15 @@ def _converted(schema: dict[str, Any] | bool, dialect: SchemaDialect) -> Convert
     if dialect in _IDENTITY:
         result = ConvertedSchema(copy.deepcopy(schema), dialect)
     else:
-        conv = Converter(schema, POLICIES[dialect])
-        out, wrapped = conv.run()
-        result = ConvertedSchema(out, dialect, _dedupe(conv.notes), ROOT_KEY if wrapped else None)
+        policy = POLICIES[dialect]
+        conv = Converter(schema, policy)
+        marked, wrapped = conv.run()
+        out, codecs = strip(marked)
+        check_limits(out, policy.limits, dialect)
+        accepts = _nullable_accepts if policy.nullable_keyword else _accepts
+        result = ConvertedSchema(
+            out, dialect, _dedupe(conv.notes), ROOT_KEY if wrapped else None, Codecs(out, codecs, accepts)
+        )
     _cache[key] = result
     if len(_cache) > 256:
         _cache.popitem(last=False)
@@ -139,35 +150,32 @@ def _converted(schema: dict[str, Any] | bool, dialect: SchemaDialect) -> Convert
 def convert(schema: dict[str, Any] | bool, dialect: SchemaDialect) -> ConvertedSchema:
     """`schema` rewritten for `dialect`; raises `SchemaError` when it cannot be expressed there."""
     cached = _converted(schema, dialect)
-    return ConvertedSchema(copy.deepcopy(cached.schema), dialect, list(cached.notes), cached.root_key)
+    return ConvertedSchema(
+        copy.deepcopy(cached.schema), dialect, list(cached.notes), cached.root_key, cached._codecs
+    )
 
 
 def restore(value: Any, original_schema: dict[str, Any] | bool, dialect: SchemaDialect) -> Any:
     """Map a provider's output for the converted schema back into the shape of `original_schema`.
 
-    It only undoes shape changes (root wrapper, nulls standing for absent optional fields); it never
-    validates. Validate the result against `original_schema` afterwards: that is the final check.
+    It undoes every encoding of `convert` exactly (root wrapper, key/value pairs, JSON text, nulls
+    standing for absent optional fields, boxed explicit nulls, spelled enum values); it never validates,
+    and output without the encoded shape passes unchanged. Validate the result against
+    `original_schema` afterwards: that is the final check.
     """
     conv = _converted(original_schema, dialect)
-    if conv.root_key is not None:
-        if not (isinstance(value, dict) and conv.root_key in value):
-            return value
-        value = value[conv.root_key]
-    if dialect in _IDENTITY:
-        return value
-    return walk(value, original_schema, original_schema, POLICIES[dialect], "restore")
+    return conv._codecs.decode(value) if conv._codecs is not None else value
 
 
 def forward_instance(value: Any, original_schema: dict[str, Any] | bool, dialect: SchemaDialect) -> Any:
     """What a provider honouring `convert(original_schema, dialect)` could emit for `value`.
 
-    The inverse of `restore`, for measuring and testing round trips: explicit nulls for absent optional
-    fields under openai-strict, keys a closed object cannot hold dropped, the root wrapped.
+    The inverse of `restore`, for measuring and testing round trips: every encoding of `convert` applied
+    (explicit nulls for absent optional fields under openai-strict, open keys as key/value pairs, ...).
+    A value the converted schema cannot carry comes out as close as it gets, and fails `provider_accepts`.
     """
     conv = _converted(original_schema, dialect)
-    if dialect not in _IDENTITY:
-        value = walk(value, original_schema, original_schema, POLICIES[dialect], "forward")
-    return {conv.root_key: value} if conv.root_key is not None else value
+    return conv._codecs.encode(value) if conv._codecs is not None else value
 
 
 def provider_accepts(value: Any, converted: ConvertedSchema) -> bool:
@@ -175,6 +183,14 @@ def provider_accepts(value: Any, converted: ConvertedSchema) -> bool:
     if not _uses_nullable(converted.schema):
         return bool(compile_validator(converted.schema).is_valid(value))
     return bool(_nullable_validator(canonical(converted.schema), converted.schema).is_valid(value))
+
+
+def _accepts(value: Any, schema: Any) -> bool:
+    return bool(compile_validator(schema).is_valid(value))
+
+
+def _nullable_accepts(value: Any, schema: Any) -> bool:
+    return provider_accepts(value, ConvertedSchema(schema, "gemini"))
 
 
 def _uses_nullable(schema: Any) -> bool:
