@@ -257,19 +257,20 @@ class Shapes:
             scalars[0]["nullable"] = True
         else:
             scalars.append({"type": "null"})
-        box: dict[str, Any] = {
-            "type": "object",
-            "properties": {"json": {"type": "string"}},
-            "required": ["json"],
-        }
-        box["description"] = "An array or object, written as JSON text"
-        if self.p.close_objects:
-            box["additionalProperties"] = False
-        return {"anyOf": [*scalars, mark(box, jsonbox=True)]}
+        box = self.json_box("An array or object, written as JSON text")
+        return {"anyOf": [*scalars, mark(box, jsonbox="composite")]}
 
     def json_text(self, path: str, why: str) -> JSON:
-        self.note(path, f"{why}: the value is written as JSON text (restored exactly)")
-        return mark({"type": "string", "description": "The value, written as JSON text"}, json=True)
+        """Any value as `{"json": "<JSON text>"}`: an object, so never mistaken for a plain string."""
+        self.note(path, f'{why}: the value is written as JSON text in {{"json": ...}} (restored exactly)')
+        return mark(self.json_box("The value, written as JSON text"), jsonbox="any")
+
+    def json_box(self, text: str) -> dict[str, Any]:
+        box: dict[str, Any] = {"type": "object", "properties": {"json": {"type": "string"}}}
+        box.update(required=["json"], description=text)
+        if self.p.close_objects:
+            box["additionalProperties"] = False
+        return box
 
     def add_null(self, schema: JSON) -> JSON:
         """`schema` that also accepts null (how strict dialects say "optional")."""

@@ -1,7 +1,7 @@
 """Moving values between the user's schema and a dialect's converted schema, through its codecs.
 
 The converter marks every node whose value it ENCODES (a free-form map as key/value pairs, an arbitrary
-value as JSON text, an explicit null boxed as `{"value": null}`, enum values spelled as strings, the root
+value as `{"json": "<JSON text>"}`, an explicit null boxed as `{"value": null}`, enum values spelled as strings, the root
 wrapper, nulls standing for absent optional fields) with a codec. `strip` takes the marks out of the
 schema the provider gets and keys them by JSON pointer; `Codecs.decode` walks a provider's output along
 the CONVERTED schema and undoes each codec exactly (that is `restore`), `Codecs.encode` is its mirror
@@ -149,7 +149,8 @@ class Codecs:
         codec = self.codecs.get(ptr, {})
         value = _apply(codec, value)
         if isinstance(node.get("anyOf"), list):
-            for branch in self._branches(ptr, node):
+            # Branches that carry the value as it is come first; JSON text is the last resort.
+            for branch in sorted(self._branches(ptr, node), key=self._is_text):
                 if not _applies(self.codecs.get(self._resolve(branch)[0], {}), value):
                     continue
                 encoded = self.encode(value, branch, depth + 1)
@@ -160,6 +161,9 @@ class Codecs:
         if isinstance(value, dict) and "optional" in codec:
             value = {**value, **{k: None for k in codec["optional"] if k not in value}}
         return value
+
+    def _is_text(self, ptr: str) -> bool:
+        return self.codecs.get(self._resolve(ptr)[0], {}).get("jsonbox") == "any"
 
     def _children(
         self, value: JSON, ptr: str, node: dict[str, Any], depth: int, step: Callable[[JSON, str, int], JSON]
@@ -188,7 +192,7 @@ class Codecs:
 
 def _applies(codec: dict[str, Any], value: JSON) -> bool:
     """Whether a union branch with this codec can carry `value` at all (maps never carry arrays...)."""
-    if "jsonbox" in codec:
+    if codec.get("jsonbox") == "composite":
         return isinstance(value, (dict, list))
     if "extras" in codec:
         return isinstance(value, dict)
@@ -201,9 +205,7 @@ def _apply(codec: dict[str, Any], value: JSON) -> JSON:
     """One node's encoding, applied before its children are encoded."""
     if "enum" in codec:
         return next((enc for enc, orig in codec["enum"] if _key(orig) == _key(value)), value)
-    if "json" in codec:
-        return json.dumps(value, ensure_ascii=False)
-    if "jsonbox" in codec and isinstance(value, (dict, list)):
+    if "jsonbox" in codec and (codec["jsonbox"] == "any" or isinstance(value, (dict, list))):
         return {"json": json.dumps(value, ensure_ascii=False)}
     if "box" in codec:
         return {codec["box"]: value}
@@ -223,8 +225,6 @@ def _undo(codec: dict[str, Any], value: JSON) -> JSON:
     """One node's decoding, applied after its children are decoded; shapes it does not know pass."""
     if "enum" in codec:
         return next((orig for enc, orig in codec["enum"] if _key(enc) == _key(value)), value)
-    if "json" in codec and isinstance(value, str):
-        return _loads(value)
     if (
         "jsonbox" in codec
         and isinstance(value, dict)
