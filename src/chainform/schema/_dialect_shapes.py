@@ -30,6 +30,10 @@ _OPENERS = frozenset(  # keywords under which an object may hold keys its `prope
 )
 
 
+class Impossible(SchemaError):
+    """A subschema no value can match; a union drops such a branch, elsewhere it is the user's error."""
+
+
 class Shapes:
     """The keyword groups; `Converter` supplies `node`, `describe`, `note`, `refused` and the policy."""
 
@@ -114,17 +118,21 @@ class Shapes:
                 continue
             branches.append(merged)
         if not branches:
-            raise SchemaError(f"{path}: no branch of {key} is compatible with the keywords beside it")
+            raise Impossible(f"{path}: no branch of {key} is compatible with the keywords beside it")
         self.note(path, f"keywords beside {key} merged into each branch")
         spread = {k: v for k, v in node.items() if k in ANNOTATIONS}
         return self.typed_node({**spread, key: branches}, path)
 
     def union(self, node: dict[str, Any], out: dict[str, Any], path: str) -> None:
-        branches = [
-            self.node(sub, f"{path}.{key}[{i}]")
-            for key in ("anyOf", "oneOf")
-            for i, sub in enumerate(node.get(key) or [])
-        ]
+        branches = []
+        for key in ("anyOf", "oneOf"):
+            for i, sub in enumerate(node.get(key) or []):
+                try:
+                    branches.append(self.node(sub, f"{path}.{key}[{i}]"))
+                except Impossible:
+                    self.note(path, f"{key}[{i}] can match nothing; left out")
+        if not branches:
+            raise Impossible(f"{path}: no branch of the union can match anything")
         if "oneOf" in node and self.p.oneof_as_anyof:
             self.note(path, "oneOf relaxed to anyOf")
         if "anyOf" in node and "oneOf" in node:
