@@ -204,7 +204,10 @@ def _applies(codec: dict[str, Any], value: JSON) -> bool:
 def _apply(codec: dict[str, Any], value: JSON) -> JSON:
     """One node's encoding, applied before its children are encoded."""
     if "enum" in codec:
-        return next((enc for enc, orig in codec["enum"] if _key(orig) == _key(value)), value)
+        hits = [enc for enc, orig in codec["enum"] if _key(orig) == _key(value)]
+        if not hits and any(_key(enc) == _key(value) for enc, _ in codec["enum"]):
+            return [value]  # not in the enum but spelled like a member: no provider output can mean it
+        return hits[0] if hits else value
     if "jsonbox" in codec and (codec["jsonbox"] == "any" or isinstance(value, (dict, list))):
         return {"json": json.dumps(value, ensure_ascii=False)}
     if "box" in codec:
