@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).parent))
-from _common import emit, median, versions
+from _common import emit, median, start_loopback, versions
 from bench_chain import (
     MODEL,
     PROMPT,
@@ -34,7 +34,6 @@ from bench_chain import (
     _sdk_messages_after_call,
     check,
     get_weather,
-    start_server,
 )
 
 CONCURRENCY = 16
@@ -100,7 +99,7 @@ def rate(run: Any, rows: int, name: str = "") -> float:
 
 
 def zero_think_time(rounds: int, rows: int) -> dict[str, Any]:
-    proc, base_url = start_server("fast")
+    proc, base_url = start_loopback("fast")
     runs = {
         PEER: lambda n: peer(base_url, n, CONCURRENCY),
         "chainform amap (log=False)": lambda n: chainform(base_url, n, CONCURRENCY, False),
@@ -133,7 +132,7 @@ def zero_think_time(rounds: int, rows: int) -> dict[str, Any]:
 
 def with_delay(delay: float, per_worker: int) -> dict[str, Any]:
     """amap and the peer at concurrency 1 and 32, the same rows per worker."""
-    proc, base_url = start_server("fast", str(delay))
+    proc, base_url = start_loopback("fast", str(delay))
     out: dict[str, Any] = {}
     try:
         rate(chainform(base_url, 4, 4, False), 4)  # warm-up
