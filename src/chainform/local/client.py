@@ -1,6 +1,7 @@
-"""LocalChatClient: a ChatClient that runs a small Hugging Face model on this machine's CPU.
+"""LocalChatClient: a ChatClient that runs a small model on this machine's CPU, on torch or ONNX Runtime GenAI.
 
-Decoding runs in a worker thread; text pieces come back to the event loop over a queue, so a long
+Both backends share everything but the forward pass (`_engine.Session`): the chat template, the
+tool-call format, the grammar, sampling, stops and streaming. Decoding runs in a worker thread; text pieces come back to the event loop over a queue, so a long
 generation never blocks other coroutines. Structured output and tool calls are enforced by an
 llguidance grammar (see `_grammar`), which is why the profile claims native schemas and tools together.
 """
@@ -16,8 +17,8 @@ from pathlib import Path
 from typing import Any
 
 from chainform.clients.base import BaseChatClient, Middleware
-from chainform.errors import ProviderError, UnsupportedOptionError
-from chainform.local import _engine, _grammar, _weights
+from chainform.errors import ModelNotFoundError, ProviderError, UnsupportedOptionError
+from chainform.local import _engine, _grammar, _onnx, _weights
 from chainform.types import (
     ChatOptions,
     ChatResponseUpdate,
@@ -39,10 +40,10 @@ DEFAULT_MAX_OUTPUT_TOKENS = 512
 CONTEXT_WINDOW = 8192
 
 
-def local_profile(name: str) -> ModelProfile:
+def local_profile(name: str, provider: str = "local", context_window: int = CONTEXT_WINDOW) -> ModelProfile:
     return ModelProfile(
         name=name,
-        provider="local",
+        provider=provider,
         supports_tools=True,
         supports_parallel_tool_calls=True,
         supports_json_schema=True,
@@ -51,14 +52,16 @@ def local_profile(name: str) -> ModelProfile:
         supports_strict_schema=True,
         supports_seed=True,
         schema_dialect="llguidance",
-        context_window=CONTEXT_WINDOW,
-        max_output_tokens=CONTEXT_WINDOW,
+        context_window=context_window,
+        max_output_tokens=context_window,
     )
 
 
 class LocalChatClient(BaseChatClient):
-    """Runs `model` ("smollm2", a Hugging Face folder or a .gguf file) with transformers on the CPU.
+    """Runs `model` ("smollm2", a Hugging Face folder, a .gguf file or an ORT GenAI folder) on the CPU.
 
+    `backend` is "auto" (ONNX Runtime GenAI when its model is prepared, else torch), "onnx" or
+    "torch"; a call's `additional_properties["backend"]` (CLI: `-o backend onnx`) overrides it.
     Loading is lazy (first call) and shared per folder within the process. Defaults: greedy decoding
     (temperature None or 0), at most `max_output_tokens` new tokens, strings capped at
     `max_string_length` characters where a schema sets no maxLength.
@@ -68,34 +71,57 @@ class LocalChatClient(BaseChatClient):
         self,
         model: str = "smollm2",
         *,
+        backend: str = "auto",
         max_output_tokens: int = DEFAULT_MAX_OUTPUT_TOKENS,
         max_string_length: int = _grammar.DEFAULT_MAX_STRING_LENGTH,
         threads: int | None = None,
         middleware: Sequence[Middleware] = (),
         loaded: _engine.Loaded | None = None,
+        provider: str = "local",
     ) -> None:
+        if backend not in _weights.BACKENDS:
+            raise ModelNotFoundError(
+                f"unknown local backend {backend!r}; expected one of {', '.join(_weights.BACKENDS)}"
+            )
         name = _weights.SMOLLM2_DIR if model.lower() in _weights.ALIASES else Path(model).name
-        super().__init__(profile=local_profile(name), middleware=middleware)
+        folder = Path(model).expanduser()
+        window = CONTEXT_WINDOW
+        if folder.is_dir() and _onnx.is_model_folder(folder):  # a brought ORT GenAI model: its own window
+            window = int(_onnx.read_config(folder).get("context_length") or CONTEXT_WINDOW)
+        super().__init__(profile=local_profile(name, provider, window), middleware=middleware)
         self.model = model
-        self.model_id = f"local/{model}"
+        self.model_id = f"{provider}/{model}"
+        self.backend = backend
         self.max_output_tokens = max_output_tokens
         self.max_string_length = max_string_length
         self.threads = threads
-        self._loaded = loaded
+        self._loaded: dict[str, _engine.Loaded] = {}
+        if loaded is not None:
+            self._loaded = {"auto": loaded, loaded.backend: loaded}
 
     @classmethod
     def from_objects(
         cls, model: Any, tokenizer: Any, *, name: str = "in-memory", **kwargs: Any
     ) -> LocalChatClient:
         """A client around an already built transformers model and tokenizer (no files needed)."""
-        loaded = _engine.from_objects(Path(name), model, tokenizer)
+        from chainform.local import _torch
+
+        loaded = _torch.from_objects(Path(name), model, tokenizer)
         return cls(name, loaded=loaded, **kwargs)
 
-    def load(self) -> _engine.Loaded:
+    def load(self, backend: str | None = None) -> _engine.Loaded:
         """Load the weights now (otherwise the first call does); blocking, safe to call twice."""
-        if self._loaded is None:
-            self._loaded = _engine.load(_weights.resolve(self.model), self.threads)
-        return self._loaded
+        wanted = backend or self.backend
+        if wanted not in self._loaded:
+            path, chosen = _weights.resolve(self.model, wanted)
+            if chosen == "onnx":
+                loaded = _onnx.load(path, self.threads)
+            else:
+                from chainform.local import _torch
+
+                loaded = _torch.load(path, self.threads)
+            self._loaded[wanted] = self._loaded[chosen] = loaded
+        return self._loaded[wanted]
 
     def count_tokens(self, text: str) -> int:
         return len(self.load().tokenizer.encode(text, add_special_tokens=False))
@@ -104,7 +130,10 @@ class LocalChatClient(BaseChatClient):
         self, messages: list[Message], options: ChatOptions
     ) -> AsyncIterator[ChatResponseUpdate]:
         plan = _grammar.plan(options, self.max_string_length)
-        loaded = await asyncio.to_thread(self.load)
+        backend = options.additional_properties.get("backend")
+        if backend is not None and not isinstance(backend, str):
+            raise UnsupportedOptionError("the backend option is 'auto', 'onnx' or 'torch'", provider="local")
+        loaded = await asyncio.to_thread(self.load, backend)
         prompt_ids = _prompt_ids(loaded.tokenizer, _chat(messages, plan))
         room = _engine.check_context(len(prompt_ids), self.profile.context_window or CONTEXT_WINDOW)
         budget = min(options.max_output_tokens or self.max_output_tokens, room)
@@ -178,6 +207,19 @@ class LocalChatClient(BaseChatClient):
         usage = UsageDetails(input_tokens=len(prompt_ids), output_tokens=result.output_tokens)
         contents.append(UsageContent(usage))
         yield ChatResponseUpdate(contents, finish_reason=finish, **base)
+
+
+class ONNXRuntimeClient(LocalChatClient):
+    """A model folder exported for ONNX Runtime GenAI (`genai_config.json`, e.g. a Phi or Qwen export),
+    or "smollm2" once `chainform local prepare --backend onnx` ran: the `onnx/<folder>` models.
+
+    Its profile's context window comes from the folder's config; tool calls use the
+    `<tool_call>[...]</tool_call>` format that SmolLM2 and Hermes-style models were tuned on.
+    """
+
+    def __init__(self, model: str, **kwargs: Any) -> None:
+        kwargs.setdefault("provider", "onnx")
+        super().__init__(model, backend="onnx", **kwargs)
 
 
 def _chat(messages: Sequence[Message], plan: _grammar.Plan) -> list[dict[str, str]]:
