@@ -141,9 +141,13 @@ def test_cli_local_prepare(run, monkeypatch) -> None:
     fake.prepare = lambda *a, **k: calls.append((a, k)) or "/cache/smollm2"  # type: ignore[attr-defined]
     monkeypatch.setitem(sys.modules, "chainform.local", fake)
     result = run("local", "prepare")
-    assert result.exit_code == 0 and calls == [((), {"force": False})] and "/cache/smollm2" in result.stdout
+    defaults = {"backend": "torch", "precision": "int4", "force": False}
+    assert result.exit_code == 0 and calls == [(("smollm2",), defaults)] and "/cache/smollm2" in result.stdout
     run("local", "prepare", "--model", "m.gguf", "--force")
-    assert calls[-1] == (("m.gguf",), {"force": True})
+    assert calls[-1] == (("m.gguf",), {**defaults, "force": True})
+    run("local", "prepare", "--backend", "onnx", "--precision", "fp32")
+    assert calls[-1] == (("smollm2",), {**defaults, "backend": "onnx", "precision": "fp32"})
+    assert run("local", "prepare", "--backend", "gguf").exit_code == 2
     monkeypatch.setitem(sys.modules, "chainform.local", types.ModuleType("chainform.local"))
     result = run("local", "prepare")
     assert result.exit_code == 1 and "chainform[local]" in result.stderr

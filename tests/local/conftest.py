@@ -46,16 +46,26 @@ def tiny_model(tokenizer: Any) -> Any:
 
 
 @pytest.fixture(scope="session")
-def tiny_onnx_dir(tiny_model: Any, tokenizer: Any, tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """The tiny model saved as a Hugging Face folder and converted by onnxruntime-genai's builder."""
-    from chainform.local import _onnx, _weights
+def tiny_hf_dir(tiny_model: Any, tokenizer: Any, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The tiny model saved as a Hugging Face folder."""
+    folder = tmp_path_factory.mktemp("tiny-hf")
+    tiny_model.save_pretrained(str(folder))
+    tokenizer.save_pretrained(str(folder))
+    return folder
 
-    source = tmp_path_factory.mktemp("tiny-hf")
-    tiny_model.save_pretrained(str(source))
-    tokenizer.save_pretrained(str(source))
-    out = tmp_path_factory.mktemp("tiny-onnx") / "model"
-    _onnx.convert(source, out, "fp32", _weights._Steps(None, 0))
-    return out
+
+@pytest.fixture(scope="session")
+def tiny_cache(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A model cache of its own for the tiny model's ONNX conversion."""
+    return tmp_path_factory.mktemp("cache")
+
+
+@pytest.fixture(scope="session")
+def tiny_onnx_dir(tiny_hf_dir: Path, tiny_cache: Path) -> Path:
+    """The tiny model converted by `prepare(backend="onnx")` (onnxruntime-genai's model builder)."""
+    with pytest.MonkeyPatch.context() as env:
+        env.setenv("CHAINFORM_CACHE", str(tiny_cache))
+        return prepare(str(tiny_hf_dir), backend="onnx", precision="fp32", quiet=True)
 
 
 @pytest.fixture(scope="session", params=["torch", "onnx"])

@@ -86,6 +86,12 @@ _PROVIDERS: dict[str, ProviderEntry] = {
         needs_key=False,
         description="embedded model, runs offline on the CPU",
     ),
+    "onnx": ProviderEntry(
+        "chainform.local:create_client",
+        full_name=True,
+        needs_key=False,
+        description="an ONNX Runtime GenAI model folder you bring (onnx/<folder>), offline on the CPU",
+    ),
 }
 
 

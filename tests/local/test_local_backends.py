@@ -1,0 +1,88 @@
+"""Choosing a backend: `local` prefers a prepared ONNX model, `backend=` and `-o backend` force one,
+`onnx/<folder>` runs a model folder the user brought, and a missing ONNX model says what to run."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import shutil
+from pathlib import Path
+
+import jsonschema
+import pytest
+
+from chainform.clients.registry import get_client
+from chainform.errors import ModelNotFoundError, ProviderError
+from chainform.local import LocalChatClient, ONNXRuntimeClient, _weights, create_client, prepare
+from chainform.types import ChatOptions, Message, ResponseFormat
+
+DOG = {
+    "type": "object",
+    "properties": {"name": {"type": "string"}, "age": {"type": "integer"}},
+    "required": ["name", "age"],
+}
+
+
+def test_auto_prefers_the_prepared_onnx_model(
+    tiny_hf_dir: Path, tiny_onnx_dir: Path, tiny_cache: Path, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    monkeypatch.setenv("CHAINFORM_CACHE", str(tiny_cache))
+    assert _weights.resolve(str(tiny_hf_dir), "auto") == (tiny_onnx_dir, "onnx")
+    assert _weights.resolve(str(tiny_hf_dir), "torch") == (tiny_hf_dir, "torch")
+    assert _weights.resolve(str(tiny_onnx_dir), "auto") == (tiny_onnx_dir, "onnx")
+    assert prepare(str(tiny_hf_dir), backend="onnx", precision="fp32") == tiny_onnx_dir  # cached
+    monkeypatch.setenv("CHAINFORM_CACHE", str(tmp_path))  # a cache without the conversion
+    assert _weights.resolve(str(tiny_hf_dir), "auto") == (tiny_hf_dir, "torch")
+
+
+def test_the_onnx_folder_is_complete_and_checksummed(tiny_onnx_dir: Path) -> None:
+    manifest = json.loads((tiny_onnx_dir / _weights.MANIFEST).read_text())
+    assert manifest["precision"] == "fp32"
+    assert {"genai_config.json", "model.onnx", "tokenizer.json"} <= set(manifest["sha256"])
+    for name, digest in manifest["sha256"].items():
+        assert hashlib.sha256((tiny_onnx_dir / name).read_bytes()).hexdigest() == digest
+    assert not [p for p in tiny_onnx_dir.parent.iterdir() if p.name.startswith(".tmp-")]
+
+
+def test_a_missing_onnx_model_says_what_to_run(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    monkeypatch.setenv("CHAINFORM_CACHE", str(tmp_path))
+    with pytest.raises(ModelNotFoundError, match="chainform local prepare --backend onnx`"):
+        LocalChatClient("smollm2", backend="onnx").load()
+    with pytest.raises(ModelNotFoundError, match="unknown local backend"):
+        LocalChatClient("smollm2", backend="gguf")
+    (tmp_path / "genai_config.json").write_text("{}")
+    with pytest.raises(ModelNotFoundError, match="runs on the onnx backend only"):
+        _weights.resolve(str(tmp_path), "torch")
+
+
+async def test_backend_option_per_call(
+    tiny_hf_dir: Path, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """`-o backend onnx` reaches the client as additional_properties and forces that backend."""
+    monkeypatch.setenv("CHAINFORM_CACHE", str(tmp_path))
+    client = LocalChatClient(str(tiny_hf_dir), max_output_tokens=20)
+    response = await client.get_response([Message.user("hi")], ChatOptions(max_output_tokens=5))
+    assert response.usage_details is not None and response.usage_details.output_tokens >= 1
+    with pytest.raises(ModelNotFoundError, match="--backend onnx --model"):
+        await client.get_response([Message.user("hi")], ChatOptions(additional_properties={"backend": "onnx"}))
+
+
+async def test_a_brought_onnx_folder(tiny_onnx_dir: Path, tmp_path: Path) -> None:
+    """`onnx/<folder>`: its profile's context window comes from genai_config.json."""
+    folder = tmp_path / "my-model"
+    shutil.copytree(tiny_onnx_dir, folder)
+    config = json.loads((folder / "genai_config.json").read_text())
+    config["model"]["context_length"] = 300
+    (folder / "genai_config.json").write_text(json.dumps(config))
+    client = get_client(f"onnx/{folder}", max_string_length=12)
+    assert isinstance(client, ONNXRuntimeClient)
+    assert client.model_id == f"onnx/{folder}" and client.profile.provider == "onnx"
+    assert client.profile.context_window == 300 and client.profile.supports_tools_with_schema
+    options = ChatOptions(response_format=ResponseFormat.json_schema(DOG), temperature=1.0, seed=1)
+    response = await client.get_response([Message.user("Invent a dog.")], options)
+    jsonschema.validate(json.loads(response.text), DOG)
+    with pytest.raises(ProviderError, match="context window is 300"):
+        await client.get_response([Message.user("word " * 400)], ChatOptions(max_output_tokens=5))
+    with pytest.raises(ModelNotFoundError, match="not an ONNX Runtime GenAI model folder"):
+        (folder / "genai_config.json").write_text("{}")
+        create_client(f"onnx/{folder}")
