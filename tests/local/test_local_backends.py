@@ -64,7 +64,9 @@ async def test_backend_option_per_call(
     response = await client.get_response([Message.user("hi")], ChatOptions(max_output_tokens=5))
     assert response.usage_details is not None and response.usage_details.output_tokens >= 1
     with pytest.raises(ModelNotFoundError, match="--backend onnx --model"):
-        await client.get_response([Message.user("hi")], ChatOptions(additional_properties={"backend": "onnx"}))
+        await client.get_response(
+            [Message.user("hi")], ChatOptions(additional_properties={"backend": "onnx"})
+        )
 
 
 async def test_a_brought_onnx_folder(tiny_onnx_dir: Path, tmp_path: Path) -> None:

@@ -41,7 +41,9 @@ def read_config(path: Path) -> dict[str, Any]:
         data = json.loads((path / CONFIG).read_text(encoding="utf-8"))
         model = data["model"]
     except (OSError, ValueError, KeyError, TypeError) as exc:
-        raise ModelNotFoundError(f"{path} is not an ONNX Runtime GenAI model folder ({CONFIG}: {exc})") from None
+        raise ModelNotFoundError(
+            f"{path} is not an ONNX Runtime GenAI model folder ({CONFIG}: {exc})"
+        ) from None
     if not isinstance(model, dict):
         raise ModelNotFoundError(f"{path}/{CONFIG} has no 'model' object")
     return model

@@ -58,7 +58,9 @@ def resolve(model: str, backend: str = "torch") -> tuple[Path, str]:
 
     if path.is_dir() and _onnx.is_model_folder(path):
         if backend == "torch":
-            raise ModelNotFoundError(f"{model} is an ONNX Runtime GenAI folder; it runs on the onnx backend only")
+            raise ModelNotFoundError(
+                f"{model} is an ONNX Runtime GenAI folder; it runs on the onnx backend only"
+            )
         return path, "onnx"
     if backend != "torch":
         onnx = onnx_dir(model)
@@ -160,9 +162,16 @@ def _prepare_onnx(model: str, precision: str, *, force: bool, quiet: bool) -> Pa
     target = onnx_dir(str(source) if source == path else model)
     assert target is not None  # a prepared folder can always be converted
     manifest_file = target / MANIFEST
-    if not force and manifest_file.is_file() and json.loads(manifest_file.read_text()).get("precision") == precision:
+    if (
+        not force
+        and manifest_file.is_file()
+        and json.loads(manifest_file.read_text()).get("precision") == precision
+    ):
         return target
-    with _progress(quiet, total=2) as progress, tempfile.TemporaryDirectory(dir=models_dir(), prefix=".tmp-") as tmp:
+    with (
+        _progress(quiet, total=2) as progress,
+        tempfile.TemporaryDirectory(dir=models_dir(), prefix=".tmp-") as tmp,
+    ):
         started = time.perf_counter()
         out = Path(tmp) / "model"
         _onnx.convert(source, out, precision, progress)
