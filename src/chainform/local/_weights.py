@@ -106,7 +106,7 @@ def prepare(
     model: str = "smollm2",
     *,
     backend: str = "torch",
-    precision: str = "int4",
+    precision: str = "int8",
     force: bool = False,
     quiet: bool = False,
 ) -> Path:
