@@ -11,6 +11,7 @@ from __future__ import annotations
 import codecs
 import os
 import threading
+import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -71,6 +72,22 @@ class Loaded:
             quotes[ends] = brackets[ends] = True
             self._closers = (quotes, brackets)
         return self._closers
+
+
+_loaded: dict[tuple[Path, str], Loaded] = {}
+_loading = threading.Lock()
+
+
+def load_once(path: Path, backend: str, build: Callable[[Path], Loaded]) -> Loaded:
+    """The model at `path` on `backend`, built by `build` once per process; the build is timed."""
+    key = (path.resolve(), backend)
+    with _loading:
+        if key not in _loaded:
+            started = time.perf_counter()
+            loaded = build(key[0])
+            loaded.load_seconds = time.perf_counter() - started
+            _loaded[key] = loaded
+        return _loaded[key]
 
 
 def end_of_turn_ids(token_id: Callable[[str], int | None], extra: Iterable[Any] = ()) -> frozenset[int]:

@@ -13,8 +13,6 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
-import threading
-import time
 from pathlib import Path
 from typing import Any
 
@@ -26,9 +24,6 @@ PRECISIONS = ("int8", "int4", "fp32")
 """The first is the default. Measured on a 2-CPU machine (bench/bench_local.py, docs/local-model.md): int4 decodes fastest and
 its outputs stay schema-valid, but its answers go wrong (the README's task writes broken code for the
 python tool and answers 1405); int8 keeps fp32's answers there and is faster than fp32."""
-
-_loaded: dict[Path, _engine.Loaded] = {}
-_loading = threading.Lock()
 
 
 def is_model_folder(path: Path) -> bool:
@@ -62,35 +57,31 @@ def require() -> Any:
 
 def load(path: Path, threads: int | None = None) -> _engine.Loaded:
     """Load (once per process and folder) the ORT GenAI model at `path`, with its tokenizers."""
-    key = path.resolve()
-    with _loading:
-        if key in _loaded:
-            return _loaded[key]
-        started = time.perf_counter()
-        config = read_config(key)
-        og = require()
-        import llguidance
+    return _engine.load_once(path, "onnx", lambda key: _build(key, threads))
 
-        og_config = og.Config(str(key))
-        count = _engine.thread_count(threads)
-        options = {"intra_op_num_threads": count, "inter_op_num_threads": 1}
-        og_config.overlay(json.dumps({"model": {"decoder": {"session_options": options}}}))
-        try:
-            model = og.Model(og_config)
-            tokenizer_json = (key / "tokenizer.json").read_text(encoding="utf-8")
-        except (OSError, RuntimeError) as exc:
-            raise ModelNotFoundError(f"cannot load the ONNX model at {key}: {exc}") from None
-        vocab = {t["content"]: t["id"] for t in json.loads(tokenizer_json).get("added_tokens", [])}
-        eos = config.get("eos_token_id")
-        eos_ids = _engine.end_of_turn_ids(vocab.get, eos if isinstance(eos, list) else [eos])
-        lltokenizer = llguidance.LLTokenizer(tokenizer_json, eos_token=sorted(eos_ids) or None)
-        tokenizer = TemplateTokenizer(lltokenizer, key)
-        loaded = _engine.Loaded(
-            key, model, tokenizer, lltokenizer, eos_ids, lambda n: _Session(og, model, n), backend="onnx"
-        )
-        loaded.load_seconds = time.perf_counter() - started
-        _loaded[key] = loaded
-        return loaded
+
+def _build(key: Path, threads: int | None) -> _engine.Loaded:
+    config = read_config(key)
+    og = require()
+    import llguidance
+
+    og_config = og.Config(str(key))
+    count = _engine.thread_count(threads)
+    options = {"intra_op_num_threads": count, "inter_op_num_threads": 1}
+    og_config.overlay(json.dumps({"model": {"decoder": {"session_options": options}}}))
+    try:
+        model = og.Model(og_config)
+        tokenizer_json = (key / "tokenizer.json").read_text(encoding="utf-8")
+    except (OSError, RuntimeError) as exc:
+        raise ModelNotFoundError(f"cannot load the ONNX model at {key}: {exc}") from None
+    vocab = {t["content"]: t["id"] for t in json.loads(tokenizer_json).get("added_tokens", [])}
+    eos = config.get("eos_token_id")
+    eos_ids = _engine.end_of_turn_ids(vocab.get, eos if isinstance(eos, list) else [eos])
+    lltokenizer = llguidance.LLTokenizer(tokenizer_json, eos_token=sorted(eos_ids) or None)
+    tokenizer = TemplateTokenizer(lltokenizer, key)
+    return _engine.Loaded(
+        key, model, tokenizer, lltokenizer, eos_ids, lambda n: _Session(og, model, n), backend="onnx"
+    )
 
 
 class _Session:

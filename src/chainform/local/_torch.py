@@ -2,15 +2,10 @@
 
 from __future__ import annotations
 
-import threading
-import time
 from pathlib import Path
 from typing import Any
 
 from chainform.local import _engine
-
-_loaded: dict[Path, _engine.Loaded] = {}
-_loading = threading.Lock()
 
 
 def quiet_transformers() -> None:
@@ -23,23 +18,19 @@ def quiet_transformers() -> None:
 
 def load(path: Path, threads: int | None = None) -> _engine.Loaded:
     """Load (once per process and folder) the model and tokenizers at `path`."""
-    key = path.resolve()
-    with _loading:
-        if key in _loaded:
-            return _loaded[key]
-        started = time.perf_counter()
-        import torch
-        from transformers import AutoModelForCausalLM, AutoTokenizer
+    return _engine.load_once(path, "torch", lambda key: _build(key, threads))
 
-        torch.set_num_threads(_engine.thread_count(threads))  # process-wide (torch's rule)
-        quiet_transformers()
-        tokenizer = AutoTokenizer.from_pretrained(str(key))
-        model = AutoModelForCausalLM.from_pretrained(str(key), dtype=torch.float32)
-        model.eval()  # type: ignore[no-untyped-call]
-        loaded = from_objects(key, model, tokenizer)
-        loaded.load_seconds = time.perf_counter() - started
-        _loaded[key] = loaded
-        return loaded
+
+def _build(key: Path, threads: int | None) -> _engine.Loaded:
+    import torch
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    torch.set_num_threads(_engine.thread_count(threads))  # process-wide (torch's rule)
+    quiet_transformers()
+    tokenizer = AutoTokenizer.from_pretrained(str(key))
+    model = AutoModelForCausalLM.from_pretrained(str(key), dtype=torch.float32)
+    model.eval()  # type: ignore[no-untyped-call]
+    return from_objects(key, model, tokenizer)
 
 
 def from_objects(path: Path, model: Any, tokenizer: Any) -> _engine.Loaded:
