@@ -7,6 +7,7 @@ chain.value  # a validated Answer
 """
 
 from chainform import keys, tools
+from chainform.agents import Agent
 from chainform.chain._context import ContextPolicy
 from chainform.chain._events import ChainEvent
 from chainform.chain._records import ChainUsage, ModelCall
@@ -69,6 +70,7 @@ AsyncResponse = AsyncChainResponse
 __version__ = "0.1.0"
 
 __all__ = [
+    "Agent",
     "AsyncChainResponse",
     "AsyncConversation",
     "AsyncModel",

@@ -16,6 +16,7 @@ class ChainformError(Exception):
     """
 
     responses: list[Any] = []  # noqa: RUF012 - replaced per instance by the chain engine
+    agent_runs: list[Any] = []  # noqa: RUF012 - subagent runs of the failed chain, set per instance
 
 
 class SchemaError(ChainformError, ValueError):

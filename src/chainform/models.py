@@ -16,6 +16,7 @@ from chainform.chain._events import EventLog
 from chainform.chain._records import ChainResult, ModelCall
 from chainform.chain._tools import AfterCall, BeforeCall, is_tool_source, normalize_tools
 from chainform.clients.base import ChatClient
+from chainform.errors import ChainformError
 from chainform.map import amap, map_sync
 from chainform.output import STRATEGIES, OutputSpec
 from chainform.output._fallbacks import Fallbacks
@@ -131,7 +132,7 @@ class _Base(Generic[R]):
         )
         if sources:
             return self._respond(lambda events: self._leased(sources, request, conversation_id, log, events))
-        return self._respond(lambda events: self._run(request, conversation_id, log, events).run())
+        return self._respond(lambda events: _traced(self._run(request, conversation_id, log, events)))
 
     async def _leased(
         self,
@@ -148,7 +149,7 @@ class _Base(Generic[R]):
                 offered: list[Any] = await asyncio.to_thread(source.acquire)
                 leased.append(source)
                 request.tools = normalize_tools([*request.tools, *offered])
-            return await self._run(request, conversation_id, log, events).run()
+            return await _traced(self._run(request, conversation_id, log, events))
         finally:
             events.close()
             for source in leased:
@@ -254,6 +255,35 @@ class _Base(Generic[R]):
                 warnings.warn(f"chainform: could not log a model call: {exc}", stacklevel=2)
 
         return log
+
+
+async def _traced(run: ChainRun) -> ChainResult:
+    """Run a chain as the current one in this context, so subagents it calls link back to it."""
+    from chainform import _lineage
+
+    agent = _lineage.starting_agent.get()
+    parent = _lineage.current_chain.get() if agent else None
+    call = _lineage.current_tool_call.get() if agent else None
+    lineage = _lineage.Lineage(
+        run.chain_id,
+        run.conversation_id,
+        depth=agent[1] if agent else 0,
+        agent=agent[0] if agent else None,
+        parent_chain_id=parent.chain_id if parent else None,
+        parent_call_id=call.call_id if call is not None else None,
+    )
+    token = _lineage.current_chain.set(lineage)
+    starting = _lineage.starting_agent.set(None)
+    try:
+        result = await run.run()
+    except ChainformError as exc:
+        exc.agent_runs = lineage.children
+        raise
+    finally:
+        _lineage.current_chain.reset(token)
+        _lineage.starting_agent.reset(starting)
+    result.agent_runs = lineage.children
+    return result
 
 
 def _options_summary(options: ChatOptions) -> dict[str, Any]:

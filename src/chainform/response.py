@@ -9,6 +9,7 @@ from concurrent.futures import Future
 from typing import Any
 
 from chainform import _sync
+from chainform._lineage import AgentRun
 from chainform.chain._events import ChainEvent, EventLog, FinalText, PartialObjects
 from chainform.chain._records import ChainResult, ChainUsage, ModelCall
 from chainform.output import StrategyChoice
@@ -35,7 +36,16 @@ class _ResultView:
 
     @property
     def usage(self) -> ChainUsage:
-        return ChainUsage.of(self.responses)
+        """Tokens of every call, the subagents' included (`by_purpose`, `by_agent`)."""
+        return ChainUsage.of(self.responses, self.agent_runs)
+
+    @property
+    def agent_runs(self) -> list[AgentRun]:
+        """The subagent calls this chain made (each with its model calls and nested runs)."""
+        try:
+            return self._finished().agent_runs
+        except Exception as exc:
+            return list(getattr(exc, "agent_runs", []))
 
     @property
     def strategy(self) -> StrategyChoice | None:

@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from chainform._lineage import AgentRun
 from chainform.output import StrategyChoice
 from chainform.types import ChatOptions, ChatResponse, FunctionResultContent, Message, UsageDetails
 
@@ -38,24 +40,40 @@ class ModelCall:
 
 
 class ChainUsage(UsageDetails):
-    """Usage summed over every call of a chain, with `by_purpose` (chain / retry / format)."""
+    """Usage summed over every call of a chain and of the subagents it called.
+
+    `by_purpose` splits the chain's own calls (chain / retry / format); `by_agent` gives each
+    subagent's share by agent name (nested subagents under their own names).
+    """
 
     by_purpose: dict[str, UsageDetails]
+    by_agent: dict[str, UsageDetails]
 
     @classmethod
-    def of(cls, calls: list[ModelCall]) -> ChainUsage:
+    def of(cls, calls: list[ModelCall], agent_runs: Sequence[AgentRun] = ()) -> ChainUsage:
         total = UsageDetails()
         by_purpose: dict[str, UsageDetails] = {}
         for call in calls:
             total = total + call.usage
             by_purpose[call.purpose] = by_purpose.get(call.purpose, UsageDetails()) + call.usage
+        by_agent: dict[str, UsageDetails] = {}
+        pending = list(agent_runs)
+        while pending:
+            run = pending.pop(0)
+            for call in run.calls:
+                total = total + call.usage
+                by_agent[run.agent] = by_agent.get(run.agent, UsageDetails()) + call.usage
+            pending.extend(run.children)
         usage = cls(total.input_tokens, total.output_tokens, total.total_tokens, total.additional_counts)
         usage.by_purpose = by_purpose
+        usage.by_agent = by_agent
         return usage
 
     def to_dict(self) -> dict[str, Any]:
         out = super().to_dict()
         out["by_purpose"] = {k: v.to_dict() for k, v in self.by_purpose.items()}
+        if self.by_agent:
+            out["by_agent"] = {k: v.to_dict() for k, v in self.by_agent.items()}
         return out
 
 
@@ -75,6 +93,7 @@ class ChainResult:
     chain_id: str = ""
     cut_off: bool = False
     prompt: Message | None = None
+    agent_runs: list[AgentRun] = field(default_factory=list)  # subagents this chain called
 
     def json_text(self) -> str:
         return json.dumps(self.data, ensure_ascii=False)

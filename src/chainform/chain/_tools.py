@@ -9,6 +9,7 @@ import time
 from collections.abc import Awaitable, Callable, Iterable, Sequence
 from typing import Any, Union
 
+from chainform._lineage import current_tool_call
 from chainform.errors import ToolDefinitionError, UnknownToolError
 from chainform.keys import scrub
 from chainform.types import FunctionCallContent, FunctionResultContent
@@ -104,6 +105,7 @@ async def run_call(
                 call = FunctionCallContent(call.call_id, call.name, verdict, None, call.index)
             elif isinstance(verdict, FunctionCallContent):
                 call = verdict
+        current_tool_call.set(call)  # this task's own context: subagents link to their call
         value = await tool.ainvoke(call.arguments)
         result = FunctionResultContent(call.call_id, result=value, name=call.name)
     except CancelToolCall as exc:

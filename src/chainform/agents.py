@@ -1,0 +1,181 @@
+"""`Agent`: a model with instructions, tools and input/output schemas, usable as another's tool.
+
+An agent is a thin layer over `model.chain(...)`: `run` validates the input, starts a chain and
+returns its response. As a tool (``tools=[agent]``) its parameters are its input schema and its
+result is its validated output; any failure reaches the parent model as a tool error. Parallel
+calls run concurrently, nested agents stop at `Agent.max_depth`, and the parent's usage and log
+include every subagent call (see docs/agents.md).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from typing import Any
+
+from chainform import _lineage
+from chainform.chain._tools import is_tool_source
+from chainform.errors import ChainformError, StructuredOutputGenerationError, ToolArgumentError, ToolError
+from chainform.models import AsyncModel, Model
+from chainform.output import OutputSpec
+from chainform.response import AsyncChainResponse
+from chainform.tools import Tool
+
+TASK_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "properties": {"task": {"type": "string", "description": "What the agent should do, in full."}},
+    "required": ["task"],
+}
+
+
+class Agent:
+    """A named model + instructions + tools, with optional input and output schemas.
+
+    >>> researcher = Agent("openai/gpt-4.1-mini", name="researcher", description="Finds facts",
+    ...                    output_schema="fact, source")  # doctest: +SKIP
+    >>> researcher.run("Tallest building in Paris?").value  # doctest: +SKIP
+    """
+
+    max_depth = 3  # agents calling agents: deeper calls fail with a tool error
+
+    def __init__(
+        self,
+        model: Model | AsyncModel | str,
+        *,
+        name: str,
+        description: str,
+        instructions: str | None = None,
+        tools: Sequence[Any] = (),
+        input_schema: Any = None,
+        output_schema: Any = None,
+        strategy: str = "auto",
+        chain_limit: int = 5,
+        retries: int = 2,
+    ) -> None:
+        if isinstance(model, str):
+            from chainform.models import get_model
+
+            model = get_model(model)
+        self.model = model
+        self.name = name
+        self.description = description
+        self.instructions = instructions
+        self.tools = list(tools)
+        self.input = OutputSpec.from_user(input_schema) if input_schema is not None else None
+        self.output_schema = output_schema
+        self.strategy = strategy
+        self.chain_limit = chain_limit
+        self.retries = retries
+        self._tool = Tool.from_schema(name, description, self.parameters, self._call)
+        self._twin: AsyncModel | None = None
+
+    def __repr__(self) -> str:
+        return f"<Agent {self.name!r} on {self.model.name!r}>"
+
+    @property
+    def parameters(self) -> dict[str, Any]:
+        """The agent's parameters as a tool: its input schema, or ``{"task": string}``."""
+        if self.input is None:
+            return TASK_SCHEMA
+        if self.input.schema.get("type") == "object":
+            return self.input.schema
+        return {"type": "object", "properties": {"input": self.input.schema}, "required": ["input"]}
+
+    # -- running --------------------------------------------------------------------------------
+
+    def _prompt(self, value: Any) -> str:
+        """The user message for `value`, after checking it against the input schema."""
+        if self.input is None:
+            if isinstance(value, dict) and set(value) == {"task"}:
+                value = value["task"]
+            if not isinstance(value, str):
+                raise ToolArgumentError(self.name, ["this agent has no input schema: give a string task"])
+            return value
+        data = value.model_dump(mode="json") if hasattr(value, "model_dump") else value
+        try:
+            self.input.check(data)
+        except StructuredOutputGenerationError as exc:
+            raise ToolArgumentError(self.name, [str(exc).replace("The output", "The input")]) from None
+        return json.dumps(data, ensure_ascii=False)
+
+    def _options(self) -> dict[str, Any]:
+        return {
+            "system": self.instructions or self.description,
+            "tools": self.tools,
+            "schema": self.output_schema,
+            "strategy": self.strategy,
+            "chain_limit": self.chain_limit,
+            "retries": self.retries,
+        }
+
+    def run(self, input: Any) -> Any:
+        """Validate `input` and start the agent's chain: a ChainResponse (an AsyncChainResponse,
+        to await, when the model is async). Bad input raises ToolArgumentError."""
+        return self.model.chain(self._prompt(input), **self._options())
+
+    # -- as a tool ------------------------------------------------------------------------------
+
+    def as_tool(self) -> Tool:
+        """This agent as a tool for a chain or another agent (`tools=[agent]` does this)."""
+        return self._tool
+
+    def _async_model(self) -> AsyncModel:
+        """The agent's model as an AsyncModel on the same client, so a subagent chain runs on the
+        caller's loop (parallel subagents then really run concurrently)."""
+        if isinstance(self.model, AsyncModel):
+            return self.model
+        if self._twin is None:
+            model = self.model
+            self._twin = AsyncModel(model.client, model._profile, name=model.name, log_path=model._log_path)
+            self._twin._store = model._open_store()
+        return self._twin
+
+    async def _call(self, **arguments: Any) -> Any:
+        parent = _lineage.current_chain.get()
+        depth = (parent.depth if parent else 0) + 1
+        if depth > self.max_depth:
+            raise ToolError(
+                f"agent {self.name!r} not run: subagents may nest {self.max_depth} deep "
+                "(Agent.max_depth); answer without it"
+            )
+        wrapped = self.input is not None and self.input.schema.get("type") != "object"
+        value = arguments.get("input") if wrapped else arguments
+        prompt = self._prompt(value)
+        call = _lineage.current_tool_call.get()
+        run = _lineage.AgentRun(self.name, call.call_id if call is not None else None)
+        if parent is not None:
+            parent.children.append(run)
+        token = _lineage.starting_agent.set((self.name, depth))
+        try:
+            response: AsyncChainResponse = self._async_model().chain(prompt, **self._options())
+            await response
+        except ChainformError as exc:
+            run.calls, run.children, run.error = list(exc.responses), list(exc.agent_runs), str(exc)
+            raise ToolError(f"agent {self.name!r} failed: {exc}") from None
+        finally:
+            _lineage.starting_agent.reset(token)
+        run.calls, run.children = response.responses, response.agent_runs
+        return response.json() if self.output_schema is not None else await response.text()
+
+    # -- MCP sessions ---------------------------------------------------------------------------
+
+    def _sources(self) -> list[Any]:
+        return [t for t in self.tools if is_tool_source(t)]
+
+    def __enter__(self) -> Agent:
+        for source in self._sources():
+            source.acquire()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        for source in self._sources():
+            source.release()
+
+    async def __aenter__(self) -> Agent:
+        for source in self._sources():
+            await source.__aenter__()
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        for source in self._sources():
+            await source.__aexit__(*exc)
