@@ -1,7 +1,8 @@
 """Per-call cost of the python tool's sandbox: isolation "process" vs "auto"/"strict", side by side.
 
 Every row runs the same cell (``2 ** 20``) as a fresh process, interleaved round by round after
-one untimed warm-up, wall clock, median. Peers for scale: the bare interpreter (``python -I -S -c``,
+one untimed warm-up, wall clock (and the CPU time of the child processes, steadier on a busy
+machine), median. Peers for scale: the bare interpreter (``python -I -S -c``,
 the floor any fresh-interpreter tool pays) and util-linux ``unshare`` wrapping it (namespaces by
 shelling out, without Landlock), where that binary exists.
 
@@ -27,6 +28,12 @@ sys.path.insert(0, str(Path(__file__).parent))
 from _common import emit, median, versions
 
 CELL = "2 ** 20"
+
+
+def _children_cpu() -> float:
+    """CPU seconds of every finished child process (all stages of the sandbox are waited for)."""
+    t = os.times()
+    return t.children_user + t.children_system
 
 
 def _tool(level: str) -> Callable[[], None]:
@@ -85,12 +92,13 @@ def table(result: dict[str, Any]) -> str:
         f"Cell `{result['cell']}`, median of {result['repeats']} fresh runs each, interleaved, wall clock; "
         f"level in force for auto: **{result['guards']['isolation']}**.",
         "",
-        "| how the cell runs | median ms | min ms | ratio to isolation=process | added ms |",
-        "|---|---|---|---|---|",
+        "| how the cell runs | median ms | min ms | ratio to isolation=process | added ms | child CPU ms |",
+        "|---|---|---|---|---|---|",
     ]
     for name, r in result["calls"].items():
         lines.append(
-            f"| {name} | {r['median_ms']:.0f} | {r['min_ms']:.0f} | {r['vs_process']:.2f} | {r['added_ms']:+.0f} |"
+            f"| {name} | {r['median_ms']:.0f} | {r['min_ms']:.0f} | {r['vs_process']:.2f} | {r['added_ms']:+.0f} "
+            f"| {r['child_cpu_ms']:.0f} |"
         )
     for level, seconds in (result.get("readme_seconds") or {}).items():
         lines.append(f"\nREADME command (embedded model, one python call), isolation={level}: {seconds} s")
@@ -113,11 +121,13 @@ def main() -> None:
             samples[name] = []
         except Exception as exc:
             errors[name] = f"{type(exc).__name__}: {exc}"
+    cpu: dict[str, list[float]] = {name: [] for name in samples}
     for _ in range(args.repeats):
         for name in samples:
-            t0 = time.perf_counter()
+            c0, t0 = _children_cpu(), time.perf_counter()
             runs[name]()
             samples[name].append((time.perf_counter() - t0) * 1000)
+            cpu[name].append((_children_cpu() - c0) * 1000)
     base = median(samples.get("chainform python, isolation=process", []))
     table: dict[str, Any] = {
         name: {
@@ -125,6 +135,7 @@ def main() -> None:
             "min_ms": round(min(s), 1),
             "vs_process": round(median(s) / base, 2),
             "added_ms": round(median(s) - base, 1),
+            "child_cpu_ms": round(median(cpu[name]), 1),
         }
         for name, s in samples.items()
     }

@@ -108,10 +108,9 @@ def _parse_report(data: bytes, isolation: Isolation, seatbelt: bool) -> tuple[Gu
     return Guards(level, tuple(active), missing), status
 
 
-def _exit_note(status: int) -> str:
-    """Why the cell ended, from a wait status (or a negative Popen return code)."""
-    sig = -status if status < 0 else (os.WTERMSIG(status) if os.WIFSIGNALED(status) else 0)
-    if not sig:
+def _exit_note(sig: int) -> str:
+    """Why the cell ended, when a signal ended it."""
+    if sig <= 0:
         return ""
     name = signal.Signals(sig).name
     why = {"SIGXCPU": " (CPU time limit)", "SIGKILL": " (killed, likely the memory limit)"}.get(name, "")
@@ -180,7 +179,10 @@ def run_cell(
             + ". Use isolation='auto' to run with the guards available, or run chainform in a container."
         )
     if not note:
-        note = _exit_note(cell_status if cell_status is not None else proc.returncode)
+        if cell_status is not None:  # a wait status, reported by the sandbox's init
+            note = _exit_note(os.WTERMSIG(cell_status) if os.WIFSIGNALED(cell_status) else 0)
+        else:  # the child itself ran the cell: Popen's return code is minus the signal
+            note = _exit_note(-proc.returncode)
     if note:
         text = f"{text}{'' if not text or text.endswith(chr(10)) else chr(10)}{note}"
     out = CellOutput(text)

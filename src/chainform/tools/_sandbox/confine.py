@@ -1,0 +1,185 @@
+"""The sandboxed child: confine this process, then run the cell like a notebook cell.
+
+Loaded by ``child.py``, started as ``python -I -S -u child.py CELL ISOLATION CPU_S MEMORY_B FILE_B
+NPROC STATUS_FD``: no site-packages, no user site, ``PYTHON*`` variables ignored, so it imports only
+the standard library and its sibling modules (their directory is on ``sys.path`` for the import
+only; a module, unlike the script, loads from cached bytecode). Few imports: each costs every call. Guards are applied before the
+cell's code is read; which ones took hold is written to STATUS_FD as ``got=``/``missing=`` lines,
+and with isolation "strict" the cell does not run at all when one is missing.
+"""
+
+import os
+import sys
+
+_ETC = (
+    "ld.so.cache",
+    "ld.so.conf",
+    "ld.so.conf.d",
+    "localtime",
+    "timezone",
+    "passwd",
+    "group",
+    "nsswitch.conf",
+    "mime.types",
+    "os-release",
+    "hosts",
+    "ssl/certs",
+    "ca-certificates",
+)
+
+
+def _read_only_paths() -> list[str]:
+    """The interpreter, its standard library (and site-packages when enabled), system libraries."""
+    paths = {"/usr", "/lib", "/lib32", "/lib64", "/bin", "/sbin", "/dev/urandom", "/dev/random"}
+    # Not all of /etc: as root, files such as /etc/shadow or SSH host keys are readable by their owner.
+    paths.update("/etc/" + name for name in _ETC)
+    for p in (sys.prefix, sys.base_prefix, sys.exec_prefix, sys.base_exec_prefix, *sys.path):
+        if p and os.path.isdir(p):
+            paths.add(p)
+    for exe in (sys.executable, os.path.realpath(sys.executable)):
+        paths.add(os.path.dirname(exe))
+        for venv in (os.path.dirname(exe), os.path.dirname(os.path.dirname(exe))):
+            paths.add(os.path.join(venv, "pyvenv.cfg"))  # read by `site` in a cell's subprocess
+    return sorted(paths)
+
+
+def _rlimits(cpu: int, memory: int, fsize: int, nproc: int) -> None:
+    import resource
+
+    limits = [
+        (resource.RLIMIT_CPU, cpu, cpu + 1),
+        (resource.RLIMIT_AS, memory, memory),
+        (resource.RLIMIT_FSIZE, fsize, fsize),
+        (resource.RLIMIT_CORE, 0, 0),
+        (resource.RLIMIT_NOFILE, 256, 256),
+    ]
+    if nproc:
+        limits.append((resource.RLIMIT_NPROC, nproc, nproc))
+    for kind, soft, hard in limits:
+        try:  # noqa: SIM105 - contextlib would be one more import per cell
+            resource.setrlimit(kind, (soft, hard))
+        except (ValueError, OSError):  # a hard limit already lower stays
+            pass
+
+
+def _confine_linux(
+    root: str, limits: tuple[int, int, int, int], status_fd: int
+) -> tuple[list[str], dict[str, str]]:
+    """Every guard the kernel offers; returns in the process that runs the cell."""
+    import landlock  # type: ignore[import-not-found]  # siblings: child.py put them on sys.path
+    import linux  # type: ignore[import-not-found]
+
+    got: list[str] = []
+    missing: dict[str, str] = {}
+    try:
+        linux.no_new_privs()
+        got.append("no-new-privs")
+    except OSError as exc:
+        missing["no-new-privs"] = exc.strerror or str(exc)
+    linux.enter_namespaces(got, missing)
+    linux.die_with_parent()  # after any change of credentials, which clears it
+    if "pid-ns" in got:
+        linux.fork_init(status_fd)  # returns in PID 1 of the new namespace
+        linux.die_with_parent()
+    if "mount-ns" in got:
+        linux.private_mounts(got, missing, fresh_proc="pid-ns" in got)
+    cpu, memory, fsize, nproc = limits
+    # RLIMIT_NPROC counts per user: only inside a user namespace does it count the sandbox alone.
+    _rlimits(cpu, memory, fsize, nproc if "user-ns" in got else 0)
+    got.append("rlimits")
+    if "user-ns" not in got:
+        missing["process-limit"] = "needs a user namespace"
+    elif "process-limit" not in missing:
+        got.append("process-limit")
+    if "user-ns" in got:
+        try:
+            linux.drop_capabilities()
+            got.append("no-capabilities")
+        except OSError as exc:
+            missing["no-capabilities"] = exc.strerror or str(exc)
+    abi = landlock.abi_version()
+    if not abi:
+        missing["landlock-fs"] = "Landlock is not enabled in this kernel"
+    elif "no-new-privs" in got:
+        read_only = _read_only_paths() + (["/proc"] if "private-proc" in got else [])
+        try:
+            got += landlock.restrict(read_only, [root, "/dev/null", "/dev/zero", "/dev/full"], abi)
+        except OSError as exc:
+            missing["landlock-fs"] = f"Landlock refused the ruleset ({exc.strerror})"
+    return got, missing
+
+
+def _report(status_fd: int, got: list[str], missing: dict[str, str]) -> None:
+    lines = [f"got={','.join(got)}\n"] + [f"missing={k}:{v}\n" for k, v in missing.items()]
+    os.write(status_fd, "".join(lines).encode())
+
+
+_ONLY_AST = 0x400  # ast.PyCF_ONLY_AST: the `ast` module itself (enum, contextlib) costs milliseconds
+
+
+def _run_cell(path: str) -> None:
+    """Run the cell; print the last expression's repr, or the traceback of the cell's own frames."""
+    import _ast
+
+    with open(path, encoding="utf-8") as f:
+        src = f.read()
+    ns = {"__name__": "__main__", "__builtins__": __builtins__}
+    try:
+        tree = compile(src, "<cell>", "exec", _ONLY_AST)
+        last = tree.body[-1] if tree.body else None
+        if isinstance(last, _ast.Expr):
+            tree.body.pop()
+        exec(compile(tree, "<cell>", "exec"), ns)
+        if isinstance(last, _ast.Expr):
+            value = eval(compile(_ast.Expression(last.value), "<cell>", "eval"), ns)
+            if value is not None:
+                print(repr(value))
+    except SystemExit as exc:
+        if exc.code not in (None, 0):
+            print(f"SystemExit: {exc.code}")
+    except BaseException as exc:
+        sys.stdout.flush()
+        print(_traceback(exc, src), end="")
+
+
+def _traceback(exc: BaseException, src: str) -> str:
+    """The cell's frames only; imported on failure (most cells succeed), plain when the cell has
+    broken what formatting needs (sys.modules, file descriptors, memory)."""
+    tb = exc.__traceback__
+    while tb is not None and tb.tb_frame.f_code.co_filename != "<cell>":
+        tb = tb.tb_next
+    try:
+        import linecache
+        import traceback
+
+        linecache.cache["<cell>"] = (len(src), None, src.splitlines(True), "<cell>")
+        return "".join(traceback.format_exception(type(exc), exc, tb))
+    except BaseException:
+        return f"{type(exc).__name__}: {exc}\n"
+
+
+def main() -> None:
+    sys.stdout.reconfigure(encoding="utf-8", errors="backslashreplace")  # type: ignore[union-attr]
+    cell, isolation = sys.argv[1], sys.argv[2]
+    limits = (int(sys.argv[3]), int(sys.argv[4]), int(sys.argv[5]), int(sys.argv[6]))
+    status_fd = int(sys.argv[7])
+    root = os.path.dirname(cell)
+    got: list[str] = ["rlimits"]
+    missing: dict[str, str] = {}
+    if isolation == "process" or sys.platform != "linux":
+        _rlimits(*limits[:3], 0)
+    else:
+        got, missing = _confine_linux(root, limits, status_fd)
+    _report(status_fd, got, missing)
+    if isolation == "strict" and missing:
+        os._exit(0)  # the parent reads the report and raises; no code runs half-confined
+    if "pid-ns" in got:
+        import linux  # already loaded by _confine_linux
+
+        linux.run_as_init(status_fd)  # returns in the cell, as PID 2
+    else:
+        os.close(status_fd)
+    sys.path.remove(os.path.dirname(os.path.abspath(__file__)))
+    for name in ("confine", "landlock", "linux"):  # the cell's own `import linux` must not find ours
+        sys.modules.pop(name, None)
+    _run_cell(cell)
