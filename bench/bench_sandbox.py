@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import resource
 import shutil
 import subprocess
 import sys
@@ -32,8 +33,8 @@ CELL = "2 ** 20"
 
 def _children_cpu() -> float:
     """CPU seconds of every finished child process (all stages of the sandbox are waited for)."""
-    t = os.times()
-    return t.children_user + t.children_system
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return usage.ru_utime + usage.ru_stime
 
 
 def _tool(level: str) -> Callable[[], None]:

@@ -10,6 +10,7 @@ from __future__ import annotations
 import contextlib
 import math
 import os
+import select
 import selectors
 import signal
 import subprocess
@@ -118,7 +119,15 @@ def _exit_note(sig: int) -> str:
 
 
 def _gone(pid: int, wait_s: float) -> None:
-    """Wait (a little) until the child has exited, without reaping it, so its group id stays ours."""
+    """Wait (a little) until the child has exited, without reaping it, so its group id stays ours.
+    A pidfd wakes us the moment it exits; elsewhere, poll."""
+    with contextlib.suppress(OSError, AttributeError):
+        fd = os.pidfd_open(pid)
+        try:
+            select.select([fd], [], [], wait_s)
+        finally:
+            os.close(fd)
+        return
     deadline = time.monotonic() + wait_s
     while time.monotonic() < deadline:
         try:
