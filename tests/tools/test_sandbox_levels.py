@@ -157,3 +157,27 @@ def test_cell_can_still_use_the_interpreter_and_its_temporary_directory() -> Non
         "(p.read_text(), out.stdout.strip())"
     )
     assert python(code) == "('ok', '42')\n"
+
+
+@linux
+def test_cell_cannot_reach_the_sandbox_init_or_spoof_its_report() -> None:
+    spoof = "import os\nfor fd in os.listdir('/proc/1/fd'):\n    os.open(f'/proc/1/fd/{fd}', os.O_WRONLY)"
+    out = python(spoof)
+    if out.guards.isolation != "strict":
+        pytest.skip("this kernel lacks a sandbox guard")
+    assert "PermissionError" in out
+    assert "got=" not in "".join(out.guards.active)
+    assert python("import os; os.getpid(), os.getppid()") == "(2, 1)\n"
+
+
+def test_macos_profile_states_the_same_intent(monkeypatch: pytest.MonkeyPatch) -> None:
+    from chainform.tools._sandbox import _seatbelt
+
+    monkeypatch.setattr(_seatbelt, "available", lambda: "/usr/bin/sandbox-exec")
+    argv = _seatbelt.wrap(["python3", "-I", "child.py"], "/private/tmp/chainform-py-x")
+    assert argv[0] == "/usr/bin/sandbox-exec" and argv[-3:] == ["python3", "-I", "child.py"]
+    assert "ROOT=/private/tmp/chainform-py-x" in argv
+    profile = argv[argv.index("-p") + 1]
+    for rule in ("(deny network*)", "(deny file-write*)", '(deny file-read* (subpath (param "HOME")))',
+                 "(allow signal (target same-sandbox))"):  # fmt: skip
+        assert rule in profile
