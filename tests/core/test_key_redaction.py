@@ -95,3 +95,32 @@ def test_provider_error_with_base_url_credentials_is_masked(home: Path) -> None:
             model.prompt("hi").text()
     assert "invalid password [redacted key] for http://[redacted key]@proxy/v1" in str(info.value)
     assert "url-pass-77f3" not in _log_text(home)
+
+
+@pytest.mark.parametrize("where", ["argument", "environment", "keys file"])
+def test_key_loaded_from_each_place_is_masked_end_to_end(
+    where: str, home: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The key a provider client loaded (explicit/--key, $OPENAI_API_KEY, keys.json) and a tool that
+    hands it back: the next request to the provider and the log carry only the mask."""
+    from chainform.testing.emulator import Emulator
+
+    secret = f"sk-cf-planted-{where.replace(' ', '-')}-e2e-91c4"
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    if where == "environment":
+        monkeypatch.setenv("OPENAI_API_KEY", secret)
+    elif where == "keys file":
+        keys.set_key("openai", secret)
+
+    def reveal() -> str:
+        """Hands back the key, as a compromised tool might."""
+        return f"key={secret}"
+
+    with Emulator([tool_call("reveal"), "done"]) as emu:
+        model = cf.get_model(
+            "openai/gpt-4.1-mini", base_url=emu.base_url + "/v1", key=secret if where == "argument" else None
+        )
+        assert model.chain("go", tools=[reveal]).text() == "done"
+        second = repr(emu.requests[-1].body)
+    assert secret not in second and keys.MASK in second
+    assert secret not in _log_text(home)

@@ -67,7 +67,7 @@ def _without_user_namespaces(level: str) -> str:
         timeout=60,
     )
     assert done.returncode == 0, done.stderr
-    return done.stdout
+    return done.stdout + done.stderr
 
 
 needs_unshare = pytest.mark.skipif(
@@ -81,6 +81,8 @@ def test_auto_degrades_and_says_what_is_missing() -> None:
     assert out.startswith("'1048576\\n'"), out
     assert "'isolation': 'partial'" in out and "'user-ns': 'unprivileged user namespaces" in out
     assert "landlock-fs" in out  # what the kernel still offers is used
+    assert "RuntimeWarning: chainform: the python tool runs with isolation partial (missing: " in out
+    assert "user-ns: unprivileged user namespaces unavailable" in out
 
 
 @needs_unshare

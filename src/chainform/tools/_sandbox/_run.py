@@ -17,6 +17,7 @@ import subprocess
 import sys
 import tempfile
 import time
+import warnings
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal
@@ -187,6 +188,8 @@ def run_cell(
             + "; ".join(f"{k} ({v})" for k, v in guards.missing.items())
             + ". Use isolation='auto' to run with the guards available, or run chainform in a container."
         )
+    if isolation == "auto" and guards.isolation != "strict":
+        _warn_once(guards)
     if not note:
         if cell_status is not None:  # a wait status, reported by the sandbox's init
             note = _exit_note(os.WTERMSIG(cell_status) if os.WIFSIGNALED(cell_status) else 0)
@@ -197,6 +200,17 @@ def run_cell(
     out = CellOutput(text)
     out.guards = guards
     return out
+
+
+_warned: set[str] = set()
+
+
+def _warn_once(guards: Guards) -> None:
+    """Say once per process that "auto" got less than every guard, and what is missing."""
+    text = guards.describe()
+    if text not in _warned:
+        _warned.add(text)
+        warnings.warn(f"chainform: the python tool runs with isolation {text}", RuntimeWarning, stacklevel=4)
 
 
 def _collect(proc: subprocess.Popen[bytes], timeout: float, max_output: int) -> tuple[str, str]:
