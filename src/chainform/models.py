@@ -5,7 +5,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import dataclasses
-import time
 import warnings
 from collections.abc import Sequence
 from typing import Any, Generic, TypeVar
@@ -13,7 +12,7 @@ from typing import Any, Generic, TypeVar
 from chainform.chain._context import ContextPolicy
 from chainform.chain._engine import ChainRequest, ChainRun
 from chainform.chain._events import EventLog
-from chainform.chain._records import ChainResult, ModelCall
+from chainform.chain._records import ChainResult
 from chainform.chain._tools import AfterCall, BeforeCall, is_tool_source, normalize_tools
 from chainform.clients.base import ChatClient
 from chainform.errors import ChainformError
@@ -132,7 +131,7 @@ class _Base(Generic[R]):
         )
         if sources:
             return self._respond(lambda events: self._leased(sources, request, conversation_id, log, events))
-        return self._respond(lambda events: _traced(self._run(request, conversation_id, log, events)))
+        return self._respond(lambda events: self._run_logged(request, conversation_id, log, events))
 
     async def _leased(
         self,
@@ -149,7 +148,7 @@ class _Base(Generic[R]):
                 offered: list[Any] = await asyncio.to_thread(source.acquire)
                 leased.append(source)
                 request.tools = normalize_tools([*request.tools, *offered])
-            return await _traced(self._run(request, conversation_id, log, events))
+            return await self._run_logged(request, conversation_id, log, events)
         finally:
             events.close()
             for source in leased:
@@ -203,58 +202,32 @@ class _Base(Generic[R]):
         return self._store
 
     def _logger(self, request: ChainRequest) -> Any:
-        prompt_text = request.prompt.text if request.prompt else None
-        schema = request.output.schema if request.output else None
-        conversation_logged = False
+        from chainform.store import ChainLogger, logging_enabled
 
-        def log(call: ModelCall, run: ChainRun) -> None:
-            nonlocal conversation_logged
-            store = self._open_store()
-            if store is None:
-                return
-            from chainform.store import CallRecord, ToolCallRecord, ToolResultRecord
+        store = self._open_store() if logging_enabled() else None
+        if store is None:
+            return None
+        return ChainLogger(
+            store,
+            self.name,
+            prompt=request.prompt.text if request.prompt else None,
+            system=request.system,
+            schema=request.output.schema if request.output else None,
+            format_context_policy=request.format_context.name,
+        )
 
-            try:
-                if not conversation_logged:
-                    store.ensure_conversation(run.conversation_id, self.name)
-                    conversation_logged = True
-                response = call.response
-                record = CallRecord(
-                    conversation_id=run.conversation_id,
-                    chain_id=run.chain_id,
-                    seq=run.calls.index(call),
-                    purpose=call.purpose,
-                    model=self.name,
-                    prompt=prompt_text,
-                    system=request.system,
-                    messages=call.messages,
-                    options=_options_summary(call.options),
-                    schema=schema,
-                    strategy=call.strategy,
-                    text=call.text,
-                    parsed=call.parsed,
-                    usage=response.usage_details if response else None,
-                    duration_ms=call.duration_ms,
-                    created_at=time.time() - call.duration_ms / 1000,
-                    error=call.error,
-                    tool_calls=[
-                        ToolCallRecord(
-                            c.call_id, c.name, c.arguments if c.arguments is not None else c.raw_arguments
-                        )
-                        for c in (response.function_calls if response else [])
-                    ],
-                    tool_results=[
-                        ToolResultRecord(r.call_id, r.name or "", r.result_text(), r.error)
-                        for r in call.tool_results
-                    ],
-                    format_context=call.format_context,
-                    format_context_policy=request.format_context.name if call.format_context else None,
-                )
-                call.response_id = store.log_call(record)
-            except Exception as exc:  # never lose the chain's result because the log failed
-                warnings.warn(f"chainform: could not log a model call: {exc}", stacklevel=2)
+    async def _run_logged(
+        self, request: ChainRequest, conversation_id: str | None, log: bool, events: EventLog
+    ) -> ChainResult:
+        """Run a chain; it returns (or raises) only once the log has committed its calls."""
+        from chainform.store import ChainLogger
 
-        return log
+        run = self._run(request, conversation_id, log, events)
+        try:
+            return await _traced(run)
+        finally:
+            if isinstance(run.logger, ChainLogger):
+                await run.logger.committed()
 
 
 async def _traced(run: ChainRun) -> ChainResult:
@@ -284,18 +257,6 @@ async def _traced(run: ChainRun) -> ChainResult:
         _lineage.starting_agent.reset(starting)
     result.agent_runs = lineage.children
     return result
-
-
-def _options_summary(options: ChatOptions) -> dict[str, Any]:
-    out: dict[str, Any] = {}
-    for key, value in options.set_fields().items():
-        if key == "tools":
-            out[key] = [t.name for t in value]
-        elif key in ("response_format", "tool_mode"):
-            out[key] = dataclasses.asdict(value)
-        else:
-            out[key] = value
-    return out
 
 
 def _history_after(history: list[Message], result: ChainResult) -> list[Message]:

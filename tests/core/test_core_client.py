@@ -123,8 +123,7 @@ async def test_output_guardrail_rejects_or_rewrites():
     assert (await client.get_response([Message.user("a")])).text == "quiet, please"
 
 
-def test_guardrail_rejection_inside_a_chain_keeps_responses(tmp_path, monkeypatch):
-    monkeypatch.setenv("CHAINFORM_HOME", str(tmp_path))
+def test_guardrail_rejection_inside_a_chain_keeps_responses():
     client = ScriptedClient(["ALL CAPS"])
 
     def block(response):

@@ -1,13 +1,8 @@
-"""Helpers for the OpenAI provider tests: tiny SDK backoff, isolated keys, a running emulator."""
+"""Helpers for the OpenAI provider tests: tiny SDK backoff, no provider key variables."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from pathlib import Path
-
 import pytest
-
-from chainform.testing.emulator import Emulator
 
 ENV_VARS = (
     "OPENAI_API_KEY",
@@ -23,20 +18,15 @@ ENV_VARS = (
 )
 
 
-def prepare(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
-    """Isolate keys (fresh CHAINFORM_HOME, no provider variables) and shrink the SDK's backoff.
+def prepare(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Isolate keys (no provider variables; tests/conftest.py isolates CHAINFORM_HOME) and shrink
+    the SDK's backoff.
 
     The OpenAI SDK's own exponential backoff starts at 0.5 s; tests need it near zero.
     """
-    monkeypatch.setenv("CHAINFORM_HOME", str(tmp_path / "home"))
     for var in ENV_VARS:
         monkeypatch.delenv(var, raising=False)
     import openai._base_client as base
 
     monkeypatch.setattr(base, "INITIAL_RETRY_DELAY", 0.001)
     monkeypatch.setattr(base, "MAX_RETRY_DELAY", 0.005)
-
-
-def running_emulator() -> Iterator[Emulator]:
-    with Emulator() as emu:
-        yield emu

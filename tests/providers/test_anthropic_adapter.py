@@ -39,11 +39,11 @@ _OPEN: list[AnthropicClient] = []
 
 
 @pytest.fixture
-async def emu() -> AsyncIterator[Emulator]:
-    with Emulator(chunk_size=4) as server:
-        yield server
-        while _OPEN:  # close SDK connections inside the test's event loop
-            await _OPEN.pop().aclose()
+async def emu(emulator: Emulator) -> AsyncIterator[Emulator]:
+    emulator.chunk_size = 4
+    yield emulator
+    while _OPEN:  # close SDK connections inside the test's event loop
+        await _OPEN.pop().aclose()
 
 
 def client(emu: Emulator, model: str = "claude-haiku-4-5", **kwargs: Any) -> AnthropicClient:

@@ -6,7 +6,6 @@ ConverseStream replies use the AWS event-stream binary framing, decoded by botoc
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
@@ -50,9 +49,9 @@ def no_backoff(monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 @pytest.fixture
-def emu() -> Iterator[Emulator]:
-    with Emulator(chunk_size=4) as server:
-        yield server
+def emu(emulator: Emulator) -> Emulator:
+    emulator.chunk_size = 4
+    return emulator
 
 
 def client(emu: Emulator, model: str = CLAUDE, **kwargs: Any) -> BedrockClient:

@@ -39,11 +39,11 @@ _OPEN: list[GeminiClient] = []
 
 
 @pytest.fixture
-async def emu() -> AsyncIterator[Emulator]:
-    with Emulator(chunk_size=4) as server:
-        yield server
-        while _OPEN:
-            await _OPEN.pop().aclose()
+async def emu(emulator: Emulator) -> AsyncIterator[Emulator]:
+    emulator.chunk_size = 4
+    yield emulator
+    while _OPEN:
+        await _OPEN.pop().aclose()
 
 
 def client(emu: Emulator, model: str = "gemini-2.5-flash", **kwargs: Any) -> GeminiClient:

@@ -2,9 +2,6 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from pathlib import Path
-
 import openai_fixtures
 import pytest
 
@@ -17,13 +14,8 @@ from chainform.types import ChatOptions, Message
 
 
 @pytest.fixture(autouse=True)
-def _isolated(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
-    openai_fixtures.prepare(monkeypatch, tmp_path)
-
-
-@pytest.fixture
-def emulator() -> Iterator[Emulator]:
-    yield from openai_fixtures.running_emulator()
+def _isolated(monkeypatch: pytest.MonkeyPatch) -> None:
+    openai_fixtures.prepare(monkeypatch)
 
 
 async def test_openai_azure_deployment_routing_with_key(emulator: Emulator) -> None:

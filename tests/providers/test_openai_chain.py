@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import openai_fixtures
 import pytest
 
@@ -20,8 +18,8 @@ def get_weather(city: str) -> dict[str, float]:
 
 
 @pytest.fixture(autouse=True)
-def _isolated(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
-    openai_fixtures.prepare(monkeypatch, tmp_path)
+def _isolated(monkeypatch: pytest.MonkeyPatch) -> None:
+    openai_fixtures.prepare(monkeypatch)
 
 
 @pytest.mark.parametrize("name", ["openai/gpt-4.1-mini", "openai-responses/gpt-4.1-mini"])

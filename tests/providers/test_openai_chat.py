@@ -3,8 +3,6 @@
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterator
-from pathlib import Path
 
 import openai_fixtures
 import pytest
@@ -42,13 +40,8 @@ WEATHER = FunctionSpec(
 
 
 @pytest.fixture(autouse=True)
-def _isolated(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
-    openai_fixtures.prepare(monkeypatch, tmp_path)
-
-
-@pytest.fixture
-def emulator() -> Iterator[Emulator]:
-    yield from openai_fixtures.running_emulator()
+def _isolated(monkeypatch: pytest.MonkeyPatch) -> None:
+    openai_fixtures.prepare(monkeypatch)
 
 
 def client(emu: Emulator, model: str = "gpt-4.1-mini", retries: int = 2) -> OpenAIChatClient:

@@ -2,9 +2,6 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from pathlib import Path
-
 import openai_fixtures
 import pytest
 
@@ -34,13 +31,8 @@ LOOKUP = FunctionSpec(
 
 
 @pytest.fixture(autouse=True)
-def _isolated(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
-    openai_fixtures.prepare(monkeypatch, tmp_path)
-
-
-@pytest.fixture
-def emulator() -> Iterator[Emulator]:
-    yield from openai_fixtures.running_emulator()
+def _isolated(monkeypatch: pytest.MonkeyPatch) -> None:
+    openai_fixtures.prepare(monkeypatch)
 
 
 def client(emu: Emulator, model: str = "gpt-4.1-mini", retries: int = 2) -> OpenAIResponsesClient:

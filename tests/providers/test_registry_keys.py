@@ -5,7 +5,6 @@ from __future__ import annotations
 import json
 import logging
 import stat
-from pathlib import Path
 
 import pytest
 
@@ -16,8 +15,7 @@ SECRET = "sk-very-secret-value-42"
 
 
 @pytest.fixture(autouse=True)
-def _home(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
-    monkeypatch.setenv("CHAINFORM_HOME", str(tmp_path / "home"))
+def _no_key_variable(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delenv("MY_PROVIDER_KEY", raising=False)
 
 

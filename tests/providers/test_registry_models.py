@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import subprocess
 import sys
-from pathlib import Path
 
 import openai_fixtures
 import pytest
@@ -17,8 +16,8 @@ from chainform.errors import MissingKeyError, ModelNotFoundError
 
 
 @pytest.fixture(autouse=True)
-def _isolated(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
-    openai_fixtures.prepare(monkeypatch, tmp_path)
+def _isolated(monkeypatch: pytest.MonkeyPatch) -> None:
+    openai_fixtures.prepare(monkeypatch)
     monkeypatch.setattr(registry, "_ALIASES", dict(registry._ALIASES))
 
 

@@ -126,7 +126,7 @@ def logs_command(
     )
     rows.reverse()
     if as_json:
-        echo_json([r.to_dict() for r in rows])
+        echo_json([r.to_dict() for r in rows])  # the CallRecord as written: one shape everywhere
         return
     click.echo("\n\n".join(render(r, usage=usage, format_context=format_context) for r in rows))
 
@@ -137,3 +137,76 @@ def logs_path() -> None:
     from chainform.store import default_path
 
     click.echo(str(default_path()))
+
+
+@logs_command.command(name="backup")
+@click.argument("path", type=click.Path(dir_okay=False, writable=True))
+def logs_backup(path: str) -> None:
+    """Copy the log to PATH (SQLite online backup: safe while chains are writing)."""
+    from chainform.store import Store
+
+    with Store() as store:
+        click.echo(f"Backed up {store.path} to {store.backup(path)}")
+
+
+def _timestamp(value: str) -> float:
+    try:
+        when = dt.datetime.fromisoformat(value)
+    except ValueError:
+        raise click.BadParameter(
+            f"{value!r} is not a date (use YYYY-MM-DD or YYYY-MM-DDTHH:MM)", param_hint="--before"
+        ) from None
+    return when.timestamp()
+
+
+@logs_command.command(name="rm")
+@click.argument("ids", nargs=-1)
+@click.option("--cid", "--conversation", "conversation", help="Every call of this conversation.")
+@click.option("--before", help="Every call logged before this date (YYYY-MM-DD, local time).")
+@click.option("-y", "--yes", is_flag=True, help="Do not ask for confirmation.")
+def logs_rm(ids: tuple[str, ...], conversation: str | None, before: str | None, yes: bool) -> None:
+    """Delete logged calls: by id, by conversation, or older than a date."""
+    from chainform.store import Store
+
+    if not (ids or conversation or before):
+        raise click.UsageError("give call ids, --cid or --before")
+    cutoff = _timestamp(before) if before is not None else None
+    if not yes:
+        click.confirm("Delete the matching calls from the log?", abort=True, err=True)
+    with Store() as store:
+        count = store.remove(list(ids), conversation_id=conversation, before=cutoff)
+    click.echo(f"Removed {count} call{'s' if count != 1 else ''}.")
+
+
+@logs_command.command(name="off")
+def logs_off() -> None:
+    """Stop logging calls (every chain of this user, the library's too)."""
+    from chainform.store import set_logging
+
+    set_logging(False)
+    click.echo("Logging is off.")
+
+
+@logs_command.command(name="on")
+def logs_on() -> None:
+    """Log calls again (the default)."""
+    from chainform.store import set_logging
+
+    set_logging(True)
+    click.echo("Logging is on.")
+
+
+@logs_command.command(name="status")
+def logs_status() -> None:
+    """Say whether logging is on, where the log is and how much it holds."""
+    from chainform.store import Store, logging_enabled
+
+    with Store() as store:
+        click.echo(f"Logging is {'on' if logging_enabled() else 'off'}.")
+        click.echo(f"Log: {store.path}")
+        if store.path.exists():
+            counts = store.counts()
+            click.echo(
+                f"{counts['responses']} calls in {counts['conversations']} conversations, "
+                f"{store.path.stat().st_size / 1024:.0f} KiB"
+            )

@@ -1,5 +1,7 @@
-"""The SQLite log of every model call (see docs/cli.md): written by the chain engine, read by the CLI."""
+"""The SQLite log of every model call (see docs/cli.md): written by the chain engine through one
+writer thread, read by the CLI; one record shape (CallRecord) from the engine to `logs --json`."""
 
+from chainform.store._chainlog import ChainLogger
 from chainform.store._records import (
     CallRecord,
     LoggedResponse,
@@ -9,11 +11,13 @@ from chainform.store._records import (
     ToolResultRecord,
     new_id,
 )
+from chainform.store._rows import schema_id
 from chainform.store._serialize import message_from_dict, message_to_dict, redact
-from chainform.store._store import Store, default_path, schema_id
+from chainform.store._store import Store, default_path, logging_enabled, set_logging
 
 __all__ = [
     "CallRecord",
+    "ChainLogger",
     "LoggedResponse",
     "SchemaInfo",
     "Store",
@@ -21,9 +25,11 @@ __all__ = [
     "ToolCallRecord",
     "ToolResultRecord",
     "default_path",
+    "logging_enabled",
     "message_from_dict",
     "message_to_dict",
     "new_id",
     "redact",
     "schema_id",
+    "set_logging",
 ]

@@ -1,43 +1,28 @@
-"""What the chain engine hands the log (CallRecord) and what the log hands back (LoggedResponse)."""
+"""The one record of a model call: built from what the engine produced, written to the log, read
+back, and printed by `chainform logs --json` — the same pydantic model all the way.
+
+Its shape is versioned with the database (store/_migrations.py): a field added here is a column or
+table added by a new migration there.
+"""
 
 from __future__ import annotations
 
-import secrets
-import threading
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
-from chainform.errors import ChainformError
-from chainform.types import Message, UsageDetails
+from pydantic import BaseModel, ConfigDict, Field
+from ulid import ULID
 
-_CROCKFORD = "0123456789abcdefghjkmnpqrstvwxyz"
-_id_lock = threading.Lock()
-_last_ms = 0
-_last_random = 0
+from chainform.errors import ChainformError
+from chainform.store._serialize import StoredMessage
+from chainform.types import UsageDetails
 
 
 def new_id() -> str:
-    """A 26-character ULID-style id: sorts by creation time, monotonic within one process.
-
-    Sortable ids let the log order rows written in the same millisecond (or by several processes)
-    without a central counter.
-    """
-    global _last_ms, _last_random
-    with _id_lock:
-        ms = time.time_ns() // 1_000_000
-        if ms <= _last_ms:
-            ms = _last_ms
-            _last_random = (_last_random + 1) & ((1 << 80) - 1)
-        else:
-            _last_ms = ms
-            _last_random = secrets.randbits(80)
-        value = (ms << 80) | _last_random
-    chars = []
-    for _ in range(26):
-        chars.append(_CROCKFORD[value & 31])
-        value >>= 5
-    return "".join(reversed(chars))
+    """A ULID (python-ulid), lower case: sorts by creation time, so the log orders rows written in
+    the same millisecond or by several processes without a central counter."""
+    return str(ULID()).lower()
 
 
 class StoreError(ChainformError):
@@ -46,11 +31,11 @@ class StoreError(ChainformError):
 
 @dataclass
 class ToolCallRecord:
-    """A tool call the model made in one response."""
+    """A tool call the model made in one response (arguments as parsed, else the raw text)."""
 
     call_id: str
     name: str
-    arguments: Any
+    arguments: Any = None
 
 
 @dataclass
@@ -58,103 +43,62 @@ class ToolResultRecord:
     """What a tool returned (or the error it raised) for a call, as the model was shown it."""
 
     call_id: str
-    name: str
-    output: str
+    name: str = ""
+    output: str = ""
     error: str | None = None
 
 
-@dataclass
-class CallRecord:
-    """One model call of a chain, written by the engine before the chain returns (failures too)."""
+class CallRecord(BaseModel):
+    """One model call of a chain (failures, retries and the formatting call included).
 
+    The engine's logger builds it, the writer stores it before the chain returns, `Store.recent`
+    reads it back, and `to_dict()` is what `chainform logs --json` prints.
+    """
+
+    model_config = ConfigDict(populate_by_name=True, ser_json_bytes="base64", val_json_bytes="base64")
+
+    id: str = Field(default_factory=new_id)
     conversation_id: str
+    conversation_name: str | None = None
     chain_id: str
     seq: int
     purpose: str  # "chain" | "retry" | "format"
+    strategy: str | None = None
     model: str
-    prompt: str | None
-    system: str | None
-    messages: list[Message]
-    options: dict[str, Any]
-    schema: dict[str, Any] | None
-    strategy: str | None
-    text: str
-    parsed: Any | None
-    usage: UsageDetails | None
-    duration_ms: float
-    created_at: float
+    prompt: str | None = None
+    system: str | None = None
+    messages: list[StoredMessage] = Field(default_factory=list)
+    options: dict[str, Any] = Field(default_factory=dict)
+    schema_id: str | None = None
+    schema_: dict[str, Any] | None = Field(default=None, alias="schema", serialization_alias="schema")
+    text: str = ""
+    parsed: Any = None
+    usage: UsageDetails | None = None
+    duration_ms: float | None = None
+    created_at: float = Field(default_factory=time.time)
     error: str | None = None
-    tool_calls: list[ToolCallRecord] = field(default_factory=list)
-    tool_results: list[ToolResultRecord] = field(default_factory=list)
-    format_context: str | None = None
+    tool_calls: list[ToolCallRecord] = Field(default_factory=list)
+    tool_results: list[ToolResultRecord] = Field(default_factory=list)
     format_context_policy: str | None = None
-    response_id: str = field(default_factory=new_id)
-
-
-@dataclass
-class LoggedResponse:
-    """One logged model call with everything the log knows about it."""
-
-    id: str
-    conversation_id: str
-    conversation_name: str | None
-    chain_id: str
-    seq: int
-    purpose: str
-    strategy: str | None
-    model: str
-    prompt: str | None
-    system: str | None
-    messages: list[Message]
-    options: dict[str, Any]
-    schema_id: str | None
-    schema: dict[str, Any] | None
-    text: str
-    parsed: Any | None
-    usage: UsageDetails | None
-    duration_ms: float | None
-    created_at: float
-    error: str | None
-    tool_calls: list[ToolCallRecord] = field(default_factory=list)
-    tool_results: list[ToolResultRecord] = field(default_factory=list)
     format_context: str | None = None
-    format_context_policy: str | None = None
+
+    @property
+    def schema(self) -> dict[str, Any] | None:  # type: ignore[override]
+        """The JSON Schema the call had to satisfy (None without one)."""
+        return self.schema_
+
+    @property
+    def response_id(self) -> str:
+        """The record's id (the name the engine's `ModelCall.response_id` uses)."""
+        return self.id
 
     def to_dict(self) -> dict[str, Any]:
-        """A JSON-able view (what `chainform logs --json` prints)."""
-        from chainform.store._serialize import message_to_dict
+        """The JSON-able view `chainform logs --json` prints."""
+        return self.model_dump(mode="json", by_alias=True, fallback=str)
 
-        return {
-            "id": self.id,
-            "conversation_id": self.conversation_id,
-            "conversation_name": self.conversation_name,
-            "chain_id": self.chain_id,
-            "seq": self.seq,
-            "purpose": self.purpose,
-            "strategy": self.strategy,
-            "model": self.model,
-            "prompt": self.prompt,
-            "system": self.system,
-            "messages": [message_to_dict(m) for m in self.messages],
-            "options": self.options,
-            "schema_id": self.schema_id,
-            "schema": self.schema,
-            "text": self.text,
-            "parsed": self.parsed,
-            "usage": self.usage.to_dict() if self.usage else None,
-            "duration_ms": self.duration_ms,
-            "created_at": self.created_at,
-            "error": self.error,
-            "tool_calls": [
-                {"call_id": c.call_id, "name": c.name, "arguments": c.arguments} for c in self.tool_calls
-            ],
-            "tool_results": [
-                {"call_id": r.call_id, "name": r.name, "output": r.output, "error": r.error}
-                for r in self.tool_results
-            ],
-            "format_context_policy": self.format_context_policy,
-            "format_context": self.format_context,
-        }
+
+LoggedResponse = CallRecord
+"""A call read back from the log: the same record that was written."""
 
 
 @dataclass

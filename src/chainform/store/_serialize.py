@@ -1,32 +1,21 @@
-"""Messages to and from JSON for the log, with secrets redacted on the way in.
+"""Messages to and from JSON for the log (pydantic), with secrets redacted on the way in.
 
-Every content part type of `chainform.types` round-trips; `raw_representation` (a provider's own
-object) is never stored: it is not portable and may carry headers or keys.
+Every content part of `chainform.types` is a dataclass with a `type` tag, so one pydantic
+`TypeAdapter` over their discriminated union reads and writes them; bytes travel as base64.
+`raw_representation` (a provider's own object) is never stored: it is not portable and may carry
+headers or keys.
 """
 
 from __future__ import annotations
 
-import base64
-import dataclasses
 import json
 import re
-from typing import Any
+from typing import Annotated, Any
 
-from chainform.store._records import StoreError
-from chainform.types import (
-    Content,
-    DataContent,
-    ErrorContent,
-    FunctionCallContent,
-    FunctionResultContent,
-    Message,
-    TextContent,
-    TextReasoningContent,
-    UriContent,
-    UsageContent,
-    UsageDetails,
-    encodable_text,
-)
+from pydantic import ConfigDict, Field, PlainSerializer, PlainValidator, TypeAdapter
+
+from chainform.types import Message, encodable_text
+from chainform.types._content import Content
 
 REDACTED = "[redacted]"
 
@@ -36,6 +25,13 @@ _SECRET_KEY = re.compile(
     r"(^|[_\-.\s])(api[_\-]?key|key|secret|token|password|passwd|authorization|auth|credentials?|bearer)($|[_\-.\s])",
     re.IGNORECASE,
 )
+
+_BYTES = ConfigDict(ser_json_bytes="base64", val_json_bytes="base64")
+_CONTENTS: TypeAdapter[list[Content]] = TypeAdapter(
+    list[Annotated[Content, Field(discriminator="type")]],  # type: ignore[arg-type]
+    config=_BYTES,
+)
+_ANY: TypeAdapter[Any] = TypeAdapter(Any, config=_BYTES)
 
 
 def storable_row(row: tuple[Any, ...]) -> tuple[Any, ...]:
@@ -60,98 +56,20 @@ def redact(value: Any) -> Any:
 
 
 def to_jsonable(value: Any) -> Any:
-    """Best-effort JSON-able form: pydantic models, dataclasses, sets; anything else as its str()."""
-    if value is None or isinstance(value, str | int | float | bool):
-        return value
-    if isinstance(value, dict):
-        return {str(k): to_jsonable(v) for k, v in value.items()}
-    if isinstance(value, list | tuple | set | frozenset):
-        return [to_jsonable(v) for v in value]
-    dump = getattr(value, "model_dump", None)
-    if callable(dump):
-        return to_jsonable(dump(mode="json"))
-    if dataclasses.is_dataclass(value) and not isinstance(value, type):
-        return to_jsonable(dataclasses.asdict(value))
-    if isinstance(value, bytes):
-        return base64.b64encode(value).decode("ascii")
-    return str(value)
+    """The JSON-able form pydantic gives (models, dataclasses, bytes as base64); odd objects as str()."""
+    return _ANY.dump_python(value, mode="json", fallback=str)
 
 
 def dumps(value: Any) -> str:
-    """Compact JSON of `value` made JSON-able first (never raises on odd objects)."""
-    return json.dumps(to_jsonable(value), ensure_ascii=False, separators=(",", ":"))
-
-
-def content_to_dict(content: Content) -> dict[str, Any]:
-    if isinstance(content, TextContent):
-        return {"type": "text", "text": content.text}
-    if isinstance(content, TextReasoningContent):
-        return {"type": "reasoning", "text": content.text, "protected_data": content.protected_data}
-    if isinstance(content, DataContent):
-        return {"type": "data", "media_type": content.media_type, "data": content.base64}
-    if isinstance(content, UriContent):
-        return {"type": "uri", "uri": content.uri, "media_type": content.media_type}
-    if isinstance(content, FunctionCallContent):
-        return {
-            "type": "function_call",
-            "call_id": content.call_id,
-            "name": content.name,
-            "arguments": to_jsonable(content.arguments),
-            "raw_arguments": content.raw_arguments,
-        }
-    if isinstance(content, FunctionResultContent):
-        return {
-            "type": "function_result",
-            "call_id": content.call_id,
-            "name": content.name,
-            "result": to_jsonable(content.result),
-            "error": content.error,
-        }
-    if isinstance(content, ErrorContent):
-        return {"type": "error", "message": content.message, "error_code": content.error_code}
-    if isinstance(content, UsageContent):
-        return {"type": "usage", "details": content.details.to_dict()}
-    raise StoreError(f"cannot log content part of type {type(content).__name__}")
-
-
-def usage_from_dict(data: dict[str, Any] | None) -> UsageDetails | None:
-    if data is None:
-        return None
-    return UsageDetails(
-        input_tokens=data.get("input_tokens"),
-        output_tokens=data.get("output_tokens"),
-        total_tokens=data.get("total_tokens"),
-        additional_counts=dict(data.get("additional_counts") or {}),
-    )
-
-
-def content_from_dict(data: dict[str, Any]) -> Content:
-    kind = data.get("type")
-    if kind == "text":
-        return TextContent(data["text"])
-    if kind == "reasoning":
-        return TextReasoningContent(data["text"], data.get("protected_data"))
-    if kind == "data":
-        return DataContent(base64.b64decode(data["data"]), data["media_type"])
-    if kind == "uri":
-        return UriContent(data["uri"], data.get("media_type"))
-    if kind == "function_call":
-        return FunctionCallContent(
-            data["call_id"], data["name"], data.get("arguments"), data.get("raw_arguments")
-        )
-    if kind == "function_result":
-        return FunctionResultContent(data["call_id"], data.get("result"), data.get("error"), data.get("name"))
-    if kind == "error":
-        return ErrorContent(data["message"], data.get("error_code"))
-    if kind == "usage":
-        return UsageContent(usage_from_dict(data.get("details")) or UsageDetails())
-    raise StoreError(f"unknown content type in log: {kind!r}")
+    """Compact JSON of `value` (never raises on odd objects)."""
+    return _ANY.dump_json(value, fallback=str).decode()
 
 
 def message_to_dict(message: Message) -> dict[str, Any]:
+    """The stored form of a message (extras redacted; the provider's raw object dropped)."""
     out: dict[str, Any] = {
         "role": str(message.role),
-        "contents": [content_to_dict(c) for c in message.contents],
+        "contents": _CONTENTS.dump_python(message.contents, mode="json", fallback=str),
     }
     if message.author_name is not None:
         out["author_name"] = message.author_name
@@ -162,27 +80,37 @@ def message_to_dict(message: Message) -> dict[str, Any]:
     return out
 
 
-def message_from_dict(data: dict[str, Any]) -> Message:
-    try:
-        return Message(
-            data["role"],
-            [content_from_dict(c) for c in data.get("contents", [])],
-            author_name=data.get("author_name"),
-            message_id=data.get("message_id"),
-            additional_properties=data.get("additional_properties"),
-        )
-    except (KeyError, TypeError, ValueError) as exc:
-        raise StoreError(f"malformed message in log: {exc}") from exc
+def message_from_dict(data: Any) -> Message:
+    """A message back from its stored form (a Message passes through unchanged)."""
+    if isinstance(data, Message):
+        return data
+    if not isinstance(data, dict) or "role" not in data:
+        raise ValueError("a logged message needs a role")
+    return Message(
+        data["role"],
+        _CONTENTS.validate_python(data.get("contents") or []),
+        author_name=data.get("author_name"),
+        message_id=data.get("message_id"),
+        additional_properties=data.get("additional_properties"),
+    )
+
+
+StoredMessage = Annotated[
+    Message,
+    PlainValidator(message_from_dict),
+    PlainSerializer(message_to_dict, return_type=dict[str, Any]),
+]
+"""A Message as a field of a pydantic model: validated from and serialized to its stored form."""
+
+_MESSAGES: TypeAdapter[list[Message]] = TypeAdapter(list[StoredMessage])  # type: ignore[arg-type]
 
 
 def messages_to_json(messages: list[Message]) -> str:
-    return json.dumps([message_to_dict(m) for m in messages], ensure_ascii=False, separators=(",", ":"))
+    return _MESSAGES.dump_json(messages).decode()
 
 
 def messages_from_json(text: str | None) -> list[Message]:
-    if not text:
-        return []
-    return [message_from_dict(d) for d in json.loads(text)]
+    return _MESSAGES.validate_json(text) if text else []
 
 
 def canonical_json(value: Any) -> str:

@@ -1,5 +1,8 @@
 """The SQLite log: every model call of every chain, its tool calls/results, schemas, format contexts.
 
+Writes go through one writer thread per log (store/_writer.py), so the event loop never waits on
+SQLite; reads run on the caller's thread.
+
 Several processes may log at once (a shell loop of `chainform` calls, parallel scripts): the
 database runs in WAL mode, every write is one `BEGIN IMMEDIATE` transaction (so writers queue on
 the lock instead of failing when a read transaction tries to upgrade), SQLite's busy timeout
@@ -8,6 +11,7 @@ waits for the lock and a bounded retry with jittered backoff covers what the tim
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import random
@@ -15,30 +19,23 @@ import sqlite3
 import threading
 import time
 from collections.abc import Callable, Iterator
+from concurrent.futures import Future
 from contextlib import contextmanager
-from hashlib import sha256
 from pathlib import Path
 from typing import Any, TypeVar
 
-from chainform.keys import scrub
 from chainform.store._migrations import MIGRATIONS, ensure_fts, migrate, user_version
-from chainform.store._records import (
-    CallRecord,
-    LoggedResponse,
-    SchemaInfo,
-    StoreError,
-    ToolCallRecord,
-    ToolResultRecord,
+from chainform.store._records import CallRecord, SchemaInfo, StoreError
+from chainform.store._rows import (
+    SELECT,
+    insert_call,
+    insert_schema,
+    read_call,
+    search_clause,
+    upsert_conversation,
 )
-from chainform.store._serialize import (
-    canonical_json,
-    dumps,
-    messages_from_json,
-    messages_to_json,
-    redact,
-    storable_row,
-)
-from chainform.types import Message, UsageDetails
+from chainform.store._writer import Writer
+from chainform.types import Message
 
 T = TypeVar("T")
 
@@ -46,16 +43,32 @@ BUSY_TIMEOUT_MS = 30_000
 _RETRIES = 12
 
 
+def _off_marker() -> Path:
+    from chainform._paths import home
+
+    return home() / "logs-off"
+
+
+def logging_enabled() -> bool:
+    """False after `chainform logs off`: chains then write nothing until `chainform logs on`."""
+    return not _off_marker().exists()
+
+
+def set_logging(enabled: bool) -> None:
+    """Turn logging on or off for every chain of this user (`chainform logs on|off`)."""
+    marker = _off_marker()
+    if enabled:
+        marker.unlink(missing_ok=True)
+    else:
+        marker.parent.mkdir(parents=True, exist_ok=True)
+        marker.touch()
+
+
 def default_path() -> Path:
     """`<chainform home>/logs.db`; `CHAINFORM_HOME` moves it."""
     from chainform._paths import home
 
     return home() / "logs.db"
-
-
-def schema_id(schema: dict[str, Any]) -> str:
-    """The content address of a schema: sha256 of its canonical JSON (key order does not matter)."""
-    return sha256(canonical_json(schema).encode()).hexdigest()
 
 
 def _is_busy(exc: sqlite3.OperationalError) -> bool:
@@ -72,6 +85,7 @@ class Store:
         self._pid = 0
         self._lock = threading.RLock()
         self._fts = False
+        self._writer = Writer(self._write, name=f"chainform-log-writer {self.path.name}")
 
     # -- connection -------------------------------------------------------------------------
 
@@ -117,6 +131,8 @@ class Store:
             self._connect()
 
     def close(self) -> None:
+        """Commit what the writer holds, then close the connection (the store reopens on use)."""
+        self.flush()
         with self._lock:
             if self._db is not None and self._pid == os.getpid():
                 self._db.close()
@@ -156,7 +172,10 @@ class Store:
                     raise
                 return result
 
-            return self._retry(attempt)
+            try:
+                return self._retry(attempt)
+            except sqlite3.Error as exc:  # a constraint, a value SQLite cannot store, ...
+                raise StoreError(f"cannot write to the log ({self.path}): {exc}") from exc
 
     @contextmanager
     def _read(self) -> Iterator[sqlite3.Connection]:
@@ -171,83 +190,86 @@ class Store:
 
     def ensure_conversation(self, conversation_id: str, model: str, name: str | None = None) -> None:
         """Record a conversation (idempotent); a later name fills in a missing one."""
-        self._write(lambda db: self._upsert_conversation(db, conversation_id, model, name))
-
-    @staticmethod
-    def _upsert_conversation(db: sqlite3.Connection, cid: str, model: str, name: str | None) -> None:
-        db.execute(
-            "INSERT OR IGNORE INTO conversations (id, model, name, created_at) VALUES (?, ?, ?, ?)",
-            storable_row((cid, model, name, time.time())),
-        )
-        if name is not None:
-            db.execute("UPDATE conversations SET name = ? WHERE id = ? AND name IS NULL", storable_row((name, cid)))
+        self._write(lambda db: upsert_conversation(db, conversation_id, model, name))
 
     def save_schema(self, schema: dict[str, Any]) -> str:
         """Store a schema under the sha256 of its canonical JSON and return that id."""
-        return self._write(lambda db: self._insert_schema(db, schema))
+        return self._write(lambda db: insert_schema(db, schema))
 
-    @staticmethod
-    def _insert_schema(db: sqlite3.Connection, schema: dict[str, Any]) -> str:
-        text, sid = canonical_json(schema), schema_id(schema)
-        db.execute(
-            "INSERT OR IGNORE INTO schemas (id, content, created_at) VALUES (?, ?, ?)",
-            (sid, text, time.time()),
-        )
-        return sid
+    def submit(self, record: CallRecord) -> Future[str]:
+        """Queue one model call for the writer thread; the future resolves once it is committed."""
+        return self._writer.submit(lambda db: insert_call(db, record))
 
     def log_call(self, record: CallRecord) -> str:
-        """Write one model call with its tool calls/results and format context in one transaction.
-        Every loaded key value is masked in what is written (`chainform.keys.scrub`)."""
+        """Write one model call and wait for its commit (what `submit` does, synchronously)."""
+        return self.submit(record).result()
 
-        def write(db: sqlite3.Connection) -> str:
-            self._upsert_conversation(db, record.conversation_id, record.model, None)
-            sid = self._insert_schema(db, record.schema) if record.schema is not None else None
-            usage = record.usage
+    # -- maintenance ------------------------------------------------------------------------
+
+    def backup(self, target: Path | str) -> Path:
+        """Copy the log to `target` with SQLite's online backup (safe while others write)."""
+        target = Path(target)
+        if target.exists():
+            raise StoreError(f"{target} exists; give a new file name")
+        self.flush()
+        try:
+            target.parent.mkdir(parents=True, exist_ok=True)
+            with self._read() as db, contextlib.closing(sqlite3.connect(target)) as out:
+                db.backup(out)
+        except (OSError, sqlite3.Error) as exc:
+            raise StoreError(f"cannot back up the log to {target}: {exc}") from exc
+        return target
+
+    def remove(
+        self,
+        ids: list[str] | None = None,
+        *,
+        conversation_id: str | None = None,
+        before: float | None = None,
+    ) -> int:
+        """Delete calls by id, by conversation, or logged before a time (all given must hold); the count.
+
+        Conversations and schemas nothing refers to any more go too.
+        """
+        clauses: list[str] = []
+        args: list[Any] = []
+        if ids:
+            clauses.append(f"id IN ({', '.join('?' * len(ids))})")
+            args += [rid.strip().lower() for rid in ids]
+        if conversation_id is not None:
+            clauses.append("conversation_id = ?")
+            args.append(conversation_id)
+        if before is not None:
+            clauses.append("created_at < ?")
+            args.append(before)
+        if not clauses:
+            raise StoreError("say which calls to remove: ids, a conversation or a date")
+        selected = "SELECT id FROM responses WHERE " + " AND ".join(clauses)
+
+        def delete(db: sqlite3.Connection) -> int:
+            for table in ("tool_calls", "tool_results", "format_contexts"):
+                db.execute(f"DELETE FROM {table} WHERE response_id IN ({selected})", args)
+            count = db.execute(f"DELETE FROM responses WHERE id IN ({selected})", args).rowcount
+            db.execute("DELETE FROM conversations WHERE id NOT IN (SELECT conversation_id FROM responses)")
             db.execute(
-                """INSERT INTO responses (id, conversation_id, chain_id, seq, purpose, strategy, model,
-                   prompt, system, messages, options, schema_id, text, parsed, input_tokens,
-                   output_tokens, total_tokens, additional_counts, duration_ms, created_at, error)
-                   VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)""",
-                storable_row(scrub((
-                    record.response_id,
-                    record.conversation_id,
-                    record.chain_id,
-                    record.seq,
-                    record.purpose,
-                    record.strategy,
-                    record.model,
-                    record.prompt,
-                    record.system,
-                    messages_to_json(record.messages),
-                    dumps(redact(record.options)),
-                    sid,
-                    record.text or "",
-                    dumps(record.parsed) if record.parsed is not None else None,
-                    usage.input_tokens if usage else None,
-                    usage.output_tokens if usage else None,
-                    usage.total_tokens if usage else None,
-                    dumps(usage.additional_counts) if usage and usage.additional_counts else None,
-                    record.duration_ms,
-                    record.created_at,
-                    record.error,
-                ))),
+                "DELETE FROM schemas WHERE id NOT IN (SELECT schema_id FROM responses WHERE schema_id IS NOT NULL)"
             )
-            db.executemany(
-                "INSERT INTO tool_calls (response_id, call_id, name, arguments) VALUES (?, ?, ?, ?)",
-                [storable_row(scrub((record.response_id, c.call_id, c.name, dumps(c.arguments)))) for c in record.tool_calls],
-            )
-            db.executemany(
-                "INSERT INTO tool_results (response_id, call_id, name, output, error) VALUES (?, ?, ?, ?, ?)",
-                [storable_row(scrub((record.response_id, r.call_id, r.name, r.output, r.error))) for r in record.tool_results],
-            )
-            if record.format_context is not None:
-                db.execute(
-                    "INSERT INTO format_contexts (response_id, policy, context) VALUES (?, ?, ?)",
-                    storable_row(scrub((record.response_id, record.format_context_policy, record.format_context))),
-                )
-            return record.response_id
+            return int(count)
 
-        return self._write(write)
+        self.flush()
+        return self._write(delete)
+
+    def counts(self) -> dict[str, int]:
+        """How many calls, conversations and schemas the log holds."""
+        with self._read() as db:
+            return {
+                table: int(db.execute(f"SELECT COUNT(*) FROM {table}").fetchone()[0])
+                for table in ("responses", "conversations", "schemas")
+            }
+
+    def flush(self) -> None:
+        """Wait until everything queued for the writer is committed."""
+        self._writer.flush()
 
     # -- reading ----------------------------------------------------------------------------
 
@@ -288,7 +310,7 @@ class Store:
         query: str | None = None,
         schema_id: str | None = None,
         chain_id: str | None = None,
-    ) -> list[LoggedResponse]:
+    ) -> list[CallRecord]:
         """The `n` most recently logged calls (newest first) matching every filter; n=None: all.
 
         `query` is full-text search over prompts and response texts (all words must occur);
@@ -307,14 +329,10 @@ class Store:
             args += [schema_id.lower(), schema_id.lower() + "g"]
         with self._read() as db:
             if query is not None and query.strip():
-                clause, extra = self._search_clause(query)
+                clause, extra = search_clause(query, self._fts)
                 where.append(clause)
                 args += extra
-            sql = """SELECT r.id, r.conversation_id, c.name, r.chain_id, r.seq, r.purpose, r.strategy,
-                     r.model, r.prompt, r.system, r.messages, r.options, r.schema_id, s.content, r.text,
-                     r.parsed, r.input_tokens, r.output_tokens, r.total_tokens, r.additional_counts,
-                     r.duration_ms, r.created_at, r.error, f.policy, f.context
-                     FROM responses r
+            sql = f"""SELECT {SELECT} FROM responses r
                      LEFT JOIN conversations c ON c.id = r.conversation_id
                      LEFT JOIN schemas s ON s.id = r.schema_id
                      LEFT JOIN format_contexts f ON f.response_id = r.id"""
@@ -325,61 +343,7 @@ class Store:
                 sql += " LIMIT ?"
                 args.append(n)
             rows = db.execute(sql, args).fetchall()
-            return [self._logged(db, row) for row in rows]
-
-    def _search_clause(self, query: str) -> tuple[str, list[Any]]:
-        words = query.split()
-        if self._fts:
-            # Each word quoted: user text is never parsed as FTS syntax (AND/OR/NEAR, stray quotes).
-            match = " ".join('"' + w.replace('"', '""') + '"' for w in words)
-            return "r.rowid IN (SELECT rowid FROM responses_fts WHERE responses_fts MATCH ?)", [match]
-        clauses: list[str] = []
-        args: list[Any] = []
-        for word in words:
-            pattern = "%" + word.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_") + "%"
-            clauses.append("(r.prompt LIKE ? ESCAPE '\\' OR r.text LIKE ? ESCAPE '\\')")
-            args += [pattern, pattern]
-        return "(" + " AND ".join(clauses) + ")", args
-
-    @staticmethod
-    def _logged(db: sqlite3.Connection, row: tuple[Any, ...]) -> LoggedResponse:
-        rid = row[0]
-        calls = db.execute(
-            "SELECT call_id, name, arguments FROM tool_calls WHERE response_id = ? ORDER BY id", (rid,)
-        ).fetchall()
-        results = db.execute(
-            "SELECT call_id, name, output, error FROM tool_results WHERE response_id = ? ORDER BY id",
-            (rid,),
-        ).fetchall()
-        usage = None
-        if any(v is not None for v in row[16:20]):
-            usage = UsageDetails(row[16], row[17], row[18], json.loads(row[19]) if row[19] else {})
-        return LoggedResponse(
-            id=rid,
-            conversation_id=row[1],
-            conversation_name=row[2],
-            chain_id=row[3],
-            seq=row[4],
-            purpose=row[5],
-            strategy=row[6],
-            model=row[7],
-            prompt=row[8],
-            system=row[9],
-            messages=messages_from_json(row[10]),
-            options=json.loads(row[11]) if row[11] else {},
-            schema_id=row[12],
-            schema=json.loads(row[13]) if row[13] else None,
-            text=row[14],
-            parsed=json.loads(row[15]) if row[15] is not None else None,
-            usage=usage,
-            duration_ms=row[20],
-            created_at=row[21],
-            error=row[22],
-            tool_calls=[ToolCallRecord(c[0], c[1], json.loads(c[2]) if c[2] else None) for c in calls],
-            tool_results=[ToolResultRecord(r[0], r[1] or "", r[2] or "", r[3]) for r in results],
-            format_context_policy=row[23],
-            format_context=row[24],
-        )
+            return [read_call(db, row) for row in rows]
 
     def conversation_messages(self, conversation_id: str) -> list[Message]:
         """The history of a conversation rebuilt from the log, for `-c/--continue` and `--cid`.

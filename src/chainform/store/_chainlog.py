@@ -1,0 +1,114 @@
+"""The engine's call logger: each model call becomes a CallRecord handed to the log's writer.
+
+The engine calls the logger synchronously as calls finish; the logger only builds the record and
+queues it, so the event loop never waits on SQLite. `committed()` is awaited before the chain
+returns, so a chain's rows are in the log when its result is (failures only warn: the log must
+never cost the user their answer).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+import warnings
+from concurrent.futures import Future
+from typing import TYPE_CHECKING, Any
+
+from chainform.store._records import CallRecord, ToolCallRecord, ToolResultRecord
+from chainform.store._serialize import redact, to_jsonable
+
+if TYPE_CHECKING:
+    from chainform.chain._records import ModelCall
+    from chainform.store._store import Store
+    from chainform.types import ChatOptions
+
+
+class ChainLogger:
+    """Turns one chain's ModelCalls into CallRecords and queues them on the store's writer."""
+
+    def __init__(
+        self,
+        store: Store,
+        model: str,
+        *,
+        prompt: str | None,
+        system: str | None,
+        schema: dict[str, Any] | None,
+        format_context_policy: str | None,
+    ) -> None:
+        self.store = store
+        self.model = model
+        self.prompt = prompt
+        self.system = system
+        self.schema = schema
+        self.policy = format_context_policy
+        self._pending: list[Future[str]] = []
+
+    def record(self, call: ModelCall, run: Any) -> CallRecord:
+        """The one record of `call` (what the log stores and `chainform logs --json` prints)."""
+        response = call.response
+        return CallRecord(
+            conversation_id=run.conversation_id,
+            chain_id=run.chain_id,
+            seq=run.calls.index(call),
+            purpose=call.purpose,
+            strategy=call.strategy,
+            model=self.model,
+            prompt=self.prompt,
+            system=self.system,
+            messages=call.messages,
+            options=options_summary(call.options),
+            schema=self.schema,
+            text=call.text,
+            parsed=call.parsed,
+            usage=response.usage_details if response else None,
+            duration_ms=call.duration_ms,
+            created_at=_now() - call.duration_ms / 1000,
+            error=call.error,
+            tool_calls=[
+                ToolCallRecord(c.call_id, c.name, c.arguments if c.arguments is not None else c.raw_arguments)
+                for c in (response.function_calls if response else [])
+            ],
+            tool_results=[
+                ToolResultRecord(r.call_id, r.name or "", r.result_text(), r.error) for r in call.tool_results
+            ],
+            format_context=call.format_context,
+            format_context_policy=self.policy if call.format_context else None,
+        )
+
+    def __call__(self, call: ModelCall, run: Any) -> None:
+        try:
+            record = self.record(call, run)
+            call.response_id = record.id
+            self._pending.append(self.store.submit(record))
+        except Exception as exc:  # never lose the chain's result because the log failed
+            warnings.warn(f"chainform: could not log a model call: {exc}", stacklevel=2)
+
+    async def committed(self) -> None:
+        """Wait (without blocking the loop) until every queued record of this chain is committed."""
+        pending, self._pending = self._pending, []
+        for future in pending:
+            try:
+                await asyncio.wrap_future(future)
+            except Exception as exc:
+                warnings.warn(f"chainform: could not log a model call: {exc}", stacklevel=2)
+
+
+def options_summary(options: ChatOptions) -> dict[str, Any]:
+    """The options of a call as logged: tool names instead of tools, secrets redacted."""
+    out: dict[str, Any] = {}
+    for key, value in options.set_fields().items():
+        if key == "tools":
+            out[key] = [t.name for t in value]
+        elif key in ("response_format", "tool_mode"):
+            out[key] = to_jsonable(dataclasses.asdict(value))
+        else:
+            out[key] = to_jsonable(value)
+    redacted: dict[str, Any] = redact(out)
+    return redacted
+
+
+def _now() -> float:
+    import time
+
+    return time.time()

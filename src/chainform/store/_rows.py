@@ -1,0 +1,168 @@
+"""A CallRecord to and from the log's rows (responses, tool_calls, tool_results, format_contexts).
+
+The one place that knows the column layout written by store/_migrations.py.
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+import time
+from hashlib import sha256
+from typing import Any
+
+from chainform.keys import scrub
+from chainform.store._records import CallRecord, StoreError
+from chainform.store._serialize import (
+    canonical_json,
+    dumps,
+    messages_from_json,
+    messages_to_json,
+    redact,
+    storable_row,
+)
+from chainform.types import UsageDetails
+
+RESPONSE_COLUMNS = (
+    "id", "conversation_id", "chain_id", "seq", "purpose", "strategy", "model", "prompt", "system",
+    "messages", "options", "schema_id", "text", "parsed", "input_tokens", "output_tokens",
+    "total_tokens", "additional_counts", "duration_ms", "created_at", "error",
+)  # fmt: skip
+
+
+SELECTED = {
+    "id": "r.id", "conversation_id": "r.conversation_id", "conversation_name": "c.name",
+    "chain_id": "r.chain_id", "seq": "r.seq", "purpose": "r.purpose", "strategy": "r.strategy",
+    "model": "r.model", "prompt": "r.prompt", "system": "r.system", "messages": "r.messages",
+    "options": "r.options", "schema_id": "r.schema_id", "schema": "s.content", "text": "r.text",
+    "parsed": "r.parsed", "input_tokens": "r.input_tokens", "output_tokens": "r.output_tokens",
+    "total_tokens": "r.total_tokens", "additional_counts": "r.additional_counts",
+    "duration_ms": "r.duration_ms", "created_at": "r.created_at", "error": "r.error",
+    "format_context_policy": "f.policy", "format_context": "f.context",
+}  # fmt: skip
+SELECT_NAMES = tuple(SELECTED)
+SELECT = ", ".join(SELECTED.values())
+
+
+def schema_id(schema: dict[str, Any]) -> str:
+    """The content address of a schema: sha256 of its canonical JSON (key order does not matter)."""
+    return sha256(canonical_json(schema).encode()).hexdigest()
+
+
+def upsert_conversation(db: sqlite3.Connection, cid: str, model: str, name: str | None) -> None:
+    db.execute(
+        "INSERT OR IGNORE INTO conversations (id, model, name, created_at) VALUES (?, ?, ?, ?)",
+        storable_row((cid, model, name, time.time())),
+    )
+    if name is not None:
+        db.execute(
+            "UPDATE conversations SET name = ? WHERE id = ? AND name IS NULL", storable_row((name, cid))
+        )
+
+
+def insert_schema(db: sqlite3.Connection, schema: dict[str, Any]) -> str:
+    text, sid = canonical_json(schema), schema_id(schema)
+    db.execute(
+        "INSERT OR IGNORE INTO schemas (id, content, created_at) VALUES (?, ?, ?)",
+        (sid, text, time.time()),
+    )
+    return sid
+
+
+def insert_call(db: sqlite3.Connection, record: CallRecord) -> str:
+    """Write one model call with its tool calls/results and format context (one transaction).
+    Every loaded key value is masked in what is written (`chainform.keys.scrub`)."""
+    upsert_conversation(db, record.conversation_id, record.model, record.conversation_name)
+    sid = insert_schema(db, record.schema) if record.schema is not None else None
+    usage = record.usage
+    db.execute(
+        f"INSERT INTO responses ({', '.join(RESPONSE_COLUMNS)}) "
+        f"VALUES ({', '.join('?' * len(RESPONSE_COLUMNS))})",
+        storable_row(
+            scrub(
+                (
+                    record.id,
+                    record.conversation_id,
+                    record.chain_id,
+                    record.seq,
+                    record.purpose,
+                    record.strategy,
+                    record.model,
+                    record.prompt,
+                    record.system,
+                    messages_to_json(record.messages),
+                    dumps(redact(record.options)),
+                    sid,
+                    record.text or "",
+                    dumps(record.parsed) if record.parsed is not None else None,
+                    usage.input_tokens if usage else None,
+                    usage.output_tokens if usage else None,
+                    usage.total_tokens if usage else None,
+                    dumps(usage.additional_counts) if usage and usage.additional_counts else None,
+                    record.duration_ms,
+                    record.created_at,
+                    record.error,
+                )
+            )
+        ),
+    )
+    db.executemany(
+        "INSERT INTO tool_calls (response_id, call_id, name, arguments) VALUES (?, ?, ?, ?)",
+        [storable_row(scrub((record.id, c.call_id, c.name, dumps(c.arguments)))) for c in record.tool_calls],
+    )
+    db.executemany(
+        "INSERT INTO tool_results (response_id, call_id, name, output, error) VALUES (?, ?, ?, ?, ?)",
+        [storable_row(scrub((record.id, r.call_id, r.name, r.output, r.error))) for r in record.tool_results],
+    )
+    if record.format_context is not None:
+        db.execute(
+            "INSERT INTO format_contexts (response_id, policy, context) VALUES (?, ?, ?)",
+            storable_row(scrub((record.id, record.format_context_policy, record.format_context))),
+        )
+    return record.id
+
+
+def read_call(db: sqlite3.Connection, row: tuple[Any, ...]) -> CallRecord:
+    data = dict(zip(SELECT_NAMES, row, strict=True))
+    rid = data["id"]
+    counts = [data.pop(k) for k in ("input_tokens", "output_tokens", "total_tokens", "additional_counts")]
+    if any(v is not None for v in counts):
+        data["usage"] = UsageDetails(
+            counts[0], counts[1], counts[2], json.loads(counts[3]) if counts[3] else {}
+        )
+    data["messages"] = messages_from_json(data["messages"])
+    for key in ("options", "schema", "parsed"):
+        data[key] = json.loads(data[key]) if data[key] is not None else None
+    data["options"] = data["options"] or {}
+    data["tool_calls"] = [
+        {"call_id": c[0], "name": c[1], "arguments": json.loads(c[2]) if c[2] else None}
+        for c in db.execute(
+            "SELECT call_id, name, arguments FROM tool_calls WHERE response_id = ? ORDER BY id", (rid,)
+        )
+    ]
+    data["tool_results"] = [
+        {"call_id": r[0], "name": r[1] or "", "output": r[2] or "", "error": r[3]}
+        for r in db.execute(
+            "SELECT call_id, name, output, error FROM tool_results WHERE response_id = ? ORDER BY id",
+            (rid,),
+        )
+    ]
+    try:
+        return CallRecord.model_validate(data)
+    except ValueError as exc:
+        raise StoreError(f"malformed row {rid} in the log: {exc}") from exc
+
+
+def search_clause(query: str, fts: bool) -> tuple[str, list[Any]]:
+    words = query.split()
+    if fts:
+        # Each word quoted: user text is never parsed as FTS syntax (AND/OR/NEAR, stray quotes).
+        match = " ".join('"' + w.replace('"', '""') + '"' for w in words)
+        return "r.rowid IN (SELECT rowid FROM responses_fts WHERE responses_fts MATCH ?)", [match]
+    clauses: list[str] = []
+    args: list[Any] = []
+    for word in words:
+        pattern = "%" + word.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_") + "%"
+        clauses.append("(r.prompt LIKE ? ESCAPE '\\' OR r.text LIKE ? ESCAPE '\\')")
+        args += [pattern, pattern]
+    return "(" + " AND ".join(clauses) + ")", args

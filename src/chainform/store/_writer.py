@@ -1,0 +1,97 @@
+"""One writer thread per log: commits happen off the event loop, in batches.
+
+A chain hands its records to the writer and goes on; it awaits the futures only before it returns,
+so a chain still returns after its rows are committed. Many chains in one process (model.map, an
+asyncio.gather of chains) share one thread and one connection: whatever is queued when the
+writer wakes is committed in ONE transaction (group commit), so chains never wait on each other's
+fsyncs. A batch that fails is retried record by record: one bad record never takes others with it.
+The thread ends after a second without work and starts again on the next write, so an idle
+process (or a test suite opening many logs) holds no thread.
+"""
+
+from __future__ import annotations
+
+import os
+import queue
+import threading
+from collections.abc import Callable
+from concurrent.futures import Future
+from typing import Any
+
+Job = Callable[[Any], Any]  # runs inside the write transaction, gets the sqlite3 connection
+RunBatch = Callable[[Callable[[Any], list[Any]]], list[Any]]  # runs a function in one transaction
+
+_MAX_BATCH = 256
+_IDLE_S = 1.0
+
+
+class Writer:
+    """A daemon thread that runs write jobs in order, batching whatever is queued together."""
+
+    def __init__(self, run_batch: RunBatch, name: str) -> None:
+        self._run_batch = run_batch
+        self._name = name
+        self._queue: queue.SimpleQueue[tuple[Job, Future[Any]]] = queue.SimpleQueue()
+        self._lock = threading.Lock()
+        self._thread: threading.Thread | None = None
+        self._pid = os.getpid()
+
+    def submit(self, job: Job) -> Future[Any]:
+        """Queue `job`; its future resolves with the job's result once the transaction committed."""
+        future: Future[Any] = Future()
+        with self._lock:
+            if self._pid != os.getpid():  # threads do not survive fork(): start afresh in the child
+                self._queue, self._thread, self._pid = queue.SimpleQueue(), None, os.getpid()
+            self._queue.put((job, future))
+            if self._thread is None:
+                self._thread = threading.Thread(target=self._loop, name=self._name, daemon=True)
+                self._thread.start()
+        return future
+
+    def flush(self) -> None:
+        """Wait until everything queued before this call is committed."""
+        self.submit(lambda db: None).result()
+
+    def _next(self) -> tuple[Job, Future[Any]] | None:
+        try:
+            return self._queue.get(timeout=_IDLE_S)
+        except queue.Empty:
+            with self._lock:
+                if self._queue.empty():
+                    self._thread = None
+                    return None
+            return self._queue.get()
+
+    def _loop(self) -> None:
+        while (item := self._next()) is not None:
+            batch = [item]
+            while len(batch) < _MAX_BATCH:
+                try:
+                    batch.append(self._queue.get_nowait())
+                except queue.Empty:
+                    break
+            self._commit(batch)
+
+    def _commit(self, batch: list[tuple[Job, Future[Any]]]) -> None:
+        live = [(job, fut) for job, fut in batch if fut.set_running_or_notify_cancel()]
+        if not live:
+            return
+        try:
+            results = self._run_batch(lambda db: [job(db) for job, _ in live])
+        except BaseException:
+            if len(live) == 1:
+                self._one(*live[0])
+                return
+            for job, future in live:
+                self._one(job, future)
+            return
+        for (_, future), result in zip(live, results, strict=True):
+            future.set_result(result)
+
+    def _one(self, job: Job, future: Future[Any]) -> None:
+        try:
+            result = self._run_batch(lambda db: [job(db)])[0]
+        except BaseException as exc:
+            future.set_exception(exc)
+        else:
+            future.set_result(result)

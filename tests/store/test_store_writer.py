@@ -1,0 +1,132 @@
+"""The log's writer thread, the one record shape, and the maintenance commands of the store."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import sqlite3
+import threading
+import time
+from pathlib import Path
+
+import pytest
+from store_helpers import make_record
+
+import chainform as cf
+from chainform.store import CallRecord, Store, StoreError, logging_enabled, set_logging
+from chainform.store import _rows as rows
+from chainform.testing import ScriptedClient, tool_call
+from chainform.types import DataContent, Message, TextContent
+
+
+def get_weather(city: str) -> dict:
+    "Weather for a city."
+    return {"city": city, "temp_c": 21.5}
+
+
+def test_writes_run_on_the_writer_thread_not_the_event_loop(monkeypatch: pytest.MonkeyPatch) -> None:
+    threads: list[str] = []
+    original = rows.insert_call
+
+    def spy(db: sqlite3.Connection, record: CallRecord) -> str:
+        threads.append(threading.current_thread().name)
+        return original(db, record)
+
+    monkeypatch.setattr("chainform.store._store.insert_call", spy)
+
+    async def main() -> tuple[str, list[int]]:
+        model = cf.AsyncModel(ScriptedClient([tool_call("get_weather", city="Paris"), "21.5 in Paris"]))
+        chain = model.chain("Weather?", tools=[get_weather])
+        text = await chain.text()
+        # the chain returned: its rows are committed and readable at once
+        return text, [r.seq for r in Store().recent(10)]
+
+    text, seqs = asyncio.run(main())
+    assert text == "21.5 in Paris" and sorted(seqs) == [0, 1]
+    assert threads and all(name.startswith("chainform-log-writer") for name in threads)
+    assert threading.current_thread().name not in threads
+
+
+def test_many_concurrent_chains_lose_nothing() -> None:
+    async def main() -> list[str]:
+        model = cf.AsyncModel(ScriptedClient([f"answer {i}" for i in range(40)]))
+        chains = [model.chain(f"q{i}") for i in range(40)]
+        return list(await asyncio.gather(*(c.text() for c in chains)))
+
+    answers = asyncio.run(main())
+    logged = Store().recent(None)
+    assert len(logged) == 40
+    assert sorted(r.text for r in logged) == sorted(answers)
+    assert len({r.conversation_id for r in logged}) == 40
+
+
+def test_a_bad_record_in_a_batch_does_not_take_the_others(store: Store) -> None:
+    good = [make_record(seq=i) for i in range(5)]
+    bad = make_record(seq=99)
+    bad.id = good[0].id  # duplicate primary key: fails on its own
+    store.flush()
+    futures = [store.submit(r) for r in [*good, bad]]
+    results = []
+    for future in futures:
+        try:
+            results.append(future.result())
+        except StoreError:
+            results.append("failed")
+    assert results == [r.id for r in good] + ["failed"]
+    assert sorted(r.seq for r in store.recent(None)) == [0, 1, 2, 3, 4]
+
+
+def test_written_read_and_printed_record_is_one_shape(store: Store) -> None:
+    record = make_record(
+        messages=[Message.user([TextContent("look"), DataContent(b"\x00\xff", "image/png")])],
+        schema={"type": "object"},
+        parsed={"a": 1},
+    )
+    store.log_call(record)
+    [got] = store.recent(1)
+    printed = got.to_dict()
+    assert set(printed) == set(record.to_dict())
+    assert CallRecord.model_validate(json.loads(json.dumps(printed))).to_dict() == printed
+    image = got.messages[0].contents[1]
+    assert isinstance(image, DataContent) and image.data == b"\x00\xff"
+    assert printed["messages"][0]["contents"][1]["data"] == "AP8="
+    assert printed["schema"] == {"type": "object"} and printed["schema_id"] == got.schema_id
+
+
+def test_backup_copies_every_row(store: Store, tmp_path: Path) -> None:
+    for i in range(3):
+        store.log_call(make_record(seq=i))
+    target = store.backup(tmp_path / "copy" / "backup.db")
+    copy = Store(target)
+    assert [r.id for r in copy.recent(None)] == [r.id for r in store.recent(None)]
+    copy.close()
+    with pytest.raises(StoreError, match="exists"):
+        store.backup(target)
+
+
+def test_remove_by_id_conversation_and_date(store: Store) -> None:
+    now = time.time()
+    a = make_record(conversation_id="a", created_at=now - 100, schema={"type": "string"})
+    b = make_record(conversation_id="b", created_at=now)
+    c = make_record(conversation_id="b", created_at=now + 1)
+    for record in (a, b, c):
+        store.log_call(record)
+    assert store.remove(before=now - 50) == 1
+    assert store.list_schemas() == []  # its schema had no other use
+    assert store.remove([c.id[:20]]) == 0  # ids are exact: a prefix never deletes
+    assert store.remove([c.id.upper()]) == 1
+    assert [r.id for r in store.recent(None)] == [b.id]
+    assert store.remove(conversation_id="b") == 1
+    assert store.counts() == {"responses": 0, "conversations": 0, "schemas": 0}
+    with pytest.raises(StoreError, match="say which"):
+        store.remove()
+
+
+def test_logs_off_stops_chains_logging() -> None:
+    set_logging(False)
+    assert not logging_enabled()
+    cf.Model(ScriptedClient(["hi"])).chain("x").text()
+    assert Store().recent(5) == []
+    set_logging(True)
+    cf.Model(ScriptedClient(["hi"])).chain("x").text()
+    assert len(Store().recent(5)) == 1
