@@ -1,4 +1,5 @@
-"""`chainform --help` starts fast: no provider SDK, torch or transformers is imported."""
+"""A fast start: `chainform --help`, `--version` and argument errors import click, click-default-group
+and the CLI skeleton only; `import chainform` defers everything else (PEP 562)."""
 
 from __future__ import annotations
 
@@ -6,31 +7,60 @@ import json
 import subprocess
 import sys
 
-HEAVY = ("openai", "anthropic", "google.genai", "boto3", "torch", "transformers", "llguidance", "rich")
-
 PROBE = """
 import json, sys
+before = set(sys.modules)
 from chainform.cli import cli
-for args in (["--help"], ["prompt", "--help"], ["logs", "--help"], ["--version"]):
+for args in ARGS:
     try:
         cli(args, prog_name="chainform", standalone_mode=False)
     except SystemExit:
         pass
-print(json.dumps(sorted(m for m in sys.modules if m.split('.')[0] in {h.split('.')[0] for h in HEAVY}
-                        and any(m == h or m.startswith(h + '.') for h in HEAVY))))
+    except Exception as exc:  # click's usage errors in non-standalone mode
+        print(type(exc).__name__)
+new = set(sys.modules) - before
+print(json.dumps(sorted(m for m in new if m.split(".")[0] not in sys.stdlib_module_names)))
 """
 
+ARGS = [
+    ["--help"],
+    ["prompt", "--help"],
+    ["logs", "--help"],
+    ["map", "--help"],
+    ["--version"],
+    ["logs", "-n", "x"],
+]
+SKELETON = {"chainform", "chainform.cli"}
 
-def test_cli_help_imports_nothing_heavy(tmp_path) -> None:
-    code = f"HEAVY = {HEAVY!r}\n" + PROBE
+
+def _imported(tmp_path, probe: str) -> list[str]:
     done = subprocess.run(
-        [sys.executable, "-c", code],
+        [sys.executable, "-c", probe],
         capture_output=True,
         text=True,
         timeout=60,
         env={"CHAINFORM_HOME": str(tmp_path), "PATH": ""},
     )
     assert done.returncode == 0, done.stderr
-    loaded = json.loads(done.stdout.strip().splitlines()[-1])
-    assert loaded == []
-    assert "Usage: chainform" in done.stdout
+    return list(json.loads(done.stdout.strip().splitlines()[-1]))
+
+
+def test_cli_help_version_and_usage_errors_import_only_click_and_the_skeleton(tmp_path) -> None:
+    loaded = _imported(tmp_path, f"ARGS = {ARGS!r}\n" + PROBE)
+    third_party = {m.split(".")[0] for m in loaded if not m.startswith("chainform")}
+    assert third_party <= {"click", "click_default_group"}, third_party
+    ours = {m for m in loaded if m.startswith("chainform")}
+    assert ours - SKELETON <= {m for m in ours if m.startswith("chainform.cli._")}, ours
+
+
+def test_import_chainform_defers_heavy_modules(tmp_path) -> None:
+    probe = (
+        "import json, sys\nbefore = set(sys.modules)\nimport chainform\nchainform.__version__\n"
+        "print(json.dumps(sorted(m for m in set(sys.modules) - before"
+        " if m.split('.')[0] not in sys.stdlib_module_names)))"
+    )
+    assert _imported(tmp_path, probe) == ["chainform"]
+    probe = "import json, sys\nimport chainform as cf\ncf.Model\nprint(json.dumps(sorted(sys.modules)))"
+    loaded = _imported(tmp_path, probe)
+    assert "chainform.models" in loaded
+    assert not {"openai", "anthropic", "torch", "transformers", "rich"} & {m.split(".")[0] for m in loaded}

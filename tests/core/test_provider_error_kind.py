@@ -50,3 +50,10 @@ def test_adapter_kind_wins_and_stream_break_is_connection() -> None:
 )
 def test_classify_reads_wording_only_for_refusals(status: int, message: str, kind: str) -> None:
     assert classify(status, message) == kind
+
+
+def test_one_retry_policy_for_every_adapter() -> None:
+    from chainform.clients._errors import is_retryable
+
+    assert [s for s in (400, 401, 403, 404, 422, 501, 505) if is_retryable(s)] == []
+    assert all(is_retryable(s) for s in (None, 408, 409, 429, 500, 502, 503, 504, 529))

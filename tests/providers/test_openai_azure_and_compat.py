@@ -5,6 +5,7 @@ from __future__ import annotations
 import openai_fixtures
 import pytest
 
+import chainform as cf
 from chainform.clients.openai_chat import OpenAIChatClient
 from chainform.clients.openai_responses import OpenAIResponsesClient
 from chainform.clients.registry import get_client
@@ -85,3 +86,64 @@ def test_openai_compatible_hosted_servers_need_keys() -> None:
         get_client("nim/meta/llama-3.1-8b-instruct")
     with pytest.raises(MissingKeyError, match="HF_TOKEN"):
         get_client("hf/meta-llama/Llama-3.1-8B-Instruct")
+
+
+async def test_azure_ai_foundry_key_and_v1_endpoint(
+    emulator: Emulator, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    emulator.add("from foundry", "from env key")
+    client = get_client("azure-ai/Llama-3.3-70B-Instruct", base_url=emulator.base_url, key="foundry-key-1")
+    assert isinstance(client, OpenAIChatClient)
+    response = await client.get_response([Message.user("hi")], ChatOptions(max_output_tokens=20))
+    assert response.text == "from foundry"
+    request = emulator.requests[0]
+    assert request.path == "/openai/v1/chat/completions" and request.query == {}
+    assert request.headers["authorization"] == "Bearer foundry-key-1"
+    assert request.body["model"] == "Llama-3.3-70B-Instruct" and request.body["max_tokens"] == 20
+    monkeypatch.setenv("AZURE_AI_API_KEY", "foundry-env-key")
+    monkeypatch.setenv("AZURE_AI_ENDPOINT", emulator.base_url + "/openai/v1/")
+    await get_client("azure-ai/Phi-4").get_response([Message.user("hi")])
+    assert emulator.requests[1].headers["authorization"] == "Bearer foundry-env-key"
+    assert emulator.requests[1].path == "/openai/v1/chat/completions"
+
+
+async def test_azure_ai_foundry_entra_token_asked_per_request(emulator: Emulator) -> None:
+    emulator.add("one", "two")
+    tokens = iter(["entra-1", "entra-2"])
+    client = get_client(
+        "azure-ai/Mistral-Large-2411",
+        base_url=emulator.base_url,
+        azure_ad_token_provider=lambda: next(tokens),
+    )
+    for _ in range(2):
+        await client.get_response([Message.user("hi")])
+    assert [r.headers["authorization"] for r in emulator.requests] == ["Bearer entra-1", "Bearer entra-2"]
+
+
+def test_azure_ai_foundry_needs_endpoint_and_credentials_and_profiles_by_family() -> None:
+    with pytest.raises(ValueError, match="AZURE_AI_ENDPOINT"):
+        get_client("azure-ai/Phi-4", key="k")
+    with pytest.raises(MissingKeyError, match="AZURE_AI_API_KEY"):
+        get_client("azure-ai/Phi-4", base_url="https://example.invalid")
+    with pytest.raises(ValueError, match="api_version"):
+        get_client("azure-ai/Phi-4", key="k", base_url="https://example.invalid", api_version="2024-10-21")
+
+    def profile(name: str) -> cf.ModelProfile:
+        return get_client(f"azure-ai/{name}", key="k", base_url="https://example.invalid").profile
+
+    assert profile("Mistral-Large-2411").supports_json_schema
+    llama = profile("Meta-Llama-3.1-8B-Instruct")
+    assert llama.supports_tools and not llama.supports_json_schema and llama.provider == "azure-ai"
+    assert not profile("DeepSeek-R1").supports_tools and profile("DeepSeek-R1").supports_reasoning
+    assert not profile("Phi-4").supports_tools and profile("Phi-4-mini-instruct").supports_tools
+    assert profile("some-new-model").supports_tools  # unknown family: conservative defaults
+    assert "azure-ai/DeepSeek-R1" in {m.name for m in cf.list_models()}
+
+
+async def test_azure_ai_foundry_chain_picks_a_strategy_from_the_family(emulator: Emulator) -> None:
+    emulator.add('{"city": "Paris"}')
+    model = cf.get_async_model("azure-ai/Phi-4", base_url=emulator.base_url, key="k")
+    chain = model.prompt("Capital of France?", schema="city")
+    assert await chain.get_value() == {"city": "Paris"}
+    assert chain.strategy.name == "prompted"  # Phi-4: no native schema, no tools
+    assert "response_format" not in emulator.requests[0].body

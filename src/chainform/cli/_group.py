@@ -12,6 +12,7 @@ import sys
 from typing import Any
 
 import click
+import click_default_group
 
 EXIT_OTHER = 1
 EXIT_USAGE = 2
@@ -61,20 +62,22 @@ def debug_enabled(ctx: click.Context | None = None) -> bool:
     return os.environ.get("CHAINFORM_DEBUG", "") not in ("", "0")
 
 
-class DefaultGroup(click.Group):
-    """A group that runs `prompt` when the first argument is not a subcommand."""
+class DefaultGroup(click_default_group.DefaultGroup):  # type: ignore[misc]  # untyped library
+    """click-default-group's group (anything that is no subcommand goes to `prompt`), plus
+    `--debug` anywhere on the line and `prompt` reading stdin when no argument is given."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        kwargs.setdefault("default", DEFAULT_COMMAND)
+        super().__init__(*args, **kwargs)
 
     def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
         args = list(args)
         if "--debug" in args[: args.index("--") if "--" in args else len(args)]:
             args.remove("--debug")
             ctx.meta[_DEBUG_KEY] = True
-        if not args:
-            if not sys.stdin.isatty():
-                args = [DEFAULT_COMMAND]
-        elif args[0] not in self.commands and args[0] not in ("--help", "-h", "--version"):
-            args = [DEFAULT_COMMAND, *args]
-        return super().parse_args(ctx, args)
+        self.default_if_no_args = not sys.stdin.isatty()  # `echo question | chainform`
+        rest: list[str] = super().parse_args(ctx, args)
+        return rest
 
     def format_usage(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
         formatter.write_usage(ctx.command_path, "[PROMPT] [OPTIONS] | COMMAND [ARGS]...")

@@ -22,6 +22,18 @@ _FORMAT_WORDS = (
 _TOOL_WORDS = ("tool", "function")
 
 
+# The one retry policy of every adapter (docs/providers.md): timeouts, conflicts, rate limits and
+# server errors are retried; 501 (not implemented) and 505 (HTTP version) never get better.
+_NEVER_RETRIED_5XX = frozenset({501, 505})
+
+
+def is_retryable(status: int | None) -> bool:
+    """Whether a failure with this HTTP status may succeed when sent again (None: no response)."""
+    if status is None:
+        return True
+    return status in (408, 409, 429) or (status >= 500 and status not in _NEVER_RETRIED_5XX)
+
+
 def rejects_tools_with_schema(status: int | None, message: str) -> bool:
     """A provider's 400-type refusal of tools together with a response schema."""
     if status not in (400, 422):

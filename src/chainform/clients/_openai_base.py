@@ -11,7 +11,7 @@ from collections.abc import AsyncIterator, Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from chainform.clients._errors import classify, retry_after
+from chainform.clients._errors import classify, is_retryable, retry_after
 from chainform.clients._openai_profiles import COMPAT_SERVERS
 from chainform.clients.base import BaseChatClient, Middleware
 from chainform.errors import (
@@ -33,7 +33,6 @@ from chainform.types import (
     UsageDetails,
 )
 
-_RETRYABLE = {408, 409, 429}
 _OPTION_NAMES = {
     "frequency_penalty": "frequency_penalty",
     "presence_penalty": "presence_penalty",
@@ -65,6 +64,7 @@ class ClientSettings:
     timeout: float | None = None
     default_headers: dict[str, str] = field(default_factory=dict)
     azure: AzureSettings | None = None
+    token_provider: Callable[[], Any] | None = None  # Entra ID bearer tokens instead of a key
 
 
 AZURE_API_VERSION = "2024-10-21"
@@ -108,6 +108,8 @@ def make_settings(
         if azure_ad_token_provider is None:
             key = require_key("azure", explicit=key, env_var="AZURE_OPENAI_API_KEY")
         return ClientSettings("azure", base_url=endpoint, key=key, azure=azure, **common)
+    if provider == "azure-ai":
+        return _foundry_settings(key, base_url, azure_ad_token_provider, api_version, common)
     if api_version is not None or azure_ad_token_provider is not None:
         raise ValueError("api_version and azure_ad_token_provider apply to 'azure/<deployment>' models only")
     server = COMPAT_SERVERS.get(provider)
@@ -126,6 +128,31 @@ def make_settings(
     else:  # a custom endpoint (proxy, gateway, local server) may need no key
         key = get_key("openai", explicit=key, env_var="OPENAI_API_KEY") or _PLACEHOLDER_KEY
     return ClientSettings("openai", base_url=base_url, key=key, **common)
+
+
+def _foundry_settings(
+    key: str | None,
+    base_url: str | None,
+    token_provider: Callable[[], Any] | None,
+    api_version: str | None,
+    common: dict[str, Any],
+) -> ClientSettings:
+    """Azure AI Foundry's OpenAI-compatible v1 endpoint (`<resource>/openai/v1`, no api-version)."""
+    if api_version is not None:
+        raise ValueError("Azure AI Foundry's v1 endpoint takes no api_version")
+    endpoint = base_url or os.environ.get("AZURE_AI_ENDPOINT")
+    remember_url(endpoint)
+    if not endpoint:
+        raise ValueError(
+            "Azure AI Foundry needs an endpoint: pass base_url='https://<resource>.services.ai.azure.com' "
+            "or set AZURE_AI_ENDPOINT"
+        )
+    url = endpoint.rstrip("/")
+    if not url.endswith("/openai/v1"):
+        url += "/openai/v1"
+    if token_provider is None:
+        key = require_key("azure-ai", explicit=key, env_var="AZURE_AI_API_KEY")
+    return ClientSettings("azure-ai", base_url=url, key=key, token_provider=token_provider, **common)
 
 
 def import_openai() -> Any:
@@ -181,6 +208,13 @@ class OpenAIBaseClient(BaseChatClient):
             return openai.AsyncAzureOpenAI(
                 azure_endpoint=s.azure.endpoint, api_version=s.azure.api_version, **auth, **common
             )
+        if s.token_provider is not None:
+            provider = s.token_provider
+
+            async def bearer() -> str:  # asked per request: Entra tokens expire
+                return str(provider())
+
+            return openai.AsyncOpenAI(api_key=bearer, base_url=s.base_url, **common)
         return openai.AsyncOpenAI(api_key=s.key, base_url=s.base_url, **common)
 
     # options ------------------------------------------------------------------------------
@@ -244,7 +278,7 @@ class OpenAIBaseClient(BaseChatClient):
                 status=status,
                 provider=provider,
                 request_id=request_id,
-                retryable=status in _RETRYABLE or status >= 500,
+                retryable=is_retryable(status),
                 kind=classify(status, text),
                 retry_after=retry_after(headers),
             )

@@ -11,7 +11,7 @@ import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from chainform.clients._errors import classify
+from chainform.clients._errors import classify, is_retryable
 from chainform.errors import ProviderError, StreamInterruptedError, UnsupportedOptionError
 from chainform.types import (
     ChatOptions,
@@ -29,8 +29,6 @@ from chainform.types import (
 _VERSION_SUFFIX = re.compile(r"(-\d{8})?(-v\d+(:\d+)?)?(-latest|-0)?$")
 # Cross-region inference profiles on Bedrock ("us.anthropic.claude-...") name the same model.
 _REGION_PREFIX = re.compile(r"^(us|eu|apac|global|jp|au|ca|us-gov)\.")
-
-RETRYABLE_STATUS = frozenset({408, 409, 429, 500, 502, 503, 504, 529})
 
 
 def family_stem(model: str) -> str:
@@ -139,7 +137,7 @@ class StreamGuard:
         from chainform.keys import redact
 
         message = redact(message, self.secret)  # a provider may echo the key back
-        retry = retryable if retryable is not None else (status is None or status in RETRYABLE_STATUS)
+        retry = retryable if retryable is not None else is_retryable(status)
         kind = classify(status, message)
         if self.updates:
             return StreamInterruptedError(

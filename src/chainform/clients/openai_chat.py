@@ -309,17 +309,24 @@ def create_client(
     middleware: Sequence[Middleware] = (),
     **settings: Any,
 ) -> OpenAIChatClient:
-    """The registry's entry point for "openai/…", "azure/<deployment>" and compatible servers.
+    """The registry's entry point for "openai/…", "azure/<deployment>", "azure-ai/<deployment>"
+    and compatible servers.
 
     `settings`: max_retries, timeout, default_headers, and for Azure api_version and
-    azure_ad_token_provider (an Entra ID token callable, used instead of a key).
+    azure_ad_token_provider (an Entra ID token callable, used instead of a key; "azure-ai" too).
     """
     resolved = make_settings(provider, key=key, base_url=base_url, **settings)
     server = COMPAT_SERVERS.get(provider)
+    if profile is None and provider == "azure-ai":
+        from chainform.clients.profiles.azure_ai import azure_ai_profile
+
+        profile = azure_ai_profile(model)
+    elif profile is None and server is not None:
+        profile = server.profile_for(model)
     return OpenAIChatClient(
         model,
         settings=resolved,
-        profile=profile or (server.profile_for(model) if server else None),
-        max_tokens_param="max_tokens" if server else "max_completion_tokens",
+        profile=profile,
+        max_tokens_param="max_tokens" if server or provider == "azure-ai" else "max_completion_tokens",
         middleware=middleware,
     )

@@ -70,6 +70,12 @@ _PROVIDERS: dict[str, ProviderEntry] = {
     "azure-responses": ProviderEntry(
         _RESPONSES, {"provider": "azure"}, description="Azure OpenAI deployment (Responses API)"
     ),
+    "azure-ai": ProviderEntry(
+        _CHAT,
+        {"provider": "azure-ai"},
+        "chainform.clients.profiles.azure_ai:KNOWN_MODELS",
+        description="Azure AI Foundry deployment (Llama, Mistral, DeepSeek, Phi, ...; OpenAI-compatible v1)",
+    ),
     "anthropic": ProviderEntry(
         "chainform.clients.anthropic:create_client", known_models="chainform.clients.anthropic:KNOWN_MODELS"
     ),

@@ -1,0 +1,62 @@
+"""Azure AI Foundry model deployments (`azure-ai/<deployment>`), by model family.
+
+Foundry serves many vendors' models through one OpenAI-compatible v1 endpoint; what a model can do
+depends on its family, not on the endpoint. Names are matched case-insensitively by prefix
+("Meta-Llama-3.1-8B-Instruct" and "Llama-3.3-70B-Instruct" are both llama).
+"""
+
+from __future__ import annotations
+
+from chainform.types import ModelProfile
+
+_NO_TOP_K = frozenset({"top_k"})
+
+_BASE = ModelProfile(
+    provider="azure-ai",
+    supports_tools=True,
+    supports_parallel_tool_calls=False,
+    supports_json_schema=False,
+    supports_tools_with_schema=False,
+    supports_tool_choice_required=False,
+    supports_strict_schema=False,
+    supports_seed=True,
+    schema_dialect="jsonschema",
+    unsupported_options=_NO_TOP_K,
+)
+
+# Longest prefix wins. Llama answers tool calls but only json_object (no schema) as a format;
+# Mistral takes json_schema and tool_choice "any"; DeepSeek-R1 reasons and has neither tools nor
+# schemas (prompted); DeepSeek-V3 calls tools; Phi-4 models are best prompted.
+FAMILIES: dict[str, ModelProfile] = {
+    "llama": _BASE,
+    "mistral": _BASE.replace(
+        supports_parallel_tool_calls=True, supports_json_schema=True, supports_tool_choice_required=True
+    ),
+    "ministral": _BASE.replace(supports_json_schema=True, supports_tool_choice_required=True),
+    "codestral": _BASE.replace(supports_json_schema=True),
+    "deepseek-v3": _BASE,
+    "deepseek-r1": _BASE.replace(supports_tools=False, supports_reasoning=True, supports_seed=False),
+    "phi-4": _BASE.replace(supports_tools=False),
+    "phi-4-mini": _BASE,  # Phi-4-mini-instruct has function calling
+    "gpt-": _BASE.replace(
+        supports_parallel_tool_calls=True,
+        supports_json_schema=True,
+        supports_tools_with_schema=True,
+        supports_tool_choice_required=True,
+        supports_strict_schema=True,
+        schema_dialect="openai-strict",
+    ),
+}
+
+EXAMPLES = ("Llama-3.3-70B-Instruct", "Mistral-Large-2411", "DeepSeek-R1", "DeepSeek-V3-0324", "Phi-4")
+
+
+def azure_ai_profile(model: str) -> ModelProfile:
+    """The profile of a Foundry deployment by its model family (conservative when unknown)."""
+    name = model.lower().removeprefix("meta-")
+    matches = [prefix for prefix in FAMILIES if name.startswith(prefix)]
+    profile = FAMILIES[max(matches, key=len)] if matches else _BASE
+    return profile.replace(name=model)
+
+
+KNOWN_MODELS = {name: azure_ai_profile(name) for name in EXAMPLES}
