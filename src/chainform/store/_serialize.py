@@ -61,8 +61,14 @@ def to_jsonable(value: Any) -> Any:
 
 
 def dumps(value: Any) -> str:
-    """Compact JSON of `value` (never raises on odd objects)."""
-    return _ANY.dump_json(value, fallback=str).decode()
+    """Compact JSON of `value` (never raises on odd objects).
+
+    Model text may hold lone surrogates, which UTF-8 (and so pydantic's JSON writer) cannot encode:
+    such values go through the json module, and `storable_row` escapes them for SQLite."""
+    try:
+        return _ANY.dump_json(value, fallback=str).decode()
+    except ValueError:
+        return json.dumps(to_jsonable(value), ensure_ascii=False, separators=(",", ":"))
 
 
 def message_to_dict(message: Message) -> dict[str, Any]:
@@ -106,7 +112,10 @@ _MESSAGES: TypeAdapter[list[Message]] = TypeAdapter(list[StoredMessage])  # type
 
 
 def messages_to_json(messages: list[Message]) -> str:
-    return _MESSAGES.dump_json(messages).decode()
+    try:
+        return _MESSAGES.dump_json(messages).decode()
+    except ValueError:  # lone surrogates (see `dumps`)
+        return dumps(_MESSAGES.dump_python(messages, mode="json"))
 
 
 def messages_from_json(text: str | None) -> list[Message]:
