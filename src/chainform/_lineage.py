@@ -32,6 +32,7 @@ class Lineage:
     depth: int = 0
     agent: str | None = None
     parent_chain_id: str | None = None
+    parent_conversation_id: str | None = None
     parent_call_id: str | None = None
     children: list[AgentRun] = field(default_factory=list)
 

@@ -243,6 +243,7 @@ async def _traced(run: ChainRun) -> ChainResult:
         depth=agent[1] if agent else 0,
         agent=agent[0] if agent else None,
         parent_chain_id=parent.chain_id if parent else None,
+        parent_conversation_id=parent.conversation_id if parent else None,
         parent_call_id=call.call_id if call is not None else None,
     )
     token = _lineage.current_chain.set(lineage)

@@ -31,7 +31,7 @@ def _old_database(path: Path, version: int) -> None:
     db.close()
 
 
-@pytest.mark.parametrize("version", [1, 2])
+@pytest.mark.parametrize("version", [1, 2, 3])
 def test_store_migrates_older_schema(tmp_path: Path, version: int) -> None:
     path = tmp_path / "old.db"
     _old_database(path, version)
@@ -44,6 +44,8 @@ def test_store_migrates_older_schema(tmp_path: Path, version: int) -> None:
             None,
         )
         assert old.messages[0].text == "pelican facts"
+        # rows written before subagent links have none
+        assert (old.parent_conversation_id, old.parent_tool_call_id, old.agent_name) == (None, None, None)
         # the full-text index added by a later migration covers rows written before it
         assert [r.id for r in store.recent(None, query="pouches")] == ["r1"]
         store.save_schema({"type": "object"})

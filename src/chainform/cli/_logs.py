@@ -90,6 +90,9 @@ def render(row: LoggedResponse, *, usage: bool, format_context: bool) -> str:
 @click.option("--schema", "schema", help="Only calls with this schema (id or prefix, or a schema to match).")
 @click.option("--format-context", "format_context", is_flag=True, help="Show what each formatting call saw.")
 @click.option("-u", "--usage", is_flag=True, help="Show token usage of each call.")
+@click.option(
+    "--tree", is_flag=True, help="Conversations with the subagent conversations they started, nested."
+)
 @click.pass_context
 def logs_command(
     ctx: click.Context,
@@ -102,6 +105,7 @@ def logs_command(
     schema: str | None,
     format_context: bool,
     usage: bool,
+    tree: bool,
 ) -> None:
     """Show logged calls, most recent last (every call of a chain: retries and formatting too)."""
     if ctx.invoked_subcommand is not None:
@@ -115,6 +119,13 @@ def logs_command(
         conversation = conversation or store.last_conversation_id()
         if conversation is None:
             return
+    if tree:
+        from chainform.cli._logtree import render_tree
+
+        rows = store.recent(None)
+        rows.reverse()
+        click.echo(render_tree(rows, count=count or None, conversation=conversation))
+        return
     wanted_schema = None
     if schema is not None:
         from chainform.cli._schemas import resolve_cli_schema

@@ -14,6 +14,7 @@ import warnings
 from concurrent.futures import Future
 from typing import TYPE_CHECKING, Any
 
+from chainform._lineage import current_chain
 from chainform.store._records import CallRecord, ToolCallRecord, ToolResultRecord
 from chainform.store._serialize import redact, to_jsonable
 
@@ -47,6 +48,9 @@ class ChainLogger:
     def record(self, call: ModelCall, run: Any) -> CallRecord:
         """The one record of `call` (what the log stores and `chainform logs --json` prints)."""
         response = call.response
+        # the engine logs from inside the chain's context: its Lineage says whether it is a subagent
+        lineage = current_chain.get()
+        link = lineage if lineage is not None and lineage.chain_id == run.chain_id and lineage.agent else None
         return CallRecord(
             conversation_id=run.conversation_id,
             chain_id=run.chain_id,
@@ -74,6 +78,10 @@ class ChainLogger:
             ],
             format_context=call.format_context,
             format_context_policy=self.policy if call.format_context else None,
+            parent_conversation_id=link.parent_conversation_id if link else None,
+            parent_chain_id=link.parent_chain_id if link else None,
+            parent_tool_call_id=link.parent_call_id if link else None,
+            agent_name=link.agent if link else None,
         )
 
     def __call__(self, call: ModelCall, run: Any) -> None:

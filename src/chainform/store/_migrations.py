@@ -140,10 +140,25 @@ def _m003_full_text_search(db: sqlite3.Connection) -> None:
     ensure_fts(db)
 
 
+def _m004_subagent_links(db: sqlite3.Connection) -> None:
+    """Rows of a subagent's chain name the chain and tool call that started it (NULL otherwise)."""
+    _script(
+        db,
+        """
+        ALTER TABLE responses ADD COLUMN parent_conversation_id TEXT;
+        ALTER TABLE responses ADD COLUMN parent_chain_id TEXT;
+        ALTER TABLE responses ADD COLUMN parent_tool_call_id TEXT;
+        ALTER TABLE responses ADD COLUMN agent_name TEXT;
+        CREATE INDEX responses_parent ON responses(parent_conversation_id);
+        """,
+    )
+
+
 MIGRATIONS: list[Migration] = [
     _m001_core,
     _m002_schemas_and_format_contexts,
     _m003_full_text_search,
+    _m004_subagent_links,
 ]
 
 

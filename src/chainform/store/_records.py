@@ -81,6 +81,11 @@ class CallRecord(BaseModel):
     tool_results: list[ToolResultRecord] = Field(default_factory=list)
     format_context_policy: str | None = None
     format_context: str | None = None
+    # set when the chain ran as a subagent: the chain, and its tool call, that started it
+    parent_conversation_id: str | None = None
+    parent_chain_id: str | None = None
+    parent_tool_call_id: str | None = None
+    agent_name: str | None = None
 
     @property
     def schema(self) -> dict[str, Any] | None:  # type: ignore[override]

@@ -27,6 +27,7 @@ RESPONSE_COLUMNS = (
     "id", "conversation_id", "chain_id", "seq", "purpose", "strategy", "model", "prompt", "system",
     "messages", "options", "schema_id", "text", "parsed", "input_tokens", "output_tokens",
     "total_tokens", "additional_counts", "duration_ms", "created_at", "error",
+    "parent_conversation_id", "parent_chain_id", "parent_tool_call_id", "agent_name",
 )  # fmt: skip
 
 
@@ -39,6 +40,8 @@ SELECTED = {
     "total_tokens": "r.total_tokens", "additional_counts": "r.additional_counts",
     "duration_ms": "r.duration_ms", "created_at": "r.created_at", "error": "r.error",
     "format_context_policy": "f.policy", "format_context": "f.context",
+    "parent_conversation_id": "r.parent_conversation_id", "parent_chain_id": "r.parent_chain_id",
+    "parent_tool_call_id": "r.parent_tool_call_id", "agent_name": "r.agent_name",
 }  # fmt: skip
 SELECT_NAMES = tuple(SELECTED)
 SELECT = ", ".join(SELECTED.values())
@@ -102,6 +105,10 @@ def insert_call(db: sqlite3.Connection, record: CallRecord) -> str:
                     record.duration_ms,
                     record.created_at,
                     record.error,
+                    record.parent_conversation_id,
+                    record.parent_chain_id,
+                    record.parent_tool_call_id,
+                    record.agent_name,
                 )
             )
         ),
