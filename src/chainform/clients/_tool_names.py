@@ -74,19 +74,13 @@ def _names_in(messages: list[Message], options: ChatOptions) -> list[str]:
 
 
 def _rename_contents(message: Message, rename: dict[str, str]) -> Message:
-    contents = [
-        dataclasses.replace(c, name=rename.get(c.name, c.name))
-        if isinstance(c, (FunctionCallContent, FunctionResultContent)) and c.name
-        else c
-        for c in message.contents
-    ]
-    return Message(
-        message.role,
-        contents,
-        author_name=message.author_name,
-        message_id=message.message_id,
-        raw_representation=message.raw_representation,
-        additional_properties=message.additional_properties,
+    return message.with_contents(
+        [
+            dataclasses.replace(c, name=rename.get(c.name, c.name))
+            if isinstance(c, (FunctionCallContent, FunctionResultContent)) and c.name
+            else c
+            for c in message.contents
+        ]
     )
 
 

@@ -59,14 +59,7 @@ def _escaped(message: Message) -> Message:
             error = encodable_text(c.error) if c.error is not None else None
             c = dataclasses.replace(c, result=encodable_value(c.result), error=error)
         contents.append(c)
-    return Message(
-        message.role,
-        contents,
-        author_name=message.author_name,
-        message_id=message.message_id,
-        raw_representation=message.raw_representation,
-        additional_properties=message.additional_properties,
-    )
+    return message.with_contents(contents)
 
 
 def _as_contents(contents: str | Content | Sequence[Content] | None) -> list[Content]:
@@ -106,6 +99,17 @@ class Message:
         self.message_id = message_id
         self.raw_representation = raw_representation
         self.additional_properties = dict(additional_properties or {})
+
+    def with_contents(self, contents: Sequence[Content]) -> Message:
+        """A copy of this message holding other contents; role, ids and extras are kept."""
+        return Message(
+            self.role,
+            list(contents),
+            author_name=self.author_name,
+            message_id=self.message_id,
+            raw_representation=self.raw_representation,
+            additional_properties=self.additional_properties,
+        )
 
     @property
     def text(self) -> str:
