@@ -95,13 +95,7 @@ def make_settings(
         "default_headers": dict(default_headers or {}),
     }
     if provider == "azure":
-        endpoint = base_url or os.environ.get("AZURE_OPENAI_ENDPOINT")
-        remember_url(endpoint)
-        if not endpoint:
-            raise ValueError(
-                "Azure OpenAI needs an endpoint: pass base_url='https://<resource>.openai.azure.com' "
-                "or set AZURE_OPENAI_ENDPOINT"
-            )
+        endpoint = _endpoint(base_url, "AZURE_OPENAI_ENDPOINT", "Azure OpenAI", "<resource>.openai.azure.com")
         default_version = AZURE_RESPONSES_API_VERSION if responses else AZURE_API_VERSION
         version = api_version or os.environ.get("OPENAI_API_VERSION") or default_version
         azure = AzureSettings(endpoint, version, azure_ad_token_provider)
@@ -140,13 +134,9 @@ def _foundry_settings(
     """Azure AI Foundry's OpenAI-compatible v1 endpoint (`<resource>/openai/v1`, no api-version)."""
     if api_version is not None:
         raise ValueError("Azure AI Foundry's v1 endpoint takes no api_version")
-    endpoint = base_url or os.environ.get("AZURE_AI_ENDPOINT")
-    remember_url(endpoint)
-    if not endpoint:
-        raise ValueError(
-            "Azure AI Foundry needs an endpoint: pass base_url='https://<resource>.services.ai.azure.com' "
-            "or set AZURE_AI_ENDPOINT"
-        )
+    endpoint = _endpoint(
+        base_url, "AZURE_AI_ENDPOINT", "Azure AI Foundry", "<resource>.services.ai.azure.com"
+    )
     url = endpoint.rstrip("/")
     if not url.endswith("/openai/v1"):
         url += "/openai/v1"
@@ -367,3 +357,12 @@ def reject_unsupported_content(kind: str, provider: str) -> UnsupportedOptionErr
     return UnsupportedOptionError(
         f"{provider} cannot take {kind} content in this position", provider=provider
     )
+
+
+def _endpoint(base_url: str | None, env: str, service: str, example: str) -> str:
+    """The endpoint from the argument, else the environment; its password is remembered for redaction."""
+    endpoint = base_url or os.environ.get(env)
+    remember_url(endpoint)
+    if not endpoint:
+        raise ValueError(f"{service} needs an endpoint: pass base_url='https://{example}' or set {env}")
+    return endpoint
