@@ -97,7 +97,7 @@ def test_registry_local_takes_no_key() -> None:
     ],
 )
 def test_registry_openai_family_profiles(model: str, reasoning: bool, seed: bool) -> None:
-    from chainform.clients._openai_profiles import openai_profile
+    from chainform.clients.profiles.openai import openai_profile
 
     profile = openai_profile(model)
     assert (profile.supports_reasoning, profile.supports_seed) == (reasoning, seed)

@@ -1,7 +1,10 @@
-"""Classifying provider failures into `ProviderError.kind`, shared by every adapter.
+"""Provider failures, shared by every adapter: the one retry/status policy, `ProviderError.kind`.
 
 The wording checks live here, next to the adapters that see the errors, so that the engine can
-react to a failure's meaning (`kind`) and never parses a provider's message itself.
+react to a failure's meaning (`kind`) and never parses a provider's message itself. `StreamGuard`
+is the one place an adapter's failure becomes a `ProviderError`: the message redacted, `retryable`
+from `is_retryable`, `kind` from `classify`, and the updates already streamed kept as a partial
+response.
 """
 
 from __future__ import annotations
@@ -9,7 +12,8 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping
 
-from chainform.errors import ProviderErrorKind, kind_from_status
+from chainform.errors import ProviderError, ProviderErrorKind, StreamInterruptedError, kind_from_status
+from chainform.types import ChatResponse, ChatResponseUpdate
 
 _FORMAT_WORDS = (
     "response_format",
@@ -87,3 +91,49 @@ def retry_after(headers: Mapping[str, str] | None) -> float | None:
         if seconds >= 0:
             return seconds
     return None
+
+
+class StreamGuard:
+    """One call's failure reporting: remembers the updates yielded so far, so that a failure after
+    data arrived carries them as a partial response (`StreamInterruptedError`)."""
+
+    def __init__(self, provider: str, secret: str | None = None) -> None:
+        self.provider = provider
+        self.secret = secret  # only to scrub it from messages: a provider may echo the key back
+        self.request_id: str | None = None  # set once known; errors without their own id use it
+        self.updates: list[ChatResponseUpdate] = []
+
+    def seen(self, update: ChatResponseUpdate) -> ChatResponseUpdate:
+        self.updates.append(update)
+        return update
+
+    def error(
+        self,
+        message: str,
+        *,
+        status: int | None = None,
+        request_id: str | None = None,
+        retry_after: float | None = None,
+        kind: ProviderErrorKind | None = None,
+        interrupted: bool | None = None,
+    ) -> ProviderError:
+        """The typed error: `interrupted` (default: once updates arrived) makes it a
+        StreamInterruptedError holding what arrived."""
+        from chainform.keys import redact
+
+        message = redact(message, self.secret)
+        broken = interrupted if interrupted is not None else bool(self.updates)
+        error_type = StreamInterruptedError if broken else ProviderError
+        error = error_type(
+            message,
+            status=status,
+            provider=self.provider,
+            request_id=request_id or self.request_id,
+            retryable=is_retryable(status),
+            kind=kind or classify(status, message),
+        )
+        if isinstance(error, StreamInterruptedError):
+            error.partial_response = ChatResponse.from_updates(self.updates)
+        else:
+            error.retry_after = retry_after
+        return error

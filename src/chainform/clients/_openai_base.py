@@ -7,41 +7,17 @@ connections before a response) are the SDK's own; we translate what is left afte
 from __future__ import annotations
 
 import os
-from collections.abc import AsyncIterator, Callable, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from chainform.clients._errors import classify, is_retryable, retry_after
-from chainform.clients._openai_profiles import COMPAT_SERVERS
-from chainform.clients.base import BaseChatClient, Middleware
-from chainform.errors import (
-    ChainformError,
-    ProviderError,
-    SchemaError,
-    StreamInterruptedError,
-    UnsupportedOptionError,
-)
-from chainform.keys import get_key, redact, remember_url, require_key
-from chainform.types import (
-    ChatOptions,
-    ChatResponse,
-    ChatResponseUpdate,
-    FinishReason,
-    ModelProfile,
-    ResponseFormat,
-    ToolSpec,
-    UsageDetails,
-)
-
-_OPTION_NAMES = {
-    "frequency_penalty": "frequency_penalty",
-    "presence_penalty": "presence_penalty",
-    "seed": "seed",
-    "stop_sequences": "stop_sequences",
-    "temperature": "temperature",
-    "top_k": "top_k",
-    "top_p": "top_p",
-}
+from chainform.clients._common import AdapterClient, import_sdk
+from chainform.clients._errors import StreamGuard, retry_after
+from chainform.clients.base import Middleware
+from chainform.clients.profiles.openai import COMPAT_SERVERS
+from chainform.errors import ProviderError, SchemaError, UnsupportedOptionError
+from chainform.keys import get_key, remember_url, require_key
+from chainform.types import FinishReason, ModelProfile, ResponseFormat, ToolSpec
 
 
 @dataclass(frozen=True)
@@ -145,18 +121,8 @@ def _foundry_settings(
     return ClientSettings("azure-ai", base_url=url, key=key, token_provider=token_provider, **common)
 
 
-def import_openai() -> Any:
-    try:
-        import openai
-    except ImportError as exc:  # pragma: no cover - depends on the environment
-        raise ImportError(
-            "The OpenAI adapters need the openai package: pip install 'chainform[openai]'"
-        ) from exc
-    return openai
-
-
-class OpenAIBaseClient(BaseChatClient):
-    """Common base: builds the SDK client lazily, checks options, maps errors, guards the stream."""
+class OpenAIBaseClient(AdapterClient):
+    """Common base: builds the SDK client lazily, converts schemas strictly, classifies SDK errors."""
 
     def __init__(
         self,
@@ -167,24 +133,20 @@ class OpenAIBaseClient(BaseChatClient):
         sdk_client: Any = None,
         middleware: Sequence[Middleware] = (),
     ) -> None:
-        super().__init__(profile=profile, middleware=middleware)
-        self.model = model
+        super().__init__(
+            model,
+            sdk_client,
+            profile=profile,
+            middleware=middleware,
+            secret=settings.key,
+            provider=settings.provider,
+            base_url=settings.base_url,
+        )
         self.settings = settings
-        self._sdk_client = sdk_client
-
-    def __repr__(self) -> str:
-        where = f", base_url={self.settings.base_url!r}" if self.settings.base_url else ""
-        return f"{type(self).__name__}(model={self.model!r}, provider={self.settings.provider!r}{where})"
-
-    @property
-    def sdk(self) -> Any:
-        """The `openai.AsyncOpenAI` (or `AsyncAzureOpenAI`) client, built on first use."""
-        if self._sdk_client is None:
-            self._sdk_client = self._build_sdk()
-        return self._sdk_client
 
     def _build_sdk(self) -> Any:
-        openai = import_openai()
+        """The `openai.AsyncOpenAI` (or `AsyncAzureOpenAI`) client."""
+        openai = import_sdk("openai", "openai")
         s = self.settings
         common: dict[str, Any] = {"max_retries": s.max_retries, "default_headers": s.default_headers or None}
         if s.timeout is not None:
@@ -207,24 +169,6 @@ class OpenAIBaseClient(BaseChatClient):
             return openai.AsyncOpenAI(api_key=bearer, base_url=s.base_url, **common)
         return openai.AsyncOpenAI(api_key=s.key, base_url=s.base_url, **common)
 
-    # options ------------------------------------------------------------------------------
-    def check_options(self, options: ChatOptions) -> None:
-        """Refuse, by name, options this model has no equivalent for (never drop them silently)."""
-        unsupported = self.profile.unsupported_options
-        for name, value in options.set_fields().items():
-            if name in unsupported:
-                raise UnsupportedOptionError(
-                    f"option {_OPTION_NAMES.get(name, name)}={value!r} is not supported by "
-                    f"{self.settings.provider}/{self.model}; remove it or choose another model",
-                    provider=self.settings.provider,
-                )
-        mode = options.tool_mode
-        if mode is not None and mode.mode == "required" and not self.profile.supports_tool_choice_required:
-            raise UnsupportedOptionError(
-                f"tool_mode=required is not supported by {self.settings.provider}/{self.model}",
-                provider=self.settings.provider,
-            )
-
     def convert_schema(self, schema: dict[str, Any]) -> tuple[dict[str, Any], bool]:
         """The schema in this model's dialect, and whether strict mode may be asked for.
 
@@ -234,10 +178,8 @@ class OpenAIBaseClient(BaseChatClient):
         """
         if not self.profile.supports_strict_schema:
             return schema, False
-        try:
-            from chainform.schema.dialects import convert
-        except ImportError:  # pragma: no cover - the dialect module ships with chainform
-            return schema, False
+        from chainform.schema.dialects import convert
+
         try:
             converted = convert(schema, self.profile.schema_dialect).schema
         except SchemaError:  # not expressible strictly: send it as is and let validation judge
@@ -251,106 +193,42 @@ class OpenAIBaseClient(BaseChatClient):
         schema, strict = self.convert_schema(dict(fmt.schema or {}))
         return schema, strict and fmt.strict
 
-    # errors -------------------------------------------------------------------------------
-    def map_error(self, exc: BaseException) -> ProviderError:
-        """A ProviderError with status, the provider's own message and the request id; no key inside."""
-        openai = import_openai()
-        provider = self.settings.provider
+    def error(self, exc: Exception, guard: StreamGuard, opened: bool) -> ProviderError:
+        """Status, the provider's own message and the request id; after the stream began, a
+        StreamInterruptedError saying how far it got."""
+        openai = import_sdk("openai", "openai")
+        if opened:
+            mapped = self.error(exc, guard, False)
+            what = "invalid event" if isinstance(exc, ValueError) else "stream broke"
+            return guard.error(
+                f"{what} after {len(guard.updates)} update(s): {mapped.provider_message}",
+                status=mapped.status,
+                request_id=mapped.request_id,
+                kind=mapped.kind,
+                interrupted=True,
+            )
         if isinstance(exc, openai.APIStatusError):
-            status = exc.status_code
             body = exc.body
             message = body.get("message") if isinstance(body, dict) else None
             headers = exc.response.headers
             request_id = exc.request_id or headers.get("apim-request-id") or headers.get("x-ms-request-id")
-            text = self._clean(str(message or exc.message))
-            return ProviderError(
-                text,
-                status=status,
-                provider=provider,
+            return guard.error(
+                str(message or exc.message),
+                status=exc.status_code,
                 request_id=request_id,
-                retryable=is_retryable(status),
-                kind=classify(status, text),
                 retry_after=retry_after(headers),
+                interrupted=False,
             )
         if isinstance(exc, openai.APITimeoutError):
-            return ProviderError("request timed out", provider=provider, retryable=True, kind="timeout")
+            return guard.error("request timed out", kind="timeout", interrupted=False)
         if isinstance(exc, openai.APIConnectionError):
             cause = exc.__cause__ or exc.__context__
             detail = f": {type(cause).__name__}: {cause}" if cause else ""
-            return ProviderError(self._clean(f"connection failed{detail}"), provider=provider, retryable=True)
-        return ProviderError(self._clean(f"{type(exc).__name__}: {exc}"), provider=provider)
-
-    def _clean(self, text: str) -> str:
-        return redact(text, self.settings.key)
-
-    # streaming ----------------------------------------------------------------------------
-    async def guarded(
-        self, open_stream: Any, translate: Callable[[Any], list[ChatResponseUpdate]]
-    ) -> AsyncIterator[ChatResponseUpdate]:
-        """Open the SDK stream, translate each event, and turn a break into StreamInterruptedError.
-
-        Only SDK calls sit inside the `try`s, so a bug in translation is never disguised as a
-        provider failure.
-        """
-        try:
-            stream = await open_stream
-        except ChainformError:
-            raise
-        except Exception as exc:
-            raise self.map_error(exc) from None
-        updates: list[ChatResponseUpdate] = []
-        iterator = stream.__aiter__()
-        try:
-            while True:
-                try:
-                    event = await iterator.__anext__()
-                except StopAsyncIteration:
-                    break
-                except ChainformError:
-                    raise
-                except Exception as exc:
-                    mapped = self.map_error(exc)
-                    kind = "invalid event" if isinstance(exc, ValueError) else "stream broke"
-                    raise StreamInterruptedError(
-                        f"{kind} after {len(updates)} update(s): {mapped.provider_message}",
-                        partial_response=ChatResponse.from_updates(updates),
-                        status=mapped.status,
-                        provider=self.settings.provider,
-                        request_id=mapped.request_id or getattr(stream, "request_id", None),
-                        kind=mapped.kind,
-                    ) from None
-                for update in translate(event):
-                    updates.append(update)
-                    yield update
-        finally:
-            close = getattr(stream, "close", None)
-            if close is not None:
-                await close()
-
-    def interrupted(self, message: str, updates: list[ChatResponseUpdate]) -> StreamInterruptedError:
-        return StreamInterruptedError(
-            self._clean(message),
-            partial_response=ChatResponse.from_updates(updates),
-            provider=self.settings.provider,
-        )
+            return guard.error(f"connection failed{detail}", interrupted=False)
+        return guard.error(f"{type(exc).__name__}: {exc}", interrupted=False)
 
 
-def usage_details(
-    input_tokens: int | None,
-    output_tokens: int | None,
-    total_tokens: int | None,
-    cached: int | None,
-    reasoning: int | None,
-) -> UsageDetails:
-    """Usage; cached input and reasoning counts go under the keys every adapter uses (when non-zero)."""
-    counts = {k: v for k, v in (("cache_read_input_tokens", cached), ("reasoning_tokens", reasoning)) if v}
-    return UsageDetails(input_tokens, output_tokens, total_tokens, counts)
-
-
-def finish_reason(value: str | None) -> FinishReason | None:
-    if value is None:
-        return None
-    return FinishReason.TOOL_CALLS if value == "function_call" else FinishReason(value)
+OPENAI_FINISH = {"function_call": FinishReason.TOOL_CALLS}
 
 
 def reject_unsupported_content(kind: str, provider: str) -> UnsupportedOptionError:

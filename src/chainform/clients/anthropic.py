@@ -10,19 +10,24 @@ from __future__ import annotations
 from collections.abc import AsyncIterator, Sequence
 from typing import Any
 
-from chainform.clients._errors import retry_after
-from chainform.clients._support import (
-    StreamGuard,
+from chainform.clients._common import (
+    AdapterClient,
+    StreamState,
     convert_schema,
+    finish_reason,
     import_sdk,
-    profile_for,
-    reject_unsupported,
+    merge_turns,
+    replay_reasoning,
     resolve_key,
     split_system,
     tool_mode,
+    usage_details,
 )
-from chainform.clients.base import BaseChatClient, Middleware
-from chainform.errors import UnsupportedOptionError
+from chainform.clients._errors import StreamGuard, retry_after
+from chainform.clients.base import Middleware
+from chainform.clients.profiles import profile_for
+from chainform.clients.profiles.anthropic import KNOWN_MODELS, PROVIDER, SAMPLING, UNKNOWN
+from chainform.errors import ChainformError, UnsupportedOptionError
 from chainform.types import (
     ChatOptions,
     ChatResponseUpdate,
@@ -33,7 +38,6 @@ from chainform.types import (
     FunctionResultContent,
     Message,
     ModelProfile,
-    Role,
     TextContent,
     TextReasoningContent,
     UriContent,
@@ -41,63 +45,10 @@ from chainform.types import (
     UsageDetails,
 )
 
-PROVIDER = "anthropic"
+__all__ = ["KNOWN_MODELS", "AnthropicClient", "create_client"]
+
 DEFAULT_MAX_TOKENS = 8192
 _IMAGE_TYPES = frozenset({"image/jpeg", "image/png", "image/gif", "image/webp"})
-_UNSUPPORTED = frozenset({"seed", "frequency_penalty", "presence_penalty"})
-_SAMPLING = ("temperature", "top_p", "top_k")
-
-_BASE = ModelProfile(
-    provider=PROVIDER,
-    supports_tools=True,
-    supports_parallel_tool_calls=True,
-    supports_tool_choice_required=True,
-    supports_images=True,
-    schema_dialect="anthropic",
-    context_window=200_000,
-    unsupported_options=_UNSUPPORTED,
-)
-# Structured outputs (output_config.format, strict tools) exist from Opus 4.1 / the 4.5 generation on.
-_NATIVE = _BASE.replace(
-    supports_json_schema=True, supports_tools_with_schema=True, supports_strict_schema=True
-)
-
-KNOWN_MODELS: dict[str, ModelProfile] = {
-    "claude-3-5-haiku-latest": _BASE.replace(name="claude-3-5-haiku-latest", max_output_tokens=8192),
-    "claude-3-5-sonnet-latest": _BASE.replace(name="claude-3-5-sonnet-latest", max_output_tokens=8192),
-    "claude-3-7-sonnet-latest": _BASE.replace(
-        name="claude-3-7-sonnet-latest", max_output_tokens=64_000, supports_reasoning=True
-    ),
-    "claude-sonnet-4-0": _BASE.replace(
-        name="claude-sonnet-4-0", max_output_tokens=64_000, supports_reasoning=True
-    ),
-    "claude-opus-4-0": _BASE.replace(
-        name="claude-opus-4-0", max_output_tokens=32_000, supports_reasoning=True
-    ),
-    "claude-opus-4-1": _NATIVE.replace(
-        name="claude-opus-4-1", max_output_tokens=32_000, supports_reasoning=True
-    ),
-    "claude-sonnet-4-5": _NATIVE.replace(
-        name="claude-sonnet-4-5", max_output_tokens=64_000, supports_reasoning=True
-    ),
-    "claude-haiku-4-5": _NATIVE.replace(
-        name="claude-haiku-4-5", max_output_tokens=64_000, supports_reasoning=True
-    ),
-    "claude-opus-4-5": _NATIVE.replace(
-        name="claude-opus-4-5", max_output_tokens=64_000, supports_reasoning=True
-    ),
-    "claude-sonnet-4-6": _NATIVE.replace(
-        name="claude-sonnet-4-6", max_output_tokens=64_000, supports_reasoning=True
-    ),
-    "claude-opus-4-6": _NATIVE.replace(
-        name="claude-opus-4-6", max_output_tokens=64_000, supports_reasoning=True
-    ),
-}
-# A Claude name we do not know yet is most likely newer than our table: models after Opus 4.6
-# reject the sampling parameters.
-_UNKNOWN = _NATIVE.replace(
-    max_output_tokens=64_000, supports_reasoning=True, unsupported_options=_UNSUPPORTED | set(_SAMPLING)
-)
 
 _FINISH = {
     "end_turn": FinishReason.STOP,
@@ -136,14 +87,14 @@ def create_client(
     return AnthropicClient(
         model,
         sdk,
-        profile=profile or profile_for(model, KNOWN_MODELS, _UNKNOWN),
+        profile=profile or profile_for(model, KNOWN_MODELS, UNKNOWN),
         default_max_tokens=default_max_tokens,
         middleware=middleware,
         secret=api_key,
     )
 
 
-class AnthropicClient(BaseChatClient):
+class AnthropicClient(AdapterClient):
     """Translates chainform messages/options to Messages API requests and stream events back."""
 
     def __init__(
@@ -156,10 +107,7 @@ class AnthropicClient(BaseChatClient):
         middleware: Sequence[Middleware] = (),
         secret: str | None = None,
     ) -> None:
-        super().__init__(profile=profile, middleware=middleware)
-        self._secret = secret  # only to scrub it from error messages
-        self.model = model
-        self.sdk = sdk
+        super().__init__(model, sdk, profile=profile, middleware=middleware, secret=secret, provider=PROVIDER)
         cap = profile.max_output_tokens or DEFAULT_MAX_TOKENS
         self.default_max_tokens = default_max_tokens or min(DEFAULT_MAX_TOKENS, cap)
 
@@ -169,19 +117,19 @@ class AnthropicClient(BaseChatClient):
 
     def build_request(self, messages: Sequence[Message], options: ChatOptions) -> dict[str, Any]:
         """The keyword arguments of `messages.create` (public so tests and logs can inspect it)."""
-        reject_unsupported(options, self.profile)
+        self.check_options(options)
         system, rest = split_system(messages)
         request: dict[str, Any] = {
             "model": options.model_id or self.model,
             "max_tokens": options.max_output_tokens or self.default_max_tokens,
-            "messages": _messages(rest),
+            "messages": merge_turns(rest, _blocks),
         }
         if system:
             request["system"] = system
         if options.stop_sequences:
             request["stop_sequences"] = list(options.stop_sequences)
         # SDK 1.x dropped the sampling keywords; the API still takes them on models that sample.
-        extra = {k: getattr(options, k) for k in _SAMPLING if getattr(options, k) is not None}
+        extra = {k: getattr(options, k) for k in SAMPLING if getattr(options, k) is not None}
         request.update(self._tools(options))
         output_format = self._output_format(options)
         if output_format is not None:
@@ -235,61 +183,50 @@ class AnthropicClient(BaseChatClient):
     async def _stream(
         self, messages: list[Message], options: ChatOptions
     ) -> AsyncIterator[ChatResponseUpdate]:
+        request = self.build_request(messages, options)
+        guard = self.guard()
+        state = _StreamState()
+        opened = self.sdk.messages.create(**request, stream=True)
+        async for update in self.pump(guard, opened, state.translate):
+            yield update
+        if not state.finished:
+            raise guard.error("stream ended before message_stop")
+
+    def error(self, exc: Exception, guard: StreamGuard, opened: bool) -> ChainformError:
         import anthropic
 
-        request = self.build_request(messages, options)
-        guard = StreamGuard(PROVIDER, self._secret)
-        state = _StreamState()
-        try:
-            stream = await self.sdk.messages.create(**request, stream=True)
-            async for event in stream:
-                update = state.translate(event)
-                if update is not None:
-                    yield guard.seen(update)
-        except anthropic.APIStatusError as exc:
+        if isinstance(exc, anthropic.APIStatusError):
             status = exc.status_code if exc.status_code != 200 else None
             message = getattr(exc, "api_message", None) or exc.message
-            raise guard.error(
-                message,
-                status=status,
-                request_id=exc.request_id,
-                retry_after=retry_after(exc.response.headers),
-            ) from exc
-        except anthropic.APIConnectionError as exc:
-            raise guard.error(f"connection failed: {exc.message}") from exc
-        except (anthropic.AnthropicError, OSError, ValueError) as exc:
-            raise guard.error(f"stream failed: {exc}") from exc
-        except Exception as exc:  # the HTTP library's own errors for a body cut short
-            raise guard.error(f"stream broke: {type(exc).__name__}: {exc}") from exc
-        if not state.finished:
-            raise guard.error("stream ended before message_stop", request_id=state.request_id)
+            headers = exc.response.headers
+            return guard.error(
+                message, status=status, request_id=exc.request_id, retry_after=retry_after(headers)
+            )
+        if isinstance(exc, anthropic.APIConnectionError):
+            return guard.error(f"connection failed: {exc.message}")
+        if isinstance(exc, anthropic.AnthropicError | OSError | ValueError):
+            return guard.error(f"stream failed: {exc}")
+        return super().error(exc, guard, opened)  # the HTTP library's own errors for a body cut short
 
 
-class _StreamState:
+class _StreamState(StreamState):
     """Turns raw Messages stream events into updates; usage is sent once, when the message ends."""
 
     def __init__(self) -> None:
-        self.message_id: str | None = None
-        self.model_id: str | None = None
-        self.request_id: str | None = None
+        super().__init__()
         self.start_usage: Any = None
         self.finished = False
 
-    def _update(self, contents: list[Content], **extra: Any) -> ChatResponseUpdate:
-        return ChatResponseUpdate(
-            contents,
-            role=Role.ASSISTANT,
-            response_id=self.message_id,
-            message_id=self.message_id,
-            model_id=self.model_id,
-            **extra,
-        )
+    def translate(self, event: Any) -> list[ChatResponseUpdate]:
+        update = self._translate(event)
+        return [update] if update is not None else []
 
-    def translate(self, event: Any) -> ChatResponseUpdate | None:
+    def _translate(self, event: Any) -> ChatResponseUpdate | None:
         kind = getattr(event, "type", None)
         if kind == "message_start":
             message = event.message
-            self.message_id, self.model_id = message.id, message.model
+            self.response_id = self.message_id = message.id
+            self.model_id = message.model
             self.start_usage = message.usage
             return None
         if kind == "content_block_start":
@@ -298,9 +235,8 @@ class _StreamState:
             return self._block_delta(event.index, event.delta)
         if kind == "message_delta":
             usage = _usage(self.start_usage, event.usage)
-            reason = event.delta.stop_reason
-            finish = _FINISH.get(reason, FinishReason(reason)) if reason else None
-            return self._update([UsageContent(usage)], finish_reason=finish, raw_representation=event)
+            finish = finish_reason(event.delta.stop_reason, _FINISH)
+            return self.update([UsageContent(usage)], finish_reason=finish, raw_representation=event)
         if kind == "message_stop":
             self.finished = True
         return None
@@ -308,26 +244,26 @@ class _StreamState:
     def _block_start(self, index: int, block: Any) -> ChatResponseUpdate | None:
         kind = block.type
         if kind == "text" and block.text:
-            return self._update([TextContent(block.text)])
+            return self.update([TextContent(block.text)])
         if kind == "tool_use":
             arguments = dict(block.input) if block.input else None
-            return self._update([FunctionCallContent(block.id, block.name, arguments, index=index)])
+            return self.update([FunctionCallContent(block.id, block.name, arguments, index=index)])
         if kind == "thinking":
-            return self._update([TextReasoningContent(block.thinking, block.signature or None)])
+            return self.update([TextReasoningContent(block.thinking, block.signature or None)])
         if kind == "redacted_thinking":
-            return self._update([TextReasoningContent("", block.data)])
+            return self.update([TextReasoningContent("", block.data)])
         return None
 
     def _block_delta(self, index: int, delta: Any) -> ChatResponseUpdate | None:
         kind = delta.type
         if kind == "text_delta":
-            return self._update([TextContent(delta.text)])
+            return self.update([TextContent(delta.text)])
         if kind == "input_json_delta" and delta.partial_json:
-            return self._update([FunctionCallContent("", "", raw_arguments=delta.partial_json, index=index)])
+            return self.update([FunctionCallContent("", "", raw_arguments=delta.partial_json, index=index)])
         if kind == "thinking_delta":
-            return self._update([TextReasoningContent(delta.thinking)])
+            return self.update([TextReasoningContent(delta.thinking)])
         if kind == "signature_delta":
-            return self._update([TextReasoningContent("", delta.signature)])
+            return self.update([TextReasoningContent("", delta.signature)])
         return None
 
 
@@ -342,31 +278,13 @@ def _usage(start: Any, final: Any) -> UsageDetails:
         return 0
 
     read, written = pick("cache_read_input_tokens"), pick("cache_creation_input_tokens")
-    counts = {}
-    if read:
-        counts["cache_read_input_tokens"] = read
-    if written:
-        counts["cache_creation_input_tokens"] = written
-    return UsageDetails(
-        input_tokens=pick("input_tokens") + read + written,
-        output_tokens=pick("output_tokens"),
-        additional_counts=counts,
-    )
+    billed = pick("input_tokens") + read + written
+    return usage_details(billed, pick("output_tokens"), cache_read=read, cache_written=written)
 
 
-def _messages(messages: Sequence[Message]) -> list[dict[str, Any]]:
-    """Chainform turns as Messages API turns; tool results ride in user turns, same roles merge."""
-    out: list[dict[str, Any]] = []
-    for message in messages:
-        role = "assistant" if message.role == Role.ASSISTANT else "user"
-        blocks = [b for c in message.contents if (b := _block(c, role)) is not None]
-        if not blocks:
-            continue
-        if out and out[-1]["role"] == role:
-            out[-1]["content"].extend(blocks)
-        else:
-            out.append({"role": role, "content": blocks})
-    return out
+def _blocks(message: Message, role: str) -> list[dict[str, Any]]:
+    """One turn's content blocks (tool results ride in user turns)."""
+    return [b for c in message.contents if (b := _block(c, role)) is not None]
 
 
 def _block(content: Content, role: str) -> dict[str, Any] | None:
@@ -389,12 +307,12 @@ def _block(content: Content, role: str) -> dict[str, Any] | None:
             block["is_error"] = True
         return block
     if isinstance(content, TextReasoningContent):
-        # A thinking block is only accepted back with its signature; unsigned reasoning is dropped.
-        if role != "assistant" or not content.protected_data:
-            return None
-        if not content.text:
-            return {"type": "redacted_thinking", "data": content.protected_data}
-        return {"type": "thinking", "thinking": content.text, "signature": content.protected_data}
+        return replay_reasoning(
+            content,
+            role,
+            signed=lambda text, signature: {"type": "thinking", "thinking": text, "signature": signature},
+            redacted=lambda data: {"type": "redacted_thinking", "data": data},
+        )
     if isinstance(content, DataContent):
         return _media({"type": "base64", "media_type": content.media_type, "data": content.base64}, content)
     if isinstance(content, UriContent):

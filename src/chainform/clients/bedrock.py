@@ -15,17 +15,22 @@ import json
 from collections.abc import AsyncIterator, Sequence
 from typing import Any
 
-from chainform.clients._support import (
-    StreamGuard,
+from chainform.clients._common import (
+    AdapterClient,
+    StreamState,
     convert_schema,
-    family_stem,
+    finish_reason,
     import_sdk,
-    profile_for,
-    reject_unsupported,
+    merge_turns,
+    replay_reasoning,
     split_system,
     tool_mode,
+    usage_details,
 )
-from chainform.clients.base import BaseChatClient, Middleware
+from chainform.clients._errors import StreamGuard
+from chainform.clients.base import Middleware
+from chainform.clients.profiles import family_stem, profile_for
+from chainform.clients.profiles.bedrock import KNOWN_MODELS, PROVIDER, UNKNOWN
 from chainform.errors import ChainformError, MissingKeyError, UnsupportedOptionError
 from chainform.types import (
     ChatOptions,
@@ -38,15 +43,14 @@ from chainform.types import (
     FunctionResultContent,
     Message,
     ModelProfile,
-    Role,
     TextContent,
     TextReasoningContent,
     UsageContent,
     UsageDetails,
 )
 
-PROVIDER = "bedrock"
-_NO_SAMPLING = frozenset({"seed", "frequency_penalty", "presence_penalty"})
+__all__ = ["KNOWN_MODELS", "BedrockClient", "create_client"]
+
 _IMAGE_FORMATS = {"image/png": "png", "image/jpeg": "jpeg", "image/gif": "gif", "image/webp": "webp"}
 _DOC_FORMATS = {"application/pdf": "pdf", "text/plain": "txt", "text/csv": "csv", "text/markdown": "md"}
 # Only these families accept `status: "error"` on a tool result.
@@ -58,80 +62,6 @@ _STREAM_ERROR_STATUS = {
     "validationException": 400,
     "modelStreamErrorException": 424,
 }
-
-_CLAUDE = ModelProfile(
-    provider=PROVIDER,
-    supports_images=True,
-    schema_dialect="bedrock",
-    context_window=200_000,
-    max_output_tokens=8192,
-    unsupported_options=_NO_SAMPLING,
-)
-_CLAUDE_THINKING = _CLAUDE.replace(supports_reasoning=True, max_output_tokens=64_000)
-# Converse's outputConfig.textFormat (native JSON schema) is offered for the Claude 4.5 generation on.
-_CLAUDE_NATIVE = _CLAUDE_THINKING.replace(
-    supports_json_schema=True, supports_tools_with_schema=True, supports_strict_schema=True
-)
-_NOVA = ModelProfile(
-    provider=PROVIDER,
-    supports_parallel_tool_calls=False,
-    supports_images=True,
-    schema_dialect="bedrock",
-    context_window=300_000,
-    max_output_tokens=10_000,
-    unsupported_options=_NO_SAMPLING,
-)
-_OPEN_WEIGHTS = ModelProfile(
-    provider=PROVIDER,
-    supports_parallel_tool_calls=False,
-    supports_tool_choice_required=False,
-    schema_dialect="bedrock",
-    context_window=128_000,
-    max_output_tokens=8192,
-    unsupported_options=_NO_SAMPLING | {"top_k"},
-)
-
-
-def _named(profile: ModelProfile, *model_ids: str) -> dict[str, ModelProfile]:
-    return {model_id: profile.replace(name=model_id) for model_id in model_ids}
-
-
-_MISTRAL = _OPEN_WEIGHTS.replace(unsupported_options=_NO_SAMPLING)
-_NOVA_MICRO = "amazon.nova-micro-v1:0"
-KNOWN_MODELS: dict[str, ModelProfile] = {
-    **_named(
-        _CLAUDE, "anthropic.claude-3-5-haiku-20241022-v1:0", "anthropic.claude-3-5-sonnet-20241022-v2:0"
-    ),
-    **_named(
-        _CLAUDE_THINKING,
-        "anthropic.claude-3-7-sonnet-20250219-v1:0",
-        "anthropic.claude-sonnet-4-20250514-v1:0",
-        "anthropic.claude-opus-4-1-20250805-v1:0",
-    ),
-    **_named(
-        _CLAUDE_NATIVE,
-        "anthropic.claude-sonnet-4-5-20250929-v1:0",
-        "anthropic.claude-haiku-4-5-20251001-v1:0",
-        "anthropic.claude-opus-4-5-20251101-v1:0",
-    ),
-    **_named(_NOVA, "amazon.nova-pro-v1:0", "amazon.nova-lite-v1:0", "amazon.nova-premier-v1:0"),
-    _NOVA_MICRO: _NOVA.replace(name=_NOVA_MICRO, supports_images=False, context_window=128_000),
-    **_named(
-        _OPEN_WEIGHTS,
-        "meta.llama3-1-70b-instruct-v1:0",
-        "meta.llama3-3-70b-instruct-v1:0",
-        "meta.llama4-maverick-17b-instruct-v1:0",
-    ),
-    **_named(_MISTRAL, "mistral.mistral-large-2407-v1:0", "mistral.mistral-small-2402-v1:0"),
-}
-_UNKNOWN = ModelProfile(
-    provider=PROVIDER,
-    supports_parallel_tool_calls=False,
-    supports_tool_choice_required=False,
-    schema_dialect="bedrock",
-    unsupported_options=_NO_SAMPLING | {"top_k"},
-)
-
 _FINISH = {
     "end_turn": FinishReason.STOP,
     "stop_sequence": FinishReason.STOP,
@@ -184,19 +114,17 @@ def create_client(
         **client_kwargs,
     )
     return BedrockClient(
-        model, sdk, profile=profile or profile_for(model, KNOWN_MODELS, _UNKNOWN), middleware=middleware
+        model, sdk, profile=profile or profile_for(model, KNOWN_MODELS, UNKNOWN), middleware=middleware
     )
 
 
-class BedrockClient(BaseChatClient):
+class BedrockClient(AdapterClient):
     """Translates chainform messages/options to Converse requests and responses/events back."""
 
     def __init__(
         self, model: str, sdk: Any, *, profile: ModelProfile, middleware: Sequence[Middleware] = ()
     ) -> None:
-        super().__init__(profile=profile, middleware=middleware)
-        self.model = model
-        self.sdk = sdk
+        super().__init__(model, sdk, profile=profile, middleware=middleware, provider=PROVIDER)
 
     async def aclose(self) -> None:
         """Close boto3's connection pool."""
@@ -204,7 +132,7 @@ class BedrockClient(BaseChatClient):
 
     def build_request(self, messages: Sequence[Message], options: ChatOptions) -> dict[str, Any]:
         """The keyword arguments of `converse(_stream)` (public so tests can inspect them)."""
-        reject_unsupported(options, self.profile)
+        self.check_options(options)
         model = options.model_id or self.model
         system, rest = split_system(messages)
         tool_config = self._tool_config(options)
@@ -259,10 +187,6 @@ class BedrockClient(BaseChatClient):
         ]
         config: dict[str, Any] = {"tools": tools}
         if mode.mode == "required":
-            if not self.profile.supports_tool_choice_required:
-                raise UnsupportedOptionError(
-                    f"{self.profile.name!r} cannot be made to call a tool on Bedrock", provider=PROVIDER
-                )
             config["toolChoice"] = (
                 {"tool": {"name": mode.function_name}} if mode.function_name else {"any": {}}
             )
@@ -289,105 +213,99 @@ class BedrockClient(BaseChatClient):
 
     async def _respond(self, messages: list[Message], options: ChatOptions) -> ChatResponse:
         request = self.build_request(messages, options)
-        guard = StreamGuard(PROVIDER)
         try:
             result = await asyncio.to_thread(self.sdk.converse, **request)
         except Exception as exc:
-            raise _error(guard, exc) from exc
+            raise self.error(exc, self.guard(), False) from None
         contents = [c for block in result["output"]["message"]["content"] for c in _block_contents(block)]
-        meta = result.get("ResponseMetadata") or {}
-        update = ChatResponseUpdate(
-            [*contents, UsageContent(_usage(result.get("usage") or {}))],
-            role=Role.ASSISTANT,
-            response_id=meta.get("RequestId"),
-            model_id=request["modelId"],
-            finish_reason=_finish(result.get("stopReason")),
-            raw_representation=result,
-        )
+        state = StreamState(request["modelId"])
+        state.response_id = (result.get("ResponseMetadata") or {}).get("RequestId")
+        usage = UsageContent(_usage(result.get("usage") or {}))
+        finish = finish_reason(result.get("stopReason"), _FINISH)
+        update = state.update([*contents, usage], finish_reason=finish, raw_representation=result)
         return ChatResponse.from_updates([update])
 
     async def _stream(
         self, messages: list[Message], options: ChatOptions
     ) -> AsyncIterator[ChatResponseUpdate]:
         request = self.build_request(messages, options)
-        guard = StreamGuard(PROVIDER)
+        guard = self.guard()
         state = _StreamState(request["modelId"])
-        stream: Any = None
-        try:
+
+        async def opened() -> AsyncIterator[dict[str, Any]]:
             result = await asyncio.to_thread(self.sdk.converse_stream, **request)
-            state.response_id = (result.get("ResponseMetadata") or {}).get("RequestId")
-            stream = result["stream"]
-            events = iter(stream)
-            while (event := await asyncio.to_thread(next, events, None)) is not None:
-                update = state.translate(event)
-                if update is not None:
-                    yield guard.seen(update)
-        except Exception as exc:
-            raise _error(guard, exc, state.response_id) from exc
-        finally:
-            if stream is not None:
-                stream.close()
+            state.response_id = guard.request_id = (result.get("ResponseMetadata") or {}).get("RequestId")
+            return _events(result["stream"])
+
+        async for update in self.pump(guard, opened(), state.translate):
+            yield update
         if not state.stopped:
-            raise guard.error("stream ended before messageStop", request_id=state.response_id)
+            raise guard.error("stream ended before messageStop")
+
+    def error(self, exc: Exception, guard: StreamGuard, opened: bool) -> ChainformError:
+        """The typed error for what boto3 raised (after its own retries)."""
+        from botocore.exceptions import ClientError, NoCredentialsError, NoRegionError
+
+        if isinstance(exc, NoCredentialsError | NoRegionError):
+            return MissingKeyError(f"Bedrock needs AWS credentials and a region: {exc}")
+        if isinstance(exc, ClientError):
+            error = exc.response.get("Error") or {}
+            meta = exc.response.get("ResponseMetadata") or {}
+            code = str(error.get("Code") or "")
+            status = meta.get("HTTPStatusCode") or _STREAM_ERROR_STATUS.get(code[:1].lower() + code[1:])
+            message = str(error.get("Message") or exc)
+            text = f"{code}: {message}" if code else message
+            return guard.error(text, status=status, request_id=meta.get("RequestId"))
+        return guard.error(f"{type(exc).__name__}: {exc}")
 
 
-class _StreamState:
+async def _events(stream: Any) -> AsyncIterator[dict[str, Any]]:
+    """boto3's blocking event stream, read one event at a time in a worker thread."""
+    try:
+        events = iter(stream)
+        while (event := await asyncio.to_thread(next, events, None)) is not None:
+            yield event
+    finally:
+        stream.close()
+
+
+class _StreamState(StreamState):
     """Turns ConverseStream events into updates."""
 
     def __init__(self, model_id: str) -> None:
-        self.model_id = model_id
-        self.response_id: str | None = None
+        super().__init__(model_id)
         self.stopped = False
 
-    def _update(self, contents: list[Content], **extra: Any) -> ChatResponseUpdate:
-        return ChatResponseUpdate(
-            contents, role=Role.ASSISTANT, response_id=self.response_id, model_id=self.model_id, **extra
-        )
+    def translate(self, event: dict[str, Any]) -> list[ChatResponseUpdate]:
+        update = self._translate(event)
+        return [update] if update is not None else []
 
-    def translate(self, event: dict[str, Any]) -> ChatResponseUpdate | None:
+    def _translate(self, event: dict[str, Any]) -> ChatResponseUpdate | None:
         if "contentBlockStart" in event:
             body = event["contentBlockStart"]
             tool = body.get("start", {}).get("toolUse")
             if tool:
                 call = FunctionCallContent(tool["toolUseId"], tool["name"], index=body["contentBlockIndex"])
-                return self._update([call])
+                return self.update([call])
         elif "contentBlockDelta" in event:
             body = event["contentBlockDelta"]
             delta, index = body["delta"], body["contentBlockIndex"]
             if "text" in delta:
-                return self._update([TextContent(delta["text"])])
+                return self.update([TextContent(delta["text"])])
             if "toolUse" in delta and delta["toolUse"].get("input"):
-                return self._update(
+                return self.update(
                     [FunctionCallContent("", "", raw_arguments=delta["toolUse"]["input"], index=index)]
                 )
             if "reasoningContent" in delta:
-                return self._update([_reasoning(delta["reasoningContent"])])
+                return self.update([_reasoning(delta["reasoningContent"])])
         elif "messageStop" in event:
             self.stopped = True
-            return self._update([], finish_reason=_finish(event["messageStop"].get("stopReason")))
+            return self.update(
+                [], finish_reason=finish_reason(event["messageStop"].get("stopReason"), _FINISH)
+            )
         elif "metadata" in event:
-            return self._update([UsageContent(_usage(event["metadata"].get("usage") or {}))])
+            return self.update([UsageContent(_usage(event["metadata"].get("usage") or {}))])
         return None
-
-
-def _error(guard: StreamGuard, exc: Exception, request_id: str | None = None) -> ChainformError:
-    """The typed error for what boto3 raised (after its own retries)."""
-    from botocore.exceptions import ClientError, NoCredentialsError, NoRegionError
-
-    if isinstance(exc, NoCredentialsError | NoRegionError):
-        return MissingKeyError(f"Bedrock needs AWS credentials and a region: {exc}")
-    if isinstance(exc, ClientError):
-        error = exc.response.get("Error") or {}
-        meta = exc.response.get("ResponseMetadata") or {}
-        code = str(error.get("Code") or "")
-        status = meta.get("HTTPStatusCode") or _STREAM_ERROR_STATUS.get(code[:1].lower() + code[1:])
-        message = str(error.get("Message") or exc)
-        return guard.error(
-            f"{code}: {message}" if code else message,
-            status=status,
-            request_id=meta.get("RequestId") or request_id,
-        )
-    return guard.error(f"{type(exc).__name__}: {exc}", request_id=request_id)
 
 
 def _top_k_field(model: str, top_k: int) -> dict[str, Any]:
@@ -397,23 +315,11 @@ def _top_k_field(model: str, top_k: int) -> dict[str, Any]:
     return {"top_k": top_k}
 
 
-def _finish(reason: str | None) -> FinishReason | None:
-    return _FINISH.get(reason, FinishReason(reason)) if reason else None
-
-
 def _usage(usage: dict[str, Any]) -> UsageDetails:
     """Input as billed (fresh + cache reads + cache writes); the cache counts also kept apart."""
     read, written = int(usage.get("cacheReadInputTokens") or 0), int(usage.get("cacheWriteInputTokens") or 0)
-    counts = {}
-    if read:
-        counts["cache_read_input_tokens"] = read
-    if written:
-        counts["cache_creation_input_tokens"] = written
-    return UsageDetails(
-        input_tokens=int(usage.get("inputTokens") or 0) + read + written,
-        output_tokens=int(usage.get("outputTokens") or 0),
-        additional_counts=counts,
-    )
+    billed = int(usage.get("inputTokens") or 0) + read + written
+    return usage_details(billed, int(usage.get("outputTokens") or 0), cache_read=read, cache_written=written)
 
 
 def _reasoning(block: dict[str, Any]) -> TextReasoningContent:
@@ -439,19 +345,12 @@ def _messages(
 ) -> list[dict[str, Any]]:
     """Chainform turns as Converse turns. Without a toolConfig Converse rejects tool blocks in the
     history, so then past calls and results are told as text."""
-    out: list[dict[str, Any]] = []
-    for message in messages:
-        role = "assistant" if message.role == Role.ASSISTANT else "user"
-        blocks = [
-            b for c in message.contents if (b := _block(c, role, tools_declared, error_status)) is not None
-        ]
-        if not blocks:
-            continue
-        if out and out[-1]["role"] == role:
-            out[-1]["content"].extend(blocks)
-        else:
-            out.append({"role": role, "content": blocks})
-    return out
+
+    def blocks(message: Message, role: str) -> list[dict[str, Any]]:
+        encoded = (_block(c, role, tools_declared, error_status) for c in message.contents)
+        return [b for b in encoded if b is not None]
+
+    return merge_turns(messages, blocks)
 
 
 def _block(content: Content, role: str, tools_declared: bool, error_status: bool) -> dict[str, Any] | None:
@@ -471,13 +370,14 @@ def _block(content: Content, role: str, tools_declared: bool, error_status: bool
             result["status"] = "error"
         return {"toolResult": result}
     if isinstance(content, TextReasoningContent):
-        if role != "assistant" or not content.protected_data:
-            return None  # reasoning goes back only with the signature that proves it
-        if not content.text:
-            return {"reasoningContent": {"redactedContent": base64.b64decode(content.protected_data)}}
-        return {
-            "reasoningContent": {"reasoningText": {"text": content.text, "signature": content.protected_data}}
-        }
+        return replay_reasoning(
+            content,
+            role,
+            signed=lambda text, signature: {
+                "reasoningContent": {"reasoningText": {"text": text, "signature": signature}}
+            },
+            redacted=lambda data: {"reasoningContent": {"redactedContent": base64.b64decode(data)}},
+        )
     if isinstance(content, DataContent):
         if content.media_type in _IMAGE_FORMATS:
             return {

@@ -14,20 +14,24 @@ import uuid
 from collections.abc import AsyncIterator, Sequence
 from typing import Any
 
-from chainform.clients._support import (
-    StreamGuard,
+from chainform.clients._common import (
+    AdapterClient,
+    StreamState,
     call_names,
     convert_schema,
-    family_stem,
+    finish_reason,
     import_sdk,
-    profile_for,
-    reject_unsupported,
+    merge_turns,
     resolve_key,
     split_system,
     tool_mode,
+    usage_details,
 )
-from chainform.clients.base import BaseChatClient, Middleware
-from chainform.errors import UnsupportedOptionError
+from chainform.clients._errors import StreamGuard
+from chainform.clients.base import Middleware
+from chainform.clients.profiles import family_stem, profile_for
+from chainform.clients.profiles.gemini import KNOWN_MODELS, LEGACY_SCHEMA_FAMILIES, PROVIDER, UNKNOWN
+from chainform.errors import ChainformError, UnsupportedOptionError
 from chainform.types import (
     ChatOptions,
     ChatResponseUpdate,
@@ -38,7 +42,6 @@ from chainform.types import (
     FunctionResultContent,
     Message,
     ModelProfile,
-    Role,
     TextContent,
     TextReasoningContent,
     UriContent,
@@ -46,38 +49,9 @@ from chainform.types import (
     UsageDetails,
 )
 
-PROVIDER = "gemini"
+__all__ = ["KNOWN_MODELS", "GeminiClient", "create_client"]
+
 _GENERATED_ID = "gcall_"  # call ids we invent (the Gemini API may send none) are not sent back
-
-_BASE = ModelProfile(
-    provider=PROVIDER,
-    supports_tools=True,
-    supports_parallel_tool_calls=True,
-    supports_json_schema=True,
-    supports_tool_choice_required=True,
-    supports_seed=True,
-    supports_images=True,
-    schema_dialect="gemini",
-    tool_name_pattern=r"[A-Za-z_][A-Za-z0-9_.:-]{0,63}",  # Gemini takes dots and colons
-    context_window=1_048_576,
-)
-_THINKING = _BASE.replace(supports_reasoning=True, max_output_tokens=65_536)
-
-KNOWN_MODELS: dict[str, ModelProfile] = {
-    "gemini-2.0-flash": _BASE.replace(name="gemini-2.0-flash", max_output_tokens=8192),
-    "gemini-2.0-flash-lite": _BASE.replace(name="gemini-2.0-flash-lite", max_output_tokens=8192),
-    "gemini-2.5-flash": _THINKING.replace(name="gemini-2.5-flash"),
-    "gemini-2.5-flash-lite": _THINKING.replace(name="gemini-2.5-flash-lite"),
-    "gemini-2.5-pro": _THINKING.replace(name="gemini-2.5-pro"),
-    # Gemini 3 accepts a response schema together with function declarations in one request.
-    "gemini-3-flash-preview": _THINKING.replace(
-        name="gemini-3-flash-preview", supports_tools_with_schema=True
-    ),
-    "gemini-3-pro-preview": _THINKING.replace(name="gemini-3-pro-preview", supports_tools_with_schema=True),
-}
-_UNKNOWN = _THINKING.replace(supports_tools_with_schema=True)
-# Before 2.5, schemas go in the OpenAPI-subset fields rather than the JSON Schema ones.
-_LEGACY_SCHEMA_FAMILIES = ("gemini-1.", "gemini-2.0")
 
 _FINISH = {
     "STOP": FinishReason.STOP,
@@ -88,6 +62,7 @@ _FINISH = {
     "PROHIBITED_CONTENT": FinishReason.CONTENT_FILTER,
     "SPII": FinishReason.CONTENT_FILTER,
     "IMAGE_SAFETY": FinishReason.CONTENT_FILTER,
+    "BLOCKED": FinishReason.CONTENT_FILTER,  # the prompt was blocked (prompt_feedback)
 }
 
 
@@ -125,13 +100,13 @@ def create_client(
     return GeminiClient(
         model,
         sdk,
-        profile=profile or profile_for(model, KNOWN_MODELS, _UNKNOWN),
+        profile=profile or profile_for(model, KNOWN_MODELS, UNKNOWN),
         middleware=middleware,
         secret=api_key,
     )
 
 
-class GeminiClient(BaseChatClient):
+class GeminiClient(AdapterClient):
     """Translates chainform messages/options to generateContent requests and chunks back."""
 
     def __init__(
@@ -143,10 +118,7 @@ class GeminiClient(BaseChatClient):
         middleware: Sequence[Middleware] = (),
         secret: str | None = None,
     ) -> None:
-        super().__init__(profile=profile, middleware=middleware)
-        self._secret = secret  # only to scrub it from error messages
-        self.model = model
-        self.sdk = sdk
+        super().__init__(model, sdk, profile=profile, middleware=middleware, secret=secret, provider=PROVIDER)
 
     async def aclose(self) -> None:
         """Close the SDK's HTTP connections."""
@@ -154,9 +126,9 @@ class GeminiClient(BaseChatClient):
 
     def build_request(self, messages: Sequence[Message], options: ChatOptions) -> dict[str, Any]:
         """The keyword arguments of `generate_content(_stream)` (public so tests can inspect them)."""
-        reject_unsupported(options, self.profile)
+        self.check_options(options)
         model = options.model_id or self.model
-        legacy = family_stem(model).startswith(_LEGACY_SCHEMA_FAMILIES)
+        legacy = family_stem(model).startswith(LEGACY_SCHEMA_FAMILIES)
         system, rest = split_system(messages)
         config: dict[str, Any] = {"candidate_count": 1}
         if system:
@@ -214,25 +186,24 @@ class GeminiClient(BaseChatClient):
     async def _stream(
         self, messages: list[Message], options: ChatOptions
     ) -> AsyncIterator[ChatResponseUpdate]:
-        from google.genai import errors
-
         request = self.build_request(messages, options)
-        guard = StreamGuard(PROVIDER, self._secret)
+        guard = self.guard()
         state = _StreamState()
-        try:
-            stream = await self.sdk.aio.models.generate_content_stream(**request)
-            async for chunk in stream:
-                for update in state.translate(chunk):
-                    yield guard.seen(update)
-        except errors.APIError as exc:
-            message = exc.message or str(exc)
-            raise guard.error(message, status=exc.code or None, request_id=_request_id(exc)) from exc
-        except Exception as exc:  # transport errors of the HTTP library, unparsable chunks
-            raise guard.error(f"stream broke: {type(exc).__name__}: {exc}") from exc
+        opened = self.sdk.aio.models.generate_content_stream(**request)
+        async for update in self.pump(guard, opened, state.translate):
+            yield update
         final = state.final_update()
         if final is None:
             raise guard.error("stream ended without a finish reason")
         yield guard.seen(final)
+
+    def error(self, exc: Exception, guard: StreamGuard, opened: bool) -> ChainformError:
+        from google.genai import errors
+
+        if isinstance(exc, errors.APIError):
+            message = exc.message or str(exc)
+            return guard.error(message, status=exc.code or None, request_id=_request_id(exc))
+        return super().error(exc, guard, opened)  # transport errors of the HTTP library, unparsable chunks
 
 
 def _request_id(exc: Any) -> str | None:
@@ -246,20 +217,14 @@ def _request_id(exc: Any) -> str | None:
     return None
 
 
-class _StreamState:
+class _StreamState(StreamState):
     """Turns generateContent chunks into updates; the last usage report wins (Gemini repeats totals)."""
 
     def __init__(self) -> None:
+        super().__init__()
         self.calls = 0
         self.usage: Any = None
         self.finish: str | None = None
-        self.response_id: str | None = None
-        self.model_id: str | None = None
-
-    def _update(self, contents: list[Content], **extra: Any) -> ChatResponseUpdate:
-        return ChatResponseUpdate(
-            contents, role=Role.ASSISTANT, response_id=self.response_id, model_id=self.model_id, **extra
-        )
 
     def translate(self, chunk: Any) -> list[ChatResponseUpdate]:
         self.response_id = chunk.response_id or self.response_id
@@ -276,7 +241,7 @@ class _StreamState:
             parts = candidate.content.parts if candidate.content is not None else None
             for part in parts or ():
                 contents.extend(self._part(part))
-        return [self._update(contents, raw_representation=chunk)] if contents else []
+        return [self.update(contents, raw_representation=chunk)] if contents else []
 
     def _part(self, part: Any) -> list[Content]:
         out: list[Content] = []
@@ -298,13 +263,11 @@ class _StreamState:
     def final_update(self) -> ChatResponseUpdate | None:
         if self.finish is None:
             return None
-        reason = _FINISH.get(self.finish, FinishReason(self.finish.lower()))
-        if self.finish == "BLOCKED":
-            reason = FinishReason.CONTENT_FILTER
+        reason = finish_reason(self.finish, _FINISH)
         if reason == FinishReason.STOP and self.calls:
             reason = FinishReason.TOOL_CALLS
         contents: list[Content] = [UsageContent(_usage(self.usage))] if self.usage is not None else []
-        return self._update(contents, finish_reason=reason)
+        return self.update(contents, finish_reason=reason)
 
 
 def _enum_name(value: Any) -> str:
@@ -315,33 +278,17 @@ def _usage(meta: Any) -> UsageDetails:
     """Input includes tool-use prompt tokens; output includes thinking tokens (both are billed)."""
     prompt = (meta.prompt_token_count or 0) + (meta.tool_use_prompt_token_count or 0)
     thoughts = meta.thoughts_token_count or 0
-    counts = {}
-    if thoughts:
-        counts["reasoning_tokens"] = thoughts
-    if meta.cached_content_token_count:
-        counts["cache_read_input_tokens"] = meta.cached_content_token_count
-    return UsageDetails(
-        input_tokens=prompt,
-        output_tokens=(meta.candidates_token_count or 0) + thoughts,
-        total_tokens=meta.total_token_count,
-        additional_counts=counts,
-    )
+    output = (meta.candidates_token_count or 0) + thoughts
+    cached = meta.cached_content_token_count
+    return usage_details(prompt, output, meta.total_token_count, cache_read=cached, reasoning=thoughts)
 
 
 def _contents(messages: Sequence[Message]) -> list[dict[str, Any]]:
     """Chainform turns as Gemini contents (roles user/model); same roles merge."""
     names = call_names(messages)
-    out: list[dict[str, Any]] = []
-    for message in messages:
-        role = "model" if message.role == Role.ASSISTANT else "user"
-        parts = _parts(message.contents, names)
-        if not parts:
-            continue
-        if out and out[-1]["role"] == role:
-            out[-1]["parts"].extend(parts)
-        else:
-            out.append({"role": role, "parts": parts})
-    return out
+    return merge_turns(
+        messages, lambda message, _: _parts(message.contents, names), assistant="model", key="parts"
+    )
 
 
 def _parts(contents: Sequence[Content], names: dict[str, str]) -> list[dict[str, Any]]:

@@ -10,16 +10,16 @@ from collections.abc import AsyncIterator, Sequence
 from types import SimpleNamespace
 from typing import Any
 
+from chainform.clients._common import StreamState, finish_reason, usage_details
 from chainform.clients._openai_base import (
+    OPENAI_FINISH,
     ClientSettings,
     OpenAIBaseClient,
-    finish_reason,
     make_settings,
     reject_unsupported_content,
-    usage_details,
 )
-from chainform.clients._openai_profiles import COMPAT_SERVERS, openai_profile
 from chainform.clients.base import Middleware
+from chainform.clients.profiles.openai import COMPAT_SERVERS, openai_profile
 from chainform.types import (
     ChatOptions,
     ChatResponse,
@@ -197,7 +197,7 @@ class OpenAIChatClient(OpenAIBaseClient):
         def translate(chunk: Any) -> list[ChatResponseUpdate]:
             return _translate_chunk(chunk, refusal)
 
-        async for update in self.guarded(self.sdk.chat.completions.create(**request), translate):
+        async for update in self.pump(self.guard(), self.sdk.chat.completions.create(**request), translate):
             yield update
         if refusal:
             yield ChatResponseUpdate([ErrorContent("".join(refusal), error_code="refusal")])
@@ -213,7 +213,7 @@ class OpenAIChatClient(OpenAIBaseClient):
         try:
             completion = await self.sdk.chat.completions.create(**{**request, "stream": False})
         except Exception as exc:
-            raise self.map_error(exc) from None
+            raise self.error(exc, self.guard(), False) from None
         refusal: list[str] = []
         updates = _translate_chunk(_as_chunk(completion), refusal)
         if refusal:
@@ -250,13 +250,8 @@ def _as_chunk(completion: Any) -> Any:
 
 def _translate_chunk(chunk: Any, refusal: list[str]) -> list[ChatResponseUpdate]:
     """One `ChatCompletionChunk` as updates (text, reasoning, tool-call fragments, usage)."""
-    base: dict[str, Any] = {
-        "role": Role.ASSISTANT,
-        "response_id": chunk.id,
-        "model_id": chunk.model,
-        "created_at": float(chunk.created) if chunk.created else None,
-        "raw_representation": chunk,
-    }
+    state = StreamState(chunk.model)
+    state.response_id = chunk.id
     contents: list[Content] = []
     reason = None
     for choice in chunk.choices or ():
@@ -281,7 +276,7 @@ def _translate_chunk(chunk: Any, refusal: list[str]) -> list[ChatResponseUpdate]
                     index=call.index,
                 )
             )
-        reason = finish_reason(choice.finish_reason) or reason
+        reason = finish_reason(choice.finish_reason, OPENAI_FINISH) or reason
     usage = chunk.usage
     if usage is not None:
         prompt_details = usage.prompt_tokens_details
@@ -290,13 +285,14 @@ def _translate_chunk(chunk: Any, refusal: list[str]) -> list[ChatResponseUpdate]
             usage.prompt_tokens,
             usage.completion_tokens,
             usage.total_tokens,
-            prompt_details.cached_tokens if prompt_details else None,
-            completion_details.reasoning_tokens if completion_details else None,
+            cache_read=prompt_details.cached_tokens if prompt_details else None,
+            reasoning=completion_details.reasoning_tokens if completion_details else None,
         )
         contents.append(UsageContent(details))
     if not contents and reason is None:
         return []
-    return [ChatResponseUpdate(contents, finish_reason=reason, **base)]
+    created = float(chunk.created) if chunk.created else None
+    return [state.update(contents, finish_reason=reason, created_at=created, raw_representation=chunk)]
 
 
 def create_client(

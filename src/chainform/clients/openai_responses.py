@@ -10,15 +10,15 @@ from __future__ import annotations
 from collections.abc import AsyncIterator, Sequence
 from typing import Any
 
+from chainform.clients._common import StreamState, usage_details
 from chainform.clients._openai_base import (
     ClientSettings,
     OpenAIBaseClient,
     make_settings,
     reject_unsupported_content,
-    usage_details,
 )
-from chainform.clients._openai_profiles import openai_profile, responses_profile
 from chainform.clients.base import Middleware
+from chainform.clients.profiles.openai import openai_profile, responses_profile
 from chainform.types import (
     ChatOptions,
     ChatResponseUpdate,
@@ -173,21 +173,20 @@ class OpenAIResponsesClient(OpenAIBaseClient):
     ) -> AsyncIterator[ChatResponseUpdate]:
         request = self.build_request(messages, options)
         state = _State()
-        async for update in self.guarded(self.sdk.responses.create(**request), state.translate):
+        guard = self.guard()
+        async for update in self.pump(guard, self.sdk.responses.create(**request), state.translate):
             yield update
         if state.failure is not None:
-            raise self.interrupted(state.failure, state.updates)
+            raise guard.error(state.failure, interrupted=True)
 
 
-class _State:
+class _State(StreamState):
     """Per-call translation state: which outputs were function calls, and a failure if one came."""
 
     def __init__(self) -> None:
+        super().__init__()
         self.has_calls = False
         self.failure: str | None = None
-        self.updates: list[ChatResponseUpdate] = []
-        self.response_id: str | None = None
-        self.model_id: str | None = None
 
     def translate(self, event: Any) -> list[ChatResponseUpdate]:
         if self.failure is not None:
@@ -223,29 +222,21 @@ class _State:
                 thought = (
                     usage.output_tokens_details.reasoning_tokens if usage.output_tokens_details else None
                 )
-                contents.append(
-                    UsageContent(
-                        usage_details(
-                            usage.input_tokens, usage.output_tokens, usage.total_tokens, cached, thought
-                        )
-                    )
+                details = usage_details(
+                    usage.input_tokens,
+                    usage.output_tokens,
+                    usage.total_tokens,
+                    cache_read=cached,
+                    reasoning=thought,
                 )
+                contents.append(UsageContent(details))
         elif kind in ("response.failed", "error"):
             error = getattr(getattr(event, "response", None), "error", None) or event
             self.failure = f"the response failed: {getattr(error, 'message', None) or 'no reason given'}"
             return []
         if not contents and reason is None:
             return []
-        update = ChatResponseUpdate(
-            contents,
-            role=Role.ASSISTANT,
-            response_id=self.response_id,
-            model_id=self.model_id,
-            finish_reason=reason,
-            raw_representation=event,
-        )
-        self.updates.append(update)
-        return [update]
+        return [self.update(contents, finish_reason=reason, raw_representation=event)]
 
 
 def create_client(

@@ -37,21 +37,21 @@ class ProviderEntry:
 
 
 def _openai_models() -> dict[str, ModelProfile]:
-    from chainform.clients._openai_profiles import OPENAI_MODELS, openai_profile
+    from chainform.clients.profiles.openai import OPENAI_MODELS, openai_profile
 
     return {name: openai_profile(name) for name in OPENAI_MODELS}
 
 
 def _compat_models(server_name: str) -> dict[str, ModelProfile]:
     """The example model of an OpenAI-compatible server, so listings show its profile."""
-    from chainform.clients._openai_profiles import COMPAT_SERVERS
+    from chainform.clients.profiles.openai import COMPAT_SERVERS
 
     server = COMPAT_SERVERS[server_name]
     return {server.example: server.profile_for(server.example)}
 
 
 def _local_models() -> dict[str, ModelProfile]:
-    from chainform.local.client import local_profile
+    from chainform.clients.profiles.local import local_profile
 
     return {"smollm2": local_profile("smollm2")}
 
@@ -77,13 +77,13 @@ _PROVIDERS: dict[str, ProviderEntry] = {
         description="Azure AI Foundry deployment (Llama, Mistral, DeepSeek, Phi, ...; OpenAI-compatible v1)",
     ),
     "anthropic": ProviderEntry(
-        "chainform.clients.anthropic:create_client", known_models="chainform.clients.anthropic:KNOWN_MODELS"
+        "chainform.clients.anthropic:create_client", known_models="chainform.clients.profiles.anthropic:KNOWN_MODELS"
     ),
     "gemini": ProviderEntry(
-        "chainform.clients.gemini:create_client", known_models="chainform.clients.gemini:KNOWN_MODELS"
+        "chainform.clients.gemini:create_client", known_models="chainform.clients.profiles.gemini:KNOWN_MODELS"
     ),
     "bedrock": ProviderEntry(
-        "chainform.clients.bedrock:create_client", known_models="chainform.clients.bedrock:KNOWN_MODELS"
+        "chainform.clients.bedrock:create_client", known_models="chainform.clients.profiles.bedrock:KNOWN_MODELS"
     ),
     "local": ProviderEntry(
         "chainform.local:create_client",
@@ -102,7 +102,7 @@ _PROVIDERS: dict[str, ProviderEntry] = {
 
 
 def _compat_entries() -> dict[str, ProviderEntry]:
-    from chainform.clients._openai_profiles import COMPAT_SERVERS
+    from chainform.clients.profiles.openai import COMPAT_SERVERS
 
     return {
         name: ProviderEntry(

@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from chainform.clients.base import BaseChatClient, Middleware
+from chainform.clients.profiles.local import CONTEXT_WINDOW, local_profile
 from chainform.errors import ModelNotFoundError, ProviderError, UnsupportedOptionError
 from chainform.local import _engine, _grammar, _onnx, _weights
 from chainform.types import (
@@ -27,7 +28,6 @@ from chainform.types import (
     FunctionCallContent,
     FunctionResultContent,
     Message,
-    ModelProfile,
     Role,
     TextContent,
     TextReasoningContent,
@@ -37,24 +37,8 @@ from chainform.types import (
 )
 
 DEFAULT_MAX_OUTPUT_TOKENS = 512
-CONTEXT_WINDOW = 8192
 
-
-def local_profile(name: str, provider: str = "local", context_window: int = CONTEXT_WINDOW) -> ModelProfile:
-    return ModelProfile(
-        name=name,
-        provider=provider,
-        supports_tools=True,
-        supports_parallel_tool_calls=True,
-        supports_json_schema=True,
-        supports_tools_with_schema=True,
-        supports_tool_choice_required=True,
-        supports_strict_schema=True,
-        supports_seed=True,
-        schema_dialect="llguidance",
-        context_window=context_window,
-        max_output_tokens=context_window,
-    )
+__all__ = ["CONTEXT_WINDOW", "LocalChatClient", "ONNXRuntimeClient", "local_profile"]
 
 
 class LocalChatClient(BaseChatClient):

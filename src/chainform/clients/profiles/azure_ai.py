@@ -7,21 +7,20 @@ depends on its family, not on the endpoint. Names are matched case-insensitively
 
 from __future__ import annotations
 
+from chainform.clients.profiles import CAPABLE, longest_prefix
 from chainform.types import ModelProfile
 
 _NO_TOP_K = frozenset({"top_k"})
 
-_BASE = ModelProfile(
-    provider="azure-ai",
-    supports_tools=True,
+# GPT deployments on Foundry can do everything; other families lack what _BASE switches off.
+_GPT = CAPABLE.replace(provider="azure-ai", schema_dialect="openai-strict", unsupported_options=_NO_TOP_K)
+_BASE = _GPT.replace(
     supports_parallel_tool_calls=False,
     supports_json_schema=False,
     supports_tools_with_schema=False,
     supports_tool_choice_required=False,
     supports_strict_schema=False,
-    supports_seed=True,
     schema_dialect="jsonschema",
-    unsupported_options=_NO_TOP_K,
 )
 
 # Longest prefix wins. Llama answers tool calls but only json_object (no schema) as a format;
@@ -38,14 +37,7 @@ FAMILIES: dict[str, ModelProfile] = {
     "deepseek-r1": _BASE.replace(supports_tools=False, supports_reasoning=True, supports_seed=False),
     "phi-4": _BASE.replace(supports_tools=False),
     "phi-4-mini": _BASE,  # Phi-4-mini-instruct has function calling
-    "gpt-": _BASE.replace(
-        supports_parallel_tool_calls=True,
-        supports_json_schema=True,
-        supports_tools_with_schema=True,
-        supports_tool_choice_required=True,
-        supports_strict_schema=True,
-        schema_dialect="openai-strict",
-    ),
+    "gpt-": _GPT,
 }
 
 EXAMPLES = ("Llama-3.3-70B-Instruct", "Mistral-Large-2411", "DeepSeek-R1", "DeepSeek-V3-0324", "Phi-4")
@@ -54,9 +46,8 @@ EXAMPLES = ("Llama-3.3-70B-Instruct", "Mistral-Large-2411", "DeepSeek-R1", "Deep
 def azure_ai_profile(model: str) -> ModelProfile:
     """The profile of a Foundry deployment by its model family (conservative when unknown)."""
     name = model.lower().removeprefix("meta-")
-    matches = [prefix for prefix in FAMILIES if name.startswith(prefix)]
-    profile = FAMILIES[max(matches, key=len)] if matches else _BASE
-    return profile.replace(name=model)
+    family = longest_prefix(name, FAMILIES)
+    return (FAMILIES[family] if family is not None else _BASE).replace(name=model)
 
 
 KNOWN_MODELS = {name: azure_ai_profile(name) for name in EXAMPLES}

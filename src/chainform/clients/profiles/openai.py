@@ -9,23 +9,16 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from chainform.clients.profiles import CAPABLE, longest_prefix
 from chainform.types import ModelProfile
 
 # Reasoning models reject sampling settings; every OpenAI model rejects top_k.
 _SAMPLING = frozenset({"temperature", "top_p", "frequency_penalty", "presence_penalty"})
 _NO_TOP_K = frozenset({"top_k"})
 
-_OPENAI = ModelProfile(
+_OPENAI = CAPABLE.replace(
     name="openai",
     provider="openai",
-    supports_tools=True,
-    supports_parallel_tool_calls=True,
-    supports_json_schema=True,
-    supports_tools_with_schema=True,
-    supports_tool_choice_required=True,
-    supports_strict_schema=True,
-    supports_streaming=True,
-    supports_seed=True,
     supports_images=True,
     schema_dialect="openai-strict",
     unsupported_options=_NO_TOP_K,
@@ -80,8 +73,7 @@ def _family(model: str) -> str | None:
     bare = model.rsplit("/", 1)[-1]
     if len(bare) > 1 and bare[0] == "o" and bare[1].isdigit():
         return "o"
-    matches = [p for p in _FAMILIES if p != "o" and bare.startswith(p)]
-    return max(matches, key=len) if matches else None
+    return longest_prefix(bare, (p for p in _FAMILIES if p != "o"))
 
 
 def responses_profile(profile: ModelProfile) -> ModelProfile:
@@ -107,16 +99,8 @@ class CompatServer:
         return self.profile.replace(name=model, provider=self.provider)
 
 
-_COMPAT_BASE = ModelProfile(
-    supports_tools=True,
-    supports_parallel_tool_calls=True,
-    supports_json_schema=True,
-    supports_tools_with_schema=False,
-    supports_tool_choice_required=True,
-    supports_strict_schema=False,
-    supports_seed=True,
-    schema_dialect="jsonschema",
-    unsupported_options=_NO_TOP_K,
+_COMPAT_BASE = CAPABLE.replace(
+    supports_tools_with_schema=False, supports_strict_schema=False, unsupported_options=_NO_TOP_K
 )
 
 COMPAT_SERVERS: dict[str, CompatServer] = {

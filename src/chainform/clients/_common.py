@@ -1,0 +1,267 @@
+"""The adapter skeleton: what every provider adapter shares, so an adapter module holds only its wire mapping.
+
+An adapter subclasses `AdapterClient` and writes three things:
+
+- `build_request(messages, options)`: chainform messages and options as its SDK call's arguments
+  (with `merge_turns`, `split_system`, `replay_reasoning` for the parts every API has);
+- `_stream`: opens the SDK stream through `self.pump(...)` with a translation of one event into
+  updates (on a `StreamState`, with `usage_details` and `finish_reason`);
+- `error(exc, guard, opened)`: its SDK's exceptions as a `ProviderError` through the guard, which
+  applies the one retry/status policy and classifies `ProviderError.kind` (`_errors.py`).
+
+Option checks, SDK import, key lookup, the lazily built SDK client and stream bookkeeping live here.
+"""
+
+from __future__ import annotations
+
+import importlib
+import inspect
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Mapping, Sequence
+from typing import Any
+
+from chainform.clients._errors import StreamGuard
+from chainform.clients.base import BaseChatClient, Middleware
+from chainform.errors import ChainformError, UnsupportedOptionError
+from chainform.types import (
+    ChatOptions,
+    ChatResponseUpdate,
+    Content,
+    FinishReason,
+    FunctionCallContent,
+    Message,
+    ModelProfile,
+    Role,
+    SchemaDialect,
+    TextReasoningContent,
+    ToolMode,
+    UsageDetails,
+)
+
+
+def import_sdk(module: str, extra: str) -> Any:
+    """Import a provider SDK on first use, saying which extra installs it when it is missing."""
+    try:
+        return importlib.import_module(module)
+    except ImportError as exc:
+        raise ImportError(f"this adapter needs {module}: pip install 'chainform[{extra}]'") from exc
+
+
+def resolve_key(provider: str, key: str | None, env_var: str) -> str:
+    """An explicit key wins, then the environment, then the user's keys file."""
+    from chainform.keys import require_key
+
+    return require_key(provider, explicit=key, env_var=env_var)
+
+
+class AdapterClient(BaseChatClient):
+    """Base of every provider adapter: model, SDK client (given, or built on first use), key hygiene,
+    option checks against the profile, and the guarded stream loop."""
+
+    def __init__(
+        self,
+        model: str,
+        sdk: Any = None,
+        *,
+        profile: ModelProfile,
+        middleware: Sequence[Middleware] = (),
+        secret: str | None = None,
+        provider: str | None = None,
+        base_url: str | None = None,
+    ) -> None:
+        super().__init__(profile=profile, middleware=middleware)
+        self.model = model
+        self.provider = provider or profile.provider
+        self.base_url = base_url
+        self._sdk = sdk
+        self._secret = secret  # only to scrub it from error messages
+
+    def __repr__(self) -> str:
+        where = f", base_url={self.base_url!r}" if self.base_url else ""
+        return f"{type(self).__name__}(model={self.model!r}, provider={self.provider!r}{where})"
+
+    @property
+    def sdk(self) -> Any:
+        """The provider SDK's client, built on first use."""
+        if self._sdk is None:
+            self._sdk = self._build_sdk()
+        return self._sdk
+
+    def _build_sdk(self) -> Any:
+        raise NotImplementedError(f"{type(self).__name__} needs an SDK client")
+
+    def guard(self) -> StreamGuard:
+        """A fresh failure reporter for one call."""
+        return StreamGuard(self.provider, self._secret)
+
+    def check_options(self, options: ChatOptions) -> None:
+        """Refuse, by name and before anything is sent, options this model has no equivalent for."""
+        bad = [f"{k}={v!r}" for k, v in options.set_fields().items() if k in self.profile.unsupported_options]
+        if bad:
+            raise UnsupportedOptionError(
+                f"option(s) {', '.join(bad)} not supported by {self.provider}/{self.model}; "
+                "remove them or choose another model",
+                provider=self.provider,
+            )
+        mode = tool_mode(options)
+        if mode is not None and mode.mode == "required" and not self.profile.supports_tool_choice_required:
+            raise UnsupportedOptionError(
+                f"tool_mode=required is not supported by {self.provider}/{self.model}: "
+                "it cannot be made to call a tool",
+                provider=self.provider,
+            )
+
+    def error(self, exc: Exception, guard: StreamGuard, opened: bool) -> ChainformError:
+        """The adapter's classification of what its SDK raised (`opened`: after the stream began)."""
+        return guard.error(f"stream broke: {type(exc).__name__}: {exc}")
+
+    async def pump(
+        self,
+        guard: StreamGuard,
+        open_stream: Awaitable[Any],
+        translate: Callable[[Any], Iterable[ChatResponseUpdate]],
+    ) -> AsyncIterator[ChatResponseUpdate]:
+        """Open the SDK stream, translate each event, and turn SDK failures into typed errors.
+
+        Only SDK calls sit inside the `try`s, so a bug in translation is never disguised as a
+        provider failure. The stream is closed however the loop ends.
+        """
+        try:
+            stream = await open_stream
+        except ChainformError:
+            raise
+        except Exception as exc:
+            raise self.error(exc, guard, False) from None  # no chained SDK error: it may quote the key
+        guard.request_id = guard.request_id or getattr(stream, "request_id", None)
+        iterator = stream.__aiter__()
+        try:
+            while True:
+                try:
+                    event = await iterator.__anext__()
+                except StopAsyncIteration:
+                    break
+                except ChainformError:
+                    raise
+                except Exception as exc:
+                    raise self.error(exc, guard, True) from None
+                for update in translate(event):
+                    yield guard.seen(update)
+        finally:
+            close = getattr(stream, "aclose", None) or getattr(stream, "close", None)
+            if close is not None and inspect.isawaitable(result := close()):
+                await result
+
+
+def tool_mode(options: ChatOptions) -> ToolMode | None:
+    """The effective tool mode: None when no tools are offered (nothing to choose from)."""
+    if not options.tools:
+        return None
+    return options.tool_mode or ToolMode.AUTO
+
+
+def convert_schema(schema: dict[str, Any], dialect: SchemaDialect) -> dict[str, Any]:
+    """The schema in the provider's dialect (the engine restores outputs against the original)."""
+    from chainform.schema.dialects import convert
+
+    converted = convert(schema, dialect).schema
+    return dict(converted) if isinstance(converted, dict) else {}  # `true` accepts anything
+
+
+def split_system(messages: Sequence[Message]) -> tuple[str | None, list[Message]]:
+    """System messages joined into one instruction (these APIs take it apart), and the rest in order."""
+    system = [m.text for m in messages if m.role == Role.SYSTEM and m.text]
+    rest = [m for m in messages if m.role != Role.SYSTEM]
+    return ("\n\n".join(system) or None), rest
+
+
+def call_names(messages: Sequence[Message]) -> dict[str, str]:
+    """call_id -> tool name, for providers whose tool results must repeat the name."""
+    return {c.call_id: c.name for m in messages for c in m.contents if isinstance(c, FunctionCallContent)}
+
+
+def merge_turns(
+    messages: Sequence[Message],
+    encode: Callable[[Message, str], list[dict[str, Any]]],
+    *,
+    assistant: str = "assistant",
+    key: str = "content",
+) -> list[dict[str, Any]]:
+    """Turns for APIs with two speakers: the assistant's, and the user's (tool results included).
+
+    `encode(message, role)` gives the message's blocks; a message without any is left out, and
+    consecutive turns of one speaker are merged (these APIs require alternation).
+    """
+    out: list[dict[str, Any]] = []
+    for message in messages:
+        role = assistant if message.role == Role.ASSISTANT else "user"
+        blocks = encode(message, role)
+        if not blocks:
+            continue
+        if out and out[-1]["role"] == role:
+            out[-1][key].extend(blocks)
+        else:
+            out.append({"role": role, key: blocks})
+    return out
+
+
+def replay_reasoning(
+    content: TextReasoningContent,
+    role: str,
+    *,
+    signed: Callable[[str, str], dict[str, Any]],
+    redacted: Callable[[str], dict[str, Any]],
+) -> dict[str, Any] | None:
+    """A reasoning block sent back: only on assistant turns and with the signature that proves it
+    (`signed(text, signature)`); without text it is the provider's redacted form (`redacted(data)`)."""
+    if role != "assistant" or not content.protected_data:
+        return None
+    if not content.text:
+        return redacted(content.protected_data)
+    return signed(content.text, content.protected_data)
+
+
+def usage_details(
+    input_tokens: int | None,
+    output_tokens: int | None,
+    total_tokens: int | None = None,
+    *,
+    cache_read: int | None = None,
+    cache_written: int | None = None,
+    reasoning: int | None = None,
+) -> UsageDetails:
+    """Usage with the additional counts every adapter names alike (each only when non-zero)."""
+    counts = {
+        name: int(value)
+        for name, value in (
+            ("cache_read_input_tokens", cache_read),
+            ("cache_creation_input_tokens", cache_written),
+            ("reasoning_tokens", reasoning),
+        )
+        if value
+    }
+    return UsageDetails(input_tokens, output_tokens, total_tokens, counts)
+
+
+def finish_reason(reason: str | None, table: Mapping[str, FinishReason]) -> FinishReason | None:
+    """A provider's stop reason in chainform's words; an unknown one is kept verbatim (lower case)."""
+    if not reason:
+        return None
+    return table.get(reason) or FinishReason(reason.lower())
+
+
+class StreamState:
+    """Per-call translation state: the ids every update of one response carries."""
+
+    def __init__(self, model_id: str | None = None) -> None:
+        self.response_id: str | None = None
+        self.message_id: str | None = None
+        self.model_id = model_id
+
+    def update(self, contents: list[Content], **extra: Any) -> ChatResponseUpdate:
+        return ChatResponseUpdate(
+            contents,
+            role=Role.ASSISTANT,
+            response_id=self.response_id,
+            message_id=self.message_id,
+            model_id=self.model_id,
+            **extra,
+        )

@@ -1,0 +1,45 @@
+"""Anthropic Claude models on the Messages API (`anthropic/<model>`), by model family."""
+
+from __future__ import annotations
+
+from chainform.clients.profiles import CAPABLE, named
+from chainform.types import ModelProfile
+
+PROVIDER = "anthropic"
+UNSUPPORTED = frozenset({"seed", "frequency_penalty", "presence_penalty"})
+SAMPLING = ("temperature", "top_p", "top_k")
+
+_BASE = CAPABLE.replace(
+    provider=PROVIDER,
+    supports_json_schema=False,
+    supports_tools_with_schema=False,
+    supports_strict_schema=False,
+    supports_seed=False,
+    supports_images=True,
+    schema_dialect="anthropic",
+    context_window=200_000,
+    unsupported_options=UNSUPPORTED,
+)
+_THINKING = _BASE.replace(max_output_tokens=64_000, supports_reasoning=True)
+# Structured outputs (output_config.format, strict tools) exist from Opus 4.1 / the 4.5 generation on.
+_NATIVE = _THINKING.replace(
+    supports_json_schema=True, supports_tools_with_schema=True, supports_strict_schema=True
+)
+
+KNOWN_MODELS: dict[str, ModelProfile] = {
+    **named(_BASE.replace(max_output_tokens=8192), "claude-3-5-haiku-latest", "claude-3-5-sonnet-latest"),
+    **named(_THINKING, "claude-3-7-sonnet-latest", "claude-sonnet-4-0"),
+    **named(_THINKING.replace(max_output_tokens=32_000), "claude-opus-4-0"),
+    **named(_NATIVE.replace(max_output_tokens=32_000), "claude-opus-4-1"),
+    **named(
+        _NATIVE,
+        "claude-sonnet-4-5",
+        "claude-haiku-4-5",
+        "claude-opus-4-5",
+        "claude-sonnet-4-6",
+        "claude-opus-4-6",
+    ),
+}
+# A Claude name we do not know yet is most likely newer than our table: models after Opus 4.6
+# reject the sampling parameters.
+UNKNOWN = _NATIVE.replace(unsupported_options=UNSUPPORTED | set(SAMPLING))

@@ -1,0 +1,30 @@
+"""Google Gemini models (`gemini/<model>`), by model family."""
+
+from __future__ import annotations
+
+from chainform.clients.profiles import CAPABLE, named
+from chainform.types import ModelProfile
+
+PROVIDER = "gemini"
+
+_BASE = CAPABLE.replace(
+    provider=PROVIDER,
+    supports_tools_with_schema=False,
+    supports_strict_schema=False,
+    supports_images=True,
+    schema_dialect="gemini",
+    tool_name_pattern=r"[A-Za-z_][A-Za-z0-9_.:-]{0,63}",  # Gemini takes dots and colons
+    context_window=1_048_576,
+)
+_THINKING = _BASE.replace(supports_reasoning=True, max_output_tokens=65_536)
+# Gemini 3 accepts a response schema together with function declarations in one request.
+_GEMINI_3 = _THINKING.replace(supports_tools_with_schema=True)
+
+KNOWN_MODELS: dict[str, ModelProfile] = {
+    **named(_BASE.replace(max_output_tokens=8192), "gemini-2.0-flash", "gemini-2.0-flash-lite"),
+    **named(_THINKING, "gemini-2.5-flash", "gemini-2.5-flash-lite", "gemini-2.5-pro"),
+    **named(_GEMINI_3, "gemini-3-flash-preview", "gemini-3-pro-preview"),
+}
+UNKNOWN = _GEMINI_3
+# Before 2.5, schemas go in the OpenAPI-subset fields rather than the JSON Schema ones.
+LEGACY_SCHEMA_FAMILIES = ("gemini-1.", "gemini-2.0")
