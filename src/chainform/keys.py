@@ -26,14 +26,17 @@ MASK = "[redacted key]"
 _MIN_SECRET = 6  # shorter values would mask ordinary words; real keys are far longer
 _URL_CREDENTIALS = re.compile(r"(?<=://)[^/\s@'\"]+@")  # user:password@ or token@
 _loaded: set[str] = set()
+_longest_first: tuple[str, ...] = ()  # _loaded sorted once per change, not once per string masked
 _lock = threading.Lock()
 T = TypeVar("T")
 
 
 def remember(*values: str | None) -> None:
     """Add secret values to the set `redact` masks (keys are added when loaded; tests plant their own)."""
+    global _longest_first
     with _lock:
         _loaded.update(v for v in values if v and len(v) >= _MIN_SECRET)
+        _longest_first = tuple(sorted(_loaded, key=len, reverse=True))
 
 
 def remember_url(url: str | None) -> None:
@@ -47,8 +50,8 @@ def remember_url(url: str | None) -> None:
 
 def redact(text: str, *secrets: str | None) -> str:
     """`text` with every given secret, every loaded key and URL credentials replaced by a mask."""
-    with _lock:
-        candidates = sorted({*_loaded, *(s for s in secrets if s and len(s) >= 4)}, key=len, reverse=True)
+    extra = [s for s in secrets if s and len(s) >= 4]
+    candidates = sorted({*_longest_first, *extra}, key=len, reverse=True) if extra else _longest_first
     if "://" in text and "@" in text:
         text = _URL_CREDENTIALS.sub(MASK + "@", text)
     for secret in candidates:

@@ -130,3 +130,42 @@ def test_logs_off_stops_chains_logging() -> None:
     set_logging(True)
     cf.Model(ScriptedClient(["hi"])).chain("x").text()
     assert len(Store().recent(5)) == 1
+
+
+_INTERRUPTED_CHAIN = """
+import asyncio, sys
+import chainform as cf
+from chainform.testing import ScriptedClient, tool_call
+
+def lookup(city: str) -> str:
+    "Look a city up."
+    return city
+
+async def wait_forever(city: str) -> str:
+    "Never returns (the user presses Ctrl-C meanwhile)."
+    print("READY", flush=True)
+    await asyncio.sleep(600)
+    return city
+
+script = [tool_call("lookup", city="Paris"), tool_call("wait_forever", city="Rome"), "done"]
+cf.Model(ScriptedClient(script)).chain("Go", tools=[lookup, wait_forever]).text()
+"""
+
+
+def test_ctrl_c_during_a_chain_keeps_the_calls_that_finished(home: Path) -> None:
+    import signal
+    import subprocess
+    import sys
+
+    proc = subprocess.Popen(
+        [sys.executable, "-c", _INTERRUPTED_CHAIN], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+    )
+    assert proc.stdout is not None
+    assert proc.stdout.readline().strip() == "READY"
+    proc.send_signal(signal.SIGINT)
+    _, err = proc.communicate(timeout=60)
+    assert proc.returncode != 0 and "KeyboardInterrupt" in err
+    # the first call (its tool ran) finished before Ctrl-C: the exit hook committed it
+    [row] = Store().recent(None)
+    assert row.seq == 0 and [c.name for c in row.tool_calls] == ["lookup"]
+    assert [r.output for r in row.tool_results] == ["Paris"]

@@ -1,17 +1,21 @@
-"""The engine's call logger: each model call becomes a CallRecord handed to the log's writer.
+"""The engine's call logger: each model call becomes a CallRecord, a chain's records one write.
 
-The engine calls the logger synchronously as calls finish; the logger only builds the record and
-queues it, so the event loop never waits on SQLite. `committed()` is awaited before the chain
-returns, so a chain's rows are in the log when its result is (failures only warn: the log must
-never cost the user their answer).
+The engine calls the logger synchronously as calls finish; the logger only builds the record.
+`committed()`, awaited before the chain returns or raises, hands the chain's records to the log's
+writer thread as ONE transaction and waits for its commit without blocking the event loop: a
+chain's rows are in the log when its result is, and a chain of n calls costs one commit, not n
+(a commit, not the inserts, is most of a write's cost). Records not yet handed over when the
+process exits (Ctrl-C during a chain) are written by an exit hook. Failures only warn: the log
+must never cost the user their answer.
 """
 
 from __future__ import annotations
 
 import asyncio
+import atexit
 import dataclasses
 import warnings
-from concurrent.futures import Future
+import weakref
 from typing import TYPE_CHECKING, Any
 
 from chainform._lineage import current_chain
@@ -43,7 +47,7 @@ class ChainLogger:
         self.system = system
         self.schema = schema
         self.policy = format_context_policy
-        self._pending: list[Future[str]] = []
+        self._records: list[CallRecord] = []
 
     def record(self, call: ModelCall, run: Any) -> CallRecord:
         """The one record of `call` (what the log stores and `chainform logs --json` prints)."""
@@ -88,18 +92,52 @@ class ChainLogger:
         try:
             record = self.record(call, run)
             call.response_id = record.id
-            self._pending.append(self.store.submit(record))
+            self._records.append(record)
+            _unsaved.add(self)
         except Exception as exc:  # never lose the chain's result because the log failed
             warnings.warn(f"chainform: could not log a model call: {exc}", stacklevel=2)
 
+    def _take(self) -> list[CallRecord]:
+        records, self._records = self._records, []
+        _unsaved.discard(self)
+        return records
+
     async def committed(self) -> None:
-        """Wait (without blocking the loop) until every queued record of this chain is committed."""
-        pending, self._pending = self._pending, []
-        for future in pending:
+        """Write this chain's records in one transaction; return (without blocking the loop) once
+        it is committed. If it fails, each record is tried alone: one bad record loses no other."""
+        records = self._take()
+        if not records:
+            return
+        try:
+            await asyncio.wrap_future(self.store.submit_all(records))
+            return
+        except Exception as exc:
+            if len(records) == 1:
+                _warn(exc)
+                return
+        for record in records:
             try:
-                await asyncio.wrap_future(future)
+                await asyncio.wrap_future(self.store.submit(record))
             except Exception as exc:
-                warnings.warn(f"chainform: could not log a model call: {exc}", stacklevel=2)
+                _warn(exc)
+
+
+_unsaved: weakref.WeakSet[ChainLogger] = weakref.WeakSet()
+
+
+@atexit.register
+def _save_unsaved() -> None:
+    """At exit (Ctrl-C while a chain ran): write the calls that finished but were not committed."""
+    for logger in list(_unsaved):
+        records = logger._take()
+        try:
+            logger.store.write_now(records)
+        except Exception as exc:
+            _warn(exc)
+
+
+def _warn(exc: Exception) -> None:
+    warnings.warn(f"chainform: could not log a model call: {exc}", stacklevel=3)
 
 
 def options_summary(options: ChatOptions) -> dict[str, Any]:

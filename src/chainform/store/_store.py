@@ -200,6 +200,16 @@ class Store:
         """Queue one model call for the writer thread; the future resolves once it is committed."""
         return self._writer.submit(lambda db: insert_call(db, record))
 
+    def submit_all(self, records: list[CallRecord]) -> Future[list[str]]:
+        """Queue model calls (a chain's) to be written in ONE transaction; the future resolves with
+        their ids once it is committed."""
+        return self._writer.submit(lambda db: [insert_call(db, r) for r in records])
+
+    def write_now(self, records: list[CallRecord]) -> None:
+        """Write calls in one transaction on this thread (the exit hook: no new thread then)."""
+        if records:
+            self._write(lambda db: [insert_call(db, r) for r in records])
+
     def log_call(self, record: CallRecord) -> str:
         """Write one model call and wait for its commit (what `submit` does, synchronously)."""
         return self.submit(record).result()
@@ -231,20 +241,10 @@ class Store:
 
         Conversations and schemas nothing refers to any more go too.
         """
-        clauses: list[str] = []
-        args: list[Any] = []
-        if ids:
-            clauses.append(f"id IN ({', '.join('?' * len(ids))})")
-            args += [rid.strip().lower() for rid in ids]
-        if conversation_id is not None:
-            clauses.append("conversation_id = ?")
-            args.append(conversation_id)
-        if before is not None:
-            clauses.append("created_at < ?")
-            args.append(before)
+        clauses, args = _filters(ids=ids, conversation_id=conversation_id, before=before)
         if not clauses:
             raise StoreError("say which calls to remove: ids, a conversation or a date")
-        selected = "SELECT id FROM responses WHERE " + " AND ".join(clauses)
+        selected = "SELECT r.id FROM responses r WHERE " + " AND ".join(clauses)
 
         def delete(db: sqlite3.Connection) -> int:
             for table in ("tool_calls", "tool_results", "format_contexts"):
@@ -316,17 +316,7 @@ class Store:
         `query` is full-text search over prompts and response texts (all words must occur);
         `schema_id` may be a unique prefix.
         """
-        where: list[str] = []
-        args: list[Any] = []
-        if conversation_id is not None:
-            where.append("r.conversation_id = ?")
-            args.append(conversation_id)
-        if chain_id is not None:
-            where.append("r.chain_id = ?")
-            args.append(chain_id)
-        if schema_id is not None:
-            where.append("r.schema_id >= ? AND r.schema_id < ?")
-            args += [schema_id.lower(), schema_id.lower() + "g"]
+        where, args = _filters(conversation_id=conversation_id, chain_id=chain_id, schema_id=schema_id)
         with self._read() as db:
             if query is not None and query.strip():
                 clause, extra = search_clause(query, self._fts)
@@ -354,3 +344,32 @@ class Store:
         from chainform.chain._history import history, of_log
 
         return history(of_log(self.recent(None, conversation_id=conversation_id)))
+
+
+def _filters(
+    *,
+    ids: list[str] | None = None,
+    conversation_id: str | None = None,
+    chain_id: str | None = None,
+    schema_id: str | None = None,
+    before: float | None = None,
+) -> tuple[list[str], list[Any]]:
+    """WHERE clauses (all must hold) over `responses r` and their arguments, for reads and deletes."""
+    clauses: list[str] = []
+    args: list[Any] = []
+
+    def add(clause: str, *values: Any) -> None:
+        clauses.append(clause)
+        args.extend(values)
+
+    if ids:
+        add(f"r.id IN ({', '.join('?' * len(ids))})", *(rid.strip().lower() for rid in ids))
+    if conversation_id is not None:
+        add("r.conversation_id = ?", conversation_id)
+    if chain_id is not None:
+        add("r.chain_id = ?", chain_id)
+    if schema_id is not None:
+        add("r.schema_id >= ? AND r.schema_id < ?", schema_id.lower(), schema_id.lower() + "g")
+    if before is not None:
+        add("r.created_at < ?", before)
+    return clauses, args
