@@ -107,6 +107,30 @@ def test_sphinx_docstring() -> None:
     assert props(sphinx)["b"]["description"] == "The text."
 
 
+def keyword_and_shared(x: int, y: int, *, flag: bool = False) -> None:
+    """Google's keyword section and NumPy's shared entry, read by docstring-parser.
+
+    Keyword Args:
+        flag: Turn it on.
+    """
+
+
+def numpy_shared(x: int, y: int) -> None:
+    """Add.
+
+    Parameters
+    ----------
+    x, y : int
+        The numbers.
+    """
+
+
+def test_keyword_section_and_shared_numpy_entry() -> None:
+    assert props(keyword_and_shared)["flag"]["description"] == "Turn it on."
+    assert get_schema(keyword_and_shared)["description"].startswith("Google's keyword section")
+    assert props(numpy_shared)["x"]["description"] == props(numpy_shared)["y"]["description"] == "The numbers."
+
+
 def precedence(
     a: Annotated[int, "from annotated"],  # from comment
     b: Annotated[int, Field(description="from field")],  # from comment

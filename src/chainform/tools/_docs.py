@@ -1,16 +1,20 @@
 """Where parameter descriptions come from: trailing comments (docments style) and docstring sections.
 
-Both sources are best effort. Source code may be unavailable (REPL, ``exec``) and docstrings follow
-conventions loosely, so every function here returns what it found and never raises.
+Docstring sections are docstring-parser's job. The comments beside parameters and fields are ours:
+no kept library reads them (they are not in the AST; the tokenizer sees them). Both sources are
+best effort: source code may be unavailable (REPL, ``exec``) and docstrings follow conventions
+loosely, so every function here returns what it found and never raises.
 """
 
 from __future__ import annotations
 
+import contextlib
+import functools
 import inspect
 import io
-import re
 import textwrap
 import tokenize
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -137,107 +141,43 @@ def class_comments(cls: type) -> dict[str, str]:
     return found
 
 
-_GOOGLE_HEADS = {
-    "args": "params",
-    "arguments": "params",
-    "parameters": "params",
-    "params": "params",
-    "attributes": "params",
-    "keyword args": "params",
-    "keyword arguments": "params",
-    "returns": "returns",
-    "return": "returns",
-    "yields": "returns",
-}
-_OTHER_HEADS = {"raises", "examples", "example", "notes", "note", "see also", "references", "warnings"}
-_RETURN_TYPE = re.compile(r"^[\w.|\[\]]+(?:,\s*[\w.|\[\]]+)*:\s+")  # Google's "int: the total"
-_SPHINX = re.compile(
-    r"^:(param|parameter|arg|argument|key|keyword|returns?|type|rtype|raises?)\b([^:]*):(.*)$"
-)
+@functools.cache
+def _parsers() -> tuple[Callable[[str], Any], ...]:
+    """docstring-parser's styles; Google's also reads "Keyword Args" sections (as parameters)."""
+    from docstring_parser import epydoc, google, numpydoc, rest
 
-
-def _norm_name(raw: str) -> str:
-    return raw.strip().lstrip("*").split("(")[0].split(":")[0].strip()
-
-
-def _sections(lines: list[str]) -> list[tuple[str, list[str]]]:
-    """Split into (kind, lines) where kind is summary/params/returns/other; Google and NumPy heads."""
-    out: list[tuple[str, list[str]]] = [("summary", [])]
-    i = 0
-    while i < len(lines):
-        line = lines[i]
-        head = line.strip().lower()
-        underline = i + 1 < len(lines) and re.fullmatch(r"\s*-{3,}\s*", lines[i + 1]) is not None
-        google = head.endswith(":") and head[:-1] in {*_GOOGLE_HEADS, *_OTHER_HEADS}
-        if underline and head in {*_GOOGLE_HEADS, *_OTHER_HEADS}:
-            out.append((_GOOGLE_HEADS.get(head, "other") + ":numpy", []))
-            i += 2
-            continue
-        if google and not line.startswith((" ", "\t")):
-            out.append((_GOOGLE_HEADS.get(head[:-1], "other") + ":google", []))
-        else:
-            out[-1][1].append(line)
-        i += 1
-    return out
-
-
-def _items(body: list[str], numpy: bool) -> list[tuple[str, str]]:
-    """Entries of a section: a head line at the lowest indent followed by indented continuation."""
-    lines = [ln for ln in body if ln.strip()]
-    if not lines:
-        return []
-    base = min(len(ln) - len(ln.lstrip()) for ln in lines)
-    items: list[tuple[str, list[str]]] = []
-    for ln in lines:
-        indent = len(ln) - len(ln.lstrip())
-        if indent == base:
-            head, sep, rest = ln.strip().partition(" : " if numpy else ":")
-            if numpy and not sep:
-                head, sep, rest = ln.strip().partition(":")
-            items.append((head, [rest.strip()] if rest.strip() and not numpy else []))
-        elif items:
-            items[-1][1].append(ln.strip())
-    return [(h, " ".join(t)) for h, t in items]
+    keyword = [
+        google.Section(t, "key", google.SectionType.MULTIPLE) for t in ("Keyword Args", "Keyword Arguments")
+    ]
+    return (
+        google.GoogleParser([*google.DEFAULT_SECTIONS, *keyword]).parse,
+        numpydoc.parse,
+        rest.parse,
+        epydoc.parse,
+    )
 
 
 def parse_docstring(doc: str | None) -> DocInfo:
-    """Read Google, NumPy or Sphinx/reST sections out of a docstring."""
-    info = DocInfo()
+    """Read a Google, NumPy or Sphinx/reST docstring's sections with docstring-parser: every style
+    is tried and the reading that finds the most sections wins (docstring-parser's own rule)."""
+    from docstring_parser import Docstring, ParseError
+
     if not doc:
-        return info
-    lines = inspect.cleandoc(doc).splitlines()
-    sphinx_lines: list[str] = []
-    plain: list[str] = []
-    for ln in lines:
-        m = _SPHINX.match(ln.strip())
-        if m or (sphinx_lines and ln.startswith((" ", "\t")) and ln.strip()):
-            sphinx_lines.append(ln.strip() if m else " " + ln.strip())
-        else:
-            plain.append(ln)
-    for entry in " \n".join(sphinx_lines).replace("\n ", " ").split("\n"):
-        m = _SPHINX.match(entry.strip())
-        if not m:
-            continue
-        kind, target, text = m.group(1), m.group(2).split(), " ".join(m.group(3).split())
-        if kind.startswith("return"):
-            info.returns = text
-        elif kind in ("param", "parameter", "arg", "argument", "key", "keyword") and target:
-            info.params[target[-1]] = text
-    summary: list[str] = []
-    for kind, body in _sections(plain):
-        if kind == "summary":
-            summary = body
-        elif kind.startswith("params"):
-            for head, text in _items(body, kind.endswith("numpy")):
-                for name in head.split(","):
-                    if _norm_name(name) and text:
-                        info.params.setdefault(_norm_name(name), text)
-        elif kind.startswith("returns"):
-            entries = _items(body, kind.endswith("numpy"))
-            if kind.endswith("numpy"):
-                info.returns = " ".join(t for _, t in entries)
-            else:
-                text = " ".join(" ".join(ln.split()) for ln in body if ln.strip())
-                info.returns = _RETURN_TYPE.sub("", text, count=1)
-    info.summary = "\n".join(summary).strip()
+        return DocInfo()
+    readings: list[Docstring] = []
+    for parse in _parsers():
+        with contextlib.suppress(ParseError):
+            readings.append(parse(doc))
+    if not readings:  # malformed sections: the text still describes the tool
+        return DocInfo(summary=inspect.cleandoc(doc))
+    parsed = max(readings, key=lambda d: len(d.meta))
+    gap = "\n\n" if parsed.blank_after_short_description else "\n"
+    summary = gap.join(p for p in (parsed.short_description, parsed.long_description) if p)
+    info = DocInfo(summary=summary.strip())
+    for param in parsed.params:
+        for name in param.arg_name.split(","):  # NumPy's "x, y : int"
+            if name.strip().lstrip("*") and param.description:
+                info.params.setdefault(name.strip().lstrip("*"), " ".join(param.description.split()))
+    if parsed.returns is not None and parsed.returns.description:
+        info.returns = " ".join(parsed.returns.description.split())
     return info

@@ -19,36 +19,26 @@ from dataclasses import dataclass
 from typing import Annotated, Any, ForwardRef, Literal, Union
 
 import pydantic
-import typing_extensions
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, TypeAdapter
 from pydantic.fields import FieldInfo
 
 from chainform.errors import ToolDefinitionError
 from chainform.tools import _docs
+from chainform.tools._params import (
+    EMPTY,
+    call_target,
+    class_doc,
+    init_of,
+    is_model,
+    is_namedtuple,
+    is_std_dataclass,
+    is_typeddict,
+    qualname,
+    raw_params,
+)
 
 _NATIVE_OK: dict[type, bool] = {}
-_EMPTY = inspect.Parameter.empty
 _ANNOTATED: Any = Annotated  # subscripted with runtime values, which type checkers cannot follow
-
-
-def _hide_default(schema: dict[str, Any]) -> None:
-    schema.pop("default", None)
-
-
-# a TypedDict key that may be left out: no default to show, and left out of the result when unset
-_OPTIONAL_KEY = Field(default=None, json_schema_extra=_hide_default)
-
-
-def _class_doc(cls: Any) -> str | None:
-    """The class's own docstring: not inherited, and not the signature dataclasses make up."""
-    doc = cls.__dict__.get("__doc__")
-    if not isinstance(doc, str) or doc.startswith(f"{cls.__name__}("):
-        return None
-    return doc
-
-
-def _init(cls: type) -> Any:
-    return next((k.__dict__["__init__"] for k in cls.__mro__ if "__init__" in k.__dict__), object.__init__)
 
 
 @dataclass
@@ -77,26 +67,6 @@ class Spec:
     @property
     def description(self) -> str:
         return "\n\n".join(p for p in (self.summary, self.returns) if p)
-
-
-def _qualname(obj: Any) -> str:
-    return str(getattr(obj, "__qualname__", None) or getattr(obj, "__name__", None) or repr(obj))
-
-
-def _is_typeddict(tp: Any) -> bool:
-    return isinstance(tp, type) and typing_extensions.is_typeddict(tp)
-
-
-def _is_namedtuple(tp: Any) -> bool:
-    return isinstance(tp, type) and issubclass(tp, tuple) and hasattr(tp, "_fields")
-
-
-def _is_model(tp: Any) -> bool:
-    return isinstance(tp, type) and issubclass(tp, BaseModel)
-
-
-def _is_std_dataclass(tp: Any) -> bool:
-    return isinstance(tp, type) and dataclasses.is_dataclass(tp) and not hasattr(tp, "__pydantic_validator__")
 
 
 def _native(tp: type) -> bool:
@@ -188,12 +158,12 @@ class _Builder:
         if isinstance(tp, type) and tp in self.memo:
             return self.memo[tp]
         if (
-            _is_std_dataclass(tp)
-            or _is_typeddict(tp)
+            is_std_dataclass(tp)
+            or is_typeddict(tp)
             or (
                 isinstance(tp, type)
                 and tp.__module__ != "builtins"
-                and not (_is_model(tp) or _is_typeddict(tp) or _is_namedtuple(tp))
+                and not (is_model(tp) or is_typeddict(tp) or is_namedtuple(tp))
                 and not _native(tp)
             )
         ):
@@ -215,20 +185,20 @@ class _Builder:
 
     # -- callables and classes ---------------------------------------------------------------
     def build(self, obj: Any, name: str | None = None) -> Spec:
-        target, drop_first, kind = _target(obj)
-        where = _qualname(obj)
+        target, drop_first, kind = call_target(obj)
+        where = qualname(obj)
         globalns = dict(
             getattr(inspect.unwrap(target) if inspect.isroutine(target) else target, "__globals__", {})
         )
         if isinstance(obj, type):
             globalns = dict(vars(sys.modules.get(obj.__module__, types.ModuleType("x"))))
             globalns.setdefault(obj.__name__, obj)
-        doc = _docs.parse_docstring(_class_doc(obj) if isinstance(obj, type) else inspect.getdoc(target))
-        if isinstance(obj, type) and not doc.params and _init(obj) is not object.__init__:
-            init_doc = _docs.parse_docstring(inspect.getdoc(_init(obj)))
+        doc = _docs.parse_docstring(class_doc(obj) if isinstance(obj, type) else inspect.getdoc(target))
+        if isinstance(obj, type) and not doc.params and init_of(obj) is not object.__init__:
+            init_doc = _docs.parse_docstring(inspect.getdoc(init_of(obj)))
             doc.params = init_doc.params
         tool_name = name or getattr(obj, "__name__", None) or type(obj).__name__
-        if _is_model(obj):
+        if is_model(obj):
             return self._model_spec(obj, tool_name, doc)
         fields, params, hints = self._fields(obj, target, drop_first, kind, where, globalns, doc)
         try:
@@ -243,10 +213,10 @@ class _Builder:
         self.models.append(model)
         returns = ""
         if not isinstance(obj, type):
-            rtype = hints.get("return", _EMPTY)
+            rtype = hints.get("return", EMPTY)
             comments = _docs.function_comments(target)
             rdesc = comments.get(_docs.RETURN) or doc.returns
-            if rtype is not _EMPTY and rtype is not None and rtype is not type(None):
+            if rtype is not EMPTY and rtype is not None and rtype is not type(None):
                 returns = f"Returns {type_name(rtype)}" + (f": {rdesc}" if rdesc else ".")
             elif rdesc:
                 returns = f"Returns: {rdesc}"
@@ -267,14 +237,14 @@ class _Builder:
         localns = self._names()
         if isinstance(obj, type):
             localns[obj.__name__] = obj
-        raw = _raw_params(obj, target, drop_first, kind, where)
+        raw = raw_params(obj, target, drop_first, kind, where)
         hint_src = target if kind == "call" else obj
         try:
             hints = typing.get_type_hints(hint_src, globalns=globalns, localns=localns, include_extras=True)
         except Exception:
             hints = {}
         by_fields = isinstance(obj, type) and (
-            dataclasses.is_dataclass(obj) or _is_namedtuple(obj) or _is_typeddict(obj)
+            dataclasses.is_dataclass(obj) or is_namedtuple(obj) or is_typeddict(obj)
         )
         comments = _docs.class_comments(obj) if by_fields else _docs.function_comments(target)
         fields: dict[str, Any] = {}
@@ -286,14 +256,14 @@ class _Builder:
                 raise ToolDefinitionError(f"{where}: {star}{pname} cannot be described; use named parameters")
             if pname in hints:
                 annotation = hints[pname]
-            if annotation is _EMPTY:
+            if annotation is EMPTY:
                 raise ToolDefinitionError(f"{pwhere} has no type annotation")
             tp = self.rewrite(annotation, {**globalns, **localns}, pwhere)
             desc = _explicit_description(tp, default) or comments.get(pname) or doc.params.get(pname)
             info = Field(alias=pname, description=desc) if desc else Field(alias=pname)
             field = f"p{i}"
-            fields[field] = (_ANNOTATED[tp, info], ... if default is _EMPTY else default)
-            params.append(Param(name=pname, field=field, kind=pkind, required=default is _EMPTY))
+            fields[field] = (_ANNOTATED[tp, info], ... if default is EMPTY else default)
+            params.append(Param(name=pname, field=field, kind=pkind, required=default is EMPTY))
         return fields, params, hints
 
     def _model_spec(self, model: type[BaseModel], name: str, doc: _docs.DocInfo) -> Spec:
@@ -316,7 +286,7 @@ class _Builder:
         schema = strip_titles(schema)
         if spec.kind == "model":
             comments = _docs.class_comments(spec.target)  # type: ignore[arg-type]
-            doc = _docs.parse_docstring(_class_doc(spec.target))
+            doc = _docs.parse_docstring(class_doc(spec.target))
             for pname, prop in schema.get("properties", {}).items():
                 extra = comments.get(pname) or doc.params.get(pname)
                 if extra and isinstance(prop, dict) and "description" not in prop:
@@ -329,70 +299,6 @@ class _Builder:
         ordered.update((k, v) for k, v in schema.items() if k not in first)
         spec.schema = ordered
         return ordered
-
-
-def _target(obj: Any) -> tuple[Any, bool, str]:
-    """(callable whose signature matters, whether its first parameter is self/cls, call style)."""
-    if isinstance(obj, (staticmethod, classmethod)):
-        return obj.__func__, isinstance(obj, classmethod), "call"
-    if isinstance(obj, type):
-        if _is_model(obj):
-            return obj, False, "model"
-        if _is_typeddict(obj):
-            return obj, False, "typeddict"
-        if _is_namedtuple(obj) or dataclasses.is_dataclass(obj):
-            return obj, False, "call"
-        return _init(obj), True, "call"
-    if inspect.isroutine(obj):
-        params = list(_signature(obj).parameters)
-        unbound = (
-            inspect.isfunction(obj)
-            and "." in obj.__qualname__
-            and "<locals>" not in obj.__qualname__.split(".")[-2]
-        )
-        return obj, bool(unbound and params and params[0] in ("self", "cls")), "call"
-    if callable(obj):
-        return obj.__call__, False, "call"
-    raise ToolDefinitionError(f"{obj!r} is not a function, method or class")
-
-
-def _signature(fn: Any) -> inspect.Signature:
-    try:
-        return inspect.signature(fn)
-    except (TypeError, ValueError) as exc:
-        raise ToolDefinitionError(f"{_qualname(fn)}: no inspectable signature ({exc})") from exc
-
-
-def _raw_params(
-    obj: Any, target: Any, drop_first: bool, kind: str, where: str
-) -> list[tuple[str, Any, Any, Any]]:
-    if kind == "typeddict":
-        required = obj.__required_keys__
-        return [
-            (n, inspect.Parameter.KEYWORD_ONLY, a, _EMPTY if n in required else _OPTIONAL_KEY)
-            for n, a in obj.__annotations__.items()
-        ]
-    if isinstance(obj, type) and dataclasses.is_dataclass(obj):
-        out = []
-        for f in dataclasses.fields(obj):
-            if not f.init:
-                continue
-            default = f.default
-            if f.default_factory is not dataclasses.MISSING:
-                default = Field(default_factory=f.default_factory)
-            out.append(
-                (
-                    f.name,
-                    inspect.Parameter.KEYWORD_ONLY,
-                    f.type,
-                    _EMPTY if default is dataclasses.MISSING else default,
-                )
-            )
-        return out
-    params = list(_signature(target).parameters.values())
-    if drop_first and params:
-        params = params[1:]
-    return [(p.name, p.kind, p.annotation, p.default) for p in params]
 
 
 def _explicit_description(tp: Any, default: Any) -> str | None:
@@ -432,7 +338,7 @@ def build_spec(obj: Any, name: str | None = None) -> Spec:
     """Describe ``obj`` fully: raises `ToolDefinitionError` if it cannot be a tool."""
     builder = _Builder()
     spec = builder.build(obj, name)
-    builder.finish(spec, _qualname(obj))
+    builder.finish(spec, qualname(obj))
     return spec
 
 

@@ -13,7 +13,8 @@ import pydantic
 from pydantic import BaseModel
 
 from chainform.errors import ToolArgumentError, ToolDefinitionError
-from chainform.tools._schema import Spec, _target, build_spec, call_with
+from chainform.tools._params import call_target
+from chainform.tools._schema import Spec, build_spec, call_with
 
 # Dots are allowed (``math.factorial``, MCP prefixes); each provider gets a name it accepts (tools/_names.py).
 _NAME = re.compile(r"^[A-Za-z0-9_.-]{1,128}$")
@@ -73,7 +74,7 @@ class Tool:
         """Describe ``fn`` (function, async function, method, class) as a tool."""
         if isinstance(fn, Tool):
             return fn if name is None and description is None else fn.renamed(name, description)
-        if not isinstance(fn, type) and _target(fn)[1] and inspect.isfunction(fn):
+        if not isinstance(fn, type) and call_target(fn)[1] and inspect.isfunction(fn):
             raise ToolDefinitionError(
                 f"{fn.__qualname__} is an unbound method; pass it bound to an instance (obj.{fn.__name__})"
             )
