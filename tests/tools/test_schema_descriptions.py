@@ -128,7 +128,9 @@ def numpy_shared(x: int, y: int) -> None:
 def test_keyword_section_and_shared_numpy_entry() -> None:
     assert props(keyword_and_shared)["flag"]["description"] == "Turn it on."
     assert get_schema(keyword_and_shared)["description"].startswith("Google's keyword section")
-    assert props(numpy_shared)["x"]["description"] == props(numpy_shared)["y"]["description"] == "The numbers."
+    assert (
+        props(numpy_shared)["x"]["description"] == props(numpy_shared)["y"]["description"] == "The numbers."
+    )
 
 
 def precedence(
