@@ -17,7 +17,7 @@ from __future__ import annotations
 import importlib
 import inspect
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Mapping, Sequence
-from typing import Any
+from typing import Any, ClassVar
 
 from chainform.clients._errors import StreamGuard
 from chainform.clients.base import BaseChatClient, Middleware
@@ -31,7 +31,6 @@ from chainform.types import (
     Message,
     ModelProfile,
     Role,
-    SchemaDialect,
     TextReasoningContent,
     ToolMode,
     UsageDetails,
@@ -55,22 +54,29 @@ def resolve_key(provider: str, key: str | None, env_var: str) -> str:
 
 class AdapterClient(BaseChatClient):
     """Base of every provider adapter: model, SDK client (given, or built on first use), key hygiene,
-    option checks against the profile, and the guarded stream loop."""
+    the profile (given, or looked up in the family's table), option checks, the guarded stream loop.
+
+    A subclass names its provider and its profile table (`clients/profiles/<family>.py`).
+    """
+
+    provider: str = "unknown"
+    known_models: ClassVar[Mapping[str, ModelProfile]] = {}
+    unknown_profile: ClassVar[ModelProfile] = ModelProfile()
 
     def __init__(
         self,
         model: str,
         sdk: Any = None,
         *,
-        profile: ModelProfile,
+        profile: ModelProfile | None = None,
         middleware: Sequence[Middleware] = (),
         secret: str | None = None,
         provider: str | None = None,
         base_url: str | None = None,
     ) -> None:
-        super().__init__(profile=profile, middleware=middleware)
+        self.provider = provider or self.provider
+        super().__init__(profile=profile or self.default_profile(model), middleware=middleware)
         self.model = model
-        self.provider = provider or profile.provider
         self.base_url = base_url
         self._sdk = sdk
         self._secret = secret  # only to scrub it from error messages
@@ -78,6 +84,12 @@ class AdapterClient(BaseChatClient):
     def __repr__(self) -> str:
         where = f", base_url={self.base_url!r}" if self.base_url else ""
         return f"{type(self).__name__}(model={self.model!r}, provider={self.provider!r}{where})"
+
+    def default_profile(self, model: str) -> ModelProfile:
+        """The profile of `model` when none is given: its family's entry in `known_models`."""
+        from chainform.clients.profiles import profile_for
+
+        return profile_for(model, self.known_models, self.unknown_profile)
 
     @property
     def sdk(self) -> Any:
@@ -88,6 +100,18 @@ class AdapterClient(BaseChatClient):
 
     def _build_sdk(self) -> Any:
         raise NotImplementedError(f"{type(self).__name__} needs an SDK client")
+
+    def in_dialect(self, schema: Mapping[str, Any]) -> dict[str, Any] | bool:
+        """`schema` in this model's dialect (the engine restores outputs against the original);
+        raises `SchemaError` when the dialect cannot express it."""
+        from chainform.schema.dialects import convert
+
+        return convert(dict(schema), self.profile.schema_dialect).schema
+
+    def dialect_schema(self, schema: Mapping[str, Any]) -> dict[str, Any]:
+        """`schema` in this model's dialect, as an object schema (`true` accepts anything: `{}`)."""
+        converted = self.in_dialect(schema)
+        return dict(converted) if isinstance(converted, dict) else {}
 
     def guard(self) -> StreamGuard:
         """A fresh failure reporter for one call."""
@@ -156,14 +180,6 @@ def tool_mode(options: ChatOptions) -> ToolMode | None:
     if not options.tools:
         return None
     return options.tool_mode or ToolMode.AUTO
-
-
-def convert_schema(schema: dict[str, Any], dialect: SchemaDialect) -> dict[str, Any]:
-    """The schema in the provider's dialect (the engine restores outputs against the original)."""
-    from chainform.schema.dialects import convert
-
-    converted = convert(schema, dialect).schema
-    return dict(converted) if isinstance(converted, dict) else {}  # `true` accepts anything
 
 
 def split_system(messages: Sequence[Message]) -> tuple[str | None, list[Message]]:
@@ -239,6 +255,16 @@ def usage_details(
         if value
     }
     return UsageDetails(input_tokens, output_tokens, total_tokens, counts)
+
+
+# Claude's stop reasons, which Bedrock's Converse API uses for every model family too.
+CLAUDE_FINISH = {
+    "end_turn": FinishReason.STOP,
+    "stop_sequence": FinishReason.STOP,
+    "tool_use": FinishReason.TOOL_CALLS,
+    "max_tokens": FinishReason.LENGTH,
+    "model_context_window_exceeded": FinishReason.LENGTH,
+}
 
 
 def finish_reason(reason: str | None, table: Mapping[str, FinishReason]) -> FinishReason | None:

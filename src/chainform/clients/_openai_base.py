@@ -14,7 +14,7 @@ from typing import Any
 from chainform.clients._common import AdapterClient, import_sdk
 from chainform.clients._errors import StreamGuard, retry_after
 from chainform.clients.base import Middleware
-from chainform.clients.profiles.openai import COMPAT_SERVERS
+from chainform.clients.profiles.openai import COMPAT_SERVERS, openai_profile
 from chainform.errors import ProviderError, SchemaError, UnsupportedOptionError
 from chainform.keys import get_key, remember_url, require_key
 from chainform.types import FinishReason, ModelProfile, ResponseFormat, ToolSpec
@@ -128,11 +128,12 @@ class OpenAIBaseClient(AdapterClient):
         self,
         model: str,
         *,
-        settings: ClientSettings,
-        profile: ModelProfile,
+        settings: ClientSettings | None = None,
+        profile: ModelProfile | None = None,
         sdk_client: Any = None,
         middleware: Sequence[Middleware] = (),
     ) -> None:
+        self.settings = settings = settings or ClientSettings(provider="openai")
         super().__init__(
             model,
             sdk_client,
@@ -143,6 +144,10 @@ class OpenAIBaseClient(AdapterClient):
             base_url=settings.base_url,
         )
         self.settings = settings
+
+    def default_profile(self, model: str) -> ModelProfile:
+        """The profile of a model when none is given: its OpenAI family's."""
+        return openai_profile(model, self.settings.provider)
 
     def _build_sdk(self) -> Any:
         """The `openai.AsyncOpenAI` (or `AsyncAzureOpenAI`) client."""
@@ -178,10 +183,8 @@ class OpenAIBaseClient(AdapterClient):
         """
         if not self.profile.supports_strict_schema:
             return schema, False
-        from chainform.schema.dialects import convert
-
         try:
-            converted = convert(schema, self.profile.schema_dialect).schema
+            converted = self.in_dialect(schema)
         except SchemaError:  # not expressible strictly: send it as is and let validation judge
             return schema, False
         return (converted, True) if isinstance(converted, dict) else (schema, False)

@@ -11,9 +11,9 @@ from collections.abc import AsyncIterator, Sequence
 from typing import Any
 
 from chainform.clients._common import (
+    CLAUDE_FINISH,
     AdapterClient,
     StreamState,
-    convert_schema,
     finish_reason,
     import_sdk,
     merge_turns,
@@ -25,7 +25,6 @@ from chainform.clients._common import (
 )
 from chainform.clients._errors import StreamGuard, retry_after
 from chainform.clients.base import Middleware
-from chainform.clients.profiles import profile_for
 from chainform.clients.profiles.anthropic import KNOWN_MODELS, PROVIDER, SAMPLING, UNKNOWN
 from chainform.errors import ChainformError, UnsupportedOptionError
 from chainform.types import (
@@ -50,14 +49,7 @@ __all__ = ["KNOWN_MODELS", "AnthropicClient", "create_client"]
 DEFAULT_MAX_TOKENS = 8192
 _IMAGE_TYPES = frozenset({"image/jpeg", "image/png", "image/gif", "image/webp"})
 
-_FINISH = {
-    "end_turn": FinishReason.STOP,
-    "stop_sequence": FinishReason.STOP,
-    "tool_use": FinishReason.TOOL_CALLS,
-    "max_tokens": FinishReason.LENGTH,
-    "model_context_window_exceeded": FinishReason.LENGTH,
-    "refusal": FinishReason.CONTENT_FILTER,
-}
+_FINISH = {**CLAUDE_FINISH, "refusal": FinishReason.CONTENT_FILTER}
 
 
 def create_client(
@@ -87,7 +79,7 @@ def create_client(
     return AnthropicClient(
         model,
         sdk,
-        profile=profile or profile_for(model, KNOWN_MODELS, UNKNOWN),
+        profile=profile,
         default_max_tokens=default_max_tokens,
         middleware=middleware,
         secret=api_key,
@@ -97,18 +89,14 @@ def create_client(
 class AnthropicClient(AdapterClient):
     """Translates chainform messages/options to Messages API requests and stream events back."""
 
-    def __init__(
-        self,
-        model: str,
-        sdk: Any,
-        *,
-        profile: ModelProfile,
-        default_max_tokens: int | None = None,
-        middleware: Sequence[Middleware] = (),
-        secret: str | None = None,
-    ) -> None:
-        super().__init__(model, sdk, profile=profile, middleware=middleware, secret=secret, provider=PROVIDER)
-        cap = profile.max_output_tokens or DEFAULT_MAX_TOKENS
+    provider = PROVIDER
+    known_models = KNOWN_MODELS
+    unknown_profile = UNKNOWN
+
+    def __init__(self, model: str, sdk: Any, *, default_max_tokens: int | None = None, **kwargs: Any) -> None:
+        """`kwargs`: profile, middleware, secret, as for every `AdapterClient`."""
+        super().__init__(model, sdk, **kwargs)
+        cap = self.profile.max_output_tokens or DEFAULT_MAX_TOKENS
         self.default_max_tokens = default_max_tokens or min(DEFAULT_MAX_TOKENS, cap)
 
     async def aclose(self) -> None:
@@ -149,7 +137,7 @@ class AnthropicClient(AdapterClient):
             {
                 "name": t.name,
                 "description": t.description,
-                "input_schema": convert_schema(t.parameters, self.profile.schema_dialect),
+                "input_schema": self.dialect_schema(t.parameters),
             }
             for t in options.tools
         ]
@@ -178,7 +166,7 @@ class AnthropicClient(AdapterClient):
                 f"{self.profile.name!r} has no native structured output; use the tool or prompted strategy",
                 provider=PROVIDER,
             )
-        return {"type": "json_schema", "schema": convert_schema(fmt.schema, self.profile.schema_dialect)}
+        return {"type": "json_schema", "schema": self.dialect_schema(fmt.schema)}
 
     async def _stream(
         self, messages: list[Message], options: ChatOptions

@@ -16,9 +16,9 @@ from collections.abc import AsyncIterator, Sequence
 from typing import Any
 
 from chainform.clients._common import (
+    CLAUDE_FINISH,
     AdapterClient,
     StreamState,
-    convert_schema,
     finish_reason,
     import_sdk,
     merge_turns,
@@ -29,7 +29,7 @@ from chainform.clients._common import (
 )
 from chainform.clients._errors import StreamGuard
 from chainform.clients.base import Middleware
-from chainform.clients.profiles import family_stem, profile_for
+from chainform.clients.profiles import family_stem
 from chainform.clients.profiles.bedrock import KNOWN_MODELS, PROVIDER, UNKNOWN
 from chainform.errors import ChainformError, MissingKeyError, UnsupportedOptionError
 from chainform.types import (
@@ -63,11 +63,7 @@ _STREAM_ERROR_STATUS = {
     "modelStreamErrorException": 424,
 }
 _FINISH = {
-    "end_turn": FinishReason.STOP,
-    "stop_sequence": FinishReason.STOP,
-    "tool_use": FinishReason.TOOL_CALLS,
-    "max_tokens": FinishReason.LENGTH,
-    "model_context_window_exceeded": FinishReason.LENGTH,
+    **CLAUDE_FINISH,
     "guardrail_intervened": FinishReason.CONTENT_FILTER,
     "content_filtered": FinishReason.CONTENT_FILTER,
 }
@@ -113,18 +109,15 @@ def create_client(
         config=Config(**config_kwargs),
         **client_kwargs,
     )
-    return BedrockClient(
-        model, sdk, profile=profile or profile_for(model, KNOWN_MODELS, UNKNOWN), middleware=middleware
-    )
+    return BedrockClient(model, sdk, profile=profile, middleware=middleware)
 
 
 class BedrockClient(AdapterClient):
     """Translates chainform messages/options to Converse requests and responses/events back."""
 
-    def __init__(
-        self, model: str, sdk: Any, *, profile: ModelProfile, middleware: Sequence[Middleware] = ()
-    ) -> None:
-        super().__init__(model, sdk, profile=profile, middleware=middleware, provider=PROVIDER)
+    provider = PROVIDER
+    known_models = KNOWN_MODELS
+    unknown_profile = UNKNOWN
 
     async def aclose(self) -> None:
         """Close boto3's connection pool."""
@@ -180,7 +173,7 @@ class BedrockClient(AdapterClient):
                 "toolSpec": {
                     "name": t.name,
                     "description": t.description or t.name,
-                    "inputSchema": {"json": convert_schema(t.parameters, self.profile.schema_dialect)},
+                    "inputSchema": {"json": self.dialect_schema(t.parameters)},
                 }
             }
             for t in options.tools
@@ -204,7 +197,7 @@ class BedrockClient(AdapterClient):
                 provider=PROVIDER,
             )
         definition: dict[str, Any] = {
-            "schema": json.dumps(convert_schema(fmt.schema, self.profile.schema_dialect)),
+            "schema": json.dumps(self.dialect_schema(fmt.schema)),
             "name": fmt.name,
         }
         if fmt.description:

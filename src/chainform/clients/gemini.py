@@ -18,7 +18,6 @@ from chainform.clients._common import (
     AdapterClient,
     StreamState,
     call_names,
-    convert_schema,
     finish_reason,
     import_sdk,
     merge_turns,
@@ -29,7 +28,7 @@ from chainform.clients._common import (
 )
 from chainform.clients._errors import StreamGuard
 from chainform.clients.base import Middleware
-from chainform.clients.profiles import family_stem, profile_for
+from chainform.clients.profiles import family_stem
 from chainform.clients.profiles.gemini import KNOWN_MODELS, LEGACY_SCHEMA_FAMILIES, PROVIDER, UNKNOWN
 from chainform.errors import ChainformError, UnsupportedOptionError
 from chainform.types import (
@@ -97,28 +96,15 @@ def create_client(
     )
     api_key = resolve_key(PROVIDER, key, "GEMINI_API_KEY")
     sdk = genai.Client(api_key=api_key, http_options=options)
-    return GeminiClient(
-        model,
-        sdk,
-        profile=profile or profile_for(model, KNOWN_MODELS, UNKNOWN),
-        middleware=middleware,
-        secret=api_key,
-    )
+    return GeminiClient(model, sdk, profile=profile, middleware=middleware, secret=api_key)
 
 
 class GeminiClient(AdapterClient):
     """Translates chainform messages/options to generateContent requests and chunks back."""
 
-    def __init__(
-        self,
-        model: str,
-        sdk: Any,
-        *,
-        profile: ModelProfile,
-        middleware: Sequence[Middleware] = (),
-        secret: str | None = None,
-    ) -> None:
-        super().__init__(model, sdk, profile=profile, middleware=middleware, secret=secret, provider=PROVIDER)
+    provider = PROVIDER
+    known_models = KNOWN_MODELS
+    unknown_profile = UNKNOWN
 
     async def aclose(self) -> None:
         """Close the SDK's HTTP connections."""
@@ -157,7 +143,7 @@ class GeminiClient(AdapterClient):
             {
                 "name": t.name,
                 "description": t.description,
-                field: convert_schema(t.parameters, self.profile.schema_dialect),
+                field: self.dialect_schema(t.parameters),
             }
             for t in options.tools
         ]
@@ -179,7 +165,7 @@ class GeminiClient(AdapterClient):
             raise UnsupportedOptionError(
                 f"{self.profile.name!r} has no native structured output", provider=PROVIDER
             )
-        schema = convert_schema(fmt.schema, self.profile.schema_dialect)
+        schema = self.dialect_schema(fmt.schema)
         field = "response_schema" if legacy else "response_json_schema"
         return {"response_mime_type": "application/json", field: schema}
 

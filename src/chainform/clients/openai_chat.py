@@ -19,7 +19,7 @@ from chainform.clients._openai_base import (
     reject_unsupported_content,
 )
 from chainform.clients.base import Middleware
-from chainform.clients.profiles.openai import COMPAT_SERVERS, openai_profile
+from chainform.clients.profiles.openai import COMPAT_SERVERS
 from chainform.types import (
     ChatOptions,
     ChatResponse,
@@ -56,13 +56,8 @@ class OpenAIChatClient(OpenAIBaseClient):
         sdk_client: Any = None,
         middleware: Sequence[Middleware] = (),
     ) -> None:
-        settings = settings or ClientSettings(provider="openai")
         super().__init__(
-            model,
-            settings=settings,
-            profile=profile or openai_profile(model, settings.provider),
-            sdk_client=sdk_client,
-            middleware=middleware,
+            model, settings=settings, profile=profile, sdk_client=sdk_client, middleware=middleware
         )
         self.max_tokens_param = max_tokens_param
 

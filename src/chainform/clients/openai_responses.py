@@ -12,12 +12,10 @@ from typing import Any
 
 from chainform.clients._common import StreamState, usage_details
 from chainform.clients._openai_base import (
-    ClientSettings,
     OpenAIBaseClient,
     make_settings,
     reject_unsupported_content,
 )
-from chainform.clients.base import Middleware
 from chainform.clients.profiles.openai import openai_profile, responses_profile
 from chainform.types import (
     ChatOptions,
@@ -42,23 +40,9 @@ _INCOMPLETE = {"max_output_tokens": FinishReason.LENGTH, "content_filter": Finis
 class OpenAIResponsesClient(OpenAIBaseClient):
     """A ChatClient speaking the Responses API through the official `openai` SDK."""
 
-    def __init__(
-        self,
-        model: str,
-        *,
-        settings: ClientSettings | None = None,
-        profile: ModelProfile | None = None,
-        sdk_client: Any = None,
-        middleware: Sequence[Middleware] = (),
-    ) -> None:
-        settings = settings or ClientSettings(provider="openai")
-        super().__init__(
-            model,
-            settings=settings,
-            profile=profile or responses_profile(openai_profile(model, settings.provider)),
-            sdk_client=sdk_client,
-            middleware=middleware,
-        )
+    def default_profile(self, model: str) -> ModelProfile:
+        """The model's OpenAI family profile, less what the Responses API has no field for."""
+        return responses_profile(openai_profile(model, self.settings.provider))
 
     def build_request(self, messages: Sequence[Message], options: ChatOptions) -> dict[str, Any]:
         """The keyword arguments of `responses.create` (public for tests and debugging)."""
@@ -239,18 +223,11 @@ class _State(StreamState):
         return [self.update(contents, finish_reason=reason, raw_representation=event)]
 
 
-def create_client(
-    model: str,
-    *,
-    key: str | None = None,
-    base_url: str | None = None,
-    provider: str = "openai",
-    profile: ModelProfile | None = None,
-    middleware: Sequence[Middleware] = (),
-    **settings: Any,
-) -> OpenAIResponsesClient:
-    """The registry's entry point for "openai-responses/…" and "azure-responses/<deployment>"."""
+def create_client(model: str, *, provider: str = "openai", **kwargs: Any) -> OpenAIResponsesClient:
+    """The registry's entry point for "openai-responses/…" and "azure-responses/<deployment>";
+    keyword arguments as for `openai_chat.create_client` (key, base_url, profile, settings)."""
     if provider not in ("openai", "azure"):
         raise ValueError(f"the Responses API is served by OpenAI and Azure only, not {provider!r}")
-    resolved = make_settings(provider, key=key, base_url=base_url, responses=True, **settings)
+    profile, middleware = kwargs.pop("profile", None), kwargs.pop("middleware", ())
+    resolved = make_settings(provider, responses=True, **kwargs)
     return OpenAIResponsesClient(model, settings=resolved, profile=profile, middleware=middleware)

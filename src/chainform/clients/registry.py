@@ -77,13 +77,16 @@ _PROVIDERS: dict[str, ProviderEntry] = {
         description="Azure AI Foundry deployment (Llama, Mistral, DeepSeek, Phi, ...; OpenAI-compatible v1)",
     ),
     "anthropic": ProviderEntry(
-        "chainform.clients.anthropic:create_client", known_models="chainform.clients.profiles.anthropic:KNOWN_MODELS"
+        "chainform.clients.anthropic:create_client",
+        known_models="chainform.clients.profiles.anthropic:KNOWN_MODELS",
     ),
     "gemini": ProviderEntry(
-        "chainform.clients.gemini:create_client", known_models="chainform.clients.profiles.gemini:KNOWN_MODELS"
+        "chainform.clients.gemini:create_client",
+        known_models="chainform.clients.profiles.gemini:KNOWN_MODELS",
     ),
     "bedrock": ProviderEntry(
-        "chainform.clients.bedrock:create_client", known_models="chainform.clients.profiles.bedrock:KNOWN_MODELS"
+        "chainform.clients.bedrock:create_client",
+        known_models="chainform.clients.profiles.bedrock:KNOWN_MODELS",
     ),
     "local": ProviderEntry(
         "chainform.local:create_client",

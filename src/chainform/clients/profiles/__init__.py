@@ -22,6 +22,10 @@ CAPABLE = ModelProfile(
     supports_strict_schema=True,
     supports_seed=True,
 )
+# Tools, but no native structured output: the usual start of a family that calls tools only.
+TOOLS_ONLY = CAPABLE.replace(
+    supports_json_schema=False, supports_tools_with_schema=False, supports_strict_schema=False
+)
 
 # Dated snapshots, version tags and "-latest"/"-0" aliases all belong to one family.
 _VERSION_SUFFIX = re.compile(r"(-\d{8})?(-v\d+(:\d+)?)?(-latest|-0)?$")

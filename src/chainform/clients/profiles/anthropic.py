@@ -2,18 +2,15 @@
 
 from __future__ import annotations
 
-from chainform.clients.profiles import CAPABLE, named
+from chainform.clients.profiles import TOOLS_ONLY, named
 from chainform.types import ModelProfile
 
 PROVIDER = "anthropic"
 UNSUPPORTED = frozenset({"seed", "frequency_penalty", "presence_penalty"})
 SAMPLING = ("temperature", "top_p", "top_k")
 
-_BASE = CAPABLE.replace(
+_BASE = TOOLS_ONLY.replace(
     provider=PROVIDER,
-    supports_json_schema=False,
-    supports_tools_with_schema=False,
-    supports_strict_schema=False,
     supports_seed=False,
     supports_images=True,
     schema_dialect="anthropic",

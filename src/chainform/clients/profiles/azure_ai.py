@@ -7,20 +7,18 @@ depends on its family, not on the endpoint. Names are matched case-insensitively
 
 from __future__ import annotations
 
-from chainform.clients.profiles import CAPABLE, longest_prefix
+from chainform.clients.profiles import CAPABLE, TOOLS_ONLY, longest_prefix
 from chainform.types import ModelProfile
 
 _NO_TOP_K = frozenset({"top_k"})
 
-# GPT deployments on Foundry can do everything; other families lack what _BASE switches off.
+# GPT deployments on Foundry can do everything OpenAI models can; other families start from _BASE.
 _GPT = CAPABLE.replace(provider="azure-ai", schema_dialect="openai-strict", unsupported_options=_NO_TOP_K)
-_BASE = _GPT.replace(
+_BASE = TOOLS_ONLY.replace(
+    provider="azure-ai",
     supports_parallel_tool_calls=False,
-    supports_json_schema=False,
-    supports_tools_with_schema=False,
     supports_tool_choice_required=False,
-    supports_strict_schema=False,
-    schema_dialect="jsonschema",
+    unsupported_options=_NO_TOP_K,
 )
 
 # Longest prefix wins. Llama answers tool calls but only json_object (no schema) as a format;

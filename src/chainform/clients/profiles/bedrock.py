@@ -2,18 +2,15 @@
 
 from __future__ import annotations
 
-from chainform.clients.profiles import CAPABLE, named
+from chainform.clients.profiles import TOOLS_ONLY, named
 from chainform.types import ModelProfile
 
 PROVIDER = "bedrock"
 _NO_SAMPLING = frozenset({"seed", "frequency_penalty", "presence_penalty"})
 
 # What no Bedrock family offers through Converse: strict tools, seeds, tools beside a schema.
-_CONVERSE = CAPABLE.replace(
+_CONVERSE = TOOLS_ONLY.replace(
     provider=PROVIDER,
-    supports_json_schema=False,
-    supports_tools_with_schema=False,
-    supports_strict_schema=False,
     supports_seed=False,
     schema_dialect="bedrock",
     unsupported_options=_NO_SAMPLING,
@@ -37,9 +34,7 @@ _MISTRAL = _OPEN_WEIGHTS.replace(unsupported_options=_NO_SAMPLING)
 _NOVA_MICRO = "amazon.nova-micro-v1:0"
 
 KNOWN_MODELS: dict[str, ModelProfile] = {
-    **named(
-        _CLAUDE, "anthropic.claude-3-5-haiku-20241022-v1:0", "anthropic.claude-3-5-sonnet-20241022-v2:0"
-    ),
+    **named(_CLAUDE, "anthropic.claude-3-5-haiku-20241022-v1:0", "anthropic.claude-3-5-sonnet-20241022-v2:0"),
     **named(
         _CLAUDE_THINKING,
         "anthropic.claude-3-7-sonnet-20250219-v1:0",

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from chainform.clients.profiles import CAPABLE, longest_prefix
+from chainform.clients.profiles import CAPABLE, TOOLS_ONLY, longest_prefix
 from chainform.types import ModelProfile
 
 # Reasoning models reject sampling settings; every OpenAI model rejects top_k.
@@ -99,9 +99,7 @@ class CompatServer:
         return self.profile.replace(name=model, provider=self.provider)
 
 
-_COMPAT_BASE = CAPABLE.replace(
-    supports_tools_with_schema=False, supports_strict_schema=False, unsupported_options=_NO_TOP_K
-)
+_COMPAT_BASE = TOOLS_ONLY.replace(supports_json_schema=True, unsupported_options=_NO_TOP_K)
 
 COMPAT_SERVERS: dict[str, CompatServer] = {
     s.provider: s
