@@ -1,15 +1,19 @@
 """The adapter skeleton: what every provider adapter shares, so an adapter module holds only its wire mapping.
 
-An adapter subclasses `AdapterClient` and writes three things:
+An adapter subclasses `AdapterClient`, names its provider and profile table, and writes its wire
+mapping only:
 
 - `build_request(messages, options)`: chainform messages and options as its SDK call's arguments
-  (with `merge_turns`, `split_system`, `replay_reasoning` for the parts every API has);
-- `_stream`: opens the SDK stream through `self.pump(...)` with a translation of one event into
-  updates (on a `StreamState`, with `usage_details` and `finish_reason`);
+  (`check_options`, `split_system`, `merge_turns`, `replay_reasoning`, `dialect_schema` help);
+- `open_stream(request, state, guard)`: the SDK call that starts the stream;
+- a `StreamState` subclass: `translate(event)` into updates (`usage_details`, `finish_reason`),
+  and `end(guard)`: the last updates, or the error for a stream that stopped short;
 - `error(exc, guard, opened)`: its SDK's exceptions as a `ProviderError` through the guard, which
   applies the one retry/status policy and classifies `ProviderError.kind` (`_errors.py`).
 
-Option checks, SDK import, key lookup, the lazily built SDK client and stream bookkeeping live here.
+`AdapterClient._stream` runs them in that order; `pump` keeps translation bugs apart from SDK
+failures and closes the stream. Option checks, SDK import, key lookup, the lazily built SDK client,
+profile lookup and the partial response of a broken stream live here once.
 """
 
 from __future__ import annotations
@@ -137,6 +141,29 @@ class AdapterClient(BaseChatClient):
     def error(self, exc: Exception, guard: StreamGuard, opened: bool) -> ChainformError:
         """The adapter's classification of what its SDK raised (`opened`: after the stream began)."""
         return guard.error(f"stream broke: {type(exc).__name__}: {exc}")
+
+    def stream_state(self, request: dict[str, Any]) -> StreamState:
+        """The translation state of one streamed call."""
+        raise NotImplementedError
+
+    def open_stream(self, request: dict[str, Any], state: StreamState, guard: StreamGuard) -> Awaitable[Any]:
+        """The SDK call that starts the stream (awaited inside `pump`, so its failures are classified)."""
+        raise NotImplementedError
+
+    async def _stream(
+        self, messages: list[Message], options: ChatOptions
+    ) -> AsyncIterator[ChatResponseUpdate]:
+        request = self.build_request(messages, options)
+        guard = self.guard()
+        state = self.stream_state(request)
+        async for update in self.pump(guard, self.open_stream(request, state, guard), state.translate):
+            yield update
+        for update in state.end(guard):
+            yield guard.seen(update)
+
+    def build_request(self, messages: Sequence[Message], options: ChatOptions) -> dict[str, Any]:
+        """The keyword arguments of the SDK call (public so tests and logs can inspect them)."""
+        raise NotImplementedError
 
     async def pump(
         self,
@@ -281,6 +308,14 @@ class StreamState:
         self.response_id: str | None = None
         self.message_id: str | None = None
         self.model_id = model_id
+
+    def translate(self, event: Any) -> list[ChatResponseUpdate]:
+        """One SDK event as updates (often none)."""
+        raise NotImplementedError
+
+    def end(self, guard: StreamGuard) -> list[ChatResponseUpdate]:
+        """Updates due when the stream ends, or `guard.error(...)` raised when it stopped short."""
+        return []
 
     def update(self, contents: list[Content], **extra: Any) -> ChatResponseUpdate:
         return ChatResponseUpdate(

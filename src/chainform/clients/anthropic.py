@@ -7,7 +7,7 @@ dropped connections before the body) are the SDK's own, tuned with `max_retries`
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import Sequence
 from typing import Any
 
 from chainform.clients._common import (
@@ -168,17 +168,11 @@ class AnthropicClient(AdapterClient):
             )
         return {"type": "json_schema", "schema": self.dialect_schema(fmt.schema)}
 
-    async def _stream(
-        self, messages: list[Message], options: ChatOptions
-    ) -> AsyncIterator[ChatResponseUpdate]:
-        request = self.build_request(messages, options)
-        guard = self.guard()
-        state = _StreamState()
-        opened = self.sdk.messages.create(**request, stream=True)
-        async for update in self.pump(guard, opened, state.translate):
-            yield update
-        if not state.finished:
-            raise guard.error("stream ended before message_stop")
+    def stream_state(self, request: dict[str, Any]) -> StreamState:
+        return _StreamState()
+
+    def open_stream(self, request: dict[str, Any], state: StreamState, guard: StreamGuard) -> Any:
+        return self.sdk.messages.create(**request, stream=True)
 
     def error(self, exc: Exception, guard: StreamGuard, opened: bool) -> ChainformError:
         import anthropic
@@ -208,6 +202,11 @@ class _StreamState(StreamState):
     def translate(self, event: Any) -> list[ChatResponseUpdate]:
         update = self._translate(event)
         return [update] if update is not None else []
+
+    def end(self, guard: StreamGuard) -> list[ChatResponseUpdate]:
+        if not self.finished:
+            raise guard.error("stream ended before message_stop")
+        return []
 
     def _translate(self, event: Any) -> ChatResponseUpdate | None:
         kind = getattr(event, "type", None)

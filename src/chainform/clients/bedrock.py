@@ -218,22 +218,15 @@ class BedrockClient(AdapterClient):
         update = state.update([*contents, usage], finish_reason=finish, raw_representation=result)
         return ChatResponse.from_updates([update])
 
-    async def _stream(
-        self, messages: list[Message], options: ChatOptions
-    ) -> AsyncIterator[ChatResponseUpdate]:
-        request = self.build_request(messages, options)
-        guard = self.guard()
-        state = _StreamState(request["modelId"])
+    def stream_state(self, request: dict[str, Any]) -> StreamState:
+        return _StreamState(request["modelId"])
 
-        async def opened() -> AsyncIterator[dict[str, Any]]:
-            result = await asyncio.to_thread(self.sdk.converse_stream, **request)
-            state.response_id = guard.request_id = (result.get("ResponseMetadata") or {}).get("RequestId")
-            return _events(result["stream"])
-
-        async for update in self.pump(guard, opened(), state.translate):
-            yield update
-        if not state.stopped:
-            raise guard.error("stream ended before messageStop")
+    async def open_stream(
+        self, request: dict[str, Any], state: StreamState, guard: StreamGuard
+    ) -> AsyncIterator[dict[str, Any]]:
+        result = await asyncio.to_thread(self.sdk.converse_stream, **request)
+        state.response_id = guard.request_id = (result.get("ResponseMetadata") or {}).get("RequestId")
+        return _events(result["stream"])
 
     def error(self, exc: Exception, guard: StreamGuard, opened: bool) -> ChainformError:
         """The typed error for what boto3 raised (after its own retries)."""
@@ -272,6 +265,11 @@ class _StreamState(StreamState):
     def translate(self, event: dict[str, Any]) -> list[ChatResponseUpdate]:
         update = self._translate(event)
         return [update] if update is not None else []
+
+    def end(self, guard: StreamGuard) -> list[ChatResponseUpdate]:
+        if not self.stopped:
+            raise guard.error("stream ended before messageStop")
+        return []
 
     def _translate(self, event: dict[str, Any]) -> ChatResponseUpdate | None:
         if "contentBlockStart" in event:

@@ -11,7 +11,7 @@ from __future__ import annotations
 import base64
 import json
 import uuid
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import Sequence
 from typing import Any
 
 from chainform.clients._common import (
@@ -169,19 +169,11 @@ class GeminiClient(AdapterClient):
         field = "response_schema" if legacy else "response_json_schema"
         return {"response_mime_type": "application/json", field: schema}
 
-    async def _stream(
-        self, messages: list[Message], options: ChatOptions
-    ) -> AsyncIterator[ChatResponseUpdate]:
-        request = self.build_request(messages, options)
-        guard = self.guard()
-        state = _StreamState()
-        opened = self.sdk.aio.models.generate_content_stream(**request)
-        async for update in self.pump(guard, opened, state.translate):
-            yield update
-        final = state.final_update()
-        if final is None:
-            raise guard.error("stream ended without a finish reason")
-        yield guard.seen(final)
+    def stream_state(self, request: dict[str, Any]) -> StreamState:
+        return _StreamState()
+
+    def open_stream(self, request: dict[str, Any], state: StreamState, guard: StreamGuard) -> Any:
+        return self.sdk.aio.models.generate_content_stream(**request)
 
     def error(self, exc: Exception, guard: StreamGuard, opened: bool) -> ChainformError:
         from google.genai import errors
@@ -246,14 +238,15 @@ class _StreamState(StreamState):
             )
         return out
 
-    def final_update(self) -> ChatResponseUpdate | None:
+    def end(self, guard: StreamGuard) -> list[ChatResponseUpdate]:
+        """The finish reason and the last usage report, once the stream is over."""
         if self.finish is None:
-            return None
+            raise guard.error("stream ended without a finish reason")
         reason = finish_reason(self.finish, _FINISH)
         if reason == FinishReason.STOP and self.calls:
             reason = FinishReason.TOOL_CALLS
         contents: list[Content] = [UsageContent(_usage(self.usage))] if self.usage is not None else []
-        return self.update(contents, finish_reason=reason)
+        return [self.update(contents, finish_reason=reason)]
 
 
 def _enum_name(value: Any) -> str:

@@ -6,11 +6,12 @@ reasons arrive the same way whether the caller streams or not.
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import Sequence
 from types import SimpleNamespace
 from typing import Any
 
 from chainform.clients._common import StreamState, finish_reason, usage_details
+from chainform.clients._errors import StreamGuard
 from chainform.clients._openai_base import (
     OPENAI_FINISH,
     ClientSettings,
@@ -183,19 +184,11 @@ class OpenAIChatClient(OpenAIBaseClient):
             raise reject_unsupported_content(content.media_type, provider)
         raise reject_unsupported_content(type(content).__name__, provider)
 
-    async def _stream(
-        self, messages: list[Message], options: ChatOptions
-    ) -> AsyncIterator[ChatResponseUpdate]:
-        request = self.build_request(messages, options)
-        refusal: list[str] = []
+    def stream_state(self, request: dict[str, Any]) -> StreamState:
+        return _ChunkState()
 
-        def translate(chunk: Any) -> list[ChatResponseUpdate]:
-            return _translate_chunk(chunk, refusal)
-
-        async for update in self.pump(self.guard(), self.sdk.chat.completions.create(**request), translate):
-            yield update
-        if refusal:
-            yield ChatResponseUpdate([ErrorContent("".join(refusal), error_code="refusal")])
+    def open_stream(self, request: dict[str, Any], state: StreamState, guard: StreamGuard) -> Any:
+        return self.sdk.chat.completions.create(**request)
 
     async def _respond(self, messages: list[Message], options: ChatOptions) -> ChatResponse:
         """Unstreamed, a request with tools is sent whole: the engine asks for that when a server
@@ -209,11 +202,24 @@ class OpenAIChatClient(OpenAIBaseClient):
             completion = await self.sdk.chat.completions.create(**{**request, "stream": False})
         except Exception as exc:
             raise self.error(exc, self.guard(), False) from None
-        refusal: list[str] = []
-        updates = _translate_chunk(_as_chunk(completion), refusal)
-        if refusal:
-            updates.append(ChatResponseUpdate([ErrorContent("".join(refusal), error_code="refusal")]))
-        return ChatResponse.from_updates(updates)
+        state = _ChunkState()
+        return ChatResponse.from_updates([*state.translate(_as_chunk(completion)), *state.end(self.guard())])
+
+
+class _ChunkState(StreamState):
+    """Chat Completions chunks carry their own ids; a refusal is gathered and told at the end."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.refusal: list[str] = []
+
+    def translate(self, event: Any) -> list[ChatResponseUpdate]:
+        return _translate_chunk(event, self.refusal)
+
+    def end(self, guard: StreamGuard) -> list[ChatResponseUpdate]:
+        if not self.refusal:
+            return []
+        return [ChatResponseUpdate([ErrorContent("".join(self.refusal), error_code="refusal")])]
 
 
 def _as_chunk(completion: Any) -> Any:

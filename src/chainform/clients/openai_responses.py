@@ -7,10 +7,11 @@ says otherwise: chainform always sends the whole conversation. Reasoning summari
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import Sequence
 from typing import Any
 
 from chainform.clients._common import StreamState, usage_details
+from chainform.clients._errors import StreamGuard
 from chainform.clients._openai_base import (
     OpenAIBaseClient,
     make_settings,
@@ -152,16 +153,11 @@ class OpenAIResponsesClient(OpenAIBaseClient):
             return {"type": "input_file", "filename": "attachment", "file_data": url}
         return {"type": "input_file", "file_url": url}
 
-    async def _stream(
-        self, messages: list[Message], options: ChatOptions
-    ) -> AsyncIterator[ChatResponseUpdate]:
-        request = self.build_request(messages, options)
-        state = _State()
-        guard = self.guard()
-        async for update in self.pump(guard, self.sdk.responses.create(**request), state.translate):
-            yield update
-        if state.failure is not None:
-            raise guard.error(state.failure, interrupted=True)
+    def stream_state(self, request: dict[str, Any]) -> StreamState:
+        return _State()
+
+    def open_stream(self, request: dict[str, Any], state: StreamState, guard: StreamGuard) -> Any:
+        return self.sdk.responses.create(**request)
 
 
 class _State(StreamState):
@@ -171,6 +167,11 @@ class _State(StreamState):
         super().__init__()
         self.has_calls = False
         self.failure: str | None = None
+
+    def end(self, guard: StreamGuard) -> list[ChatResponseUpdate]:
+        if self.failure is not None:
+            raise guard.error(self.failure, interrupted=True)
+        return []
 
     def translate(self, event: Any) -> list[ChatResponseUpdate]:
         if self.failure is not None:
