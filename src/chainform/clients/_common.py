@@ -302,19 +302,29 @@ def finish_reason(reason: str | None, table: Mapping[str, FinishReason]) -> Fini
 
 
 class StreamState:
-    """Per-call translation state: the ids every update of one response carries."""
+    """Per-call translation state: the ids every update of one response carries, and whether the
+    event that closes a stream (`closing_event`, when the API has one) arrived."""
+
+    closing_event: str | None = None
 
     def __init__(self, model_id: str | None = None) -> None:
         self.response_id: str | None = None
         self.message_id: str | None = None
         self.model_id = model_id
+        self.finished = False
 
     def translate(self, event: Any) -> list[ChatResponseUpdate]:
-        """One SDK event as updates (often none)."""
+        """One SDK event as updates (often none); by default `translate_one`'s update, if any."""
+        update = self.translate_one(event)
+        return [update] if update is not None else []
+
+    def translate_one(self, event: Any) -> ChatResponseUpdate | None:
         raise NotImplementedError
 
     def end(self, guard: StreamGuard) -> list[ChatResponseUpdate]:
         """Updates due when the stream ends, or `guard.error(...)` raised when it stopped short."""
+        if self.closing_event is not None and not self.finished:
+            raise guard.error(f"stream ended before {self.closing_event}")
         return []
 
     def update(self, contents: list[Content], **extra: Any) -> ChatResponseUpdate:

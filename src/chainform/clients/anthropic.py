@@ -184,6 +184,8 @@ class AnthropicClient(AdapterClient):
             return guard.error(
                 message, status=status, request_id=exc.request_id, retry_after=retry_after(headers)
             )
+        if isinstance(exc, anthropic.APITimeoutError):
+            return guard.error("request timed out", kind="timeout")
         if isinstance(exc, anthropic.APIConnectionError):
             return guard.error(f"connection failed: {exc.message}")
         if isinstance(exc, anthropic.AnthropicError | OSError | ValueError):
@@ -194,21 +196,13 @@ class AnthropicClient(AdapterClient):
 class _StreamState(StreamState):
     """Turns raw Messages stream events into updates; usage is sent once, when the message ends."""
 
+    closing_event = "message_stop"
+
     def __init__(self) -> None:
         super().__init__()
         self.start_usage: Any = None
-        self.finished = False
 
-    def translate(self, event: Any) -> list[ChatResponseUpdate]:
-        update = self._translate(event)
-        return [update] if update is not None else []
-
-    def end(self, guard: StreamGuard) -> list[ChatResponseUpdate]:
-        if not self.finished:
-            raise guard.error("stream ended before message_stop")
-        return []
-
-    def _translate(self, event: Any) -> ChatResponseUpdate | None:
+    def translate_one(self, event: Any) -> ChatResponseUpdate | None:
         kind = getattr(event, "type", None)
         if kind == "message_start":
             message = event.message

@@ -258,20 +258,9 @@ async def _events(stream: Any) -> AsyncIterator[dict[str, Any]]:
 class _StreamState(StreamState):
     """Turns ConverseStream events into updates."""
 
-    def __init__(self, model_id: str) -> None:
-        super().__init__(model_id)
-        self.stopped = False
+    closing_event = "messageStop"
 
-    def translate(self, event: dict[str, Any]) -> list[ChatResponseUpdate]:
-        update = self._translate(event)
-        return [update] if update is not None else []
-
-    def end(self, guard: StreamGuard) -> list[ChatResponseUpdate]:
-        if not self.stopped:
-            raise guard.error("stream ended before messageStop")
-        return []
-
-    def _translate(self, event: dict[str, Any]) -> ChatResponseUpdate | None:
+    def translate_one(self, event: dict[str, Any]) -> ChatResponseUpdate | None:
         if "contentBlockStart" in event:
             body = event["contentBlockStart"]
             tool = body.get("start", {}).get("toolUse")
@@ -290,7 +279,7 @@ class _StreamState(StreamState):
             if "reasoningContent" in delta:
                 return self.update([_reasoning(delta["reasoningContent"])])
         elif "messageStop" in event:
-            self.stopped = True
+            self.finished = True
             return self.update(
                 [], finish_reason=finish_reason(event["messageStop"].get("stopReason"), _FINISH)
             )
