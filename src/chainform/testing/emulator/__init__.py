@@ -20,10 +20,11 @@ from chainform.testing.emulator._script import (
     MalformedEvent,
     Reply,
     ScriptItem,
+    Stall,
     Usage,
 )
-from chainform.testing.emulator._server import (
-    Emulator,
+from chainform.testing.emulator._server import Emulator
+from chainform.testing.emulator._wire import (
     RecordedRequest,
     StreamEvent,
     WireFormat,
@@ -40,6 +41,7 @@ __all__ = [
     "RecordedRequest",
     "Reply",
     "ScriptItem",
+    "Stall",
     "StreamEvent",
     "Usage",
     "WireFormat",

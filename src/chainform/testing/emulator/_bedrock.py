@@ -16,7 +16,7 @@ import zlib
 from typing import Any, ClassVar
 
 from chainform.testing.emulator._script import Fault, Reply, Usage
-from chainform.testing.emulator._server import RecordedRequest, StreamEvent, WireFormat
+from chainform.testing.emulator._wire import RecordedRequest, StreamEvent, WireFormat
 from chainform.types import FunctionCallContent, TextReasoningContent
 
 _STOP = {

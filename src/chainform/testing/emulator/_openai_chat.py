@@ -13,7 +13,7 @@ import time
 from typing import Any, ClassVar
 
 from chainform.testing.emulator._script import Fault, Reply, Usage
-from chainform.testing.emulator._server import RecordedRequest, StreamEvent, WireFormat
+from chainform.testing.emulator._wire import RecordedRequest, StreamEvent, WireFormat
 from chainform.types import FunctionCallContent, TextReasoningContent
 
 _ERROR_TYPES = {

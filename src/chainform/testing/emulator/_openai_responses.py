@@ -14,7 +14,7 @@ import time
 from typing import Any, ClassVar
 
 from chainform.testing.emulator._script import Fault, Reply, Usage
-from chainform.testing.emulator._server import RecordedRequest, StreamEvent, WireFormat
+from chainform.testing.emulator._wire import RecordedRequest, StreamEvent, WireFormat
 from chainform.types import FunctionCallContent, TextReasoningContent
 
 _INCOMPLETE = {"length": "max_output_tokens", "content_filter": "content_filter"}

@@ -10,7 +10,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from chainform.testing.emulator._script import Fault, Part, Reply
-from chainform.testing.emulator._server import RecordedRequest
+from chainform.testing.emulator._wire import RecordedRequest
 from chainform.types import FunctionCallContent
 
 

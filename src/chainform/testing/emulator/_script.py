@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Union
 from chainform.types import FunctionCallContent, TextReasoningContent
 
 if TYPE_CHECKING:
-    from chainform.testing.emulator._server import RecordedRequest
+    from chainform.testing.emulator._wire import RecordedRequest
 
 Part = Union[str, FunctionCallContent, TextReasoningContent]
 
@@ -106,8 +106,17 @@ class DropConnection:
     reply: ReplyItem = "partial answer that never finishes"
 
 
+@dataclass
+class Stall:
+    """Answer `reply` only after `seconds`, like a provider that hangs: a client whose timeout is
+    shorter sees a timeout (and may retry). Stopping the emulator cuts the wait short."""
+
+    seconds: float = 5.0
+    reply: ReplyItem = "an answer that came too late"
+
+
 ReplyItem = Union[Part, Sequence[Part], Reply]
-FaultItem = Union[Fault, MalformedEvent, DropConnection]
+FaultItem = Union[Fault, MalformedEvent, DropConnection, Stall]
 ScriptItem = Union[ReplyItem, FaultItem, Callable[["RecordedRequest"], Union[ReplyItem, FaultItem]]]
 
 

@@ -1,25 +1,7 @@
 """Emulator core: a loopback HTTP server that plays a script through pluggable wire formats.
 
-The core knows HTTP, the script, faults and stream framing; it knows no provider. A provider's
-wire format is a `WireFormat` subclass in its own module of this package (`_openai_chat.py`,
-`_anthropic.py`, ...) exposing a module-level `WIRE_FORMATS` tuple of instances. The core finds
-those modules by itself (any `_*.py` here other than the core's own), so adding a provider never
-touches the core.
-
-The plugin interface (override what your provider needs):
-
-- `name`: a short id, recorded on each request (`RecordedRequest.wire_format`).
-- `routes`: regexes matched in full against the URL path of a POST (no query string); named
-  groups land in `RecordedRequest.path_params` (e.g. `(?P<model>[^/:]+)` for Gemini).
-- `is_stream(request)`: whether to answer with a stream (default: JSON body `"stream": true`).
-- `render(reply, request) -> dict`: the non-streamed JSON body for a neutral `Reply`.
-- `render_stream(reply, request) -> list[StreamEvent]`: the events of a streamed reply, last
-  one included (e.g. OpenAI's `[DONE]`: pass a str as `data` to send it verbatim).
-- `render_error(fault, request) -> dict`: the provider's error body for a `Fault`.
-- `request_id_header`: the header carrying the request id (`x-request-id` by default).
-- `stream_content_type`, `encode_event(event) -> bytes`, `malformed_event() -> bytes`: framing;
-  Server-Sent Events by default. Override for binary framings (Bedrock's event stream).
-
+The core knows HTTP, the script, faults and stream framing; it knows no provider. Providers are
+`WireFormat` plugins (`_wire.py` documents the contract), found by `discover_formats`.
 Streams are sent with chunked transfer encoding, so a `DropConnection` is seen by clients as a
 body that ended early, never as a clean end of stream.
 """
@@ -27,19 +9,16 @@ body that ended early, never as a clean end of stream.
 from __future__ import annotations
 
 import contextlib
-import importlib
 import itertools
 import json
-import pkgutil
 import re
 import socket
 import threading
 import time
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from types import TracebackType
-from typing import TYPE_CHECKING, Any, ClassVar
+from typing import TYPE_CHECKING, Any
 from urllib.parse import parse_qsl, urlsplit
 
 from chainform.testing.emulator._script import (
@@ -50,82 +29,21 @@ from chainform.testing.emulator._script import (
     Reply,
     ReplyItem,
     ScriptItem,
+    Stall,
     estimate_usage,
     to_reply,
 )
+from chainform.testing.emulator._wire import (
+    RecordedRequest,
+    StreamEvent,
+    WireFormat,
+    discover_formats,
+)
+
+__all__ = ["Emulator", "RecordedRequest", "StreamEvent", "WireFormat", "discover_formats"]
 
 if TYPE_CHECKING:
     from chainform.testing.emulator._quirks import Quirks
-
-
-@dataclass
-class RecordedRequest:
-    """One request as the emulator received it. `body` is the parsed JSON (None if it was not JSON)."""
-
-    method: str
-    path: str
-    query: dict[str, str]
-    headers: dict[str, str]
-    body: Any
-    raw_body: bytes
-    index: int
-    request_id: str
-    wire_format: str | None = None
-    path_params: dict[str, str] = field(default_factory=dict)
-
-    @property
-    def json(self) -> dict[str, Any]:
-        """The body as a dict (empty when it was not a JSON object)."""
-        return self.body if isinstance(self.body, dict) else {}
-
-
-@dataclass
-class StreamEvent:
-    """One streamed event: `data` is JSON-encoded unless it is a str (sent verbatim)."""
-
-    data: Any
-    event: str | None = None
-
-
-class WireFormat:
-    """Base of every provider wire format; see the module docstring for the contract."""
-
-    name: ClassVar[str] = "base"
-    routes: ClassVar[tuple[str, ...]] = ()
-    request_id_header: ClassVar[str] = "x-request-id"
-    stream_content_type: ClassVar[str] = "text/event-stream"
-
-    def is_stream(self, request: RecordedRequest) -> bool:
-        return request.json.get("stream") is True
-
-    def render(self, reply: Reply, request: RecordedRequest) -> dict[str, Any]:
-        raise NotImplementedError
-
-    def render_stream(self, reply: Reply, request: RecordedRequest) -> list[StreamEvent]:
-        raise NotImplementedError
-
-    def render_error(self, fault: Fault, request: RecordedRequest) -> dict[str, Any]:
-        return {"error": {"message": fault.text, "code": fault.status}}
-
-    def encode_event(self, event: StreamEvent) -> bytes:
-        data = event.data if isinstance(event.data, str) else json.dumps(event.data)
-        head = f"event: {event.event}\n" if event.event else ""
-        return f"{head}data: {data}\n\n".encode()
-
-    def malformed_event(self) -> bytes:
-        return b'data: {"broken": \n\n'
-
-
-def discover_formats() -> list[WireFormat]:
-    """Every `WIRE_FORMATS` declared by a private module of this package."""
-    package = importlib.import_module("chainform.testing.emulator")
-    found: list[WireFormat] = []
-    for info in sorted(pkgutil.iter_modules(package.__path__), key=lambda m: m.name):
-        if not info.name.startswith("_") or info.name in ("_server", "_script"):
-            continue
-        module = importlib.import_module(f"{package.__name__}.{info.name}")
-        found.extend(getattr(module, "WIRE_FORMATS", ()))
-    return found
 
 
 class _Server(ThreadingHTTPServer):
@@ -193,6 +111,7 @@ class Emulator:
         self.requests: list[RecordedRequest] = []
         self.errors: list[str] = []
         self._lock = threading.Lock()
+        self._stopping = threading.Event()
         self._counter = itertools.count(1)
         self._server: _Server | None = None
         self._thread: threading.Thread | None = None
@@ -201,6 +120,7 @@ class Emulator:
     def start(self) -> Emulator:
         if self._server is not None:
             return self
+        self._stopping.clear()
         server = _Server(self)
         thread = threading.Thread(
             target=server.serve_forever,
@@ -217,6 +137,7 @@ class Emulator:
         self._server = self._thread = None
         if server is None:
             return
+        self._stopping.set()  # stalled answers give up
         server.shutdown()
         server.close_open_sockets()
         server.server_close()
@@ -346,6 +267,11 @@ class _Handler(BaseHTTPRequestHandler):
             body = fmt.render_error(Fault(500, message=str(exc)), request)
             self._send_json(500, body, {**rid, "x-should-retry": "false"})
             return
+        if isinstance(item, Stall):
+            if emulator._stopping.wait(item.seconds):
+                self.close_connection = True
+                return
+            item = item.reply
         if isinstance(item, Fault):
             headers = dict(rid)
             if item.retry_after is not None:
@@ -432,14 +358,17 @@ class _Handler(BaseHTTPRequestHandler):
         self._send_bytes(status, json.dumps(body).encode(), "application/json", headers)
 
     def _send_bytes(self, status: int, data: bytes, content_type: str, headers: dict[str, str]) -> None:
-        self.send_response(status)
-        self.send_header("content-type", content_type)
-        self.send_header("content-length", str(len(data)))
-        for key, value in headers.items():
-            self.send_header(key, value)
-        self.end_headers()
-        self.wfile.write(data)
-        self.wfile.flush()
+        try:
+            self.send_response(status)
+            self.send_header("content-type", content_type)
+            self.send_header("content-length", str(len(data)))
+            for key, value in headers.items():
+                self.send_header(key, value)
+            self.end_headers()
+            self.wfile.write(data)
+            self.wfile.flush()
+        except OSError:  # the client gave up (e.g. timed out on a Stall); nothing to tell it
+            self.close_connection = True
 
 
 def _seconds(value: float) -> str:

@@ -1,0 +1,104 @@
+"""The wire-format plugin interface of the emulator, and the request record every format reads.
+
+The core (`_server.py`) knows HTTP, the script, faults and stream framing; it knows no
+provider. A provider's wire format is a `WireFormat` subclass in its own module of this package (`_openai_chat.py`,
+`_anthropic.py`, ...) exposing a module-level `WIRE_FORMATS` tuple of instances. The core finds
+those modules by itself (any `_*.py` here other than the core's own), so adding a provider never
+touches the core.
+
+The plugin interface (override what your provider needs):
+
+- `name`: a short id, recorded on each request (`RecordedRequest.wire_format`).
+- `routes`: regexes matched in full against the URL path of a POST (no query string); named
+  groups land in `RecordedRequest.path_params` (e.g. `(?P<model>[^/:]+)` for Gemini).
+- `is_stream(request)`: whether to answer with a stream (default: JSON body `"stream": true`).
+- `render(reply, request) -> dict`: the non-streamed JSON body for a neutral `Reply`.
+- `render_stream(reply, request) -> list[StreamEvent]`: the events of a streamed reply, last
+  one included (e.g. OpenAI's `[DONE]`: pass a str as `data` to send it verbatim).
+- `render_error(fault, request) -> dict`: the provider's error body for a `Fault`.
+- `request_id_header`: the header carrying the request id (`x-request-id` by default).
+- `stream_content_type`, `encode_event(event) -> bytes`, `malformed_event() -> bytes`: framing;
+  Server-Sent Events by default. Override for binary framings (Bedrock's event stream).
+"""
+
+from __future__ import annotations
+
+import importlib
+import json
+import pkgutil
+from dataclasses import dataclass, field
+from typing import Any, ClassVar
+
+from chainform.testing.emulator._script import Fault, Reply
+
+_CORE_MODULES = frozenset({"_server", "_script", "_wire"})
+
+
+@dataclass
+class RecordedRequest:
+    """One request as the emulator received it. `body` is the parsed JSON (None if it was not JSON)."""
+
+    method: str
+    path: str
+    query: dict[str, str]
+    headers: dict[str, str]
+    body: Any
+    raw_body: bytes
+    index: int
+    request_id: str
+    wire_format: str | None = None
+    path_params: dict[str, str] = field(default_factory=dict)
+
+    @property
+    def json(self) -> dict[str, Any]:
+        """The body as a dict (empty when it was not a JSON object)."""
+        return self.body if isinstance(self.body, dict) else {}
+
+
+@dataclass
+class StreamEvent:
+    """One streamed event: `data` is JSON-encoded unless it is a str (sent verbatim)."""
+
+    data: Any
+    event: str | None = None
+
+
+class WireFormat:
+    """Base of every provider wire format; see the module docstring for the contract."""
+
+    name: ClassVar[str] = "base"
+    routes: ClassVar[tuple[str, ...]] = ()
+    request_id_header: ClassVar[str] = "x-request-id"
+    stream_content_type: ClassVar[str] = "text/event-stream"
+
+    def is_stream(self, request: RecordedRequest) -> bool:
+        return request.json.get("stream") is True
+
+    def render(self, reply: Reply, request: RecordedRequest) -> dict[str, Any]:
+        raise NotImplementedError
+
+    def render_stream(self, reply: Reply, request: RecordedRequest) -> list[StreamEvent]:
+        raise NotImplementedError
+
+    def render_error(self, fault: Fault, request: RecordedRequest) -> dict[str, Any]:
+        return {"error": {"message": fault.text, "code": fault.status}}
+
+    def encode_event(self, event: StreamEvent) -> bytes:
+        data = event.data if isinstance(event.data, str) else json.dumps(event.data)
+        head = f"event: {event.event}\n" if event.event else ""
+        return f"{head}data: {data}\n\n".encode()
+
+    def malformed_event(self) -> bytes:
+        return b'data: {"broken": \n\n'
+
+
+def discover_formats() -> list[WireFormat]:
+    """Every `WIRE_FORMATS` declared by a private module of this package."""
+    package = importlib.import_module("chainform.testing.emulator")
+    found: list[WireFormat] = []
+    for info in sorted(pkgutil.iter_modules(package.__path__), key=lambda m: m.name):
+        if not info.name.startswith("_") or info.name in _CORE_MODULES:
+            continue
+        module = importlib.import_module(f"{package.__name__}.{info.name}")
+        found.extend(getattr(module, "WIRE_FORMATS", ()))
+    return found
