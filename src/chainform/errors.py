@@ -100,7 +100,15 @@ class ProviderError(ChainformError):
 
 
 class UnsupportedOptionError(ProviderError):
-    """A chat option was set that this provider has no equivalent for."""
+    """A chat option was set that this provider has no equivalent for.
+
+    Raised before any request, so it has no status; its kind is "bad_request" (never the
+    "connection" a missing status would mean, which `model.map` would retry).
+    """
+
+    def __init__(self, message: str, **kwargs: Any) -> None:
+        kwargs.setdefault("kind", "bad_request")
+        super().__init__(message, **kwargs)
 
 
 class GuardrailError(ChainformError):

@@ -76,6 +76,17 @@ def classify(status: int | None, message: str) -> ProviderErrorKind:
     return kind_from_status(status)
 
 
+def timed_out(exc: BaseException | None) -> bool:
+    """Whether a failure without a response was a timeout (the SDK's, its HTTP library's or the OS's),
+    looking through the exceptions it was raised from."""
+    seen = 0
+    while exc is not None and seen < 8:
+        if isinstance(exc, TimeoutError) or "Timeout" in type(exc).__name__:
+            return True
+        exc, seen = exc.__cause__ or exc.__context__, seen + 1
+    return False
+
+
 def retry_after(headers: Mapping[str, str] | None) -> float | None:
     """Seconds from a response's `retry-after-ms` or `retry-after` (seconds; an HTTP date is ignored)."""
     if not headers:

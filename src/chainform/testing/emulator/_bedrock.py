@@ -27,6 +27,7 @@ _STOP = {
 }
 _ERRORS = {
     400: "ValidationException",
+    401: "UnrecognizedClientException",
     403: "AccessDeniedException",
     404: "ResourceNotFoundException",
     408: "ModelTimeoutException",

@@ -1,0 +1,110 @@
+"""Conformance, what goes wrong: each emulator fault through each transport's real SDK.
+
+Every fault becomes a typed error with the same `kind`, `status`, `retryable` and request id on
+every adapter, is retried (or not) by the one policy, and keeps the key out of the message; a
+stream that breaks after it started keeps what arrived. One row per transport runs these
+(conformance_table.transports); the profile does not change how a transport fails.
+"""
+
+from __future__ import annotations
+
+import pytest
+from conformance_table import Row
+
+import chainform as cf
+from chainform.testing.emulator import DropConnection, Emulator, Fault, MalformedEvent, Reply, Stall
+from chainform.types import TextReasoningContent
+
+TEXT = "0123456789abcdefghijklmnopqrstuvwxyz"
+
+
+def test_rate_limit_with_retry_after_is_retried(transport: Row, emu: Emulator) -> None:
+    emu.add(Fault(429, retry_after=0.01, message="slow down"), "recovered")
+    assert transport.model(emu).prompt("x", log=False).text() == "recovered"
+    assert len(emu.requests) == 2
+
+
+@pytest.mark.parametrize(
+    ("status", "kind", "retried"),
+    [
+        (400, "bad_request", False),
+        (401, "auth", False),
+        (403, "auth", False),
+        (404, "bad_request", False),
+        (429, "rate_limit", True),
+        (500, "server", True),
+        (503, "server", True),
+    ],
+)
+def test_http_error_kind_and_retry(
+    transport: Row, emu: Emulator, status: int, kind: str, retried: bool
+) -> None:
+    """The one retry policy: the SDK retries what `retryable` says, once here (max_retries=1)."""
+    echo = f"emulated {status}; key {transport.key}"  # a provider that quotes the key back
+    emu.add(*[Fault(status, message=echo)] * 2)
+    with pytest.raises(cf.ProviderError) as info:
+        transport.model(emu).prompt("x", log=False).text()
+    error = info.value
+    assert (error.status, error.kind, error.retryable) == (status, kind, retried)
+    assert len(emu.requests) == (2 if retried else 1)
+    assert error.request_id == emu.requests[-1].request_id
+    assert f"emulated {status}" in error.provider_message
+    if transport.secret:
+        assert transport.secret not in str(error) + repr(error) + error.provider_message
+
+
+def test_timeout_is_retried_then_typed(transport: Row, emu: Emulator) -> None:
+    emu.add(Stall(5), "recovered", Stall(5), Stall(5))
+    model = transport.model(emu, timeout=0.3)
+    assert model.prompt("x", log=False).text() == "recovered"
+    with pytest.raises(cf.ProviderError) as info:
+        model.prompt("x", log=False).text()
+    assert (info.value.kind, info.value.status, info.value.retryable) == ("timeout", None, True)
+    assert len(emu.requests) == 4
+
+
+def test_connection_dropped_before_a_reply_is_retried_then_typed(transport: Row, emu: Emulator) -> None:
+    model = transport.model(emu)
+    if transport.retries_drop:
+        emu.add(DropConnection(after_events=0), "recovered")
+        assert model.prompt("x", log=False).text() == "recovered"
+    emu.add(*[DropConnection(after_events=0)] * 2)
+    with pytest.raises(cf.ProviderError) as info:
+        model.prompt("x", log=False).text()
+    assert (info.value.kind, info.value.status, info.value.retryable) == ("connection", None, True)
+    assert len(emu.requests) == (4 if transport.retries_drop else 1)
+
+
+@pytest.mark.parametrize(
+    "fault",
+    [DropConnection(after_events=7, reply=TEXT), MalformedEvent(after_events=7, reply=TEXT)],
+    ids=["dropped", "bad-json"],
+)
+def test_broken_stream_keeps_what_arrived(transport: Row, emu: Emulator, fault: object) -> None:
+    """A stream that breaks after it started is not retried; the text already shown is kept."""
+    emu.add(fault)
+    chain = transport.model(emu).prompt("x", log=False)
+    received: list[str] = []
+    with pytest.raises(cf.StreamInterruptedError) as info:
+        for chunk in chain:
+            received.append(chunk)
+    partial = info.value.partial_response
+    assert partial is not None and partial.text and TEXT.startswith(partial.text) and partial.text != TEXT
+    assert "".join(received) == partial.text
+    assert info.value.kind == "connection" and info.value.status is None
+    assert len(emu.requests) == 1
+
+
+def test_bad_json_without_streaming_is_a_provider_error(transport: Row, emu: Emulator) -> None:
+    emu.add(*[MalformedEvent(reply=TEXT)] * 2)
+    with pytest.raises(cf.ProviderError):
+        transport.model(emu).prompt("x", stream=False, log=False).text()
+
+
+def test_finish_reason_and_reasoning(transport: Row, emu: Emulator) -> None:
+    emu.add(Reply([TextReasoningContent("think first"), "truncat"], finish_reason="length"))
+    chain = transport.model(emu).prompt("x", log=False)
+    assert chain.text() == "truncat"
+    response = chain.responses[0].response
+    assert response is not None
+    assert (response.finish_reason, response.reasoning) == (cf.FinishReason.LENGTH, "think first")
