@@ -9,14 +9,25 @@ tool calls under "auto". Chains with tools and a schema must still end in a vali
 from __future__ import annotations
 
 import openai
+import openai_fixtures
 import pytest
-from test_openai_chain import _isolated, get_weather  # noqa: F401 - the same tool and isolation
 
 import chainform as cf
 from chainform.testing import tool_call
 from chainform.testing.emulator import LLAMA_CPP_PYTHON, Emulator, Fault, Quirks, RecordedRequest
 
 SCHEMA = "city, temp_c float"
+TEMPS = {"Paris": 18.0, "Rome": 24.5}
+
+
+def get_weather(city: str) -> dict[str, float]:
+    "Current weather for a city."
+    return {"temp_c": TEMPS[city]}
+
+
+@pytest.fixture(autouse=True)
+def _isolated(monkeypatch: pytest.MonkeyPatch) -> None:
+    openai_fixtures.prepare(monkeypatch)
 
 
 def test_the_scripted_server_behaves_like_llama_cpp_python() -> None:

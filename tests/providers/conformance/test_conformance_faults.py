@@ -49,6 +49,8 @@ def test_http_error_kind_and_retry(
     assert len(emu.requests) == (2 if retried else 1)
     assert error.request_id == emu.requests[-1].request_id
     assert f"emulated {status}" in error.provider_message
+    assert f"HTTP {status}" in str(error) and error.request_id in str(error)
+    assert error.provider and transport.name.startswith(error.provider)
     if transport.secret:
         assert transport.secret not in str(error) + repr(error) + error.provider_message
 
