@@ -10,6 +10,7 @@ response.
 from __future__ import annotations
 
 import re
+import sys
 from collections.abc import Mapping
 
 from chainform.errors import ProviderError, ProviderErrorKind, StreamInterruptedError, kind_from_status
@@ -133,6 +134,8 @@ class StreamGuard:
         from chainform.keys import redact
 
         message = redact(message, self.secret)
+        if kind is None and status is None and timed_out(sys.exc_info()[1]):
+            kind = "timeout"  # called from the adapter's except block: the SDK's timeout, not a drop
         broken = interrupted if interrupted is not None else bool(self.updates)
         error_type = StreamInterruptedError if broken else ProviderError
         error = error_type(

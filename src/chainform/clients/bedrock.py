@@ -98,6 +98,9 @@ def create_client(
         client_kwargs.setdefault("aws_secret_access_key", parts[1])
         if len(parts) == 3:
             client_kwargs.setdefault("aws_session_token", parts[2])
+    from chainform.keys import remember
+
+    remember(client_kwargs.get("aws_secret_access_key"), client_kwargs.get("aws_session_token"))
     session = boto3.Session(**session_kwargs)
     config_kwargs: dict[str, Any] = {"retries": {"total_max_attempts": max_retries + 1, "mode": "standard"}}
     if timeout is not None:
@@ -210,7 +213,10 @@ class BedrockClient(AdapterClient):
             result = await asyncio.to_thread(self.sdk.converse, **request)
         except Exception as exc:
             raise self.error(exc, self.guard(), False) from None
-        contents = [c for block in result["output"]["message"]["content"] for c in _block_contents(block)]
+        message = (result.get("output") or {}).get("message") if isinstance(result, dict) else None
+        if not isinstance(message, dict):  # a 200 whose body botocore could not read as Converse
+            raise self.guard().error("Converse answered without an output message")
+        contents = [c for block in message.get("content") or () for c in _block_contents(block)]
         state = StreamState(request["modelId"])
         state.response_id = (result.get("ResponseMetadata") or {}).get("RequestId")
         usage = UsageContent(_usage(result.get("usage") or {}))
