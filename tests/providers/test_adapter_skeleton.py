@@ -1,0 +1,189 @@
+"""The adapter skeleton's own contract (clients/_common.py): what every adapter gets without writing it.
+
+A minimal adapter over an in-test event stream stands for an SDK, so that each promise of the
+skeleton (stream loop, failure typing, key hygiene, closing, option checks, profile lookup, turn
+merging, reasoning replay) is checked once, apart from any provider's wire format.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from chainform.clients._common import AdapterClient, StreamState, merge_turns, replay_reasoning
+from chainform.clients._errors import StreamGuard
+from chainform.errors import ChainformError, ProviderError, StreamInterruptedError, UnsupportedOptionError
+from chainform.types import (
+    ChatOptions,
+    ChatResponseUpdate,
+    FunctionSpec,
+    Message,
+    ModelProfile,
+    TextContent,
+    TextReasoningContent,
+    ToolMode,
+)
+
+SECRET = "sk-skeleton-0123456789"
+PROFILES = {
+    "fake-1": ModelProfile(
+        name="fake-1", unsupported_options=frozenset({"seed"}), supports_tool_choice_required=False
+    )
+}
+TOOL = FunctionSpec("lookup", "Look a word up.", {"type": "object", "properties": {}})
+
+
+class SDKFailure(Exception):
+    def __init__(self, message: str, status: int | None = None) -> None:
+        super().__init__(message)
+        self.status = status
+
+
+class Events:
+    """An SDK stream: yields its events, then raises `fail` if given; records whether it was closed."""
+
+    def __init__(self, events: list[str], fail: Exception | None = None) -> None:
+        self.events = list(events)
+        self.fail = fail
+        self.closed = False
+
+    def __aiter__(self) -> Events:
+        return self
+
+    async def __anext__(self) -> str:
+        if self.events:
+            return self.events.pop(0)
+        if self.fail is not None:
+            raise self.fail
+        raise StopAsyncIteration
+
+    async def close(self) -> None:
+        self.closed = True
+
+
+class State(StreamState):
+    closing_event = "done"
+
+    def translate_one(self, event: str) -> ChatResponseUpdate | None:
+        if event == "done":
+            self.finished = True
+            return None
+        if event == "bug":
+            raise KeyError("a bug in translation")
+        return self.update([TextContent(event)])
+
+
+class Adapter(AdapterClient):
+    provider = "fake"
+    known_models = PROFILES
+
+    def __init__(self, stream: Events | Exception, model: str = "fake-1", **kwargs: Any) -> None:
+        super().__init__(model, object(), secret=SECRET, **kwargs)
+        self.stream = stream
+        self.opened = 0
+
+    def build_request(self, messages: Any, options: ChatOptions) -> dict[str, Any]:
+        self.check_options(options)
+        return {}
+
+    def stream_state(self, request: dict[str, Any]) -> StreamState:
+        return State()
+
+    async def open_stream(self, request: dict[str, Any], state: StreamState, guard: StreamGuard) -> Events:
+        self.opened += 1
+        if isinstance(self.stream, Exception):
+            raise self.stream
+        return self.stream
+
+    def error(self, exc: Exception, guard: StreamGuard, opened: bool) -> ChainformError:
+        return guard.error(f"sdk said: {exc}", status=getattr(exc, "status", None))
+
+
+async def test_skeleton_streams_translates_and_closes() -> None:
+    events = Events(["Hel", "lo", "done"])
+    response = await Adapter(events).get_response([Message.user("hi")])
+    assert response.text == "Hello"
+    assert events.closed
+
+
+async def test_skeleton_break_after_data_keeps_the_partial_response_without_the_key() -> None:
+    events = Events(["Hel"], fail=SDKFailure(f"connection reset, key {SECRET}"))
+    with pytest.raises(StreamInterruptedError) as info:
+        await Adapter(events).get_response([Message.user("hi")])
+    error = info.value
+    assert error.partial_response is not None and error.partial_response.text == "Hel"
+    assert SECRET not in str(error) and error.__cause__ is None  # no chained SDK exception either
+    assert error.retryable and error.kind == "connection" and error.provider == "fake"
+    assert events.closed
+
+
+@pytest.mark.parametrize(
+    ("status", "retryable", "kind"), [(503, True, "server"), (501, False, "server"), (401, False, "auth")]
+)
+async def test_skeleton_failure_before_data_follows_the_one_status_policy(
+    status: int, retryable: bool, kind: str
+) -> None:
+    with pytest.raises(ProviderError) as info:
+        await Adapter(SDKFailure("refused", status)).get_response([Message.user("hi")])
+    assert type(info.value) is ProviderError
+    assert (info.value.status, info.value.retryable, info.value.kind) == (status, retryable, kind)
+
+
+async def test_skeleton_stream_without_its_closing_event_is_an_error() -> None:
+    with pytest.raises(StreamInterruptedError, match="stream ended before done") as info:
+        await Adapter(Events(["partial"])).get_response([Message.user("hi")])
+    assert info.value.partial_response is not None and info.value.partial_response.text == "partial"
+    with pytest.raises(ProviderError, match="stream ended before done"):
+        await Adapter(Events([])).get_response([Message.user("hi")])
+
+
+async def test_skeleton_translation_bug_is_not_disguised_as_a_provider_failure() -> None:
+    events = Events(["ok", "bug"])
+    with pytest.raises(KeyError, match="a bug in translation"):
+        await Adapter(events).get_response([Message.user("hi")])
+    assert events.closed
+
+
+async def test_skeleton_refuses_options_by_name_before_anything_is_sent() -> None:
+    adapter = Adapter(Events(["done"]))
+    with pytest.raises(UnsupportedOptionError, match="seed=1"):
+        await adapter.get_response([Message.user("hi")], ChatOptions(seed=1))
+    required = ChatOptions(tools=[TOOL], tool_mode=ToolMode.REQUIRED_ANY)
+    with pytest.raises(UnsupportedOptionError, match="cannot be made to call a tool"):
+        await adapter.get_response([Message.user("hi")], required)
+    assert adapter.opened == 0
+
+
+def test_skeleton_profile_lookup_and_repr() -> None:
+    assert Adapter(Events([])).profile is PROFILES["fake-1"]
+    assert Adapter(Events([]), "fake-1-20250101").profile.unsupported_options == {"seed"}  # same family
+    assert Adapter(Events([]), "other").profile.name == "other"  # the unknown profile, renamed
+    mine = ModelProfile(name="mine")
+    assert Adapter(Events([]), profile=mine).profile is mine
+    assert repr(Adapter(Events([]))) == "Adapter(model='fake-1', provider='fake')" and SECRET not in repr(
+        Adapter(Events([]))
+    )
+
+
+def test_skeleton_merges_turns_and_replays_only_signed_reasoning() -> None:
+    def encode(message: Message, role: str) -> list[dict[str, Any]]:
+        return [{"text": c.text} for c in message.contents if isinstance(c, TextContent)]
+
+    turns = merge_turns(
+        [Message.user("a"), Message.user("b"), Message.assistant([]), Message.assistant("c")], encode
+    )
+    assert turns == [
+        {"role": "user", "content": [{"text": "a"}, {"text": "b"}]},
+        {"role": "assistant", "content": [{"text": "c"}]},
+    ]
+
+    def replay(content: TextReasoningContent, role: str) -> dict[str, Any] | None:
+        return replay_reasoning(
+            content, role, signed=lambda t, s: {"thought": t, "sig": s}, redacted=lambda d: {"hidden": d}
+        )
+
+    assert replay(TextReasoningContent("why", "sig"), "assistant") == {"thought": "why", "sig": "sig"}
+    assert replay(TextReasoningContent("", "blob"), "assistant") == {"hidden": "blob"}
+    assert replay(TextReasoningContent("why"), "assistant") is None  # unsigned: not accepted back
+    assert replay(TextReasoningContent("why", "sig"), "user") is None
