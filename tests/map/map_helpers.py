@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import os
 import re
 import subprocess
 import sys
@@ -70,12 +69,10 @@ def map_argv(inp: Path, out: Path, base_url: str, tools_file: Path | None, *extr
     return argv + list(extra)
 
 
-def start_cli(argv: list[str], home: Path, **popen: Any) -> subprocess.Popen[str]:
-    env = dict(os.environ, CHAINFORM_HOME=str(home))
-    env.pop("CHAINFORM_DEBUG", None)
+def start_cli(argv: list[str], **popen: Any) -> subprocess.Popen[str]:
+    """`chainform map` in a child process; it inherits the test's CHAINFORM_HOME (the `home` fixture)."""
     return subprocess.Popen(
         [sys.executable, "-m", "chainform.cli", "map", *argv],
-        env=env,
         text=True,
         **{"stdout": subprocess.PIPE, "stderr": subprocess.PIPE, **popen},
     )

@@ -13,13 +13,14 @@ from map_helpers import (
     answer_text,
     answer_with_tool,
     map_argv,
+    order_number,
     read_lines,
     start_cli,
     write_orders,
 )
 
 from chainform.cli import cli
-from chainform.testing.emulator import Emulator
+from chainform.testing.emulator import Emulator, Fault
 
 
 @pytest.fixture
@@ -41,11 +42,11 @@ def assert_exactly_once(lines: list[dict], count: int) -> None:
         assert line["value"] == {"id": line["id"], "total": line["id"] / 2}
 
 
-def test_jsonl_rows_with_schema_and_tool(tmp_path, tools_file):
+def test_jsonl_rows_with_schema_and_tool(tmp_path, tools_file, emulator: Emulator):
     inp = write_orders(tmp_path / "in.jsonl", 30)
     out = tmp_path / "out.jsonl"
-    with Emulator(default=answer_with_tool) as emu:
-        result = invoke(*map_argv(inp, out, emu.base_url, tools_file, "--concurrency", "4"))
+    emulator.default = answer_with_tool
+    result = invoke(*map_argv(inp, out, emulator.base_url, tools_file, "--concurrency", "4"))
     assert result.exit_code == 0, result.output
     lines = read_lines(out)
     assert_exactly_once(lines, 30)
@@ -53,61 +54,107 @@ def test_jsonl_rows_with_schema_and_tool(tmp_path, tools_file):
     assert "map: 30 rows" in result.stderr and "30 ok, 0 failed" in result.stderr
 
 
-def test_csv_and_stdin_inputs(tmp_path):
+def test_csv_and_stdin_inputs(tmp_path, emulator: Emulator):
     csv_in = tmp_path / "in.csv"
     csv_in.write_text("name,text\na,order 1\nb,order 2\n")
-    with Emulator(default=answer_text) as emu:
-        out = tmp_path / "csv.jsonl"
-        result = invoke(*map_argv(csv_in, out, emu.base_url, None, "--id-field", "name"))
-        assert result.exit_code == 0, result.output
-        lines = sorted(read_lines(out), key=lambda line: line["name"])
-        assert [(x["name"], x["value"], x["_map"]["key"]) for x in lines] == [
-            ("a", "done 1", "a"),
-            ("b", "done 2", "b"),
-        ]
-        out2 = tmp_path / "stdin.jsonl"
-        argv = ["-", "-o", str(out2), "-m", "openai/x", "--base-url", emu.base_url + "/v1", "--key", "k"]
-        result = invoke(*argv, input="order 5\n\norder 6\n")
-        assert result.exit_code == 0, result.output
-        assert sorted(x["value"] for x in read_lines(out2)) == ["done 5", "done 6"]
+    emulator.default = answer_text
+    out = tmp_path / "csv.jsonl"
+    result = invoke(*map_argv(csv_in, out, emulator.base_url, None, "--id-field", "name"))
+    assert result.exit_code == 0, result.output
+    lines = sorted(read_lines(out), key=lambda line: line["name"])
+    assert [(x["name"], x["value"], x["_map"]["key"]) for x in lines] == [
+        ("a", "done 1", "a"),
+        ("b", "done 2", "b"),
+    ]
+    out2 = tmp_path / "stdin.jsonl"
+    argv = ["-", "-o", str(out2), "-m", "openai/x", "--base-url", emulator.base_url + "/v1", "--key", "k"]
+    result = invoke(*argv, input="order 5\n\norder 6\n")
+    assert result.exit_code == 0, result.output
+    assert sorted(x["value"] for x in read_lines(out2)) == ["done 5", "done 6"]
 
 
-def test_refuses_to_overwrite_and_resume_cuts_a_torn_line(tmp_path, tools_file):
+def test_refuses_to_overwrite_and_resume_cuts_a_torn_line(tmp_path, tools_file, emulator: Emulator):
     inp = write_orders(tmp_path / "in.jsonl", 20)
     out = tmp_path / "out.jsonl"
-    with Emulator(default=answer_with_tool) as emu:
-        assert invoke(*map_argv(inp, out, emu.base_url, tools_file)).exit_code == 0
-        again = invoke(*map_argv(inp, out, emu.base_url, tools_file))
-        assert again.exit_code != 0 and "--resume" in again.stderr
-        kept = out.read_text().splitlines(True)[:8]
-        out.write_text("".join(kept) + kept[8 - 1][:25])  # 8 rows done, a 9th torn mid-write
-        before = len(emu.requests)
-        resumed = invoke(*map_argv(inp, out, emu.base_url, tools_file, "--resume"))
-        assert resumed.exit_code == 0, resumed.output
-        assert len(emu.requests) - before == 12 * 2  # only the 12 missing rows ran (2 calls each)
+    emulator.default = answer_with_tool
+    assert invoke(*map_argv(inp, out, emulator.base_url, tools_file)).exit_code == 0
+    again = invoke(*map_argv(inp, out, emulator.base_url, tools_file))
+    assert again.exit_code != 0 and "--resume" in again.stderr
+    kept = out.read_text().splitlines(True)[:8]
+    out.write_text("".join(kept) + kept[8 - 1][:25])  # 8 rows done, a 9th torn mid-write
+    before = len(emulator.requests)
+    resumed = invoke(*map_argv(inp, out, emulator.base_url, tools_file, "--resume"))
+    assert resumed.exit_code == 0, resumed.output
+    assert len(emulator.requests) - before == 12 * 2  # only the 12 missing rows ran (2 calls each)
     assert "8 already done" in resumed.stderr
     assert_exactly_once(read_lines(out), 20)
 
 
+def failing(*broken: int):
+    """Rows whose order number is in `broken` get HTTP 500 on every call; the others an answer."""
+
+    def answer(request):
+        return Fault(500, message="down") if order_number(request) in broken else answer_with_tool(request)
+
+    return answer
+
+
+def test_resume_retries_error_rows_and_keep_errors_does_not(tmp_path, tools_file, emulator: Emulator):
+    inp = write_orders(tmp_path / "in.jsonl", 20)
+    out = tmp_path / "out.jsonl"
+    emulator.default = failing(3, 11, 17)
+    first = invoke(*map_argv(inp, out, emulator.base_url, tools_file, "--retries", "0"))
+    assert first.exit_code == 0, first.output
+    assert "17 ok, 3 failed" in first.stderr
+    errors = {line["_map"]["key"] for line in read_lines(out) if "error" in line}
+    assert errors == {"3", "11", "17"}
+
+    emulator.default = failing(11)  # 3 and 17 would now succeed: --keep-errors must not ask
+    before = len(emulator.requests)
+    kept = invoke(*map_argv(inp, out, emulator.base_url, tools_file, "--resume", "--keep-errors"))
+    assert kept.exit_code == 0, kept.output
+    assert len(emulator.requests) == before and "20 already done" in kept.stderr
+    assert {line["_map"]["key"] for line in read_lines(out) if "error" in line} == errors
+
+    retried = invoke(*map_argv(inp, out, emulator.base_url, tools_file, "--resume", "--retries", "0"))
+    assert retried.exit_code == 0, retried.output
+    assert "17 already done, 3 earlier errors retried" in retried.stderr
+    assert len(emulator.requests) - before == 2 + 1 + 2  # rows 3 and 17: 2 calls each; 11 fails at once
+    lines = read_lines(out)
+    assert sorted((line["_map"]["key"] for line in lines), key=int) == [str(n) for n in range(20)]
+    assert [line["_map"]["key"] for line in lines if "error" in line] == ["11"]
+    assert all(
+        line["value"] == {"id": line["id"], "total": line["id"] / 2} for line in lines if "value" in line
+    )
+
+    emulator.default = answer_with_tool
+    final = invoke(*map_argv(inp, out, emulator.base_url, tools_file, "--resume"))
+    assert final.exit_code == 0 and "1 earlier errors retried" in final.stderr
+    assert_exactly_once(read_lines(out), 20)  # the error line replaced by its success
+
+
 @pytest.mark.parametrize("stop", [signal.SIGKILL, signal.SIGINT])
-def test_killed_mid_run_then_resume_yields_each_row_exactly_once(tmp_path, tools_file, stop):
+def test_killed_mid_run_then_resume_yields_each_row_exactly_once(tmp_path, tools_file, emulator, stop):
     count = 150
     inp = write_orders(tmp_path / "in.jsonl", count)
     out = tmp_path / "out.jsonl"
-    with Emulator(default=answer_with_tool, delay=0.02, record=False) as emu:
-        argv = map_argv(inp, out, emu.base_url, tools_file, "--concurrency", "8")
-        proc = start_cli(argv, tmp_path / "home")
-        deadline = time.monotonic() + 120
-        while (not out.exists() or out.read_text().count("\n") < 20) and time.monotonic() < deadline:
-            assert proc.poll() is None, proc.communicate()
-            time.sleep(0.05)
-        proc.send_signal(stop)
-        _, err = proc.communicate(timeout=60)
-        if stop == signal.SIGINT:
-            assert proc.returncode == 130 and "--resume" in err
-        partial = out.read_bytes()
-        assert 20 <= partial.count(b"\n") < count
-        resumed = start_cli([*argv, "--resume"], tmp_path / "home")
-        _, err = resumed.communicate(timeout=300)
-        assert resumed.returncode == 0, err
+    emulator.default, emulator.delay, emulator.record = failing(*range(3, count, 10)), 0.02, False
+    argv = map_argv(inp, out, emulator.base_url, tools_file, "--concurrency", "8", "--retries", "0")
+    proc = start_cli(argv)
+    deadline = time.monotonic() + 120
+    while (not out.exists() or out.read_text().count("\n") < 20) and time.monotonic() < deadline:
+        assert proc.poll() is None, proc.communicate()
+        time.sleep(0.05)
+    proc.send_signal(stop)
+    _, err = proc.communicate(timeout=60)
+    if stop == signal.SIGINT:
+        assert proc.returncode == 130 and "--resume" in err
+    partial = out.read_bytes()
+    assert 20 <= partial.count(b"\n") < count
+    assert b'"error"' in partial  # some rows ended in an error before the kill
+    emulator.default = answer_with_tool  # the provider is back: the resume finishes the job
+    resumed = start_cli([*argv, "--resume"])
+    _, err = resumed.communicate(timeout=300)
+    assert resumed.returncode == 0, err
+    assert "earlier errors retried" in err
     assert_exactly_once(read_lines(out), count)

@@ -36,32 +36,32 @@ async def run(emu: Emulator, count: int, **kwargs):
     ]
 
 
-async def test_429_500_and_dropped_connections_end_as_retried_successes():
-    script = [
+async def test_429_500_and_dropped_connections_end_as_retried_successes(emulator: Emulator):
+    emulator.add(
         Fault(429, retry_after=0.2),
         Fault(500),
         DropConnection(after_events=2),
         Fault(503),
         Fault(429, retry_after=0.1),
-    ]
-    with Emulator(script, default=answer_with_tool) as emu:
-        results = await run(emu, 40, concurrency=8, retries=3)
-        assert emu.remaining == 0
+    )
+    emulator.default = answer_with_tool
+    results = await run(emulator, 40, concurrency=8, retries=3)
+    assert emulator.remaining == 0
     assert sorted(r.index for r in results) == list(range(40))
     for r in results:
         assert r.ok, r.error
         assert r.value == {"id": r.index, "total": r.index / 2}
 
 
-async def test_a_row_that_keeps_failing_is_recorded_with_its_phase_and_others_finish():
+async def test_a_row_that_keeps_failing_is_recorded_with_its_phase_and_others_finish(emulator: Emulator):
     def answer(request: RecordedRequest):
         if order_number(request) == 7:
             return Fault(500, message="always broken")
         return answer_with_tool(request)
 
-    with Emulator(default=answer) as emu:
-        results = await run(emu, 20, concurrency=4, retries=1)
-        broken = [r for r in emu.requests if "order 7" in r.raw_body.decode()]
+    emulator.default = answer
+    results = await run(emulator, 20, concurrency=4, retries=1)
+    broken = [r for r in emulator.requests if "order 7" in r.raw_body.decode()]
     by_index = {r.index: r for r in results}
     assert sorted(by_index) == list(range(20))
     failed = by_index[7]

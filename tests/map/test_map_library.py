@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import json
 import re
+import sqlite3
 
 import pytest
 
@@ -110,17 +111,30 @@ def test_inputs_are_read_lazily_and_an_early_break_stops_the_pool():
     assert len(client.requests) < 30
 
 
-async def test_amap_takes_async_inputs_and_names_logged_rows():
+async def test_amap_takes_async_inputs_and_names_logged_rows(monkeypatch):
     async def inputs():
         for i in range(4):
             yield {"text": f"order {i}"}
 
+    def no_write_of_its_own(*args, **kwargs):
+        raise AssertionError("a map row names its conversation with its own records")
+
+    monkeypatch.setattr(Store, "ensure_conversation", no_write_of_its_own)
     m = model([echo] * 4, cls=AsyncModel)
-    results = [r async for r in m.amap(inputs(), prompt="Q: {text}", run_id="RUN1", ordered=True)]
+    results = []
+    async for r in m.amap(inputs(), prompt="Q: {text}", run_id="RUN1", ordered=True):
+        # committed (calls and name) by the time the row is handed over: a resume may rely on it
+        with sqlite3.connect(Store().path) as db:
+            found = db.execute(
+                "SELECT c.name, count(r.id) FROM conversations c JOIN responses r"
+                " ON r.conversation_id = c.id WHERE c.id = ? GROUP BY c.id",
+                (r.conversation_id,),
+            ).fetchall()
+        assert found == [(f"map RUN1 {r.key}", 1)]
+        results.append(r)
     assert [r.text for r in results] == [f"echo Q: order {i}" for i in range(4)]
     names = {row[0] for row in Store()._connect().execute("SELECT name FROM conversations")}
     assert names == {f"map RUN1 {i}" for i in range(4)}
-    assert all(r.conversation_id for r in results)
 
 
 async def test_a_429_pauses_every_worker_until_retry_after(monkeypatch):

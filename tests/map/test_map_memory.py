@@ -22,8 +22,8 @@ from chainform.testing.emulator import Emulator
 CHILD = Path(__file__).with_name("scripted_map_child.py")
 
 
-def child_peak_mb(argv: list[str], home: Path) -> float:
-    proc = subprocess.Popen([sys.executable, *argv], env={**os.environ, "CHAINFORM_HOME": str(home)})
+def child_peak_mb(argv: list[str]) -> float:
+    proc = subprocess.Popen([sys.executable, *argv])  # inherits the `home` fixture's CHAINFORM_HOME
     _, status, usage = os.wait4(proc.pid, 0)
     assert os.waitstatus_to_exitcode(status) == 0
     return usage.ru_maxrss / 1024  # KiB on Linux
@@ -36,7 +36,7 @@ def test_scripted_peak_memory_at_10000_rows_is_within_50_mb_of_1000_rows(tmp_pat
     for count in (1_000, 10_000):
         inp = write_orders(tmp_path / f"in{count}.jsonl", count)
         out = tmp_path / f"out{count}.jsonl"
-        peaks[count] = child_peak_mb([str(CHILD), str(inp), str(out), str(tools)], tmp_path / "home")
+        peaks[count] = child_peak_mb([str(CHILD), str(inp), str(out), str(tools)])
         lines = read_lines(out)
         assert sorted(line["_map"]["index"] for line in lines) == list(range(count))
         assert all(line["value"] == {"id": line["id"], "total": line["id"] / 2} for line in lines)
@@ -50,7 +50,7 @@ def peak_rss_mb(tmp_path: Path, emu: Emulator, count: int) -> tuple[float, list[
     inp = write_orders(tmp_path / f"in{count}.jsonl", count)
     out = tmp_path / f"out{count}.jsonl"
     argv = map_argv(inp, out, emu.base_url, tools, "--concurrency", "32")
-    proc = start_cli(argv, tmp_path / "home", stdout=None, stderr=None)
+    proc = start_cli(argv, stdout=None, stderr=None)
     _, status, usage = os.wait4(proc.pid, 0)
     proc.returncode = os.waitstatus_to_exitcode(status)
     assert proc.returncode == 0
@@ -63,10 +63,10 @@ def peak_rss_mb(tmp_path: Path, emu: Emulator, count: int) -> tuple[float, list[
     reason="11,000 rows through the emulator and the openai SDK: minutes on 2 cores; "
     "set CHAINFORM_SLOW_TESTS=1 to run it",
 )
-def test_emulator_peak_memory_at_10000_rows_is_within_50_mb_of_1000_rows(tmp_path):
-    with Emulator(default=answer_with_tool, record=False) as emu:
-        small, _ = peak_rss_mb(tmp_path, emu, 1_000)
-        large, lines = peak_rss_mb(tmp_path, emu, 10_000)
+def test_emulator_peak_memory_at_10000_rows_is_within_50_mb_of_1000_rows(tmp_path, emulator: Emulator):
+    emulator.default, emulator.record = answer_with_tool, False
+    small, _ = peak_rss_mb(tmp_path, emulator, 1_000)
+    large, lines = peak_rss_mb(tmp_path, emulator, 10_000)
     assert sorted(line["_map"]["index"] for line in lines) == list(range(10_000))
     assert all(line["value"] == {"id": line["id"], "total": line["id"] / 2} for line in lines)
     print(f"peak RSS: {small:.1f} MB at 1,000 rows, {large:.1f} MB at 10,000 rows")

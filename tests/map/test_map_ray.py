@@ -31,40 +31,40 @@ def local_ray():
         ray.shutdown()
 
 
-def test_cli_ray_maps_500_rows_exactly_once(local_ray, tmp_path):
+def test_cli_ray_maps_500_rows_exactly_once(local_ray, tmp_path, emulator: Emulator):
     inp = write_orders(tmp_path / "in.jsonl", 500)
     out = tmp_path / "out.jsonl"
     tools = tmp_path / "tools.py"
     tools.write_text(TOOLS_PY)
-    with Emulator(default=answer_with_tool, record=False) as emu:
-        argv = map_argv(inp, out, emu.base_url, tools, "--ray", "--concurrency", "8", "-n")
-        result = CliRunner().invoke(cli, ["map", *argv], catch_exceptions=False)
+    emulator.default, emulator.record = answer_with_tool, False
+    argv = map_argv(inp, out, emulator.base_url, tools, "--ray", "--concurrency", "8", "-n")
+    result = CliRunner().invoke(cli, ["map", *argv], catch_exceptions=False)
     assert result.exit_code == 0, result.output
     lines = read_lines(out)
     assert sorted(line["_map"]["index"] for line in lines) == list(range(500))
     assert all(line["value"] == {"id": line["id"], "total": line["id"] / 2} for line in lines)
 
 
-def test_map_batches_returns_value_and_error_columns(local_ray):
+def test_map_batches_returns_value_and_error_columns(local_ray, emulator: Emulator):
     from chainform.ray import MapBatches
 
     items = [{"id": n, "text": f"order {n}"} for n in range(40)] + [{"id": 99, "note": "no text"}]
     schema = {"type": "object", "properties": {"id": {"type": "integer"}, "total": {"type": "number"}}}
-    with Emulator(default=answer_with_tool, record=False) as emu:
-        dataset = ray.data.from_items(items).map_batches(
-            MapBatches,
-            fn_constructor_kwargs={
-                "model": MODEL,
-                "prompt": "Extract: {text}",
-                "schema": schema,
-                "tools": [lookup],
-                "model_options": {"key": "sk-test", "base_url": emu.base_url + "/v1"},
-            },
-            compute=ray.data.ActorPoolStrategy(size=2),
-            batch_size=10,
-            num_cpus=0.5,
-        )
-        rows = dataset.take_all()
+    emulator.default, emulator.record = answer_with_tool, False
+    dataset = ray.data.from_items(items).map_batches(
+        MapBatches,
+        fn_constructor_kwargs={
+            "model": MODEL,
+            "prompt": "Extract: {text}",
+            "schema": schema,
+            "tools": [lookup],
+            "model_options": {"key": "sk-test", "base_url": emulator.base_url + "/v1"},
+        },
+        compute=ray.data.ActorPoolStrategy(size=2),
+        batch_size=10,
+        num_cpus=0.5,
+    )
+    rows = dataset.take_all()
     assert sorted(r["id"] for r in rows) == [*range(40), 99]
     for r in rows:
         if r["id"] == 99:

@@ -4,10 +4,15 @@ A row counts as done when its whole line is in the file: each line goes out in o
 write, so after `kill -9` the file holds complete lines and at most one torn last line, which
 resume cuts off (that row simply runs again). Each line carries the run id and the row's key
 under `_map`, so resume needs nothing but the file itself.
+
+A resume retries the rows whose line holds an error (unless told to keep them): before any row
+runs, their lines are dropped from the file in one atomic replace, so the row is simply not done
+yet, and its new line (the success, or the error again) is the only one it will have.
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 from pathlib import Path
@@ -43,27 +48,38 @@ def line_for(result: MapResult, run_id: str, record: dict[str, Any]) -> dict[str
 
 
 class JsonlSink:
-    """Appends finished rows to OUT.jsonl; `resume()` reads back which keys are already done."""
+    """Appends finished rows to OUT.jsonl; `prepare(resume=True)` reads back which keys are done."""
 
     def __init__(self, path: str | Path) -> None:
         self.path = Path(path)
         self.done: set[str] = set()
         self.run_id: str | None = None
-        self.failed_before = 0
+        self.failed_before = 0  # error rows kept as done (retry_errors=False)
+        self.retried = 0  # error rows whose lines were dropped to run again
         self._fd: int | None = None
 
-    def prepare(self, *, resume: bool) -> None:
-        """Scan an existing file (resume) or refuse to overwrite one; then open for appending."""
+    def prepare(self, *, resume: bool, retry_errors: bool = True) -> None:
+        """Scan an existing file (resume) or refuse to overwrite one; then open for appending.
+
+        With `retry_errors` the rows that ended in an error are not done: their lines go."""
         if self.path.exists() and self.path.stat().st_size > 0:
             if not resume:
                 raise MapOutputError(
                     f"{self.path} already holds rows: pass --resume to continue that run, "
                     "or choose another output file"
                 )
-            self._scan()
+            failed = self._scan()
+            if retry_errors and failed:
+                self._drop(failed)
+                self.retried = len(failed)
+            else:
+                self.done |= failed
+                self.failed_before = len(failed)
         self._fd = os.open(self.path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
 
-    def _scan(self) -> None:
+    def _scan(self) -> set[str]:
+        """Read the done keys into `done`; return the keys whose (only) line is an error."""
+        failed: set[str] = set()
         with open(self.path, "rb+") as handle:
             offset = 0
             for number, raw in enumerate(handle, 1):
@@ -73,18 +89,37 @@ class JsonlSink:
                 offset += len(raw)
                 if not raw.strip():
                     continue
-                try:
-                    line = json.loads(raw)
-                    meta = line[META]
-                    key = str(meta["key"])
-                except (ValueError, KeyError, TypeError):
-                    raise MapOutputError(
-                        f"{self.path} line {number} is not a chainform map row; cannot resume"
-                    ) from None
-                self.run_id = self.run_id or meta.get("run")
-                self.done.add(key)
-                if "error" in line:
-                    self.failed_before += 1
+                key, error = self._parse(raw, number)
+                (failed if error else self.done).add(key)
+        return failed - self.done
+
+    def _parse(self, raw: bytes, number: int) -> tuple[str, bool]:
+        try:
+            line = json.loads(raw)
+            meta = line[META]
+            key = str(meta["key"])
+        except (ValueError, KeyError, TypeError):
+            raise MapOutputError(
+                f"{self.path} line {number} is not a chainform map row; cannot resume"
+            ) from None
+        self.run_id = self.run_id or meta.get("run")
+        return key, "error" in line
+
+    def _drop(self, keys: set[str]) -> None:
+        """Rewrite the file without the lines of `keys`: a copy, synced, then renamed over it."""
+        temp = self.path.with_name(f".{self.path.name}.{os.getpid()}.tmp")
+        try:
+            with open(self.path, "rb") as source, open(temp, "wb") as target:
+                for number, raw in enumerate(source, 1):
+                    if raw.strip() and self._parse(raw, number)[0] in keys:
+                        continue
+                    target.write(raw)
+                target.flush()
+                os.fsync(target.fileno())
+            os.replace(temp, self.path)
+        finally:
+            temp.unlink(missing_ok=True)
+        _sync_dir(self.path.parent)
 
     def commit(self, line: dict[str, Any]) -> None:
         """Append one row in a single write (never a half line from us)."""
@@ -99,3 +134,13 @@ class JsonlSink:
         if self._fd is not None:
             os.close(self._fd)
             self._fd = None
+
+
+def _sync_dir(path: Path) -> None:
+    """Make a rename durable (a directory's entry is only on disk once the directory is synced)."""
+    with contextlib.suppress(OSError):
+        fd = os.open(path, os.O_RDONLY)
+        try:
+            os.fsync(fd)
+        finally:
+            os.close(fd)

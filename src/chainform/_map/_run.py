@@ -1,8 +1,11 @@
 """One map run: a chain per row through the public async chain API, on a gated copy of the model.
 
 Rows are run with `AsyncModel.chain` (not engine internals), so the engine can change beneath.
-When logging is on, each finished row's conversation is named `map <run id> <key>` in the log,
-which ties every logged call back to the row (and run) that made it.
+When logging is on, each row's conversation is named `map <run id> <key>` in the log, which ties
+every logged call back to the row (and run) that made it. The name travels with the chain's own
+records (store/_chainlog.py `naming`), so it is committed by the log writer in the same
+transaction as the row's calls: a row never waits on a write of its own, and when the chain
+returns, its calls and its name are both in the log.
 """
 
 from __future__ import annotations
@@ -17,6 +20,7 @@ from chainform._map._pool import Pool
 from chainform.chain._tools import normalize_tools
 from chainform.map import MapResult, RowError
 from chainform.output import OutputSpec
+from chainform.store._chainlog import naming as _naming
 
 if TYPE_CHECKING:
     from chainform.models import AsyncModel
@@ -95,6 +99,7 @@ class MapRun:
         model = self._gated_model()
         cid = _new_id()
         response = None
+        named = _naming.set((cid, f"map {self.run_id} {row.key}")) if self.log else None
         try:
             response = model.chain(
                 row.prompt(self.template),
@@ -114,11 +119,12 @@ class MapRun:
             raise
         except Exception as exc:
             result.error = RowError.of(exc)
+        finally:
+            if named is not None:
+                _naming.reset(named)
         if response is not None:
             result.usage = response.usage
             result.conversation_id = cid if response.responses else None
-        if self.log and result.conversation_id is not None:
-            await self._name_in_log(cid, row.key)
         return self._settle(result)
 
     def _settle(self, result: MapResult) -> MapResult:
@@ -126,18 +132,6 @@ class MapRun:
             exc = result.error.exception
             raise exc if exc is not None else RuntimeError(result.error.message)
         return result
-
-    async def _name_in_log(self, cid: str, key: str) -> None:
-        store = self._gated_model()._open_store()
-        if store is None:
-            return
-        name = f"map {self.run_id} {key}"
-        try:
-            await asyncio.to_thread(store.ensure_conversation, cid, self.model.name, name)
-        except Exception as exc:  # the row's answer matters more than its name in the log
-            import warnings
-
-            warnings.warn(f"chainform: could not name a map row in the log: {exc}", stacklevel=2)
 
 
 __all__ = ["MapRun"]

@@ -27,9 +27,10 @@ if TYPE_CHECKING:
 class Tracker:
     """Counts for the progress bar (terminal) and the summary line (always, on stderr)."""
 
-    def __init__(self, total: int | None, skipped: int) -> None:
+    def __init__(self, total: int | None, skipped: int, retried: int = 0) -> None:
         self.total = total
         self.skipped = skipped
+        self.retried = retried
         self.done = 0
         self.failed = 0
         self.tokens = 0
@@ -78,6 +79,7 @@ class Tracker:
     def summary(self, output: str, run_id: str) -> str:
         elapsed = time.monotonic() - self.started
         resumed = f", {self.skipped} already done" if self.skipped else ""
+        resumed += f", {self.retried} earlier errors retried" if self.retried else ""
         return (
             f"map: {self.done} rows in {elapsed:.1f}s ({self.rate:.1f} rows/s): "
             f"{self.done - self.failed} ok, {self.failed} failed{resumed}; {self.tokens} tokens; "
@@ -125,7 +127,14 @@ async def _run_local(model: AsyncModel, source: Iterator[Row], commit: Any, **kw
     help="Retries of one model call after a 429, 5xx, timeout or dropped connection.",
 )
 @click.option("--id-field", help="Key rows by this field (default: the row's position).")
-@click.option("--resume", is_flag=True, help="Continue a run: skip rows already in OUTPUT.")
+@click.option(
+    "--resume",
+    is_flag=True,
+    help="Continue a run: skip rows already in OUTPUT; rows that ended in an error run again.",
+)
+@click.option(
+    "--keep-errors", is_flag=True, help="With --resume: keep error rows as they are (do not retry them)."
+)
 @click.option("--format", "fmt", type=click.Choice(["jsonl", "csv", "lines"]), help="INPUT format.")
 @click.option("--strategy", type=click.Choice(STRATEGY_CHOICES), default="auto", show_default=True)
 @click.option(
@@ -166,6 +175,7 @@ def map_command(
     retries: int,
     id_field: str | None,
     resume: bool,
+    keep_errors: bool,
     fmt: str | None,
     strategy: str,
     chain_limit: int,
@@ -190,7 +200,9 @@ def map_command(
     tools = resolve_tools(tool_names) + [t for code in functions for t in load_functions(code)]
     name = model_name or default_model()
     sink = JsonlSink(output)
-    sink.prepare(resume=resume)
+    if keep_errors and not resume:
+        raise click.UsageError("--keep-errors only applies with --resume")
+    sink.prepare(resume=resume, retry_errors=not keep_errors)
     run_id = sink.run_id or new_id()
     source = (row for row in rows(read_file(input_path, fmt), id_field) if row.key not in sink.done)
     settings: dict[str, Any] = {
@@ -208,7 +220,7 @@ def map_command(
         "chain_limit": chain_limit,
         "options": parse_options(option_pairs) or None,
     }
-    tracker = Tracker(count_rows(input_path, fmt), len(sink.done))
+    tracker = Tracker(count_rows(input_path, fmt), len(sink.done), sink.retried)
 
     def commit(result: MapResult) -> None:
         sink.commit(line_for(result, run_id, record_of(result.input)))

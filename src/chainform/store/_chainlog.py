@@ -7,6 +7,10 @@ chain's rows are in the log when its result is, and a chain of n calls costs one
 (a commit, not the inserts, is most of a write's cost). Records not yet handed over when the
 process exits (Ctrl-C during a chain) are written by an exit hook. Failures only warn: the log
 must never cost the user their answer.
+
+A caller that runs many chains (model.map) names each chain's conversation through `naming`: the
+name rides on the chain's own records, so it is committed in the same transaction as the calls,
+with no write (and no wait) of its own.
 """
 
 from __future__ import annotations
@@ -16,6 +20,7 @@ import atexit
 import dataclasses
 import warnings
 import weakref
+from contextvars import ContextVar
 from typing import TYPE_CHECKING, Any
 
 from chainform._lineage import current_chain
@@ -26,6 +31,10 @@ if TYPE_CHECKING:
     from chainform.chain._records import ModelCall
     from chainform.store._store import Store
     from chainform.types import ChatOptions
+
+naming: ContextVar[tuple[str, str] | None] = ContextVar("chainform_conversation_name", default=None)
+"""(conversation id, name) for the chain started in this context; a subagent's conversation
+(another id) is not named by its parent's entry."""
 
 
 class ChainLogger:
@@ -55,8 +64,10 @@ class ChainLogger:
         # the engine logs from inside the chain's context: its Lineage says whether it is a subagent
         lineage = current_chain.get()
         link = lineage if lineage is not None and lineage.chain_id == run.chain_id and lineage.agent else None
+        named = naming.get()
         return CallRecord(
             conversation_id=run.conversation_id,
+            conversation_name=named[1] if named is not None and named[0] == run.conversation_id else None,
             chain_id=run.chain_id,
             seq=run.calls.index(call),
             purpose=call.purpose,
