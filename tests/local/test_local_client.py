@@ -187,6 +187,21 @@ def test_multibyte_text_is_decoded_across_token_boundaries(tiny_loaded: Any) -> 
         )
         assert result.text == target and "".join(pieces) == target
         assert all("\ufffd" not in p for p in pieces)
+    # Nothing forced here: every character is the random model's pick, often split across tokens.
+    chars = "é日本語🙂ö"
+    grammar = f"start: /[{chars}]{{12}}/\n"
+    for seed in range(5):
+        pieces = []
+        result = _engine.generate(
+            tiny_loaded,
+            tiny_loaded.tokenizer.encode("hi", add_special_tokens=False),
+            max_new_tokens=100,
+            sampling=_engine.Sampling(temperature=1.0, seed=seed),
+            grammar=grammar,
+            emit=pieces.append,
+        )
+        assert len(result.text) == 12 and set(result.text) <= set(chars) and "".join(pieces) == result.text
+        assert all("\ufffd" not in p for p in pieces)
 
 
 async def test_prompt_beyond_the_context_window_is_a_clear_error(tiny_client: LocalChatClient) -> None:

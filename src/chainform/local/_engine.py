@@ -18,6 +18,8 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from chainform.errors import ProviderError, SchemaError
+from chainform.local._sampling import Sampling as Sampling  # re-exported: the one name callers use
+from chainform.local._sampling import StopScanner, penalize, pick
 from chainform.types import FinishReason
 
 END_OF_TURN_TOKENS = ("<|im_end|>", "<|endoftext|>", "<|eot_id|>", "<end_of_turn>", "<|end|>")
@@ -25,19 +27,58 @@ END_OF_TURN_TOKENS = ("<|im_end|>", "<|endoftext|>", "<|eot_id|>", "<end_of_turn
 
 
 class Session(Protocol):
-    """One generation's model state (its KV cache)."""
+    """A model's KV state: what was fed so far, and room for `capacity` tokens in all."""
+
+    capacity: int
 
     def feed(self, ids: list[int]) -> Any:
         """Run the model on `ids` after what was fed before; the last position's logits (1-D float32
         numpy array, writable, owned by the caller)."""
         ...
 
+    def rewind(self, length: int) -> None:
+        """Forget all but the first `length` tokens fed."""
+        ...
+
+
+class Context:
+    """A session and the tokens it has seen, kept after a generation so the next one can skip the
+    prefix they share.
+
+    Each call of a tool chain repeats the previous prompt (system prompt, tool list, worked example)
+    and the call the model wrote, then adds the tool's result: rewinding to the shared prefix turns a
+    prefill of the whole conversation into one of the new turn.
+    """
+
+    def __init__(self, session: Session) -> None:
+        self.session = session
+        self.tokens: list[int] = []
+
+    def feed(self, ids: list[int]) -> Any:
+        logits = self.session.feed(ids)
+        self.tokens.extend(ids)
+        return logits
+
+    def shared(self, ids: list[int]) -> int:
+        """How many leading tokens of `ids` the session holds already (leaving at least one to feed)."""
+        n = 0
+        for a, b in zip(self.tokens, ids[:-1], strict=False):
+            if a != b:
+                break
+            n += 1
+        return n
+
+    def restart(self, ids: list[int], keep: int) -> Any:
+        self.session.rewind(keep)
+        del self.tokens[keep:]
+        return self.feed(ids[keep:])
+
 
 @dataclass
 class Loaded:
     """A model ready to run: the backend's model, a tokenizer, llguidance's tokenizer, end-of-turn ids.
 
-    `open_session(max_length)` starts a generation of at most `max_length` tokens (prompt included).
+    `open_session(max_length)` starts a KV state for at least `max_length` tokens (prompt included).
     """
 
     path: Path
@@ -50,6 +91,40 @@ class Loaded:
     lock: threading.Lock = field(default_factory=threading.Lock)
     load_seconds: float = 0.0
     _closers: tuple[Any, Any] | None = field(default=None, repr=False, compare=False)
+    _context: Context | None = field(default=None, repr=False, compare=False)
+    _grammars: dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
+
+    def prefill(self, prompt_ids: list[int], max_length: int) -> tuple[Context, Any]:
+        """A context that has seen `prompt_ids`, and the logits after them: the last generation's
+        context rewound to the prefix it shares with this prompt where it has room, else a new one."""
+        context = self._context
+        keep = context.shared(prompt_ids) if context is not None else 0
+        if context is not None and keep and context.session.capacity >= max_length:
+            return context, context.restart(prompt_ids, keep)
+        self._context = None  # the old KV cache goes before a new one is allocated
+        context = Context(self.open_session(max_length))
+        logits = context.feed(prompt_ids)
+        self._context = context
+        return context, logits
+
+    def forget(self) -> None:
+        """Drop the kept KV cache (after a failed or cancelled generation, or to free its memory)."""
+        self._context = None
+
+    def matcher(self, grammar: str) -> Any:
+        """A fresh llguidance matcher for `grammar`: compiled once per grammar, then copied (a tool
+        chain asks for the same grammar on every turn)."""
+        from llguidance import LLMatcher
+
+        compiled = self._grammars.get(grammar)
+        if compiled is None:
+            compiled = LLMatcher(self.lltokenizer, grammar, log_level=0)
+            if compiled.is_error():
+                raise SchemaError(f"the local model cannot enforce this schema: {compiled.get_error()}")
+            if len(self._grammars) >= 16:
+                self._grammars.pop(next(iter(self._grammars)))
+            self._grammars[grammar] = compiled
+        return compiled.deep_copy()
 
     def closers(self) -> tuple[Any, Any]:
         """Tokens that end JSON values, as two numpy bool arrays over the vocabulary (built once):
@@ -108,46 +183,10 @@ def thread_count(threads: int | None) -> int:
 
 
 @dataclass
-class Sampling:
-    """Decoding settings. temperature None or 0 means greedy (deterministic, no seed needed)."""
-
-    temperature: float | None = None
-    top_p: float | None = None
-    top_k: int | None = None
-    seed: int | None = None
-    presence_penalty: float | None = None
-    frequency_penalty: float | None = None
-
-
-@dataclass
 class Result:
     text: str
     output_tokens: int
     finish_reason: FinishReason
-
-
-class StopScanner:
-    """Finds stop sequences in streamed text, holding back only what could still start one."""
-
-    def __init__(self, stops: list[str]) -> None:
-        self.stops = [s for s in stops if s]
-        self.hold = max((len(s) for s in self.stops), default=1) - 1
-        self.pending = ""
-
-    def feed(self, piece: str) -> tuple[str, bool]:
-        """Text that is safe to emit now, and whether a stop sequence was found."""
-        self.pending += piece
-        hits = [i for i in (self.pending.find(s) for s in self.stops) if i >= 0]
-        if hits:
-            out, self.pending = self.pending[: min(hits)], ""
-            return out, True
-        cut = max(0, len(self.pending) - self.hold)
-        out, self.pending = self.pending[:cut], self.pending[cut:]
-        return out, False
-
-    def flush(self) -> str:
-        out, self.pending = self.pending, ""
-        return out
 
 
 def generate(
@@ -173,7 +212,7 @@ def generate(
     """
     import numpy as np
 
-    matcher = _matcher(loaded, grammar) if grammar is not None else None
+    matcher = loaded.matcher(grammar) if grammar is not None else None
     scanner = StopScanner(list(stop_sequences or [])) if matcher is None and stop_sequences else None
     rng = np.random.default_rng(sampling.seed)
     decoder = codecs.getincrementaldecoder("utf-8")(errors="replace")
@@ -195,32 +234,37 @@ def generate(
 
     land_at = max_new_tokens - (landing if landing is not None else max(16, max_new_tokens // 4))
     with loaded.lock:
-        session = loaded.open_session(len(prompt_ids) + max_new_tokens)
-        logits = session.feed(prompt_ids)
-        for _ in range(max_new_tokens):
-            if cancelled is not None and cancelled.is_set():
-                break
-            if matcher is not None:
-                lands = produced >= land_at and "".join(pieces).startswith(land_after)
-                _apply_mask(matcher, logits, loaded.closers() if lands else ())
-            _penalize(logits, counts, sampling)
-            token = _pick(logits, sampling, rng)
-            if matcher is not None and not matcher.consume_token(token):
-                raise SchemaError(f"constrained decoding failed: {matcher.get_error()}")
-            if token in loaded.eos_ids:
-                finish = FinishReason.STOP
-                break
-            produced += 1
-            counts[token] = counts.get(token, 0) + 1
-            if not loaded.lltokenizer.is_special_token(token) and push(
-                decoder.decode(loaded.lltokenizer.decode_bytes([token]))
-            ):
-                finish, hit_stop = FinishReason.STOP, True
-                break
-            if matcher is not None and matcher.is_stopped():
-                finish = FinishReason.STOP
-                break
-            logits = session.feed([token])
+        try:
+            context, logits = loaded.prefill(prompt_ids, len(prompt_ids) + max_new_tokens)
+            while produced < max_new_tokens:
+                if cancelled is not None and cancelled.is_set():
+                    break
+                if matcher is not None:
+                    lands = produced >= land_at and "".join(pieces).startswith(land_after)
+                    _apply_mask(matcher, logits, loaded.closers() if lands else ())
+                penalize(logits, counts, sampling)
+                token = pick(logits, sampling, rng)
+                if matcher is not None and not matcher.consume_token(token):
+                    raise SchemaError(f"constrained decoding failed: {matcher.get_error()}")
+                if token in loaded.eos_ids:
+                    finish = FinishReason.STOP
+                    break
+                new = [token, *_forced(matcher, max_new_tokens - produced - 1)]
+                produced += len(new)
+                for t in new:
+                    counts[t] = counts.get(t, 0) + 1
+                text = "".join(decoder.decode(loaded.lltokenizer.decode_bytes([t])) for t in new
+                               if not loaded.lltokenizer.is_special_token(t))  # fmt: skip
+                if push(text):
+                    finish, hit_stop = FinishReason.STOP, True
+                    break
+                if matcher is not None and matcher.is_stopped():
+                    finish = FinishReason.STOP
+                    break
+                logits = context.feed(new)
+        except BaseException:
+            loaded.forget()  # the KV cache may hold part of what failed
+            raise
     if not hit_stop:
         tail = decoder.decode(b"", final=True)
         if scanner is not None:
@@ -232,13 +276,18 @@ def generate(
     return Result("".join(pieces), produced, finish)
 
 
-def _matcher(loaded: Loaded, grammar: str) -> Any:
-    from llguidance import LLMatcher
+def _forced(matcher: Any, room: int) -> list[int]:
+    """The tokens the grammar allows no alternative to from here (up to `room` of them), consumed.
 
-    matcher = LLMatcher(loaded.lltokenizer, grammar, log_level=0)
-    if matcher.is_error():
-        raise SchemaError(f"the local model cannot enforce this schema: {matcher.get_error()}")
-    return matcher
+    They join the sampled token in one forward pass instead of one step each: in a tool call, the
+    tool's name and the keys up to its first argument; in a schema answer, each key and its punctuation.
+    """
+    if matcher is None or room <= 0 or matcher.is_stopped():
+        return []
+    forced = [int(t) for t in matcher.compute_ff_tokens()[:room]]
+    if forced and not matcher.consume_tokens(forced):
+        raise SchemaError(f"constrained decoding failed: {matcher.get_error()}")
+    return forced
 
 
 def _apply_mask(matcher: Any, logits: Any, prefer: tuple[Any, ...] = ()) -> None:
@@ -267,38 +316,6 @@ def _apply_mask(matcher: Any, logits: Any, prefer: tuple[Any, ...] = ()) -> None
             break
     scores[:n][~allowed] = -np.inf
     scores[n:] = -np.inf
-
-
-def _penalize(logits: Any, counts: dict[int, int], sampling: Sampling) -> None:
-    """OpenAI-style presence/frequency penalties over the tokens generated so far."""
-    if not counts or not (sampling.presence_penalty or sampling.frequency_penalty):
-        return
-    import numpy as np
-
-    ids = np.fromiter(counts, dtype=np.int64)
-    freq = np.fromiter(counts.values(), dtype=logits.dtype)
-    logits[ids] -= (sampling.presence_penalty or 0.0) + (sampling.frequency_penalty or 0.0) * freq
-
-
-def _pick(logits: Any, sampling: Sampling, rng: Any) -> int:
-    """Greedy without a temperature; otherwise a sample after top-k, then top-p (nucleus) filtering."""
-    import numpy as np
-
-    if not sampling.temperature:
-        return int(np.argmax(logits))
-    scores = logits.astype(np.float64) / sampling.temperature
-    if sampling.top_k and 0 < sampling.top_k < scores.shape[0]:
-        kth = np.partition(scores, -sampling.top_k)[-sampling.top_k]
-        scores[scores < kth] = -np.inf
-    probs = np.exp(scores - scores.max())
-    probs /= probs.sum()
-    if sampling.top_p is not None and 0 < sampling.top_p < 1:
-        order = np.argsort(-probs, kind="stable")
-        ranked = probs[order]
-        outside = np.cumsum(ranked) - ranked > sampling.top_p
-        probs[order[outside]] = 0.0
-        probs /= probs.sum()
-    return int(rng.choice(probs.shape[0], p=probs))
 
 
 def check_context(prompt_tokens: int, context_window: int) -> int:

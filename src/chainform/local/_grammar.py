@@ -1,7 +1,7 @@
 """What the local model may write: llguidance grammars for schemas and tool calls, and the prompt that explains them.
 
-Tool calls use the format SmolLM2 saw in its fine-tuning data (smoltalk's function-calling part):
-`<tool_call>[{"name": "tool", "arguments": {...}}]</tool_call>`. The grammar makes the argument
+Tool calls use the model's own format (`_toolformat`; SmolLM2's, from its fine-tuning data, is
+`<tool_call>[{"name": "tool", "arguments": {...}}]</tool_call>`). The grammar makes the argument
 object match the tool's JSON schema, so a call the model writes always parses and validates.
 """
 
@@ -9,18 +9,16 @@ from __future__ import annotations
 
 import copy
 import json
-import uuid
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from chainform.errors import SchemaError, UnknownToolError
+from chainform.local._toolformat import SMOLLM2, ToolFormat
 from chainform.types import ChatOptions, FunctionCallContent, ResponseFormat, ToolMode, ToolSpec
 
 DEFAULT_MAX_STRING_LENGTH = 512
 """Cap given to strings whose schema sets no maxLength, so a looping model cannot write forever."""
 MAX_PARALLEL_CALLS = 8
-CALL_OPEN = "<tool_call>"
-CALL_CLOSE = "</tool_call>"
 _JSON_STYLE = {"whitespace_flexible": False, "item_separator": ", ", "key_separator": ": "}
 """One fixed JSON layout: flexible whitespace would let an unlucky model emit blanks forever."""
 
@@ -58,6 +56,7 @@ class Plan:
     grammar: str | None = None
     instructions: str = ""
     tools: list[ToolSpec] = field(default_factory=list)
+    format: ToolFormat = SMOLLM2
 
     @property
     def may_call(self) -> bool:
@@ -110,7 +109,7 @@ def _json_rule(schema: dict[str, Any]) -> str:
     return "%json" + json.dumps(styled, ensure_ascii=False)
 
 
-def _call_schema(tools: list[ToolSpec], cap: int, multiple: bool) -> dict[str, Any]:
+def _call_schema(tools: list[ToolSpec], cap: int, multiple: bool, listed: bool) -> dict[str, Any]:
     variants = []
     for tool in tools:
         params = tool.parameters or {"type": "object"}
@@ -123,6 +122,8 @@ def _call_schema(tools: list[ToolSpec], cap: int, multiple: bool) -> dict[str, A
             }
         )
     items = variants[0] if len(variants) == 1 else {"anyOf": variants}
+    if not listed:
+        return items
     return {"type": "array", "items": items, "minItems": 1, "maxItems": MAX_PARALLEL_CALLS if multiple else 1}
 
 
@@ -136,8 +137,11 @@ def _schema_of(fmt: ResponseFormat | None) -> dict[str, Any] | None:
     return fmt.schema
 
 
-def plan(options: ChatOptions, max_string_length: int = DEFAULT_MAX_STRING_LENGTH) -> Plan:
-    """Decide the grammar and the prompt instructions for these options (tools, tool mode, format)."""
+def plan(
+    options: ChatOptions, max_string_length: int = DEFAULT_MAX_STRING_LENGTH, fmt: ToolFormat = SMOLLM2
+) -> Plan:
+    """Decide the grammar and the prompt instructions for these options (tools, tool mode, response
+    format), tool calls written in the model's format `fmt`."""
     schema = _schema_of(options.response_format)
     mode = options.tool_mode or ToolMode.AUTO
     tools = list(options.tools or []) if mode.mode != "none" else []
@@ -150,15 +154,17 @@ def plan(options: ChatOptions, max_string_length: int = DEFAULT_MAX_STRING_LENGT
         if answer is None:
             return Plan("text")
         return Plan("json", f"start: {answer}\n", _schema_instructions(schema))
-    calls = f'calls: "{CALL_OPEN}" {_json_rule(_call_schema(tools, max_string_length, bool(options.allow_multiple_tool_calls)))} "{CALL_CLOSE}"\n'
-    instructions = _tool_instructions(tools, required=mode.mode == "required")
+    multiple = bool(options.allow_multiple_tool_calls)
+    calls = fmt.grammar(_json_rule(_call_schema(tools, max_string_length, multiple, fmt.listed)), multiple)
+    instructions = _tool_instructions(tools, fmt, required=mode.mode == "required")
     if mode.mode == "required":
-        return Plan("calls", "start: calls\n" + calls, instructions, tools)
+        return Plan("calls", "start: calls\n" + calls, instructions, tools, fmt)
     if answer is None:
-        grammar = "start: calls | text\ntext: /[^<\\s][\\s\\S]*/\n" + calls
-        return Plan("text_or_calls", grammar, instructions, tools)
+        grammar = f"start: calls | text\ntext: {fmt.text_rule()}\n" + calls
+        return Plan("text_or_calls", grammar, instructions, tools, fmt)
     grammar = f"start: calls | answer\nanswer: {answer}\n" + calls
-    return Plan("json_or_calls", grammar, instructions + "\n\n" + _schema_instructions(schema), tools)
+    instructions += "\n\n" + _schema_instructions(schema)
+    return Plan("json_or_calls", grammar, instructions, tools, fmt)
 
 
 def _schema_instructions(schema: dict[str, Any] | None) -> str:
@@ -166,9 +172,9 @@ def _schema_instructions(schema: dict[str, Any] | None) -> str:
     return f"Reply with only a JSON value that matches this JSON schema:\n{text}"
 
 
-def _tool_instructions(tools: list[ToolSpec], *, required: bool) -> str:
+def _tool_instructions(tools: list[ToolSpec], fmt: ToolFormat, *, required: bool) -> str:
     listed = [{"name": t.name, "description": t.description, "parameters": t.parameters} for t in tools]
-    call = f'{CALL_OPEN}[{{"name": "tool_name", "arguments": {{"arg": "value"}}}}]{CALL_CLOSE}'
+    call = fmt.render([{"name": "tool_name", "arguments": {"arg": "value"}}])
     lines = [
         "You are a function-calling assistant. You can call these tools:",
         f"<tools>{json.dumps(listed, ensure_ascii=False)}</tools>",
@@ -182,7 +188,7 @@ def _tool_instructions(tools: list[ToolSpec], *, required: bool) -> str:
     return "\n".join(lines)
 
 
-def example_turns(json_answer: bool) -> list[tuple[str, str]]:
+def example_turns(json_answer: bool, fmt: ToolFormat = SMOLLM2) -> list[tuple[str, str]]:
     """One worked exchange shown before the conversation when tools are offered.
 
     A 135M model copies a demonstrated format far more reliably than it follows a described one
@@ -194,37 +200,12 @@ def example_turns(json_answer: bool) -> list[tuple[str, str]]:
     answer = '{"city": "Tokyo", "time": "14:05"}' if json_answer else "It is 14:05 in Tokyo."
     return [
         ("user", "What time is it in Tokyo?"),
-        ("assistant", f'{CALL_OPEN}[{{"name": "get_time", "arguments": {{"city": "Tokyo"}}}}]{CALL_CLOSE}'),
+        ("assistant", fmt.render([{"name": "get_time", "arguments": {"city": "Tokyo"}}])),
         ("user", '<tool_response>\nget_time: "14:05"\n</tool_response>'),
         ("assistant", answer),
     ]
 
 
-def render_calls(calls: list[FunctionCallContent]) -> str:
+def render_calls(calls: list[FunctionCallContent], fmt: ToolFormat = SMOLLM2) -> str:
     """Tool calls as the text the model would have written (for assistant turns in the history)."""
-    items = [{"name": c.name, "arguments": c.arguments or {}} for c in calls]
-    return CALL_OPEN + json.dumps(items, ensure_ascii=False) + CALL_CLOSE
-
-
-def parse_calls(text: str) -> list[FunctionCallContent] | None:
-    """The tool calls in the model's output, or None when it is not a (complete) call."""
-    body = text.strip()
-    if not (body.startswith(CALL_OPEN) and body.endswith(CALL_CLOSE)):
-        return None
-    try:
-        items = json.loads(body[len(CALL_OPEN) : -len(CALL_CLOSE)])
-    except ValueError:
-        return None
-    if not isinstance(items, list):
-        return None
-    calls = []
-    for index, item in enumerate(items):
-        if not isinstance(item, dict) or not isinstance(item.get("name"), str):
-            return None
-        arguments = item.get("arguments")
-        args = arguments if isinstance(arguments, dict) else {}
-        call_id = f"call_{uuid.uuid4().hex[:16]}"
-        calls.append(
-            FunctionCallContent(call_id, item["name"], args, json.dumps(args, ensure_ascii=False), index)
-        )
-    return calls
+    return fmt.render([{"name": c.name, "arguments": c.arguments or {}} for c in calls])

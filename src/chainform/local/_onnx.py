@@ -20,6 +20,8 @@ from chainform.errors import ModelNotFoundError, ProviderError
 from chainform.local import _engine
 
 CONFIG = "genai_config.json"
+HEADROOM = 1024
+"""Tokens of KV room a session gets beyond its first generation, for the next turns of a chain."""
 PRECISIONS = ("int8", "int4", "fp32")
 """The first is the default. Measured on a 2-CPU machine (bench/bench_local.py, docs/local-model.md): int4 decodes fastest and
 its outputs stay schema-valid, but its answers go wrong (the README's task writes broken code for the
@@ -79,17 +81,25 @@ def _build(key: Path, threads: int | None) -> _engine.Loaded:
     eos_ids = _engine.end_of_turn_ids(vocab.get, eos if isinstance(eos, list) else [eos])
     lltokenizer = llguidance.LLTokenizer(tokenizer_json, eos_token=sorted(eos_ids) or None)
     tokenizer = TemplateTokenizer(lltokenizer, key)
-    return _engine.Loaded(
-        key, model, tokenizer, lltokenizer, eos_ids, lambda n: _Session(og, model, n), backend="onnx"
-    )
+    window = int(config.get("context_length") or 0) or 1 << 30
+
+    def open_session(max_length: int) -> _Session:
+        return _Session(og, model, max_length, window)
+
+    return _engine.Loaded(key, model, tokenizer, lltokenizer, eos_ids, open_session, backend="onnx")
 
 
 class _Session:
-    """One ORT GenAI generator: `append_tokens` runs the model, `get_logits` reads the last step."""
+    """One ORT GenAI generator: `append_tokens` runs the model, `get_logits` reads the last step.
 
-    def __init__(self, og: Any, model: Any, max_length: int) -> None:
+    Its KV buffer is allocated for `capacity` tokens up front, so it gets room beyond this
+    generation's (up to the context window): the next turn of a chain then fits and reuses it.
+    """
+
+    def __init__(self, og: Any, model: Any, max_length: int, window: int) -> None:
+        self.capacity = max(max_length, min(window, max_length + HEADROOM))
         params = og.GeneratorParams(model)
-        params.set_search_options(max_length=max_length)
+        params.set_search_options(max_length=self.capacity)
         self.generator = og.Generator(model, params)
 
     def feed(self, ids: list[int]) -> Any:
@@ -97,6 +107,9 @@ class _Session:
 
         self.generator.append_tokens(np.asarray(ids, dtype=np.int32))
         return np.array(self.generator.get_logits()[0, -1], dtype=np.float32)
+
+    def rewind(self, length: int) -> None:
+        self.generator.rewind_to(length)
 
 
 class TemplateTokenizer:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import contextlib
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -14,6 +16,22 @@ def quiet_transformers() -> None:
 
     hf_logging.set_verbosity_error()  # type: ignore[no-untyped-call]
     hf_logging.disable_progress_bar()  # type: ignore[no-untyped-call]
+
+
+@contextlib.contextmanager
+def no_gguf_progress() -> Iterator[None]:
+    """Silence the tqdm bar transformers' GGUF reader draws while dequantizing (it calls tqdm
+    directly, past `disable_progress_bar`); `chainform local prepare` shows its own progress."""
+    import functools
+
+    from transformers import modeling_gguf_pytorch_utils as gguf_utils
+
+    original = getattr(gguf_utils, "tqdm")  # noqa: B009 (not re-exported: mypy would refuse the attribute)
+    setattr(gguf_utils, "tqdm", functools.partial(original, disable=True))  # noqa: B010
+    try:
+        yield
+    finally:
+        setattr(gguf_utils, "tqdm", original)  # noqa: B010
 
 
 def load(path: Path, threads: int | None = None) -> _engine.Loaded:
@@ -49,11 +67,18 @@ def from_objects(path: Path, model: Any, tokenizer: Any) -> _engine.Loaded:
 
 
 class _Session:
-    """Forward passes with the KV cache transformers returns."""
+    """Forward passes with the KV cache transformers returns (it grows as needed)."""
+
+    capacity = 1 << 30
 
     def __init__(self, model: Any) -> None:
         self.model = model
         self.past: Any = None
+
+    def rewind(self, length: int) -> None:
+        extra = self.past.get_seq_length() - length if self.past is not None else 0
+        if extra > 0:
+            self.past.crop(-extra)  # transformers 5: a negative count removes that many tokens
 
     def feed(self, ids: list[int]) -> Any:
         import torch

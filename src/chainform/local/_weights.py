@@ -262,7 +262,7 @@ def _convert(gguf: Path, out: Path, progress: _Steps) -> None:
     from transformers import AutoConfig, AutoModelForCausalLM, AutoTokenizer
     from transformers.modeling_gguf_pytorch_utils import load_gguf_checkpoint
 
-    from chainform.local._torch import quiet_transformers
+    from chainform.local._torch import no_gguf_progress, quiet_transformers
 
     quiet_transformers()
     try:
@@ -272,7 +272,8 @@ def _convert(gguf: Path, out: Path, progress: _Steps) -> None:
         raise ModelNotFoundError(f"{gguf} is not a GGUF model transformers can read: {exc}") from exc
     model = AutoModelForCausalLM.from_config(config, dtype=torch.float32)  # type: ignore[no-untyped-call]
     progress.step("dequantizing tensors")
-    parsed = load_gguf_checkpoint(str(gguf), return_tensors=True, model_to_load=model)  # type: ignore[no-untyped-call]
+    with no_gguf_progress():
+        parsed = load_gguf_checkpoint(str(gguf), return_tensors=True, model_to_load=model)  # type: ignore[no-untyped-call]
     tensors = {name: torch.as_tensor(value) for name, value in parsed["tensors"].items()}
     missing, unexpected = model.load_state_dict(tensors, strict=False)
     tied = {"lm_head.weight"} if getattr(config, "tie_word_embeddings", False) else set()

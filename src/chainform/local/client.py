@@ -19,7 +19,7 @@ from typing import Any
 from chainform.clients.base import BaseChatClient, Middleware
 from chainform.clients.profiles.local import CONTEXT_WINDOW, local_profile
 from chainform.errors import ModelNotFoundError, ProviderError, UnsupportedOptionError
-from chainform.local import _engine, _grammar, _onnx, _weights
+from chainform.local import _engine, _grammar, _onnx, _toolformat, _weights
 from chainform.types import (
     ChatOptions,
     ChatResponseUpdate,
@@ -113,11 +113,12 @@ class LocalChatClient(BaseChatClient):
     async def _stream(
         self, messages: list[Message], options: ChatOptions
     ) -> AsyncIterator[ChatResponseUpdate]:
-        plan = _grammar.plan(options, self.max_string_length)
         backend = options.additional_properties.get("backend")
         if backend is not None and not isinstance(backend, str):
             raise UnsupportedOptionError("the backend option is 'auto', 'onnx' or 'torch'", provider="local")
         loaded = await asyncio.to_thread(self.load, backend)
+        fmt = _toolformat.detect(getattr(loaded.tokenizer, "chat_template", None))
+        plan = _grammar.plan(options, self.max_string_length, fmt)
         prompt_ids = _prompt_ids(loaded.tokenizer, _chat(messages, plan))
         room = _engine.check_context(len(prompt_ids), self.profile.context_window or CONTEXT_WINDOW)
         budget = min(options.max_output_tokens or self.max_output_tokens, room)
@@ -152,7 +153,7 @@ class LocalChatClient(BaseChatClient):
                 grammar=plan.grammar,
                 stop_sequences=options.stop_sequences,
                 emit=emit,
-                land_after=_grammar.CALL_OPEN if plan.mode == "text_or_calls" else "",
+                land_after=fmt.open if plan.mode == "text_or_calls" else "",
                 cancelled=cancelled,
             )
 
@@ -173,7 +174,7 @@ class LocalChatClient(BaseChatClient):
                     continue
                 held.append(piece)
                 start = "".join(held).lstrip()
-                if start and not _grammar.CALL_OPEN.startswith(start[: len(_grammar.CALL_OPEN)]):
+                if start and not fmt.open.startswith(start[: len(fmt.open)]):
                     yield ChatResponseUpdate([TextContent("".join(held))], **base)
                     held = None
             result = await worker
@@ -182,7 +183,7 @@ class LocalChatClient(BaseChatClient):
         contents: list[Any] = []
         finish = result.finish_reason
         if held is not None:
-            calls = _grammar.parse_calls(result.text) if plan.may_call else None
+            calls = fmt.parse(result.text) if plan.may_call else None
             if calls:
                 contents.extend(calls)
                 finish = FinishReason.TOOL_CALLS
@@ -213,7 +214,7 @@ def _chat(messages: Sequence[Message], plan: _grammar.Plan) -> list[dict[str, st
         system.append(plan.instructions)
     out = [{"role": "system", "content": "\n\n".join(system)}] if system else []
     if plan.may_call:
-        example = _grammar.example_turns(json_answer=plan.mode != "text_or_calls")
+        example = _grammar.example_turns(plan.mode != "text_or_calls", plan.format)
         out.extend({"role": role, "content": text} for role, text in example)
     names = {c.call_id: c.name for m in messages for c in m.function_calls}
     for message in messages:
@@ -226,7 +227,7 @@ def _chat(messages: Sequence[Message], plan: _grammar.Plan) -> list[dict[str, st
         calls = [c for c in message.contents if isinstance(c, FunctionCallContent)]
         results = [c for c in message.contents if isinstance(c, FunctionResultContent)]
         if calls:
-            text = (text + "\n" if text else "") + _grammar.render_calls(calls)
+            text = (text + "\n" if text else "") + _grammar.render_calls(calls, plan.format)
         if results:
             text = "\n".join(_tool_response(r, names.get(r.call_id)) for r in results) + (
                 "\n" + text if text else ""
