@@ -6,8 +6,12 @@ and the README's first command, side by side in one run.
 
 Every backend runs in processes of its own (so peak memory and imports are its own), with the same
 prompt, the same greedy loop and the same thread count (2 by default); figures are medians of
-`--rounds`. The constrained run adds the llguidance mask on every step; the mask's own time is also
-measured directly. llama.cpp (llama-cpp-python) runs the same GGUF, unconstrained, when it is
+`--rounds`. Tokens/s count generated tokens over the decoding time (the prompt's prefill is timed
+apart, per prompt token). Free and constrained runs decode after the same prompt (the one with the
+schema's instructions); the constrained run adds the llguidance mask on every step, whose own time
+is also measured, and feeds grammar-forced tokens in one pass with the token before them
+(`forward_passes_per_token` < 1); `constrained_step_overhead_pct` compares the time per
+sampling step, constrained vs free (mask, grammar bookkeeping and multi-token passes included). llama.cpp (llama-cpp-python) runs the same GGUF, unconstrained, when it is
 importable; it is not a dependency and is never built here. The machine's load average is recorded
 before and after: other work on a shared machine slows every row.
 """
@@ -87,19 +91,27 @@ def worker(
     from chainform.types import ChatOptions, Message, ResponseFormat
 
     json_options = ChatOptions(response_format=ResponseFormat.json_schema(SCHEMA))
-    free_plan, json_plan = _grammar.plan(ChatOptions()), _grammar.plan(json_options)
-    free_ids = _prompt_ids(loaded.tokenizer, _chat([Message.user(PROMPT)], free_plan))
-    json_ids = _prompt_ids(loaded.tokenizer, _chat([Message.user(PROMPT)], json_plan))
-    _timed_generate(loaded, free_ids, None, 8)  # warm-up
-    free = [_timed_generate(loaded, free_ids, None, tokens) for _ in range(rounds)]
-    constrained = [_timed_generate(loaded, json_ids, json_plan.grammar, tokens) for _ in range(rounds)]
+    json_plan = _grammar.plan(json_options)
+    ids = _prompt_ids(loaded.tokenizer, _chat([Message.user(PROMPT)], json_plan))
+    _timed_generate(loaded, ids, None, 8)  # warm-up
+    free = [_timed_generate(loaded, ids, None, tokens) for _ in range(rounds)]
+    constrained = [_timed_generate(loaded, ids, json_plan.grammar, tokens) for _ in range(rounds)]
+    loaded.forget()
     sample = asyncio.run(client.get_response([Message.user(PROMPT)], json_options))
     free_tps = statistics.median(r["tokens_per_s"] for r in free)
+    constrained_tps = statistics.median(r["tokens_per_s"] for r in constrained)
     mask_ms = statistics.median(r["mask_ms_per_token"] for r in constrained)
     return {
         "backend": loaded.backend,
         "unconstrained_tokens_per_s": round(free_tps, 1),
-        "constrained_tokens_per_s": round(statistics.median(r["tokens_per_s"] for r in constrained), 1),
+        "constrained_tokens_per_s": round(constrained_tps, 1),
+        "constrained_drop_pct": round(100 * (1 - constrained_tps / free_tps), 1),
+        "constrained_step_overhead_pct": round(
+            100 * (statistics.median(r["ms_per_pass"] for r in constrained) * free_tps / 1000 - 1), 1
+        ),
+        "forward_passes_per_token": round(statistics.median(r["passes_per_token"] for r in constrained), 2),
+        "prefill_ms_per_token": round(statistics.median(r["prefill_ms_per_token"] for r in free), 2),
+        "prompt_tokens": len(ids),
         "mask_ms_per_token": round(mask_ms, 3),
         "model_step_ms": round(1000 / free_tps, 2),
         "constraint_overhead_pct": round(100 * mask_ms * free_tps / 1000, 1),
@@ -110,30 +122,50 @@ def worker(
 
 
 def _timed_generate(loaded: Any, ids: list[int], grammar: str | None, tokens: int) -> dict[str, float]:
+    """One generation from a cold context, its prefill and its mask timed apart from the decoding."""
     from chainform.local import _engine
 
-    mask_time = [0.0]
-    original = _engine._apply_mask
+    mask_time, prefill_time, passes = [0.0], [0.0], [0]
+    original_mask, original_prefill = _engine._apply_mask, loaded.prefill
 
     def timed_mask(*args: Any) -> None:
         started = time.perf_counter()
-        original(*args)
+        original_mask(*args)
         mask_time[0] += time.perf_counter() - started
 
-    _engine._apply_mask = timed_mask
+    def timed_prefill(*args: Any) -> Any:
+        started = time.perf_counter()
+        context, logits = original_prefill(*args)
+        prefill_time[0] += time.perf_counter() - started
+        feed = context.feed
+
+        def counted(new: list[int]) -> Any:
+            passes[0] += 1
+            return feed(new)
+
+        context.feed = counted
+        return context, logits
+
+    loaded.forget()  # no reuse of the previous round's KV cache
+    _engine._apply_mask, loaded.prefill = timed_mask, timed_prefill
     try:
         started = time.perf_counter()
         result = _engine.generate(
             loaded, ids, max_new_tokens=tokens, sampling=_engine.Sampling(), grammar=grammar, landing=0
         )
-        seconds = time.perf_counter() - started
+        seconds = time.perf_counter() - started - prefill_time[0]
     finally:
-        _engine._apply_mask = original
+        _engine._apply_mask = original_mask
+        del loaded.prefill
+        loaded.forget()
     n = max(result.output_tokens, 1)
     return {
         "tokens": result.output_tokens,
         "tokens_per_s": n / seconds,
         "mask_ms_per_token": 1000 * mask_time[0] / n,
+        "prefill_ms_per_token": 1000 * prefill_time[0] / len(ids),
+        "passes_per_token": (passes[0] + 1) / n,  # + the pass that produced the first token
+        "ms_per_pass": 1000 * seconds / (passes[0] + 1),
     }
 
 
@@ -249,19 +281,23 @@ def _valid(text: str) -> bool:
 
 def table(result: dict[str, Any]) -> str:
     """The markdown tables bench/report.py puts in docs/benchmarks.md."""
-    header = ["backend", "load per process", "unconstrained", "constrained (JSON schema)",
+    header = ["backend", "load per process", "prefill", "unconstrained", "constrained (JSON schema)",
               "mask / model step", "peak memory", "README command (right answers)", "schema-valid sample"]  # fmt: skip
     lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
     for name, r in result["backends"].items():
-        cells = [name, f"{r['load_s']} s", f"{r['unconstrained_tokens_per_s']} tok/s",
-                 f"{r['constrained_tokens_per_s']} tok/s",
-                 f"{r['mask_ms_per_token']} / {r['model_step_ms']} ms ({r['constraint_overhead_pct']} %)",
+        cells = [name, f"{r['load_s']} s", f"{r['prefill_ms_per_token']} ms/token",
+                 f"{r['unconstrained_tokens_per_s']} tok/s",
+                 f"{r['constrained_tokens_per_s']} tok/s ({r['forward_passes_per_token']} passes/token)",
+                 f"{r['mask_ms_per_token']} / {r['model_step_ms']} ms ({r['constraint_overhead_pct']} %; "
+                 f"per step {r['constrained_step_overhead_pct']} %)",
                  f"{r['peak_mb']} MB", f"{r['readme_command_s']} s ({r['readme_right']}/{len(r['readme_answers'])})",
                  "yes" if r["sample_valid"] else "no"]  # fmt: skip
         lines.append("| " + " | ".join(cells) + " |")
     cpp = result.get("llama_cpp", {})
     if cpp.get("status") == "ok":
-        lines.append(f"| llama.cpp (same GGUF) | - | {cpp['tokens_per_s']:.1f} tok/s | - | - | - | - | - |")
+        lines.append(
+            f"| llama.cpp (same GGUF) | - | - | {cpp['tokens_per_s']:.1f} tok/s | - | - | - | - | - |"
+        )
     ratios = result["ratios"]
     lines += [
         "",

@@ -198,8 +198,8 @@ class ONNXRuntimeClient(LocalChatClient):
     """A model folder exported for ONNX Runtime GenAI (`genai_config.json`, e.g. a Phi or Qwen export),
     or "smollm2" once `chainform local prepare --backend onnx` ran: the `onnx/<folder>` models.
 
-    Its profile's context window comes from the folder's config; tool calls use the
-    `<tool_call>[...]</tool_call>` format that SmolLM2 and Hermes-style models were tuned on.
+    Its profile's context window comes from the folder's config; tool calls use the model family's
+    own format, recognised from its chat template (`_toolformat`), SmolLM2's when it names none.
     """
 
     def __init__(self, model: str, **kwargs: Any) -> None:
