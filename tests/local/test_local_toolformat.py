@@ -70,6 +70,7 @@ def test_each_format_is_enforced_and_parsed(fmt: Any, multiple: bool, lltokenize
         (required, other.render(calls), False),  # another family's format
         (auto, "It is sunny.", True),  # auto: text is an answer too
         (auto, fmt.open + " is what I would write", False),  # but never text that starts like a call
+        (auto, '<tool_response>"Bonjour"</tool_response>', False),  # nor like markup
     ):
         matcher = llguidance.LLMatcher(lltokenizer, plan.grammar, log_level=0)
         ids = lltokenizer.tokenize_str(candidate)

@@ -47,15 +47,16 @@ class ToolFormat:
         return f"calls: {block}{repeat}\ncall: {json_rule}\n"
 
     def text_rule(self) -> str:
-        """A regex for a free-text answer: not empty, not starting with whitespace nor with `open`
-        (so that a call is never mistaken for text, nor text for a call)."""
-        alternatives = []
-        for i, char in enumerate(self.open):
+        """A regex for a free-text answer: not empty, not starting with whitespace, `<` or `open`.
+
+        `<` stays out even where the call marker starts otherwise: given the choice, SmolLM2 answered
+        a weather question with a made-up `<tool_response>` instead of calling the tool.
+        """
+        first = "" if self.open[0] == "<" else self.open[0]
+        alternatives = [f"[^\\s<{_escape(first)}][\\s\\S]*"]
+        for i in range(1, len(self.open) if first else 0):
             head = _escape(self.open[:i])
-            excluded = _escape(char) + ("\\s" if i == 0 else "")
-            alternatives.append(f"{head}[^{excluded}][\\s\\S]*")
-            if i:
-                alternatives.append(head)
+            alternatives += [f"{head}[^{_escape(self.open[i])}][\\s\\S]*", head]
         return "/" + "|".join(alternatives) + "/"
 
     def parse(self, text: str) -> list[FunctionCallContent] | None:
