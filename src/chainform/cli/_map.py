@@ -7,7 +7,6 @@ or `error`. The file is the run's commit record: `--resume` skips every key alre
 
 from __future__ import annotations
 
-import asyncio
 import sys
 import time
 from collections.abc import Iterator
@@ -234,6 +233,8 @@ def map_command(
                 for result in run_job(ray_address, source, name, key, base_url, ray_workers, settings):
                     commit(result)
             else:
+                import asyncio
+
                 asyncio.run(
                     _run_local(map_model(name, key=key, base_url=base_url), source, commit, **settings)
                 )

@@ -8,8 +8,8 @@ from typing import TYPE_CHECKING, Any, get_args
 
 import click
 
+from chainform._dialect_names import SchemaDialect
 from chainform.cli._output import echo_json, format_json
-from chainform.types import SchemaDialect
 
 if TYPE_CHECKING:
     from chainform.store import Store

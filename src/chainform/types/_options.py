@@ -7,6 +7,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, ClassVar, Literal, Protocol, runtime_checkable
 
+from chainform._dialect_names import SchemaDialect as SchemaDialect  # re-exported by chainform.types
+
 
 @runtime_checkable
 class ToolSpec(Protocol):
@@ -115,9 +117,6 @@ class ChatOptions:
                 continue
             out[f.name] = value
         return out
-
-
-SchemaDialect = Literal["jsonschema", "openai-strict", "gemini", "anthropic", "bedrock", "llguidance"]
 
 
 @dataclass(frozen=True)
