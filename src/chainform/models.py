@@ -9,6 +9,7 @@ import warnings
 from collections.abc import Sequence
 from typing import Any, Generic, TypeVar
 
+from chainform import _sync
 from chainform.chain._context import ContextPolicy
 from chainform.chain._engine import ChainRequest, ChainRun
 from chainform.chain._events import EventLog
@@ -223,11 +224,12 @@ class _Base(Generic[R]):
         from chainform.store import ChainLogger
 
         run = self._run(request, conversation_id, log, events)
-        try:
-            return await _traced(run)
-        finally:
-            if isinstance(run.logger, ChainLogger):
-                await run.logger.committed()
+        with _sync.chain_running():
+            try:
+                return await _traced(run)
+            finally:
+                if isinstance(run.logger, ChainLogger):
+                    await run.logger.committed(in_place=_sync.only_chain())
 
 
 async def _traced(run: ChainRun) -> ChainResult:

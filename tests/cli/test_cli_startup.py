@@ -60,7 +60,7 @@ def test_cli_help_version_and_usage_errors_import_only_click_and_the_skeleton(tm
 
 def loaded_stdlib(tmp_path) -> list[str]:
     """Every module `chainform --help` loads, the standard library's included."""
-    probe = PROBE.replace("if m.split(\".\")[0] not in sys.stdlib_module_names", "")
+    probe = PROBE.replace('if m.split(".")[0] not in sys.stdlib_module_names', "")
     return _imported(tmp_path, f"ARGS = {[['--help']]!r}\n" + probe)
 
 

@@ -26,13 +26,13 @@ def get_weather(city: str) -> dict:
 
 def test_writes_run_on_the_writer_thread_not_the_event_loop(monkeypatch: pytest.MonkeyPatch) -> None:
     threads: list[str] = []
-    original = rows.insert_call
+    original = rows.insert_calls
 
-    def spy(db: sqlite3.Connection, record: CallRecord) -> str:
+    def spy(db: sqlite3.Connection, records: list[CallRecord]) -> list[str]:
         threads.append(threading.current_thread().name)
-        return original(db, record)
+        return original(db, records)
 
-    monkeypatch.setattr("chainform.store._store.insert_call", spy)
+    monkeypatch.setattr("chainform.store._store.insert_calls", spy)
 
     async def main() -> tuple[str, list[int]]:
         model = cf.AsyncModel(ScriptedClient([tool_call("get_weather", city="Paris"), "21.5 in Paris"]))
@@ -43,8 +43,40 @@ def test_writes_run_on_the_writer_thread_not_the_event_loop(monkeypatch: pytest.
 
     text, seqs = asyncio.run(main())
     assert text == "21.5 in Paris" and sorted(seqs) == [0, 1]
-    assert threads and all(name.startswith("chainform-log-writer") for name in threads)
+    # the chain's two calls are one write (one transaction), on the writer thread
+    assert len(threads) == 1 and threads[0].startswith("chainform-log-writer")
     assert threading.current_thread().name not in threads
+
+
+def test_a_sync_chain_alone_commits_in_place_and_concurrent_ones_use_the_writer(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    threads: list[str] = []
+    original = rows.insert_calls
+
+    def spy(db: sqlite3.Connection, records: list[CallRecord]) -> list[str]:
+        threads.append(threading.current_thread().name)
+        return original(db, records)
+
+    monkeypatch.setattr("chainform.store._store.insert_calls", spy)
+    model = cf.Model(ScriptedClient(["one"]))
+    assert model.chain("q").text() == "one"  # alone on the background loop: no thread switch
+    assert threads == ["chainform-loop"]
+    threads.clear()
+    started = threading.Barrier(4)
+
+    def slow_tool() -> str:
+        "Returns once all four chains are running."
+        started.wait(10)
+        return "ok"
+
+    slow = cf.Model(ScriptedClient([tool_call("slow_tool")] * 4 + ["done"] * 4))
+    chains = [slow.chain("q", tools=[slow_tool]) for _ in range(4)]
+    assert [c.text() for c in chains] == ["done"] * 4
+    # every chain that committed while another ran went through the writer; only the last was alone
+    assert len(threads) == 4
+    assert all(name.startswith("chainform-log-writer") for name in threads[:-1])
+    assert len(Store().recent(None)) == 1 + 8
 
 
 def test_many_concurrent_chains_lose_nothing() -> None:

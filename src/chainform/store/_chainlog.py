@@ -1,12 +1,13 @@
 """The engine's call logger: each model call becomes a CallRecord, a chain's records one write.
 
 The engine calls the logger synchronously as calls finish; the logger only builds the record.
-`committed()`, awaited before the chain returns or raises, hands the chain's records to the log's
-writer thread as ONE transaction and waits for its commit without blocking the event loop: a
-chain's rows are in the log when its result is, and a chain of n calls costs one commit, not n
-(a commit, not the inserts, is most of a write's cost). Records not yet handed over when the
-process exits (Ctrl-C during a chain) are written by an exit hook. Failures only warn: the log
-must never cost the user their answer.
+`committed()`, awaited before the chain returns or raises, writes the chain's records as ONE
+transaction (a chain of n calls costs one commit, not n: the commit is most of a write's cost)
+and waits for it without blocking the event loop, on the log's writer thread; a sync chain that
+runs alone on chainform's private loop commits in place (no other chain can wait on it, and two
+thread switches are saved). A chain's rows are in the log when its result is. Records not yet
+written when the process exits (Ctrl-C during a chain) are written by an exit hook. Failures only
+warn: the log must never cost the user their answer.
 
 A caller that runs many chains (model.map) names each chain's conversation through `naming`: the
 name rides on the chain's own records, so it is committed in the same transaction as the calls,
@@ -113,14 +114,18 @@ class ChainLogger:
         _unsaved.discard(self)
         return records
 
-    async def committed(self) -> None:
-        """Write this chain's records in one transaction; return (without blocking the loop) once
-        it is committed. If it fails, each record is tried alone: one bad record loses no other."""
+    async def committed(self, in_place: bool = False) -> None:
+        """Write this chain's records in one transaction; return once it is committed, without
+        blocking the event loop: the writer thread commits while the loop waits. `in_place`
+        (the sync API's private loop, where this chain runs alone) commits on this thread: no
+        other chain can wait on it, and two thread switches per chain are saved. If the write
+        fails, each record is tried alone: one bad record loses no other."""
         records = self._take()
         if not records:
             return
+        write = self._write_in_place if in_place else self._write_by_writer
         try:
-            await asyncio.wrap_future(self.store.submit_all(records))
+            await write(records)
             return
         except Exception as exc:
             if len(records) == 1:
@@ -128,9 +133,15 @@ class ChainLogger:
                 return
         for record in records:
             try:
-                await asyncio.wrap_future(self.store.submit(record))
+                await write([record])
             except Exception as exc:
                 _warn(exc)
+
+    async def _write_by_writer(self, records: list[CallRecord]) -> None:
+        await asyncio.wrap_future(self.store.submit_all(records))
+
+    async def _write_in_place(self, records: list[CallRecord]) -> None:
+        self.store.write_now(records)
 
 
 _unsaved: weakref.WeakSet[ChainLogger] = weakref.WeakSet()

@@ -73,10 +73,29 @@ def insert_schema(db: sqlite3.Connection, schema: dict[str, Any]) -> str:
 
 
 def insert_call(db: sqlite3.Connection, record: CallRecord) -> str:
-    """Write one model call with its tool calls/results and format context (one transaction).
+    """Write one model call with its tool calls/results and format context."""
+    return insert_calls(db, [record])[0]
+
+
+def insert_calls(db: sqlite3.Connection, records: list[CallRecord]) -> list[str]:
+    """Write calls (a chain's, in the caller's transaction): each conversation and schema once.
     Every loaded key value is masked in what is written (`chainform.keys.scrub`)."""
-    upsert_conversation(db, record.conversation_id, record.model, record.conversation_name)
-    sid = insert_schema(db, record.schema) if record.schema is not None else None
+    conversations: set[tuple[str, str, str | None]] = set()
+    schemas: dict[int, str] = {}  # a chain's calls share one schema object: hash it once
+    for record in records:
+        conversation = (record.conversation_id, record.model, record.conversation_name)
+        if conversation not in conversations:
+            conversations.add(conversation)
+            upsert_conversation(db, *conversation)
+        sid = None
+        if record.schema is not None:
+            sid = schemas.get(id(record.schema)) or insert_schema(db, record.schema)
+            schemas[id(record.schema)] = sid
+        _insert_response(db, record, sid)
+    return [record.id for record in records]
+
+
+def _insert_response(db: sqlite3.Connection, record: CallRecord, sid: str | None) -> None:
     usage = record.usage
     db.execute(
         f"INSERT INTO responses ({', '.join(RESPONSE_COLUMNS)}) "
@@ -126,7 +145,6 @@ def insert_call(db: sqlite3.Connection, record: CallRecord) -> str:
             "INSERT INTO format_contexts (response_id, policy, context) VALUES (?, ?, ?)",
             storable_row(scrub((record.id, record.format_context_policy, record.format_context))),
         )
-    return record.id
 
 
 def read_call(db: sqlite3.Connection, row: tuple[Any, ...]) -> CallRecord:

@@ -12,6 +12,7 @@ waits for the lock and a bounded retry with jittered backoff covers what the tim
 from __future__ import annotations
 
 import contextlib
+import functools
 import json
 import os
 import random
@@ -29,12 +30,13 @@ from chainform.store._records import CallRecord, SchemaInfo, StoreError
 from chainform.store._rows import (
     SELECT,
     insert_call,
+    insert_calls,
     insert_schema,
     read_call,
     search_clause,
     upsert_conversation,
 )
-from chainform.store._writer import Writer
+from chainform.store._writer import AUTOCHECKPOINT_PAGES, Checkpointer, Writer
 from chainform.types import Message
 
 T = TypeVar("T")
@@ -43,15 +45,21 @@ BUSY_TIMEOUT_MS = 30_000
 _RETRIES = 12
 
 
-def _off_marker() -> Path:
+@functools.lru_cache(maxsize=8)
+def _marker_in(home_override: str | None) -> Path:
     from chainform._paths import home
 
     return home() / "logs-off"
 
 
+def _off_marker() -> Path:
+    # home() depends on CHAINFORM_HOME alone; a chain asks at every start, so resolve it once per value
+    return _marker_in(os.environ.get("CHAINFORM_HOME"))
+
+
 def logging_enabled() -> bool:
     """False after `chainform logs off`: chains then write nothing until `chainform logs on`."""
-    return not _off_marker().exists()
+    return not os.path.exists(_off_marker())
 
 
 def set_logging(enabled: bool) -> None:
@@ -86,6 +94,7 @@ class Store:
         self._lock = threading.RLock()
         self._fts = False
         self._writer = Writer(self._write, name=f"chainform-log-writer {self.path.name}")
+        self._checkpointer = Checkpointer(self.path, BUSY_TIMEOUT_MS / 1000)
 
     # -- connection -------------------------------------------------------------------------
 
@@ -105,6 +114,7 @@ class Store:
         try:
             self._retry(lambda: db.execute("PRAGMA journal_mode = WAL").fetchone())
             db.execute("PRAGMA synchronous = NORMAL")
+            db.execute(f"PRAGMA wal_autocheckpoint = {AUTOCHECKPOINT_PAGES}")  # see store/_writer.py
             db.execute("PRAGMA foreign_keys = ON")
             if user_version(db) < len(MIGRATIONS):
                 self._write(migrate)
@@ -133,6 +143,7 @@ class Store:
     def close(self) -> None:
         """Commit what the writer holds, then close the connection (the store reopens on use)."""
         self.flush()
+        self._checkpointer.close()
         with self._lock:
             if self._db is not None and self._pid == os.getpid():
                 self._db.close()
@@ -173,9 +184,11 @@ class Store:
                 return result
 
             try:
-                return self._retry(attempt)
+                result = self._retry(attempt)
             except sqlite3.Error as exc:  # a constraint, a value SQLite cannot store, ...
                 raise StoreError(f"cannot write to the log ({self.path}): {exc}") from exc
+        self._checkpointer.committed()
+        return result
 
     @contextmanager
     def _read(self) -> Iterator[sqlite3.Connection]:
@@ -203,12 +216,12 @@ class Store:
     def submit_all(self, records: list[CallRecord]) -> Future[list[str]]:
         """Queue model calls (a chain's) to be written in ONE transaction; the future resolves with
         their ids once it is committed."""
-        return self._writer.submit(lambda db: [insert_call(db, r) for r in records])
+        return self._writer.submit(lambda db: insert_calls(db, records))
 
     def write_now(self, records: list[CallRecord]) -> None:
         """Write calls in one transaction on this thread (the exit hook: no new thread then)."""
         if records:
-            self._write(lambda db: [insert_call(db, r) for r in records])
+            self._write(lambda db: insert_calls(db, records))
 
     def log_call(self, record: CallRecord) -> str:
         """Write one model call and wait for its commit (what `submit` does, synchronously)."""

@@ -7,15 +7,24 @@ writer wakes is committed in ONE transaction (group commit), so chains never wai
 fsyncs. A batch that fails is retried record by record: one bad record never takes others with it.
 The thread ends after a second without work and starts again on the next write, so an idle
 process (or a test suite opening many logs) holds no thread.
+
+Copying the WAL back into the database (a checkpoint, with its fsyncs) is the costliest part of
+writing: SQLite runs it inside whichever commit crosses the WAL's size, a stall of tens of ms
+that the chain committing then (and every chain queued behind it) waits out. A Checkpointer runs
+it instead on its own thread and connection, every few commits, in PASSIVE mode: it never waits
+for a writer nor blocks one, so no chain waits on it. SQLite's own checkpoint stays on, at a
+larger size, as the bound on the WAL should the Checkpointer never finish under constant writes.
 """
 
 from __future__ import annotations
 
 import os
 import queue
+import sqlite3
 import threading
 from collections.abc import Callable
 from concurrent.futures import Future
+from pathlib import Path
 from typing import Any
 
 Job = Callable[[Any], Any]  # runs inside the write transaction, gets the sqlite3 connection
@@ -23,6 +32,8 @@ RunBatch = Callable[[Callable[[Any], list[Any]]], list[Any]]  # runs a function 
 
 _MAX_BATCH = 256
 _IDLE_S = 1.0
+CHECKPOINT_EVERY = 32  # commits (a chain's rows are one commit: about 20 WAL pages)
+AUTOCHECKPOINT_PAGES = 10_000  # SQLite's own, the bound (its default is 1000)
 
 
 class Writer:
@@ -95,3 +106,43 @@ class Writer:
             future.set_exception(exc)
         else:
             future.set_result(result)
+
+
+class Checkpointer:
+    """PASSIVE checkpoints of the log at `path` on a thread and connection of their own."""
+
+    def __init__(self, path: Path, timeout_s: float) -> None:
+        self._path = path
+        self._timeout_s = timeout_s
+        self._db: sqlite3.Connection | None = None
+        self._pid = 0
+        self._commits = 0
+        self._running = False
+        self._writer = Writer(lambda run: run(None), name=f"chainform-log-checkpoint {path.name}")
+
+    def committed(self) -> None:
+        """Count a commit; every CHECKPOINT_EVERY commits start a checkpoint unless one runs."""
+        self._commits += 1
+        if self._commits >= CHECKPOINT_EVERY and not self._running:
+            self._commits, self._running = 0, True
+            self._writer.submit(self._checkpoint)
+
+    def _checkpoint(self, _: object) -> None:
+        try:
+            if self._db is None or self._pid != os.getpid():
+                self._db = sqlite3.connect(
+                    self._path, timeout=self._timeout_s, isolation_level=None, check_same_thread=False
+                )
+                self._pid = os.getpid()
+            self._db.execute("PRAGMA wal_checkpoint(PASSIVE)").fetchall()
+        except sqlite3.Error:
+            pass  # best effort: the next one (or SQLite's own) catches up
+        finally:
+            self._running = False
+
+    def close(self) -> None:
+        """Wait for a running checkpoint, then close its connection."""
+        self._writer.flush()
+        if self._db is not None and self._pid == os.getpid():
+            self._db.close()
+        self._db = None
