@@ -61,6 +61,9 @@ class Writer:
 
     def flush(self) -> None:
         """Wait until everything queued before this call is committed."""
+        with self._lock:
+            if self._thread is None and self._queue.empty():  # idle: nothing to wait for
+                return
         self.submit(lambda db: None).result()
 
     def _next(self) -> tuple[Job, Future[Any]] | None:
