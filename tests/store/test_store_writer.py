@@ -24,7 +24,9 @@ def get_weather(city: str) -> dict:
     return {"city": city, "temp_c": 21.5}
 
 
-def test_writes_run_on_the_writer_thread_not_the_event_loop(monkeypatch: pytest.MonkeyPatch) -> None:
+@pytest.fixture
+def write_threads(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """The name of the thread each chain write (`insert_calls`) runs on, in order."""
     threads: list[str] = []
     original = rows.insert_calls
 
@@ -33,6 +35,11 @@ def test_writes_run_on_the_writer_thread_not_the_event_loop(monkeypatch: pytest.
         return original(db, records)
 
     monkeypatch.setattr("chainform.store._store.insert_calls", spy)
+    return threads
+
+
+def test_writes_run_on_the_writer_thread_not_the_event_loop(write_threads: list[str]) -> None:
+    threads = write_threads
 
     async def main() -> tuple[str, list[int]]:
         model = cf.AsyncModel(ScriptedClient([tool_call("get_weather", city="Paris"), "21.5 in Paris"]))
@@ -49,16 +56,9 @@ def test_writes_run_on_the_writer_thread_not_the_event_loop(monkeypatch: pytest.
 
 
 def test_a_sync_chain_alone_commits_in_place_and_concurrent_ones_use_the_writer(
-    monkeypatch: pytest.MonkeyPatch,
+    write_threads: list[str],
 ) -> None:
-    threads: list[str] = []
-    original = rows.insert_calls
-
-    def spy(db: sqlite3.Connection, records: list[CallRecord]) -> list[str]:
-        threads.append(threading.current_thread().name)
-        return original(db, records)
-
-    monkeypatch.setattr("chainform.store._store.insert_calls", spy)
+    threads = write_threads
     model = cf.Model(ScriptedClient(["one"]))
     assert model.chain("q").text() == "one"  # alone on the background loop: no thread switch
     assert threads == ["chainform-loop"]
