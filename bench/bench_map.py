@@ -9,6 +9,12 @@ Every row is one chain: prompt -> `get_weather` tool call -> the tool runs -> a 
 2. Each reply 200 ms late: rows/s of `amap` at concurrency 1 and 32 (the same rows per worker).
 
     .venv/bin/python bench/bench_map.py [--rounds 5 --rows 200 --out FILE]
+
+3. `--cpu [--against SRC ...]`: client CPU ms per row (the steady figure on a shared machine, where
+   wall-clock ratios are noisy) of the peer and of `amap` with log off and on, at zero think time;
+   with `--against` (e.g. main's `src/`) each of `--pairs` rounds runs this tree and SRC one after
+   the other, each in a fresh process, so the two trees see the same load. Prints a JSON summary
+   with medians, minima, CPU ratios (peer / amap) and the load average before and after.
 """
 
 from __future__ import annotations
@@ -185,6 +191,66 @@ def table(result: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
+def cpu_once(rows: int, rounds: int) -> dict[str, list[float]]:
+    """CPU ms per row of each run (peer, amap log off, amap log on), interleaved, in this process."""
+    proc, base_url = start_loopback("fast")
+    runs = {
+        PEER: lambda n: peer(base_url, n, CONCURRENCY),
+        "amap log=False": lambda n: chainform(base_url, n, CONCURRENCY, False),
+        "amap log=True": lambda n: chainform(base_url, n, CONCURRENCY, True),
+    }
+    try:
+        for run in runs.values():  # warm-up
+            rate(run(20), 20, "warm-up")
+        for _ in range(rounds):
+            order = list(runs)
+            random.shuffle(order)
+            for name in order:
+                rate(runs[name](rows), rows, name)
+    finally:
+        proc.kill()
+        proc.wait()
+    return {name: CPU_MS[name] for name in runs}
+
+
+def cpu_ab(rows: int, rounds: int, pairs: int, against: list[str]) -> dict[str, Any]:
+    """Client CPU ms per row, this tree against other source trees, alternating fresh processes."""
+    import json
+    import subprocess
+
+    sides = {"this tree": str(Path(__file__).resolve().parents[1] / "src")}
+    sides.update({src: str(Path(src).resolve()) for src in against})
+    samples: dict[str, dict[str, list[float]]] = {side: {} for side in sides}
+    stalled: dict[str, int] = {side: 0 for side in sides}
+    load_before = os.getloadavg()
+    for _ in range(pairs):
+        for side, src in sides.items():
+            cmd = [sys.executable, __file__, "--cpu-once", "--rows", str(rows), "--rounds", str(rounds)]
+            env = dict(os.environ, PYTHONPATH=src)
+            try:  # a run that stalls (the HTTP client waiting on a reply it never reads) is counted
+                out = subprocess.run(cmd, env=env, capture_output=True, text=True, check=True, timeout=300)
+            except subprocess.TimeoutExpired:
+                stalled[side] += 1
+                continue
+            for name, values in json.loads(out.stdout).items():
+                samples[side].setdefault(name, []).extend(values)
+    result: dict[str, Any] = {"rows": rows, "rounds": rounds, "pairs": pairs, "concurrency": CONCURRENCY}
+    for side, runs in samples.items():
+        peer_ms = median(runs[PEER])
+        result[side] = {
+            name: {
+                "cpu_ms_per_row": round(median(values), 3),
+                "min": round(min(values), 3),
+                "peer_cpu_over_this": round(peer_ms / median(values), 3),
+            }
+            for name, values in runs.items()
+        }
+    result["stalled_processes"] = stalled
+    result["load_average_before"] = [round(x, 2) for x in load_before]
+    result["load_average_after"] = [round(x, 2) for x in os.getloadavg()]
+    return result
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rounds", type=int, default=5)
@@ -192,8 +258,20 @@ def main() -> None:
     parser.add_argument("--delay", type=float, default=0.2)
     parser.add_argument("--per-worker", type=int, default=8)
     parser.add_argument("--out")
+    parser.add_argument("--cpu", action="store_true", help="client CPU ms per row only (A/B-able)")
+    parser.add_argument(
+        "--against", action="append", default=[], help="with --cpu: another source tree (repeatable)"
+    )
+    parser.add_argument("--pairs", type=int, default=3)
+    parser.add_argument("--cpu-once", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args()
     os.environ["CHAINFORM_HOME"] = tempfile.mkdtemp(prefix="chainform-bench-map-")
+    if args.cpu_once:
+        print(__import__("json").dumps(cpu_once(args.rows, args.rounds)))
+        return
+    if args.cpu:
+        emit(cpu_ab(args.rows, args.rounds, args.pairs, args.against), args.out)
+        return
     result = {
         "rows": args.rows,
         "rounds": args.rounds,

@@ -158,3 +158,16 @@ def test_killed_mid_run_then_resume_yields_each_row_exactly_once(tmp_path, tools
     assert resumed.returncode == 0, err
     assert "earlier errors retried" in err
     assert_exactly_once(read_lines(out), count)
+
+
+def test_a_lone_surrogate_in_model_text_is_committed_as_a_json_escape(tmp_path):
+    from chainform._map._jsonl import JsonlSink
+
+    sink = JsonlSink(tmp_path / "out.jsonl")
+    sink.prepare(resume=False)
+    sink.commit({"text": "order 1", "value": "broken \ud800 text", "_map": {"key": "0"}})
+    sink.commit({"text": "ordre é", "value": {"id": 2}, "_map": {"key": "1"}})
+    sink.close()
+    raw = (tmp_path / "out.jsonl").read_bytes()
+    assert b"\\ud800" in raw
+    assert [line["value"] for line in read_lines(tmp_path / "out.jsonl")] == ["broken \ud800 text", {"id": 2}]

@@ -45,6 +45,12 @@ class RateGate:
         self._resume_at = 0.0
         self.stats = GateStats()
 
+    def ready(self) -> bool:
+        """True when a call may start at once without asking the budgets (none set, no pause)."""
+        return self._requests is None and self._tokens is None and (
+            self._resume_at == 0.0 or self._resume_at <= asyncio.get_running_loop().time()
+        )
+
     async def turn(self, estimated_tokens: int) -> None:
         """Wait for a pause to end and for room in both budgets."""
         await self._paused()
@@ -107,10 +113,12 @@ class GatedClient(BaseChatClient):
 
     async def call(self, ctx: CallContext) -> ChatResponse:
         attempt = 0
+        gate = self.gate
         while True:
-            estimate = estimate_tokens(ctx.messages, ctx.options)
-            await self.gate.turn(estimate)
-            self.gate.stats.calls += 1
+            estimate = estimate_tokens(ctx.messages, ctx.options) if gate.tpm else 0
+            if not gate.ready():  # no budget set and no pause: nothing to wait for
+                await gate.turn(estimate)
+            gate.stats.calls += 1
             try:
                 if isinstance(self.inner, BaseChatClient):
                     response = await self.inner.call(ctx)
@@ -119,11 +127,15 @@ class GatedClient(BaseChatClient):
             except ProviderError as exc:
                 if not is_transient(exc) or attempt >= self.retries:
                     raise
-                await self.gate.failed(exc, attempt)
+                await gate.failed(exc, attempt)
                 attempt += 1
                 continue
             usage = response.usage_details
-            await self.gate.spent(estimate, (usage.total_tokens or 0) if usage else 0)
+            tokens = (usage.total_tokens or 0) if usage else 0
+            if gate.tpm:
+                await gate.spent(estimate, tokens)
+            else:
+                gate.stats.tokens += tokens
             return response
 
     def _stream(self, messages: list[Message], options: ChatOptions) -> AsyncIterator[ChatResponseUpdate]:

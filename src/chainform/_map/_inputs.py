@@ -31,9 +31,6 @@ class Row:
     data: str | dict[str, Any]
     error: MapInputError | None = None
 
-    def record(self) -> dict[str, Any]:
-        return record_of(self.data)
-
     def prompt(self, template: str | None) -> str:
         """The prompt for this row: `template` filled from its fields, or the row's own text."""
         if template is None:
@@ -41,7 +38,7 @@ class Row:
                 return self.data
             raise MapInputError("rows are objects: give a prompt template such as 'Summarize: {text}'")
         try:
-            return template.format_map(self.record())
+            return template.format_map(self.data if isinstance(self.data, dict) else {"text": self.data})
         except KeyError as exc:
             raise MapInputError(f"the prompt template names {exc}, which this row does not have") from None
         except (ValueError, IndexError, AttributeError) as exc:

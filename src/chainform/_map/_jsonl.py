@@ -18,7 +18,7 @@ import os
 from pathlib import Path
 from typing import Any
 
-from pydantic_core import to_jsonable_python
+from pydantic_core import PydanticSerializationError, to_json, to_jsonable_python
 
 from chainform.errors import ChainformError
 from chainform.map import MapResult
@@ -125,7 +125,11 @@ class JsonlSink:
         """Append one row in a single write (never a half line from us)."""
         if self._fd is None:
             raise RuntimeError("JsonlSink.prepare() first")
-        data = (json.dumps(to_jsonable_python(line, fallback=str), ensure_ascii=False) + "\n").encode()
+        try:
+            data = to_json(line, fallback=str) + b"\n"  # one pass, in pydantic_core
+        except PydanticSerializationError:  # lone surrogates in model text: JSON's own \u escapes
+            text = json.dumps(to_jsonable_python(line, fallback=str), ensure_ascii=False) + "\n"
+            data = text.encode("utf-8", "backslashreplace")
         view = memoryview(data)
         while view:
             view = view[os.write(self._fd, view) :]

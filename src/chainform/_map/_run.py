@@ -110,11 +110,10 @@ class MapRun:
                 conversation_id=cid,
                 **self.chain_options,
             )
-            await response
-            result.text = await response.text()
+            done = (await response)._finished()  # one wait; the rest is read from the result
+            result.text = done.text
             if self.schema is not None:
-                result.value = response.value
-                result.data = response.json()
+                result.value, result.data = done.value, done.data
         except asyncio.CancelledError:
             raise
         except Exception as exc:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import copy
+import functools
 import json
 from dataclasses import dataclass
 from typing import Any
@@ -99,10 +100,10 @@ class OutputSpec:
             )
         if self.python_type is None:
             return data
-        from pydantic import TypeAdapter, ValidationError
+        from pydantic import ValidationError
 
         try:
-            return TypeAdapter(self.python_type).validate_python(data)
+            return self._adapter.validate_python(data)
         except ValidationError as exc:
             listed = "\n".join(
                 f"- {'.'.join(str(p) for p in e['loc']) or '(root)'}: {e['msg']}" for e in exc.errors()
@@ -110,6 +111,13 @@ class OutputSpec:
             raise StructuredOutputGenerationError(
                 f"The output failed validation:\n{listed}", raw_text=raw_text, value=data
             ) from exc
+
+    @functools.cached_property
+    def _adapter(self) -> Any:
+        """The pydantic validator of `python_type`, built once per spec (a map checks every row)."""
+        from pydantic import TypeAdapter
+
+        return TypeAdapter(self.python_type)
 
     def check_text(self, text: str, *, dialect: str = "jsonschema") -> Any:
         try:
