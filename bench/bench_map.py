@@ -71,10 +71,19 @@ async def peer(base_url: str, rows: int, concurrency: int) -> list[Answer]:
         await client.close()
 
 
+_MODELS: dict[str, Any] = {}
+
+
 async def chainform(base_url: str, rows: int, concurrency: int, log: bool) -> list[Any]:
     import chainform as cf
 
-    model = cf.get_async_model(f"openai/{MODEL}", base_url=base_url, key="bench", max_retries=0)
+    # one model per server, as a program keeps it: an openai SDK client dropped without close()
+    # can stall a later client's requests when it is garbage-collected (seen with openai + httpx)
+    model = _MODELS.get(base_url)
+    if model is None:
+        model = _MODELS[base_url] = cf.get_async_model(
+            f"openai/{MODEL}", base_url=base_url, key="bench", max_retries=0
+        )
     results = model.amap(
         [PROMPT] * rows, tools=[get_weather], schema=Answer, concurrency=concurrency, log=log
     )
