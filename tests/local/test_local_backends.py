@@ -44,6 +44,36 @@ def test_the_onnx_folder_is_complete_and_checksummed(tiny_onnx_dir: Path) -> Non
     assert not [p for p in tiny_onnx_dir.parent.iterdir() if p.name.startswith(".tmp-")]
 
 
+def test_a_precision_builds_by_its_recipe_and_a_stale_recipe_rebuilds(
+    tiny_hf_dir: Path, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """int4 is the mixed k-quant recipe; a folder built by another recipe (an old plain int4) is rebuilt."""
+    from chainform.local import _onnx
+
+    commands: list[list[str]] = []
+
+    def builder(cmd: list[str], **_: object) -> object:
+        commands.append(cmd)
+        out = Path(cmd[cmd.index("-o") + 1])
+        out.mkdir(parents=True)
+        (out / "genai_config.json").write_text("{}")
+        return type("Done", (), {"returncode": 0, "stdout": "", "stderr": ""})()
+
+    monkeypatch.setenv("CHAINFORM_CACHE", str(tmp_path))
+    monkeypatch.setattr(_onnx, "require", lambda: None)
+    monkeypatch.setattr(_onnx.subprocess, "run", builder)
+    target = prepare(str(tiny_hf_dir), backend="onnx", precision="int4", quiet=True)
+    assert "matmul_mixed_precision=last_matmul:int8,mixed_layers:int8" in commands[0]
+    assert commands[0][commands[0].index("-p") + 1] == "int4"
+    assert prepare(str(tiny_hf_dir), backend="onnx", precision="int4", quiet=True) == target
+    assert len(commands) == 1  # cached: same precision, same recipe
+    manifest = json.loads((target / _weights.MANIFEST).read_text())
+    del manifest["builder_args"]  # as written before recipes: plain round-to-nearest int4
+    (target / _weights.MANIFEST).write_text(json.dumps(manifest))
+    prepare(str(tiny_hf_dir), backend="onnx", precision="int4", quiet=True)
+    assert len(commands) == 2
+
+
 def test_a_missing_onnx_model_says_what_to_run(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     monkeypatch.setenv("CHAINFORM_CACHE", str(tmp_path))
     with pytest.raises(ModelNotFoundError, match="chainform local prepare --backend onnx`"):

@@ -22,10 +22,20 @@ from chainform.local import _engine
 CONFIG = "genai_config.json"
 HEADROOM = 1024
 """Tokens of KV room a session gets beyond its first generation, for the next turns of a chain."""
-PRECISIONS = ("int8", "int4", "fp32")
-"""The first is the default. Measured on a 2-CPU machine (bench/bench_local.py, docs/local-model.md): int4 decodes fastest and
-its outputs stay schema-valid, but its answers go wrong (the README's task writes broken code for the
-python tool and answers 1405); int8 keeps fp32's answers there and is faster than fp32."""
+RECIPES: dict[str, tuple[str, ...]] = {
+    "int8": ("-p", "int8"),
+    "int4": (
+        "-p", "int4", "--extra_options", "algo_config=k_quant",
+        "matmul_mixed_precision=last_matmul:int8,mixed_layers:int8", "shared_embeddings=false",
+    ),
+    "fp32": ("-p", "fp32"),
+}  # fmt: skip
+"""The model builder's arguments per precision. "int4" is k-quant int4 with the output layer and the
+most sensitive layers (llama.cpp's mixed recipe) in int8: plain round-to-nearest int4 decodes fastest
+but breaks SmolLM2's answers (the README's task answers 1405), and int4 with only the output layer in
+int8 still loops or answers wrong; the mixed recipe answered 4 of 6 python-tool tasks right where int8
+and torch's fp32 answered 3 (tests/local and docs/local-model.md; measured speed in docs/benchmarks.md)."""
+PRECISIONS = tuple(RECIPES)
 
 
 def is_model_folder(path: Path) -> bool:
@@ -172,7 +182,7 @@ def convert(source: Path, out: Path, precision: str, progress: Any) -> None:
     require()
     progress.step(f"building the ONNX model ({precision}) with onnxruntime-genai's model builder")
     cmd = [sys.executable, "-m", "onnxruntime_genai.models.builder", "-i", str(source), "-o", str(out)]
-    cmd += ["-p", precision, "-e", "cpu", "-c", str(out.parent / "builder-cache")]
+    cmd += [*RECIPES[precision], "-e", "cpu", "-c", str(out.parent / "builder-cache")]
     proc = subprocess.run(cmd, capture_output=True, text=True, check=False)
     if proc.returncode != 0 or not is_model_folder(out):
         raise ProviderError(

@@ -162,12 +162,11 @@ def _prepare_onnx(model: str, precision: str, *, force: bool, quiet: bool) -> Pa
     target = onnx_dir(str(source) if source == path else model)
     assert target is not None  # a prepared folder can always be converted
     manifest_file = target / MANIFEST
-    if (
-        not force
-        and manifest_file.is_file()
-        and json.loads(manifest_file.read_text()).get("precision") == precision
-    ):
-        return target
+    recipe = list(_onnx.RECIPES.get(precision, ()))
+    if not force and manifest_file.is_file():
+        built = json.loads(manifest_file.read_text())
+        if built.get("precision") == precision and built.get("builder_args", ["-p", precision]) == recipe:
+            return target
     with (
         _progress(quiet, total=2) as progress,
         tempfile.TemporaryDirectory(dir=models_dir(), prefix=".tmp-") as tmp,
@@ -180,6 +179,7 @@ def _prepare_onnx(model: str, precision: str, *, force: bool, quiet: bool) -> Pa
         manifest = {
             "source": str(source),
             "precision": precision,
+            "builder_args": recipe,
             "sha256": {p.name: _sha256_file(p) for p in files},
             "seconds": time.perf_counter() - started,
         }
