@@ -117,6 +117,7 @@ class ChainResponse(_ResultView):
 
     def _finished(self) -> ChainResult:
         if self._result is None and self._error is None:
+            self._events.result_only = True  # calls still to come need not stream unless someone reads
             try:
                 self._result = self._future.result()
             except BaseException as exc:
@@ -161,7 +162,9 @@ class AsyncChainResponse(_ResultView):
             self._task = asyncio.ensure_future(self._factory(self._events))
         return self._task
 
-    async def _wait(self) -> ChainResult:
+    async def _wait(self, result_only: bool = False) -> ChainResult:
+        if result_only:  # calls still to come need not stream unless someone reads
+            self._events.result_only = True
         task = self._start()
         try:
             self._result = await asyncio.shield(task)
@@ -179,7 +182,7 @@ class AsyncChainResponse(_ResultView):
 
     def __await__(self) -> Any:
         async def done() -> AsyncChainResponse:
-            await self._wait()
+            await self._wait(result_only=True)
             return self
 
         return done().__await__()
@@ -212,10 +215,10 @@ class AsyncChainResponse(_ResultView):
                 yield event.value
 
     async def text(self) -> str:
-        return (await self._wait()).text
+        return (await self._wait(result_only=True)).text
 
     async def get_value(self) -> Any:
-        result = await self._wait()
+        result = await self._wait(result_only=True)
         if not result.has_value:
             raise ValueError("this chain had no schema; use await .text()")
         return result.value

@@ -53,6 +53,7 @@ def test_openai_model_falls_back_to_deferred_then_json_object_with_schema() -> N
     with Emulator(script, quirks=LLAMA_CPP_PYTHON) as emu:
         model = cf.get_model("openai/gpt-4.1-mini", base_url=emu.base_url + "/v1", key="x")
         chain = model.chain("Weather in Paris?", tools=[get_weather], schema=SCHEMA)
+        list(chain)  # a reader: the calls stream, and learn that tool calls cannot
         assert chain.value == {"city": "Paris", "temp_c": 18.0}
     assert chain.strategy == "deferred" and "Input should be" in chain.strategy.fallback
     assert set(model.fallbacks) == {"tools_with_schema", "json_schema", "streamed_tools"}
@@ -77,6 +78,7 @@ def test_llamacpp_model_uses_the_output_tool_without_streaming_tools() -> None:
     with Emulator(script, quirks=LLAMA_CPP_PYTHON) as emu:
         model = cf.get_model("llamacpp/default", base_url=emu.base_url + "/v1")
         chain = model.chain("Weather in Rome?", tools=[get_weather], schema=SCHEMA)
+        list(chain)  # a reader: the calls stream, and learn that tool calls cannot
         assert chain.value == {"city": "Rome", "temp_c": 24.5}
     assert chain.strategy == "tool"
     assert dict(model.fallbacks).keys() == {"streamed_tools"}

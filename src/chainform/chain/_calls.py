@@ -49,7 +49,8 @@ class CallRunner:
         self, messages: list[Message], options: ChatOptions, strategy: Strategy, purpose: str
     ) -> tuple[ChatResponse, Any, StructuredOutputGenerationError | None]:
         """One model call; returns (response, value or NOT_FINAL, validation error)."""
-        stream = self.stream and not (options.tools and "streamed_tools" in self.fallbacks)
+        stream = self.stream and self.events.streamed
+        stream = stream and not (options.tools and "streamed_tools" in self.fallbacks)
         try:
             return await self._call(messages, options, strategy, purpose, stream)
         except ProviderError as exc:

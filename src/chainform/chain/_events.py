@@ -45,6 +45,15 @@ class EventLog:
         self._cond = threading.Condition()
         self._sleepers = 0
         self._waiters: list[tuple[asyncio.AbstractEventLoop, asyncio.Event]] = []
+        self.readers = 0
+        self.result_only = False
+
+    @property
+    def streamed(self) -> bool:
+        """Whether the next model call should stream: unless a caller waits for the result alone
+        (`.text()`, `.value`, `await`) with nobody reading events. A reader who joins later still
+        gets every event (the log replays), a whole call's in one burst."""
+        return self.readers > 0 or not self.result_only
 
     def append(self, event: ChainEvent) -> None:
         # One event per streamed delta: no lock unless a reader sleeps. Readers announce themselves
@@ -69,6 +78,13 @@ class EventLog:
 
     def follow(self) -> Iterator[ChainEvent]:
         """Every event from the start, blocking for new ones until the log closes."""
+        self.readers += 1
+        try:
+            yield from self._follow()
+        finally:
+            self.readers -= 1
+
+    def _follow(self) -> Iterator[ChainEvent]:
         index = 0
         while True:
             with self._cond:
@@ -83,6 +99,14 @@ class EventLog:
             yield event
 
     async def afollow(self) -> AsyncIterator[ChainEvent]:
+        self.readers += 1
+        try:
+            async for event in self._afollow():
+                yield event
+        finally:
+            self.readers -= 1
+
+    async def _afollow(self) -> AsyncIterator[ChainEvent]:
         index = 0
         while True:
             if index < len(self.events):

@@ -1,0 +1,46 @@
+"""A call nobody streams is sent whole; a reader's calls stream. Both give the same answer and log."""
+
+from __future__ import annotations
+
+import asyncio
+
+import chainform as cf
+from chainform.store import Store
+from chainform.testing import tool_call
+from chainform.testing.emulator import Emulator
+
+
+def get_weather(city: str) -> str:
+    """Weather for a city."""
+    return f"{city}: 21.5 C"
+
+
+SCRIPT = [tool_call("get_weather", city="Paris"), "It is 21.5 C in Paris."]
+
+
+def test_awaited_chain_sends_whole_requests() -> None:
+    with Emulator(SCRIPT) as emu:
+        model = cf.get_async_model("openai/gpt-4.1-mini", base_url=emu.base_url + "/v1", key="x")
+        chain = model.chain("Weather in Paris?", tools=[get_weather])
+        assert asyncio.run(chain.text()) == "It is 21.5 C in Paris."
+    assert [r.body.get("stream") for r in emu.requests] == [False, False]
+    assert len(chain.responses) == 2 and chain.usage.input_tokens  # usage comes with a whole response too
+    with Store() as store:
+        rows = store.recent(n=None)
+    assert sorted(row.text for row in rows) == ["", "It is 21.5 C in Paris."]
+
+
+def test_a_reader_gets_streamed_calls_and_the_same_events() -> None:
+    with Emulator(SCRIPT) as emu:
+        model = cf.get_model("openai/gpt-4.1-mini", base_url=emu.base_url + "/v1", key="x")
+        chain = model.chain("Weather in Paris?", tools=[get_weather])
+        streamed = [e.kind for e in chain.events()]
+    assert all(r.body.get("stream") is True for r in emu.requests)
+    with Emulator(SCRIPT) as emu:
+        model = cf.get_async_model("openai/gpt-4.1-mini", base_url=emu.base_url + "/v1", key="x")
+        whole = model.chain("Weather in Paris?", tools=[get_weather])
+        asyncio.run(whole.text())
+        kinds = [e.kind for e in whole._events.events]
+    assert "text" in kinds and kinds[-1] == "call_end"
+    assert [k for k in streamed if k != "text"] == [k for k in kinds if k != "text"]
+    assert "".join(chain) == "It is 21.5 C in Paris."
