@@ -62,7 +62,7 @@ async def test_openai_chat_text_reply_and_usage(emulator: Emulator) -> None:
     assert usage.additional_counts == {"cache_read_input_tokens": 8, "reasoning_tokens": 2}
     body = emulator.requests[0].body
     assert body["messages"] == [{"role": "system", "content": "Be brief."}, {"role": "user", "content": "Hi"}]
-    assert body["stream"] is True and body["stream_options"] == {"include_usage": True}
+    assert body["stream"] is False and "stream_options" not in body  # unstreamed: sent whole
     assert emulator.requests[0].headers["authorization"] == f"Bearer {KEY}"
 
 

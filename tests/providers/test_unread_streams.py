@@ -35,7 +35,8 @@ def test_a_reader_gets_streamed_calls_and_the_same_events() -> None:
         model = cf.get_model("openai/gpt-4.1-mini", base_url=emu.base_url + "/v1", key="x")
         chain = model.chain("Weather in Paris?", tools=[get_weather])
         streamed = [e.kind for e in chain.events()]
-    assert all(r.body.get("stream") is True for r in emu.requests)
+    assert all(r.body["stream"] is True for r in emu.requests)
+    assert all(r.body["stream_options"] == {"include_usage": True} for r in emu.requests)
     with Emulator(SCRIPT) as emu:
         model = cf.get_async_model("openai/gpt-4.1-mini", base_url=emu.base_url + "/v1", key="x")
         whole = model.chain("Weather in Paris?", tools=[get_weather])
