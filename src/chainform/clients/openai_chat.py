@@ -193,7 +193,7 @@ class OpenAIChatClient(OpenAIBaseClient):
     def create(self, request: dict[str, Any]) -> Awaitable[Any]:
         """`chat.completions.create(**request)` through the SDK's documented `post`, without its
         parameter transform: that walks the whole request (history, tool schemas) against the
-        params' TypedDicts, about 1 ms a call, and changes nothing in a request of plain JSON
+        params' TypedDicts, 0.6-1.4 ms a call, and changes nothing in a request of plain JSON
         (Chat Completions params have no aliases or formats). Same route, auth, retries, Azure
         deployment URLs and response types."""
         openai = import_sdk("openai", "openai")
