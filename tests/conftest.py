@@ -2,12 +2,24 @@
 
 from __future__ import annotations
 
+import signal
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
 from chainform.testing.emulator import Emulator
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """Let the Ctrl-C tests' child processes see SIGINT.
+
+    A non-interactive shell starts a background job (`.ci/run &`, `nohup ... &`) with SIGINT ignored,
+    and an ignored signal stays ignored across exec: the children would never be interrupted. A
+    handled signal is reset to its default at exec, so the children get Python's usual Ctrl-C.
+    """
+    if signal.getsignal(signal.SIGINT) == signal.SIG_IGN:
+        signal.signal(signal.SIGINT, signal.default_int_handler)
 
 
 @pytest.fixture(autouse=True)
