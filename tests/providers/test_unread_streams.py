@@ -7,7 +7,7 @@ import asyncio
 import chainform as cf
 from chainform.store import Store
 from chainform.testing import tool_call
-from chainform.testing.emulator import Emulator
+from chainform.testing.emulator import STREAMS_ALWAYS, Emulator
 
 
 def get_weather(city: str) -> str:
@@ -45,3 +45,15 @@ def test_a_reader_gets_streamed_calls_and_the_same_events() -> None:
     assert "text" in kinds and kinds[-1] == "call_end"
     assert [k for k in streamed if k != "text"] == [k for k in kinds if k != "text"]
     assert "".join(chain) == "It is 21.5 C in Paris."
+
+
+def test_a_server_that_streams_anyway_is_asked_for_streams() -> None:
+    """A server that ignores "stream": false (some proxies, mock servers) made the SDK hand back event
+    text; the call is asked again streamed, and that client's later calls stream from the start."""
+    script = [tool_call("get_weather", city="Paris"), *SCRIPT]  # the first reply goes unread
+    with Emulator(script, quirks=STREAMS_ALWAYS) as emu:
+        model = cf.get_async_model("openai/gpt-4.1-mini", base_url=emu.base_url + "/v1", key="x")
+        chain = model.chain("Weather in Paris?", tools=[get_weather])
+        assert asyncio.run(chain.text()) == "It is 21.5 C in Paris."
+    assert [r.body.get("stream") for r in emu.requests] == [False, True, True]
+    assert len(chain.responses) == 2

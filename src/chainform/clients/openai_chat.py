@@ -47,6 +47,9 @@ class OpenAIChatClient(OpenAIBaseClient):
     compatible servers `max_tokens`.
     """
 
+    streams_anyway = False
+    """Set once the server answered a whole request with a stream: its calls stream from then on."""
+
     def __init__(
         self,
         model: str,
@@ -219,12 +222,19 @@ class OpenAIChatClient(OpenAIBaseClient):
         """Unstreamed, a request is sent whole: when nobody reads the stream (cheaper for the SDK
         and the loop than SSE), or when a server cannot stream tool calls (llama-cpp-python under
         "auto"). The completion is read as one chunk of a stream (one translation)."""
+        if self.streams_anyway:
+            return await super()._respond(messages, options)
         request = self.build_request(messages, options)
         request.pop("stream_options", None)
         try:
             completion = await self.create({**request, "stream": False})
         except Exception as exc:
             raise self.error(exc, self.guard(), False) from None
+        if not hasattr(completion, "choices"):
+            # the server streamed anyway (some proxies and mock servers ignore "stream": false) and
+            # the SDK handed back the event text: ask it the way it answers, now and from now on
+            self.streams_anyway = True
+            return await super()._respond(messages, options)
         state = _ChunkState()
         return ChatResponse.from_updates([*state.translate(_as_chunk(completion)), *state.end(self.guard())])
 

@@ -13,7 +13,7 @@ with Emulator(["Hello!", tool_call("get_weather", city="Paris"), Fault(429, retr
 Wire formats are plugins (one private module each); `_server.py` documents the interface.
 """
 
-from chainform.testing.emulator._quirks import LLAMA_CPP_PYTHON, Quirks
+from chainform.testing.emulator._quirks import LLAMA_CPP_PYTHON, STREAMS_ALWAYS, Quirks
 from chainform.testing.emulator._script import (
     DropConnection,
     Fault,
@@ -33,6 +33,7 @@ from chainform.testing.emulator._wire import (
 
 __all__ = [
     "LLAMA_CPP_PYTHON",
+    "STREAMS_ALWAYS",
     "DropConnection",
     "Emulator",
     "Fault",

@@ -22,6 +22,8 @@ class Quirks:
     name: str
     refuse: Callable[[RecordedRequest], Fault | None]
     bend: Callable[[Reply, RecordedRequest], Reply]
+    streams_always: bool = False
+    """Answer every request with a stream, whatever its "stream" says (some proxies and mocks)."""
 
 
 def _llama_cpp_python_refuse(request: RecordedRequest) -> Fault | None:
@@ -49,3 +51,6 @@ def _llama_cpp_python_bend(reply: Reply, request: RecordedRequest) -> Reply:
 
 
 LLAMA_CPP_PYTHON = Quirks("llama-cpp-python", _llama_cpp_python_refuse, _llama_cpp_python_bend)
+
+
+STREAMS_ALWAYS = Quirks("streams always", lambda request: None, lambda reply, request: reply, streams_always=True)

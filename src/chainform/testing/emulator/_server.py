@@ -292,7 +292,7 @@ class _Handler(BaseHTTPRequestHandler):
         reply.chunk_size = reply.chunk_size or emulator.chunk_size
         if reply.usage is None:
             reply.usage = estimate_usage(reply, raw)
-        if not fmt.is_stream(request):
+        if not fmt.is_stream(request) and not (emulator.quirks and emulator.quirks.streams_always):
             self._answer_whole(fmt, reply, request, fault, rid)
         else:
             self._answer_stream(fmt, reply, request, fault, rid)
