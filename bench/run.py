@@ -152,7 +152,7 @@ def main() -> None:
                     result = {"error": "bench/bench_local.py is not there yet (embedded-model engineer)"}
                 else:
                     result = run_section(
-                        [str(local_python()), str(script)], timeout=3000, writes=RESULTS / "local.json"
+                        [str(local_python()), str(script), "--also", "int4"], timeout=3000, writes=RESULTS / "local.json"
                     )
             elif name == "conformance":
                 result = run_section(
