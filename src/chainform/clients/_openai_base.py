@@ -133,6 +133,7 @@ class OpenAIBaseClient(AdapterClient):
         sdk_client: Any = None,
         middleware: Sequence[Middleware] = (),
     ) -> None:
+        # set before the base class: it looks the profile up through default_profile (self.settings)
         self.settings = settings = settings or ClientSettings(provider="openai")
         super().__init__(
             model,
@@ -143,7 +144,6 @@ class OpenAIBaseClient(AdapterClient):
             provider=settings.provider,
             base_url=settings.base_url,
         )
-        self.settings = settings
 
     def default_profile(self, model: str) -> ModelProfile:
         """The profile of a model when none is given: its OpenAI family's."""
