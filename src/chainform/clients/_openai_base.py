@@ -7,7 +7,7 @@ connections before a response) are the SDK's own; we translate what is left afte
 from __future__ import annotations
 
 import os
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -214,11 +214,10 @@ class OpenAIBaseClient(AdapterClient):
             body = exc.body
             message = body.get("message") if isinstance(body, dict) else None
             headers = exc.response.headers
-            request_id = exc.request_id or headers.get("apim-request-id") or headers.get("x-ms-request-id")
             return guard.error(
                 str(message or exc.message),
                 status=exc.status_code,
-                request_id=request_id,
+                request_id=exc.request_id or request_id(headers),
                 retry_after=retry_after(headers),
                 interrupted=False,
             )
@@ -229,6 +228,11 @@ class OpenAIBaseClient(AdapterClient):
             detail = f": {type(cause).__name__}: {cause}" if cause else ""
             return guard.error(f"connection failed{detail}", interrupted=False)
         return guard.error(f"{type(exc).__name__}: {exc}", interrupted=False)
+
+
+def request_id(headers: Mapping[str, str]) -> str | None:
+    """A response's request id: OpenAI's header, else Azure's (API Management's, then the service's)."""
+    return headers.get("x-request-id") or headers.get("apim-request-id") or headers.get("x-ms-request-id")
 
 
 OPENAI_FINISH = {"function_call": FinishReason.TOOL_CALLS}

@@ -7,8 +7,9 @@ streams is sent whole and its completion read as one chunk, so both give the sam
 from __future__ import annotations
 
 from collections.abc import Awaitable, Sequence
-from types import SimpleNamespace
 from typing import Any, cast
+
+from pydantic_core import from_json
 
 from chainform.clients._common import StreamState, finish_reason, import_sdk, usage_details
 from chainform.clients._errors import StreamGuard
@@ -18,6 +19,7 @@ from chainform.clients._openai_base import (
     OpenAIBaseClient,
     make_settings,
     reject_unsupported_content,
+    request_id,
 )
 from chainform.clients.base import Middleware
 from chainform.clients.profiles.openai import COMPAT_SERVERS
@@ -198,7 +200,10 @@ class OpenAIChatClient(OpenAIBaseClient):
         parameter transform: that walks the whole request (history, tool schemas) against the
         params' TypedDicts, 0.6-1.4 ms a call, and changes nothing in a request of plain JSON
         (Chat Completions params have no aliases or formats). Same route, auth, retries, Azure
-        deployment URLs and response types."""
+        deployment URLs and status errors. What comes back is plain: a whole call's raw HTTP
+        response (`cast_to=httpx2.Response`, the SDK's documented raw route; `_read_whole` parses
+        it), a stream's events as the dicts the SDK decoded (`AsyncStream[object]`: the SDK skips
+        building a `ChatCompletionChunk` per event, and its error events still raise)."""
         openai = import_sdk("openai", "openai")
         body = dict(request)
         options: dict[str, Any] = {"security": {"bearer_auth": True}}
@@ -212,31 +217,60 @@ class OpenAIChatClient(OpenAIBaseClient):
                 "/chat/completions",
                 body=body,
                 options=options,
-                cast_to=openai.types.chat.ChatCompletion,
+                cast_to=object if stream else import_sdk("httpx2", "openai").Response,
                 stream=stream,
-                stream_cls=openai.AsyncStream[openai.types.chat.ChatCompletionChunk],
+                stream_cls=openai.AsyncStream[object],
             ),
         )
 
     async def _respond(self, messages: list[Message], options: ChatOptions) -> ChatResponse:
         """Unstreamed, a request is sent whole: when nobody reads the stream (cheaper for the SDK
         and the loop than SSE), or when a server cannot stream tool calls (llama-cpp-python under
-        "auto"). The completion is read as one chunk of a stream (one translation)."""
+        "auto"). The body is parsed by pydantic_core into dicts, not the SDK's models (about
+        0.25 ms a call on loopback), and read as one chunk of a stream (one translation)."""
         if self.streams_anyway:
             return await super()._respond(messages, options)
         request = self.build_request(messages, options)
         request.pop("stream_options", None)
+        guard = self.guard()
         try:
-            completion = await self.create({**request, "stream": False})
+            response = await self.create({**request, "stream": False})
         except Exception as exc:
-            raise self.error(exc, self.guard(), False) from None
-        if not hasattr(completion, "choices"):
-            # the server streamed anyway (some proxies and mock servers ignore "stream": false) and
-            # the SDK handed back the event text: ask it the way it answers, now and from now on
+            raise self.error(exc, guard, False) from None
+        completion = _read_whole(response, guard)
+        if completion is None:
+            # the server streamed anyway (some proxies and mock servers ignore "stream": false):
+            # ask it the way it answers, now and from now on
             self.streams_anyway = True
             return await super()._respond(messages, options)
         state = _ChunkState()
-        return ChatResponse.from_updates([*state.translate(_as_chunk(completion)), *state.end(self.guard())])
+        return ChatResponse.from_updates([*state.translate(completion), *state.end(guard)])
+
+
+_EVENT_STREAM_STARTS = (b"data:", b"event:", b"id:", b":")
+
+
+def _read_whole(response: Any, guard: StreamGuard) -> dict[str, Any] | None:
+    """A whole call's completion as plain dicts; None when the server answered with an event
+    stream (by its content type, or a body in SSE form under another one). A body that is not a
+    JSON object with a `choices` list is the typed error of a malformed answer."""
+    headers = response.headers
+    body: bytes = response.content
+    if headers.get("content-type", "").startswith("text/event-stream") or body.lstrip().startswith(
+        _EVENT_STREAM_STARTS
+    ):
+        return None
+    try:
+        completion = from_json(body)
+    except ValueError as exc:
+        problem = f"not JSON ({exc})"
+    else:
+        if isinstance(completion, dict) and isinstance(completion.get("choices"), list):
+            return completion
+        problem = "a JSON object with a choices list expected"
+    raise guard.error(
+        f"malformed response body: {problem}", request_id=request_id(headers), interrupted=False
+    )
 
 
 class _ChunkState(StreamState):
@@ -255,78 +289,79 @@ class _ChunkState(StreamState):
         return [ChatResponseUpdate([ErrorContent("".join(self.refusal), error_code="refusal")])]
 
 
-def _as_chunk(completion: Any) -> Any:
-    """A ChatCompletion in the shape of a ChatCompletionChunk (message -> delta, calls indexed)."""
-    choices = [
-        SimpleNamespace(
-            index=choice.index,
-            finish_reason=choice.finish_reason,
-            delta=SimpleNamespace(
-                content=choice.message.content,
-                refusal=choice.message.refusal,
-                model_extra=choice.message.model_extra,
-                tool_calls=[
-                    SimpleNamespace(id=call.id, index=i, function=call.function)
-                    for i, call in enumerate(choice.message.tool_calls or ())
-                ],
-            ),
-        )
-        for choice in completion.choices
-    ]
-    return SimpleNamespace(
-        id=completion.id,
-        model=completion.model,
-        created=completion.created,
-        usage=completion.usage,
-        choices=choices,
-    )
-
-
 def _translate_chunk(chunk: Any, refusal: list[str]) -> list[ChatResponseUpdate]:
-    """One `ChatCompletionChunk` as updates (text, reasoning, tool-call fragments, usage)."""
-    state = StreamState(chunk.model)
-    state.response_id = chunk.id
+    """One chunk of a stream, or a whole completion, as updates (text, reasoning, tool calls, usage).
+
+    Both arrive as the JSON's own dicts (a stream's events as the SDK decoded them, a whole body
+    parsed by pydantic_core), so one translation serves both and no SDK model is built: a chunk's
+    `delta` is a completion's `message`, and a completion's calls, which carry no `index`, are
+    indexed by position. Shapes are checked as read: a hostile server's odd field is dropped, not
+    a crash.
+    """
+    chunk = _mapping(chunk)
     contents: list[Content] = []
     reason = None
-    for choice in chunk.choices or ():
-        if choice.index:  # only the first choice is a chainform response
+    choices = chunk.get("choices")
+    for choice in choices if isinstance(choices, list) else ():
+        choice = _mapping(choice)
+        if choice.get("index"):  # only the first choice is a chainform response
             continue
-        delta = choice.delta
-        extra = delta.model_extra or {}
-        thought = extra.get("reasoning_content") or extra.get("reasoning")
+        delta = _mapping(choice.get("delta") or choice.get("message"))
+        thought = delta.get("reasoning_content") or delta.get("reasoning")
         if isinstance(thought, str) and thought:
             contents.append(TextReasoningContent(thought))
-        if delta.content:
-            contents.append(TextContent(delta.content))
-        if delta.refusal:
-            refusal.append(delta.refusal)
-        for call in delta.tool_calls or ():
-            fn = call.function
+        if text := _text(delta.get("content")):
+            contents.append(TextContent(text))
+        if text := _text(delta.get("refusal")):
+            refusal.append(text)
+        calls = delta.get("tool_calls")
+        for position, call in enumerate(calls if isinstance(calls, list) else ()):
+            call = _mapping(call)
+            fn = _mapping(call.get("function"))
+            index = call.get("index")
             contents.append(
                 FunctionCallContent(
-                    call.id or "",
-                    (fn.name if fn else None) or "",
-                    raw_arguments=(fn.arguments if fn else None) or "",
-                    index=call.index,
+                    _text(call.get("id")),
+                    _text(fn.get("name")),
+                    raw_arguments=_text(fn.get("arguments")),
+                    index=index if isinstance(index, int) else position,
                 )
             )
-        reason = finish_reason(choice.finish_reason, OPENAI_FINISH) or reason
-    usage = chunk.usage
-    if usage is not None:
-        prompt_details = usage.prompt_tokens_details
-        completion_details = usage.completion_tokens_details
+        reason = finish_reason(_text(choice.get("finish_reason")), OPENAI_FINISH) or reason
+    usage = chunk.get("usage")
+    if isinstance(usage, dict):
+        cached = _mapping(usage.get("prompt_tokens_details")).get("cached_tokens")
+        reasoning = _mapping(usage.get("completion_tokens_details")).get("reasoning_tokens")
         details = usage_details(
-            usage.prompt_tokens,
-            usage.completion_tokens,
-            usage.total_tokens,
-            cache_read=prompt_details.cached_tokens if prompt_details else None,
-            reasoning=completion_details.reasoning_tokens if completion_details else None,
+            _count(usage.get("prompt_tokens")),
+            _count(usage.get("completion_tokens")),
+            _count(usage.get("total_tokens")),
+            cache_read=_count(cached),
+            reasoning=_count(reasoning),
         )
         contents.append(UsageContent(details))
     if not contents and reason is None:
         return []
-    created = float(chunk.created) if chunk.created else None
-    return [state.update(contents, finish_reason=reason, created_at=created, raw_representation=chunk)]
+    state = StreamState(_text(chunk.get("model")) or None)
+    state.response_id = _text(chunk.get("id")) or None
+    created = chunk.get("created")
+    when = float(created) if isinstance(created, int | float) and created else None
+    return [state.update(contents, finish_reason=reason, created_at=when, raw_representation=chunk)]
+
+
+_EMPTY: dict[str, Any] = {}
+
+
+def _mapping(value: Any) -> dict[str, Any]:
+    return value if isinstance(value, dict) else _EMPTY
+
+
+def _text(value: Any) -> str:
+    return value if isinstance(value, str) else ""
+
+
+def _count(value: Any) -> int | None:
+    return value if isinstance(value, int) else None
 
 
 def create_client(
