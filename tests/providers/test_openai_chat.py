@@ -14,7 +14,9 @@ from chainform.testing import tool_call
 from chainform.testing.emulator import Emulator, Fault, Reply, Usage
 from chainform.types import (
     ChatOptions,
+    ChatResponse,
     DataContent,
+    ErrorContent,
     FinishReason,
     FunctionCallContent,
     FunctionResultContent,
@@ -209,3 +211,115 @@ async def test_openai_chat_key_never_in_errors_or_logs(
     texts = [str(info.value), repr(info.value), repr(chat), repr(chat.settings), caplog.text]
     assert all(KEY not in text for text in texts)
     assert "[redacted key]" in str(info.value)
+
+
+CALLS = [("a1", "get_weather", '{"city": "Oslo"}'), ("b2", "get_weather", '{"city": "Rome"}')]
+COMPLETION = {
+    "id": "chatcmpl-9",
+    "model": "gpt-4.1-mini-2025",
+    "created": 1_700_000_000,
+    "choices": [
+        {
+            "index": 0,
+            "finish_reason": "tool_calls",
+            "message": {
+                "role": "assistant",
+                "content": "Checking.",
+                "refusal": "Not that.",
+                "reasoning_content": "two cities",
+                "tool_calls": [
+                    {"id": i, "type": "function", "function": {"name": n, "arguments": a}}
+                    for i, n, a in CALLS
+                ],
+            },
+        },
+        {"index": 1, "finish_reason": "stop", "message": {"content": "another choice"}},
+    ],
+    "usage": {
+        "prompt_tokens": 20,
+        "completion_tokens": 9,
+        "total_tokens": 29,
+        "prompt_tokens_details": {"cached_tokens": 16},
+        "completion_tokens_details": {"reasoning_tokens": 4},
+    },
+}
+
+
+def _chunk(choices: list[object], **extra: object) -> dict[str, object]:
+    return {
+        "id": "chatcmpl-9",
+        "model": "gpt-4.1-mini-2025",
+        "created": 1_700_000_000,
+        "choices": choices,
+        **extra,
+    }
+
+
+CHUNKS = [
+    _chunk([{"index": 0, "delta": {"role": "assistant", "reasoning": "two cities"}}]),
+    _chunk([{"index": 1, "delta": {"content": "another choice"}}]),
+    _chunk([{"index": 0, "delta": {"content": "Check"}}]),
+    _chunk([{"index": 0, "delta": {"content": "ing.", "refusal": "Not that."}}]),
+    *[
+        _chunk([{"index": 0, "delta": {"tool_calls": [{"index": k, "id": i, "function": {"name": n}}]}}])
+        for k, (i, n, _) in enumerate(CALLS)
+    ],
+    *[
+        _chunk([{"index": 0, "delta": {"tool_calls": [{"index": k, "function": {"arguments": part}}]}}])
+        for k, (_, _, a) in enumerate(CALLS)
+        for part in (a[:5], a[5:])
+    ],
+    _chunk([{"index": 0, "delta": {}, "finish_reason": "tool_calls"}]),
+    _chunk([], usage=COMPLETION["usage"]),
+]
+
+
+def _joined(chat: OpenAIChatClient, events: list[dict[str, object]]) -> ChatResponse:
+    state, guard = chat.stream_state({}), chat.guard()
+    return ChatResponse.from_updates([u for e in events for u in state.translate(e)] + state.end(guard))
+
+
+def test_openai_chat_one_translation_for_a_completion_and_its_chunks() -> None:
+    """A whole completion and the stream of the same answer, as the JSON's dicts, join alike."""
+    chat = OpenAIChatClient("gpt-4.1-mini", settings=ClientSettings("openai", key=KEY))
+    for response in (_joined(chat, [COMPLETION]), _joined(chat, CHUNKS)):
+        assert (response.text, response.reasoning) == ("Checking.", "two cities")
+        assert [(c.call_id, c.name, c.arguments) for c in response.function_calls] == [
+            ("a1", "get_weather", {"city": "Oslo"}),
+            ("b2", "get_weather", {"city": "Rome"}),
+        ]
+        assert response.finish_reason == FinishReason.TOOL_CALLS
+        assert (response.response_id, response.model_id, response.created_at) == (
+            "chatcmpl-9",
+            "gpt-4.1-mini-2025",
+            1_700_000_000.0,
+        )
+        usage = response.usage_details
+        assert usage is not None and (usage.input_tokens, usage.output_tokens, usage.total_tokens) == (
+            20,
+            9,
+            29,
+        )
+        assert usage.additional_counts == {"cache_read_input_tokens": 16, "reasoning_tokens": 4}
+        errors = [c for m in response.messages for c in m.contents if isinstance(c, ErrorContent)]
+        assert [(e.message, e.error_code) for e in errors] == [("Not that.", "refusal")]
+
+
+def test_openai_chat_odd_fields_are_dropped_not_a_crash() -> None:
+    """A hostile server's fields of the wrong type are left out; what is well formed is kept."""
+    chat = OpenAIChatClient("gpt-4.1-mini", settings=ClientSettings("openai", key=KEY))
+    odd = {
+        "id": 7,
+        "created": "yesterday",
+        "choices": [
+            "junk",
+            {"index": 0, "finish_reason": 3, "message": {"content": "kept", "refusal": 1, "tool_calls": "x"}},
+            {"index": 0, "message": {"tool_calls": [5, {"function": "f", "index": "0"}]}},
+        ],
+        "usage": {"prompt_tokens": "many", "completion_tokens": 2, "prompt_tokens_details": []},
+    }
+    response = _joined(chat, [odd, 42, ["not", "a", "chunk"]])  # type: ignore[list-item]
+    assert response.text == "kept" and response.response_id is None
+    assert [(c.call_id, c.name) for c in response.function_calls] == [("", ""), ("", "")]
+    usage = response.usage_details
+    assert usage is not None and (usage.input_tokens, usage.output_tokens) == (None, 2)

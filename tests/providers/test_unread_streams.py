@@ -4,10 +4,12 @@ from __future__ import annotations
 
 import asyncio
 
+import pytest
+
 import chainform as cf
 from chainform.store import Store
 from chainform.testing import tool_call
-from chainform.testing.emulator import STREAMS_ALWAYS, Emulator
+from chainform.testing.emulator import STREAMS_ALWAYS, Emulator, MalformedEvent
 
 
 def get_weather(city: str) -> str:
@@ -57,3 +59,38 @@ def test_a_server_that_streams_anyway_is_asked_for_streams() -> None:
         assert asyncio.run(chain.text()) == "It is 21.5 C in Paris."
     assert [r.body.get("stream") for r in emu.requests] == [False, True, True]
     assert len(chain.responses) == 2
+
+
+@pytest.mark.parametrize(
+    ("body", "content_type"),
+    [
+        (b'{"id": "broken", "choices": [', "application/json"),
+        (b'{"id": "chatcmpl-1", "object": "chat.completion"}', "application/json"),
+        (b'{"id": "chatcmpl-1", "choices": null}', "application/json"),
+        (b"[1, 2]", "application/json"),
+        (b"", "application/json"),
+        (b"<html>502 Bad Gateway</html>", "text/html"),
+    ],
+    ids=["cut-short", "no-choices", "null-choices", "array", "empty", "html"],
+)
+def test_a_whole_answer_that_is_no_completion_is_a_typed_error(body: bytes, content_type: str) -> None:
+    """Neither retried nor re-asked streamed: the typed error of a malformed answer, with its request id."""
+    with Emulator([MalformedEvent(body=body, content_type=content_type), "never asked"]) as emu:
+        model = cf.get_async_model("openai/gpt-4.1-mini", base_url=emu.base_url + "/v1", key="x")
+        with pytest.raises(cf.ProviderError) as info:
+            asyncio.run(model.prompt("x", log=False).text())
+    error = info.value
+    assert not isinstance(error, cf.StreamInterruptedError)
+    assert (error.kind, error.status, error.retryable) == ("connection", None, True)
+    assert "malformed response body" in error.provider_message
+    assert error.request_id == emu.requests[0].request_id
+    assert [r.body.get("stream") for r in emu.requests] == [False]
+
+
+def test_an_event_stream_under_a_json_content_type_is_asked_for_streams() -> None:
+    """The body, not only its content type, tells a stream: the call is asked again streamed."""
+    event = b'data: {"id": "c", "choices": [{"index": 0, "delta": {"content": "hi"}}]}\n\n'
+    with Emulator([MalformedEvent(body=event), "streamed answer"]) as emu:
+        model = cf.get_async_model("openai/gpt-4.1-mini", base_url=emu.base_url + "/v1", key="x")
+        assert asyncio.run(model.prompt("x", log=False).text()) == "streamed answer"
+    assert [r.body.get("stream") for r in emu.requests] == [False, True]

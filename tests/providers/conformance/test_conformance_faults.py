@@ -99,8 +99,11 @@ def test_broken_stream_keeps_what_arrived(transport: Row, emu: Emulator, fault: 
 
 def test_bad_json_without_streaming_is_a_provider_error(transport: Row, emu: Emulator) -> None:
     emu.add(*[MalformedEvent(reply=TEXT)] * 2)
-    with pytest.raises(cf.ProviderError):
+    with pytest.raises(cf.ProviderError) as info:
         transport.model(emu).prompt("x", stream=False, log=False).text()
+    error = info.value  # what a stream's bad event gives: not retried by the SDK, typed alike
+    assert (error.kind, error.status, error.retryable) == ("connection", None, True)
+    assert len(emu.requests) == 1
 
 
 def test_finish_reason_and_reasoning(transport: Row, emu: Emulator) -> None:

@@ -88,11 +88,14 @@ class Fault:
 class MalformedEvent:
     """Stream `after_events` events of `reply`, then one event whose data is not valid JSON.
 
-    A non-streaming request gets a 200 response whose body is not valid JSON.
+    A non-streaming request gets a 200 response with `body` under `content_type` (by default JSON
+    cut short; any bytes, to play a server whose whole answer is not the completion it should be).
     """
 
     after_events: int = 1
     reply: ReplyItem = "partial answer"
+    body: bytes = b'{"id": "broken", "choices": ['
+    content_type: str = "application/json"
 
 
 @dataclass

@@ -309,7 +309,7 @@ class _Handler(BaseHTTPRequestHandler):
             self._drop()
             return
         if isinstance(fault, MalformedEvent):
-            self._send_bytes(200, b'{"id": "broken", "choices": [', "application/json", rid)
+            self._send_bytes(200, fault.body, fault.content_type, rid)
             return
         self._send_json(200, fmt.render(reply, request), rid)
 
