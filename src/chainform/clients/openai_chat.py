@@ -2,6 +2,8 @@
 
 A streamed call asks for usage in the stream (`stream_options.include_usage`); a call nobody
 streams is sent whole and its completion read as one chunk, so both give the same response.
+Both are read as the JSON's own dicts, never as the SDK's pydantic models: building those costs
+more than the rest of reading an answer (about 0.13 ms a chunk, 0.17 ms a completion, here).
 """
 
 from __future__ import annotations
@@ -226,8 +228,8 @@ class OpenAIChatClient(OpenAIBaseClient):
     async def _respond(self, messages: list[Message], options: ChatOptions) -> ChatResponse:
         """Unstreamed, a request is sent whole: when nobody reads the stream (cheaper for the SDK
         and the loop than SSE), or when a server cannot stream tool calls (llama-cpp-python under
-        "auto"). The body is parsed by pydantic_core into dicts, not the SDK's models (about
-        0.25 ms a call on loopback), and read as one chunk of a stream (one translation)."""
+        "auto"). The body is parsed into plain dicts, not the SDK's models (about 0.2 ms less a
+        call on loopback), and read as one chunk of a stream (one translation)."""
         if self.streams_anyway:
             return await super()._respond(messages, options)
         request = self.build_request(messages, options)
@@ -251,18 +253,19 @@ _EVENT_STREAM_STARTS = (b"data:", b"event:", b"id:", b":")
 
 
 def _read_whole(response: Any, guard: StreamGuard) -> dict[str, Any] | None:
-    """A whole call's completion as plain dicts; None when the server answered with an event
-    stream (by its content type, or a body in SSE form under another one). A body that is not a
-    JSON object with a `choices` list is the typed error of a malformed answer."""
+    """A whole call's completion as the JSON's own dicts (pydantic_core: no SDK model is built);
+    None when the server answered with an event stream (by its content type, or a body in SSE
+    form under another one). A body that is not a JSON object with a `choices` list is the typed
+    error of a malformed answer (a stream's bad event gives the same kind)."""
     headers = response.headers
-    body: bytes = response.content
-    if headers.get("content-type", "").startswith("text/event-stream") or body.lstrip().startswith(
-        _EVENT_STREAM_STARTS
-    ):
+    if headers.get("content-type", "").startswith("text/event-stream"):
         return None
+    body: bytes = response.content
     try:
         completion = from_json(body)
     except ValueError as exc:
+        if body[:64].lstrip().startswith(_EVENT_STREAM_STARTS):
+            return None
         problem = f"not JSON ({exc})"
     else:
         if isinstance(completion, dict) and isinstance(completion.get("choices"), list):
@@ -307,8 +310,7 @@ def _translate_chunk(chunk: Any, refusal: list[str]) -> list[ChatResponseUpdate]
         if choice.get("index"):  # only the first choice is a chainform response
             continue
         delta = _mapping(choice.get("delta") or choice.get("message"))
-        thought = delta.get("reasoning_content") or delta.get("reasoning")
-        if isinstance(thought, str) and thought:
+        if thought := _text(delta.get("reasoning_content") or delta.get("reasoning")):
             contents.append(TextReasoningContent(thought))
         if text := _text(delta.get("content")):
             contents.append(TextContent(text))
@@ -349,11 +351,8 @@ def _translate_chunk(chunk: Any, refusal: list[str]) -> list[ChatResponseUpdate]
     return [state.update(contents, finish_reason=reason, created_at=when, raw_representation=chunk)]
 
 
-_EMPTY: dict[str, Any] = {}
-
-
 def _mapping(value: Any) -> dict[str, Any]:
-    return value if isinstance(value, dict) else _EMPTY
+    return value if isinstance(value, dict) else {}
 
 
 def _text(value: Any) -> str:
