@@ -227,3 +227,24 @@ def test_conversation_after_a_tool_chain_keeps_tool_turns_not_output_plumbing() 
     assert sent[1].function_calls[0].name == "get_weather"
     assert sent[2].function_results[0].result == {"city": "Rome", "temp_c": 21.5}
     assert json.loads(sent[3].text) == {"city": "Rome", "temp_c": 21.5}
+
+
+def test_a_types_schema_is_built_once_and_each_spec_gets_its_own_copy(monkeypatch) -> None:
+    built: list[type] = []
+    original = Answer.model_json_schema.__func__  # type: ignore[attr-defined]
+
+    class Fresh(Answer):
+        pass
+
+    def counting(cls, *args, **kwargs):
+        built.append(cls)
+        return original(cls, *args, **kwargs)
+
+    monkeypatch.setattr(Fresh, "model_json_schema", classmethod(counting))
+    first = OutputSpec.from_user(Fresh)
+    first.schema["properties"]["city"]["type"] = "integer"  # a caller changing its copy
+    second = OutputSpec.from_user(Fresh)
+    assert built == [Fresh]
+    assert second.schema["properties"]["city"]["type"] == "string"
+    assert second.schema == Fresh.model_json_schema() and second.python_type is Fresh
+    assert OutputSpec.from_user(list[int]).schema == {"items": {"type": "integer"}, "type": "array"}

@@ -10,11 +10,13 @@ import time
 from pathlib import Path
 
 import pytest
+from pydantic import BaseModel
 from store_helpers import make_record
 
 import chainform as cf
 from chainform.store import CallRecord, Store, StoreError, logging_enabled, set_logging
 from chainform.store import _rows as rows
+from chainform.store._chainlog import options_summary
 from chainform.testing import ScriptedClient, tool_call
 from chainform.types import DataContent, Message, TextContent
 
@@ -123,6 +125,31 @@ def test_written_read_and_printed_record_is_one_shape(store: Store) -> None:
     assert isinstance(image, DataContent) and image.data == b"\x00\xff"
     assert printed["messages"][0]["contents"][1]["data"] == "AP8="
     assert printed["schema"] == {"type": "object"} and printed["schema_id"] == got.schema_id
+
+
+def test_a_chains_rows_name_its_schema_once_by_content_address() -> None:
+    """The response format of each call names the chain's schema by its id (stored once in
+    `schemas`), not a copy of it per row; a format with another schema keeps that schema inline."""
+
+    class Answer(BaseModel):
+        city: str
+
+    profile = cf.ModelProfile(name="both", supports_json_schema=True, supports_tools_with_schema=True)
+    model = cf.Model(ScriptedClient([tool_call("get_weather", city="Rome"), '{"city": "Rome"}'], profile))
+    chain = model.chain("Weather?", tools=[get_weather], schema=Answer)
+    assert chain.value == Answer(city="Rome")
+    rows_ = Store().recent(None, conversation_id=chain.conversation_id)
+    assert len(rows_) == 2
+    for row in rows_:
+        fmt = row.options["response_format"]
+        assert fmt["kind"] == "json_schema" and "schema" not in fmt
+        assert fmt["schema_id"] == row.schema_id == rows.schema_id(Answer.model_json_schema())
+        assert row.schema == Answer.model_json_schema()
+    other = {"type": "object", "properties": {"x": {"type": "integer"}}}
+    summary = options_summary(
+        cf.ChatOptions(response_format=cf.ResponseFormat.json_schema(other)), schema={"type": "object"}, sid="s"
+    )
+    assert summary["response_format"]["schema"] == other and "schema_id" not in summary["response_format"]
 
 
 def test_backup_copies_every_row(store: Store, tmp_path: Path) -> None:

@@ -8,6 +8,7 @@ import json
 from dataclasses import dataclass
 from typing import Any
 
+from chainform._json import copy_json
 from chainform.errors import SchemaError, StructuredOutputGenerationError
 from chainform.output._parse import extract_json
 from chainform.types import FunctionSpec, ResponseFormat, arguments_error
@@ -35,15 +36,10 @@ class OutputSpec:
             resolved = resolve_schema(schema)
             return cls(resolved, None, _title(resolved), resolved.get("description"))
         if isinstance(schema, type) or hasattr(schema, "__origin__"):
-            from pydantic import BaseModel, TypeAdapter
-
             try:
-                if isinstance(schema, type) and issubclass(schema, BaseModel):
-                    js = schema.model_json_schema()
-                else:
-                    js = TypeAdapter(schema).json_schema()
-            except Exception as exc:  # pydantic raises several error types for undescribable types
-                raise SchemaError(f"cannot build a JSON Schema from {schema!r}: {exc}") from exc
+                js = copy_json(_type_schema(schema))
+            except TypeError:  # an unhashable type expression: not cached
+                js = _type_schema.__wrapped__(schema)
             name = getattr(schema, "__name__", "response")
             return cls(js, schema, name, js.get("description"))
         raise SchemaError(
@@ -143,6 +139,20 @@ class OutputSpec:
 def _title(schema: dict[str, Any]) -> str:
     title = schema.get("title")
     return title if isinstance(title, str) and title else "response"
+
+
+@functools.lru_cache(maxsize=256)
+def _type_schema(schema: Any) -> dict[str, Any]:
+    """The JSON Schema pydantic gives a type: a quarter of a millisecond to build, so built once per
+    type (a program runs the same schema through many chains); callers get copies."""
+    from pydantic import BaseModel, TypeAdapter
+
+    try:
+        if isinstance(schema, type) and issubclass(schema, BaseModel):
+            return schema.model_json_schema()
+        return TypeAdapter(schema).json_schema()
+    except Exception as exc:  # pydantic raises several error types for undescribable types
+        raise SchemaError(f"cannot build a JSON Schema from {schema!r}: {exc}") from exc
 
 
 def _safe_name(name: str) -> str:

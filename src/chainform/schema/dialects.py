@@ -17,6 +17,7 @@ from collections import OrderedDict
 from dataclasses import dataclass, field
 from typing import Any, get_args
 
+from chainform._json import copy_json
 from chainform.errors import SchemaError
 from chainform.schema._dialect_convert import ROOT_KEY, Converter, Policy
 from chainform.schema._dialect_limits import OPENAI_LIMITS, check_limits
@@ -151,18 +152,8 @@ def convert(schema: dict[str, Any] | bool, dialect: SchemaDialect) -> ConvertedS
     """`schema` rewritten for `dialect`; raises `SchemaError` when it cannot be expressed there."""
     cached = _converted(schema, dialect)
     return ConvertedSchema(
-        _copy_json(cached.schema), dialect, list(cached.notes), cached.root_key, cached._codecs
+        copy_json(cached.schema), dialect, list(cached.notes), cached.root_key, cached._codecs
     )
-
-
-def _copy_json(value: Any) -> Any:
-    """A deep copy of JSON data (dicts, lists, scalars): what `convert` hands out on every call
-    (adapters convert per request), at a fraction of `copy.deepcopy`'s cost."""
-    if isinstance(value, dict):
-        return {key: _copy_json(item) for key, item in value.items()}
-    if isinstance(value, list):
-        return [_copy_json(item) for item in value]
-    return value
 
 
 def restore(value: Any, original_schema: dict[str, Any] | bool, dialect: SchemaDialect) -> Any:

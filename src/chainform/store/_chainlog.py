@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import asyncio
 import atexit
-import dataclasses
 import warnings
 import weakref
 from contextvars import ContextVar
@@ -26,7 +25,8 @@ from typing import TYPE_CHECKING, Any
 
 from chainform._lineage import current_chain
 from chainform.store._records import CallRecord, ToolCallRecord, ToolResultRecord
-from chainform.store._serialize import redact, to_jsonable
+from chainform.store._rows import schema_id
+from chainform.store._serialize import to_jsonable
 
 if TYPE_CHECKING:
     from chainform.chain._records import ModelCall
@@ -57,6 +57,7 @@ class ChainLogger:
         self.system = system
         self.schema = schema
         self.policy = format_context_policy
+        self.schema_id = schema_id(schema) if schema is not None else None
         self._records: list[CallRecord] = []
 
     def record(self, call: ModelCall, run: Any) -> CallRecord:
@@ -77,8 +78,9 @@ class ChainLogger:
             prompt=self.prompt,
             system=self.system,
             messages=call.messages,
-            options=options_summary(call.options),
+            options=options_summary(call.options, self.schema, self.schema_id),
             schema=self.schema,
+            schema_id=self.schema_id,
             text=call.text,
             parsed=call.parsed,
             usage=response.usage_details if response else None,
@@ -162,18 +164,33 @@ def _warn(exc: Exception) -> None:
     warnings.warn(f"chainform: could not log a model call: {exc}", stacklevel=3)
 
 
-def options_summary(options: ChatOptions) -> dict[str, Any]:
-    """The options of a call as logged: tool names instead of tools, secrets redacted."""
+def options_summary(
+    options: ChatOptions, schema: dict[str, Any] | None = None, sid: str | None = None
+) -> dict[str, Any]:
+    """The options of a call as logged: tool names instead of tools; a response format names the
+    chain's schema (`schema`, stored once under `sid`) by its id instead of repeating it in every
+    row. Secrets are redacted when the row is written (`_rows`)."""
     out: dict[str, Any] = {}
     for key, value in options.set_fields().items():
         if key == "tools":
             out[key] = [t.name for t in value]
-        elif key in ("response_format", "tool_mode"):
-            out[key] = to_jsonable(dataclasses.asdict(value))
+        elif key == "response_format":
+            fmt = {
+                "kind": value.kind,
+                "name": value.name,
+                "description": value.description,
+                "strict": value.strict,
+            }
+            if value.schema is not None and value.schema is schema:
+                fmt["schema_id"] = sid
+            elif value.schema is not None:
+                fmt["schema"] = to_jsonable(value.schema)
+            out[key] = fmt
+        elif key == "tool_mode":
+            out[key] = {"mode": value.mode, "function_name": value.function_name}
         else:
             out[key] = to_jsonable(value)
-    redacted: dict[str, Any] = redact(out)
-    return redacted
+    return out
 
 
 def _now() -> float:

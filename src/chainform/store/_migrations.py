@@ -10,6 +10,8 @@ from __future__ import annotations
 import sqlite3
 from collections.abc import Callable
 
+from chainform.store._fts import ensure_fts, has_fts, index_lazily
+
 Migration = Callable[[sqlite3.Connection], None]
 
 
@@ -100,44 +102,8 @@ def _m002_schemas_and_format_contexts(db: sqlite3.Connection) -> None:
     )
 
 
-def fts5_available(db: sqlite3.Connection) -> bool:
-    """Some SQLite builds lack FTS5; search then falls back to LIKE."""
-    try:
-        db.execute("CREATE VIRTUAL TABLE temp._cf_fts_probe USING fts5(x)")
-        db.execute("DROP TABLE temp._cf_fts_probe")
-    except sqlite3.OperationalError:
-        return False
-    return True
-
-
-def ensure_fts(db: sqlite3.Connection) -> bool:
-    """Create (and backfill) the full-text index when FTS5 exists; return whether search can use it."""
-    exists = db.execute("SELECT 1 FROM sqlite_master WHERE name = 'responses_fts'").fetchone()
-    if exists:
-        return True
-    if not fts5_available(db):
-        return False
-    _script(
-        db,
-        """
-        CREATE VIRTUAL TABLE responses_fts USING fts5(
-            prompt, text, content='responses', content_rowid='rowid'
-        );
-        CREATE TRIGGER responses_fts_insert AFTER INSERT ON responses BEGIN
-            INSERT INTO responses_fts(rowid, prompt, text) VALUES (new.rowid, new.prompt, new.text);
-        END;
-        CREATE TRIGGER responses_fts_delete AFTER DELETE ON responses BEGIN
-            INSERT INTO responses_fts(responses_fts, rowid, prompt, text)
-            VALUES ('delete', old.rowid, old.prompt, old.text);
-        END;
-        INSERT INTO responses_fts(rowid, prompt, text) SELECT rowid, prompt, text FROM responses;
-        """,
-    )
-    return True
-
-
 def _m003_full_text_search(db: sqlite3.Connection) -> None:
-    ensure_fts(db)
+    ensure_fts(db)  # today's form of the index (migration 5 moved older logs to it)
 
 
 def _m004_subagent_links(db: sqlite3.Connection) -> None:
@@ -154,11 +120,18 @@ def _m004_subagent_links(db: sqlite3.Connection) -> None:
     )
 
 
+def _m005_index_at_search_time(db: sqlite3.Connection) -> None:
+    """Rows are indexed for full-text search when somebody searches, not in every chain's commit."""
+    if has_fts(db):
+        index_lazily(db)
+
+
 MIGRATIONS: list[Migration] = [
     _m001_core,
     _m002_schemas_and_format_contexts,
     _m003_full_text_search,
     _m004_subagent_links,
+    _m005_index_at_search_time,
 ]
 
 

@@ -11,7 +11,6 @@ import time
 from hashlib import sha256
 from typing import Any
 
-from chainform.keys import scrub
 from chainform.store._records import CallRecord, StoreError
 from chainform.store._serialize import (
     canonical_json,
@@ -30,6 +29,9 @@ RESPONSE_COLUMNS = (
     "parent_conversation_id", "parent_chain_id", "parent_tool_call_id", "agent_name",
 )  # fmt: skip
 
+_INSERT_RESPONSE = (
+    f"INSERT INTO responses ({', '.join(RESPONSE_COLUMNS)}) VALUES ({', '.join('?' * len(RESPONSE_COLUMNS))})"
+)
 
 SELECTED = {
     "id": "r.id", "conversation_id": "r.conversation_id", "conversation_name": "c.name",
@@ -63,8 +65,9 @@ def upsert_conversation(db: sqlite3.Connection, cid: str, model: str, name: str 
         )
 
 
-def insert_schema(db: sqlite3.Connection, schema: dict[str, Any]) -> str:
-    text, sid = canonical_json(schema), schema_id(schema)
+def insert_schema(db: sqlite3.Connection, schema: dict[str, Any], sid: str | None = None) -> str:
+    """Store `schema` under its content address (`sid` when the caller already hashed it)."""
+    text, sid = canonical_json(schema), sid or schema_id(schema)
     db.execute(
         "INSERT OR IGNORE INTO schemas (id, content, created_at) VALUES (?, ?, ?)",
         (sid, text, time.time()),
@@ -79,7 +82,7 @@ def insert_call(db: sqlite3.Connection, record: CallRecord) -> str:
 
 def insert_calls(db: sqlite3.Connection, records: list[CallRecord]) -> list[str]:
     """Write calls (a chain's, in the caller's transaction): each conversation and schema once.
-    Every loaded key value is masked in what is written (`chainform.keys.scrub`)."""
+    Every loaded key value is masked in what is written (`storable_row`)."""
     conversations: set[tuple[str, str, str | None]] = set()
     schemas: dict[int, str] = {}  # a chain's calls share one schema object: hash it once
     for record in records:
@@ -89,7 +92,7 @@ def insert_calls(db: sqlite3.Connection, records: list[CallRecord]) -> list[str]
             upsert_conversation(db, *conversation)
         sid = None
         if record.schema is not None:
-            sid = schemas.get(id(record.schema)) or insert_schema(db, record.schema)
+            sid = schemas.get(id(record.schema)) or insert_schema(db, record.schema, record.schema_id)
             schemas[id(record.schema)] = sid
         _insert_response(db, record, sid)
     return [record.id for record in records]
@@ -98,52 +101,49 @@ def insert_calls(db: sqlite3.Connection, records: list[CallRecord]) -> list[str]
 def _insert_response(db: sqlite3.Connection, record: CallRecord, sid: str | None) -> None:
     usage = record.usage
     db.execute(
-        f"INSERT INTO responses ({', '.join(RESPONSE_COLUMNS)}) "
-        f"VALUES ({', '.join('?' * len(RESPONSE_COLUMNS))})",
+        _INSERT_RESPONSE,
         storable_row(
-            scrub(
-                (
-                    record.id,
-                    record.conversation_id,
-                    record.chain_id,
-                    record.seq,
-                    record.purpose,
-                    record.strategy,
-                    record.model,
-                    record.prompt,
-                    record.system,
-                    messages_to_json(record.messages),
-                    dumps(redact(record.options)),
-                    sid,
-                    record.text or "",
-                    dumps(record.parsed) if record.parsed is not None else None,
-                    usage.input_tokens if usage else None,
-                    usage.output_tokens if usage else None,
-                    usage.total_tokens if usage else None,
-                    dumps(usage.additional_counts) if usage and usage.additional_counts else None,
-                    record.duration_ms,
-                    record.created_at,
-                    record.error,
-                    record.parent_conversation_id,
-                    record.parent_chain_id,
-                    record.parent_tool_call_id,
-                    record.agent_name,
-                )
+            (
+                record.id,
+                record.conversation_id,
+                record.chain_id,
+                record.seq,
+                record.purpose,
+                record.strategy,
+                record.model,
+                record.prompt,
+                record.system,
+                messages_to_json(record.messages),
+                dumps(redact(record.options)),
+                sid,
+                record.text or "",
+                dumps(record.parsed) if record.parsed is not None else None,
+                usage.input_tokens if usage else None,
+                usage.output_tokens if usage else None,
+                usage.total_tokens if usage else None,
+                dumps(usage.additional_counts) if usage and usage.additional_counts else None,
+                record.duration_ms,
+                record.created_at,
+                record.error,
+                record.parent_conversation_id,
+                record.parent_chain_id,
+                record.parent_tool_call_id,
+                record.agent_name,
             )
         ),
     )
     db.executemany(
         "INSERT INTO tool_calls (response_id, call_id, name, arguments) VALUES (?, ?, ?, ?)",
-        [storable_row(scrub((record.id, c.call_id, c.name, dumps(c.arguments)))) for c in record.tool_calls],
+        [storable_row((record.id, c.call_id, c.name, dumps(c.arguments))) for c in record.tool_calls],
     )
     db.executemany(
         "INSERT INTO tool_results (response_id, call_id, name, output, error) VALUES (?, ?, ?, ?, ?)",
-        [storable_row(scrub((record.id, r.call_id, r.name, r.output, r.error))) for r in record.tool_results],
+        [storable_row((record.id, r.call_id, r.name, r.output, r.error)) for r in record.tool_results],
     )
     if record.format_context is not None:
         db.execute(
             "INSERT INTO format_contexts (response_id, policy, context) VALUES (?, ?, ?)",
-            storable_row(scrub((record.id, record.format_context_policy, record.format_context))),
+            storable_row((record.id, record.format_context_policy, record.format_context)),
         )
 
 
@@ -176,18 +176,3 @@ def read_call(db: sqlite3.Connection, row: tuple[Any, ...]) -> CallRecord:
         return CallRecord.model_validate(data)
     except ValueError as exc:
         raise StoreError(f"malformed row {rid} in the log: {exc}") from exc
-
-
-def search_clause(query: str, fts: bool) -> tuple[str, list[Any]]:
-    words = query.split()
-    if fts:
-        # Each word quoted: user text is never parsed as FTS syntax (AND/OR/NEAR, stray quotes).
-        match = " ".join('"' + w.replace('"', '""') + '"' for w in words)
-        return "r.rowid IN (SELECT rowid FROM responses_fts WHERE responses_fts MATCH ?)", [match]
-    clauses: list[str] = []
-    args: list[Any] = []
-    for word in words:
-        pattern = "%" + word.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_") + "%"
-        clauses.append("(r.prompt LIKE ? ESCAPE '\\' OR r.text LIKE ? ESCAPE '\\')")
-        args += [pattern, pattern]
-    return "(" + " AND ".join(clauses) + ")", args

@@ -14,6 +14,7 @@ from typing import Annotated, Any
 
 from pydantic import ConfigDict, Field, PlainSerializer, PlainValidator, TypeAdapter
 
+from chainform.keys import redact as mask_keys
 from chainform.types import Message, encodable_text
 from chainform.types._content import Content
 
@@ -35,8 +36,10 @@ _ANY: TypeAdapter[Any] = TypeAdapter(Any, config=_BYTES)
 
 
 def storable_row(row: tuple[Any, ...]) -> tuple[Any, ...]:
-    """A row SQLite can encode: model text may hold lone surrogates, which would drop the row."""
-    return tuple(encodable_text(v) if isinstance(v, str) else v for v in row)
+    """A row as the log writes it: every loaded key value masked (`chainform.keys.redact`), and text
+    SQLite can encode (model text may hold lone surrogates, which would drop the row). One flat pass:
+    a row's values are scalars and JSON text."""
+    return tuple(encodable_text(mask_keys(v)) if isinstance(v, str) else v for v in row)
 
 
 def looks_secret(key: str) -> bool:

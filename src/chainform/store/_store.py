@@ -25,7 +25,8 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, TypeVar
 
-from chainform.store._migrations import MIGRATIONS, ensure_fts, migrate, user_version
+from chainform.store._fts import catch_up, ensure_fts, has_fts, search_clause
+from chainform.store._migrations import MIGRATIONS, migrate, user_version
 from chainform.store._records import CallRecord, SchemaInfo, StoreError
 from chainform.store._rows import (
     SELECT,
@@ -33,7 +34,6 @@ from chainform.store._rows import (
     insert_calls,
     insert_schema,
     read_call,
-    search_clause,
     upsert_conversation,
 )
 from chainform.store._writer import AUTOCHECKPOINT_PAGES, Checkpointer, Writer
@@ -123,8 +123,7 @@ class Store:
                     f"the log at {self.path} was written by a newer chainform "
                     f"(schema version {user_version(db)} > {len(MIGRATIONS)}); upgrade chainform"
                 )
-            has_fts = db.execute("SELECT 1 FROM sqlite_master WHERE name = 'responses_fts'").fetchone()
-            self._fts = bool(has_fts) or self._write(ensure_fts)
+            self._fts = has_fts(db) or self._write(ensure_fts)
         except sqlite3.DatabaseError as exc:  # not a database, unreadable, a directory in its place
             self._db = None
             db.close()
@@ -330,11 +329,11 @@ class Store:
         `schema_id` may be a unique prefix.
         """
         where, args = _filters(conversation_id=conversation_id, chain_id=chain_id, schema_id=schema_id)
+        if query is not None and query.strip():
+            clause, extra = search_clause(query, self._searchable())
+            where.append(clause)
+            args += extra
         with self._read() as db:
-            if query is not None and query.strip():
-                clause, extra = search_clause(query, self._fts)
-                where.append(clause)
-                args += extra
             sql = f"""SELECT {SELECT} FROM responses r
                      LEFT JOIN conversations c ON c.id = r.conversation_id
                      LEFT JOIN schemas s ON s.id = r.schema_id
@@ -347,6 +346,18 @@ class Store:
                 args.append(n)
             rows = db.execute(sql, args).fetchall()
             return [read_call(db, row) for row in rows]
+
+    def _searchable(self) -> bool:
+        """Index what was logged since the last search (store/_fts.py); False: search with LIKE."""
+        self.check()
+        if not self._fts:
+            return False
+        self.flush()
+        try:
+            self._write(catch_up)
+        except StoreError:  # a log we may read but not write (a read-only copy): LIKE sees every row
+            return False
+        return True
 
     def conversation_messages(self, conversation_id: str) -> list[Message]:
         """The history of a conversation rebuilt from the log, for `-c/--continue` and `--cid`.
