@@ -120,10 +120,14 @@ def _m004_subagent_links(db: sqlite3.Connection) -> None:
     )
 
 
-def _m005_index_at_search_time(db: sqlite3.Connection) -> None:
-    """Rows are indexed for full-text search when somebody searches, not in every chain's commit."""
+def _m005_lighter_writes(db: sqlite3.Connection) -> None:
+    """Less work in every chain's commit: rows are indexed for full-text search when somebody
+    searches (store/_fts.py), and two indexes no query used are gone (rows are read newest first
+    by rowid; only `logs rm --before` filters on created_at, and nothing on the parent)."""
     if has_fts(db):
         index_lazily(db)
+    db.execute("DROP INDEX IF EXISTS responses_created")
+    db.execute("DROP INDEX IF EXISTS responses_parent")
 
 
 MIGRATIONS: list[Migration] = [
@@ -131,7 +135,7 @@ MIGRATIONS: list[Migration] = [
     _m002_schemas_and_format_contexts,
     _m003_full_text_search,
     _m004_subagent_links,
-    _m005_index_at_search_time,
+    _m005_lighter_writes,
 ]
 
 

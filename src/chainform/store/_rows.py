@@ -132,14 +132,16 @@ def _insert_response(db: sqlite3.Connection, record: CallRecord, sid: str | None
             )
         ),
     )
-    db.executemany(
-        "INSERT INTO tool_calls (response_id, call_id, name, arguments) VALUES (?, ?, ?, ?)",
-        [storable_row((record.id, c.call_id, c.name, dumps(c.arguments))) for c in record.tool_calls],
-    )
-    db.executemany(
-        "INSERT INTO tool_results (response_id, call_id, name, output, error) VALUES (?, ?, ?, ?, ?)",
-        [storable_row((record.id, r.call_id, r.name, r.output, r.error)) for r in record.tool_results],
-    )
+    if record.tool_calls:
+        db.executemany(
+            "INSERT INTO tool_calls (response_id, call_id, name, arguments) VALUES (?, ?, ?, ?)",
+            [storable_row((record.id, c.call_id, c.name, dumps(c.arguments))) for c in record.tool_calls],
+        )
+    if record.tool_results:
+        db.executemany(
+            "INSERT INTO tool_results (response_id, call_id, name, output, error) VALUES (?, ?, ?, ?, ?)",
+            [storable_row((record.id, r.call_id, r.name, r.output, r.error)) for r in record.tool_results],
+        )
     if record.format_context is not None:
         db.execute(
             "INSERT INTO format_contexts (response_id, policy, context) VALUES (?, ?, ?)",
