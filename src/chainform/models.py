@@ -81,6 +81,14 @@ class _Base(Generic[R]):
     def __repr__(self) -> str:
         return f"<{type(self).__name__} {self.name!r}>"
 
+    async def aclose(self) -> None:
+        """Close the provider's connections and the log's; both open again if the model is used."""
+        close = getattr(self.client, "aclose", None)
+        if close is not None:
+            await close()
+        if self._store is not None:
+            self._store.close()
+
     # -- chains -----------------------------------------------------------------------------
 
     def _respond(self, factory: RunFactory) -> R:
@@ -276,6 +284,16 @@ class Model(_Base[ChainResponse]):
     def _respond(self, factory: RunFactory) -> ChainResponse:
         return ChainResponse(factory)
 
+    def close(self) -> None:
+        """Close the provider's connections and the log's (`with cf.get_model(...) as model:`)."""
+        _sync.run(self.aclose())
+
+    def __enter__(self) -> Model:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
     def conversation(
         self, conversation_id: str | None = None, history: Sequence[Message] = ()
     ) -> Conversation:
@@ -289,6 +307,12 @@ class AsyncModel(_Base[AsyncChainResponse]):
 
     def _respond(self, factory: RunFactory) -> AsyncChainResponse:
         return AsyncChainResponse(factory)
+
+    async def __aenter__(self) -> AsyncModel:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.aclose()
 
     def conversation(
         self, conversation_id: str | None = None, history: Sequence[Message] = ()

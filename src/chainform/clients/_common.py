@@ -83,6 +83,7 @@ class AdapterClient(BaseChatClient):
         self.model = model
         self.base_url = base_url
         self._sdk = sdk
+        self._owns_sdk = sdk is None  # a client the caller gave is the caller's to close
         self._secret = secret  # only to scrub it from error messages
 
     def __repr__(self) -> str:
@@ -104,6 +105,24 @@ class AdapterClient(BaseChatClient):
 
     def _build_sdk(self) -> Any:
         raise NotImplementedError(f"{type(self).__name__} needs an SDK client")
+
+    async def aclose(self) -> None:
+        """Close the connections of the SDK client this adapter built; the next call builds a new
+        one. A dropped SDK client otherwise closes its connections whenever it is collected, which
+        can stall the loop of whatever runs then."""
+        sdk, owned = self._sdk, self._owns_sdk
+        if sdk is None or not owned:
+            return
+        self._sdk = None
+        await self._close_sdk(sdk)
+
+    async def _close_sdk(self, sdk: Any) -> None:
+        """`sdk.close()`, awaited when the SDK's is a coroutine (openai, anthropic; boto3's is not)."""
+        close = getattr(sdk, "close", None)
+        if close is not None:
+            result = close()
+            if inspect.isawaitable(result):
+                await result
 
     def in_dialect(self, schema: Mapping[str, Any]) -> dict[str, Any] | bool:
         """`schema` in this model's dialect (the engine restores outputs against the original);

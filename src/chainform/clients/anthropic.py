@@ -99,10 +99,6 @@ class AnthropicClient(AdapterClient):
         cap = self.profile.max_output_tokens or DEFAULT_MAX_TOKENS
         self.default_max_tokens = default_max_tokens or min(DEFAULT_MAX_TOKENS, cap)
 
-    async def aclose(self) -> None:
-        """Close the SDK's HTTP connections."""
-        await self.sdk.close()
-
     def build_request(self, messages: Sequence[Message], options: ChatOptions) -> dict[str, Any]:
         """The keyword arguments of `messages.create` (public so tests and logs can inspect it)."""
         self.check_options(options)

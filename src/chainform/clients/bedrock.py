@@ -122,10 +122,6 @@ class BedrockClient(AdapterClient):
     known_models = KNOWN_MODELS
     unknown_profile = UNKNOWN
 
-    async def aclose(self) -> None:
-        """Close boto3's connection pool."""
-        self.sdk.close()
-
     def build_request(self, messages: Sequence[Message], options: ChatOptions) -> dict[str, Any]:
         """The keyword arguments of `converse(_stream)` (public so tests can inspect them)."""
         self.check_options(options)

@@ -106,9 +106,9 @@ class GeminiClient(AdapterClient):
     known_models = KNOWN_MODELS
     unknown_profile = UNKNOWN
 
-    async def aclose(self) -> None:
-        """Close the SDK's HTTP connections."""
-        await self.sdk.aio.aclose()
+    async def _close_sdk(self, sdk: Any) -> None:
+        """google-genai closes its async connections through `client.aio`."""
+        await sdk.aio.aclose()
 
     def build_request(self, messages: Sequence[Message], options: ChatOptions) -> dict[str, Any]:
         """The keyword arguments of `generate_content(_stream)` (public so tests can inspect them)."""
