@@ -109,14 +109,16 @@ class ChatOptions:
         return dataclasses.replace(self, **changes)
 
     def set_fields(self) -> dict[str, Any]:
-        """The fields that are set (for logs and for 'unsupported option' checks)."""
-        out: dict[str, Any] = {}
-        for f in dataclasses.fields(self):
-            value = getattr(self, f.name)
-            if value is None or (f.name == "additional_properties" and not value):
-                continue
-            out[f.name] = value
+        """The fields that are set (for logs and for 'unsupported option' checks; every call asks,
+        so the field names are listed once, not looked up by `dataclasses.fields` each time)."""
+        values = self.__dict__
+        out = {name: values[name] for name in _OPTION_NAMES if values[name] is not None}
+        if self.additional_properties:
+            out["additional_properties"] = self.additional_properties
         return out
+
+
+_OPTION_NAMES = tuple(f.name for f in dataclasses.fields(ChatOptions) if f.name != "additional_properties")
 
 
 @dataclass(frozen=True)
