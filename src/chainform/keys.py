@@ -48,6 +48,13 @@ def remember_url(url: str | None) -> None:
                 remember(password, unquote(password))
 
 
+def mentions_secret(text: str) -> bool:
+    """Whether `redact(text)` would mask anything (a loaded key, or URL credentials) in `text`."""
+    if "://" in text and "@" in text:
+        return True
+    return any(secret in text for secret in _longest_first)
+
+
 def redact(text: str, *secrets: str | None) -> str:
     """`text` with every given secret, every loaded key and URL credentials replaced by a mask."""
     extra = [s for s in secrets if s and len(s) >= 4]

@@ -14,6 +14,7 @@ from typing import Annotated, Any
 
 from pydantic import ConfigDict, Field, PlainSerializer, PlainValidator, TypeAdapter
 
+from chainform.keys import mentions_secret
 from chainform.keys import redact as mask_keys
 from chainform.types import Message, encodable_text
 from chainform.types._content import Content
@@ -39,6 +40,9 @@ def storable_row(row: tuple[Any, ...]) -> tuple[Any, ...]:
     """A row as the log writes it: every loaded key value masked (`chainform.keys.redact`), and text
     SQLite can encode (model text may hold lone surrogates, which would drop the row). One flat pass:
     a row's values are scalars and JSON text."""
+    texts = "\x00".join([v for v in row if isinstance(v, str)])  # most rows need neither: test once
+    if texts.isascii() and not mentions_secret(texts):
+        return row
     return tuple(encodable_text(mask_keys(v)) if isinstance(v, str) else v for v in row)
 
 
