@@ -221,3 +221,30 @@ def test_store_unopenable_path(tmp_path) -> None:
     blocker.write_text("x")
     with pytest.raises(StoreError, match="cannot open"):
         Store(blocker / "logs.db").recent()
+
+
+@pytest.mark.parametrize("extra", ["", " — naïve ☃"])  # ASCII rows take the one-test path
+def test_store_masks_loaded_keys_in_every_written_column(store: Store, extra: str, monkeypatch) -> None:
+    from chainform import keys
+
+    monkeypatch.setattr(keys, "_loaded", set(keys._loaded))  # forgotten after the test
+    monkeypatch.setattr(keys, "_longest_first", keys._longest_first)
+    secret = "sk-cf-store-planted-7d1e"
+    keys.remember(secret)
+    store.log_call(
+        make_record(
+            prompt=f"use {secret}{extra}",
+            messages=[Message.user(f"key {secret}")],
+            text=f"echo {secret}",
+            tool_calls=[ToolCallRecord("c1", "t", {"k": secret})],
+            tool_results=[ToolResultRecord("c1", "t", f"out {secret}", f"err {secret}")],
+            format_context=f"ctx {secret}",
+            error=f"boom http://user:{secret}@host",
+        )
+    )
+    [got] = store.recent()
+    assert got.prompt == f"use {keys.MASK}{extra}"
+    raw = store.path.read_bytes()
+    wal = store.path.with_name(store.path.name + "-wal")
+    blob = raw + (wal.read_bytes() if wal.exists() else b"")
+    assert secret.encode() not in blob and keys.MASK.encode() in blob
