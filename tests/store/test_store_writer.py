@@ -15,6 +15,7 @@ from store_helpers import make_record
 
 import chainform as cf
 from chainform.store import CallRecord, Store, StoreError, logging_enabled, set_logging
+from chainform.store import _journal as journal
 from chainform.store import _rows as rows
 from chainform.store._chainlog import options_summary
 from chainform.testing import ScriptedClient, tool_call
@@ -28,15 +29,21 @@ def get_weather(city: str) -> dict:
 
 @pytest.fixture
 def write_threads(monkeypatch: pytest.MonkeyPatch) -> list[str]:
-    """The name of the thread each chain write (`insert_calls`) runs on, in order."""
+    """The name of the thread each chain write runs on, in order: `insert_calls` (the writer
+    thread's) or `stage` (a journal row, written in place)."""
     threads: list[str] = []
-    original = rows.insert_calls
+    original, original_stage = rows.insert_calls, journal.stage
 
     def spy(db: sqlite3.Connection, records: list[CallRecord]) -> list[str]:
         threads.append(threading.current_thread().name)
         return original(db, records)
 
+    def stage_spy(db: sqlite3.Connection, staged: rows.Rows) -> None:
+        threads.append(threading.current_thread().name)
+        original_stage(db, staged)
+
     monkeypatch.setattr("chainform.store._store.insert_calls", spy)
+    monkeypatch.setattr("chainform.store._store.stage", stage_spy)
     return threads
 
 
@@ -147,7 +154,9 @@ def test_a_chains_rows_name_its_schema_once_by_content_address() -> None:
         assert row.schema == Answer.model_json_schema()
     other = {"type": "object", "properties": {"x": {"type": "integer"}}}
     summary = options_summary(
-        cf.ChatOptions(response_format=cf.ResponseFormat.json_schema(other)), schema={"type": "object"}, sid="s"
+        cf.ChatOptions(response_format=cf.ResponseFormat.json_schema(other)),
+        schema={"type": "object"},
+        sid="s",
     )
     assert summary["response_format"]["schema"] == other and "schema_id" not in summary["response_format"]
 

@@ -54,24 +54,36 @@ def schema_id(schema: dict[str, Any]) -> str:
     return sha256(canonical_json(schema).encode()).hexdigest()
 
 
+Rows = dict[str, list[tuple[Any, ...]]]
+"""What a write puts in the log: for each statement of `STATEMENTS`, its parameter tuples."""
+
+STATEMENTS = {  # in foreign-key order: a conversation and a schema before the calls that use them
+    "conversations": "INSERT OR IGNORE INTO conversations (id, model, name, created_at) VALUES (?, ?, ?, ?)",
+    "conversation_names": "UPDATE conversations SET name = ? WHERE id = ? AND name IS NULL",
+    "schemas": "INSERT OR IGNORE INTO schemas (id, content, created_at) VALUES (?, ?, ?)",
+    "responses": _INSERT_RESPONSE,
+    "tool_calls": "INSERT INTO tool_calls (response_id, call_id, name, arguments) VALUES (?, ?, ?, ?)",
+    "tool_results": "INSERT INTO tool_results (response_id, call_id, name, output, error) VALUES (?, ?, ?, ?, ?)",
+    "format_contexts": "INSERT INTO format_contexts (response_id, policy, context) VALUES (?, ?, ?)",
+}
+
+
+def write_rows(db: sqlite3.Connection, rows: Rows) -> None:
+    """Run the statements of `rows` in order (inside the caller's transaction)."""
+    for name, statement in STATEMENTS.items():
+        params = rows.get(name)
+        if params:
+            db.executemany(statement, params)
+
+
 def upsert_conversation(db: sqlite3.Connection, cid: str, model: str, name: str | None) -> None:
-    db.execute(
-        "INSERT OR IGNORE INTO conversations (id, model, name, created_at) VALUES (?, ?, ?, ?)",
-        storable_row((cid, model, name, time.time())),
-    )
-    if name is not None:
-        db.execute(
-            "UPDATE conversations SET name = ? WHERE id = ? AND name IS NULL", storable_row((name, cid))
-        )
+    write_rows(db, _conversation_rows({}, cid, model, name))
 
 
-def insert_schema(db: sqlite3.Connection, schema: dict[str, Any], sid: str | None = None) -> str:
-    """Store `schema` under its content address (`sid` when the caller already hashed it)."""
-    text, sid = canonical_json(schema), sid or schema_id(schema)
-    db.execute(
-        "INSERT OR IGNORE INTO schemas (id, content, created_at) VALUES (?, ?, ?)",
-        (sid, text, time.time()),
-    )
+def insert_schema(db: sqlite3.Connection, schema: dict[str, Any]) -> str:
+    """Store `schema` under its content address; that id."""
+    sid = schema_id(schema)
+    write_rows(db, {"schemas": [(sid, canonical_json(schema), time.time())]})
     return sid
 
 
@@ -81,27 +93,43 @@ def insert_call(db: sqlite3.Connection, record: CallRecord) -> str:
 
 
 def insert_calls(db: sqlite3.Connection, records: list[CallRecord]) -> list[str]:
-    """Write calls (a chain's, in the caller's transaction): each conversation and schema once.
-    Every loaded key value is masked in what is written (`storable_row`)."""
+    """Write calls (a chain's, in the caller's transaction)."""
+    write_rows(db, rows_of(records))
+    return [record.id for record in records]
+
+
+def rows_of(records: list[CallRecord]) -> Rows:
+    """The rows of calls (a chain's): each conversation and schema once. Every loaded key value is
+    masked in them (`storable_row`)."""
+    rows: Rows = {}
     conversations: set[tuple[str, str, str | None]] = set()
     schemas: dict[int, str] = {}  # a chain's calls share one schema object: hash it once
     for record in records:
         conversation = (record.conversation_id, record.model, record.conversation_name)
         if conversation not in conversations:
             conversations.add(conversation)
-            upsert_conversation(db, *conversation)
+            _conversation_rows(rows, *conversation)
         sid = None
         if record.schema is not None:
-            sid = schemas.get(id(record.schema)) or insert_schema(db, record.schema, record.schema_id)
-            schemas[id(record.schema)] = sid
-        _insert_response(db, record, sid)
-    return [record.id for record in records]
+            sid = schemas.get(id(record.schema))
+            if sid is None:
+                sid = record.schema_id or schema_id(record.schema)
+                rows.setdefault("schemas", []).append((sid, canonical_json(record.schema), time.time()))
+                schemas[id(record.schema)] = sid
+        _response_rows(rows, record, sid)
+    return rows
 
 
-def _insert_response(db: sqlite3.Connection, record: CallRecord, sid: str | None) -> None:
+def _conversation_rows(rows: Rows, cid: str, model: str, name: str | None) -> Rows:
+    rows.setdefault("conversations", []).append(storable_row((cid, model, name, time.time())))
+    if name is not None:
+        rows.setdefault("conversation_names", []).append(storable_row((name, cid)))
+    return rows
+
+
+def _response_rows(rows: Rows, record: CallRecord, sid: str | None) -> None:
     usage = record.usage
-    db.execute(
-        _INSERT_RESPONSE,
+    rows.setdefault("responses", []).append(
         storable_row(
             (
                 record.id,
@@ -130,22 +158,19 @@ def _insert_response(db: sqlite3.Connection, record: CallRecord, sid: str | None
                 record.parent_tool_call_id,
                 record.agent_name,
             )
-        ),
-    )
-    if record.tool_calls:
-        db.executemany(
-            "INSERT INTO tool_calls (response_id, call_id, name, arguments) VALUES (?, ?, ?, ?)",
-            [storable_row((record.id, c.call_id, c.name, dumps(c.arguments))) for c in record.tool_calls],
         )
-    if record.tool_results:
-        db.executemany(
-            "INSERT INTO tool_results (response_id, call_id, name, output, error) VALUES (?, ?, ?, ?, ?)",
-            [storable_row((record.id, r.call_id, r.name, r.output, r.error)) for r in record.tool_results],
+    )
+    for c in record.tool_calls:
+        rows.setdefault("tool_calls", []).append(
+            storable_row((record.id, c.call_id, c.name, dumps(c.arguments)))
+        )
+    for r in record.tool_results:
+        rows.setdefault("tool_results", []).append(
+            storable_row((record.id, r.call_id, r.name, r.output, r.error))
         )
     if record.format_context is not None:
-        db.execute(
-            "INSERT INTO format_contexts (response_id, policy, context) VALUES (?, ?, ?)",
-            storable_row((record.id, record.format_context_policy, record.format_context)),
+        rows.setdefault("format_contexts", []).append(
+            storable_row((record.id, record.format_context_policy, record.format_context))
         )
 
 
@@ -178,3 +203,32 @@ def read_call(db: sqlite3.Connection, row: tuple[Any, ...]) -> CallRecord:
         return CallRecord.model_validate(data)
     except ValueError as exc:
         raise StoreError(f"malformed row {rid} in the log: {exc}") from exc
+
+
+def filters(
+    *,
+    ids: list[str] | None = None,
+    conversation_id: str | None = None,
+    chain_id: str | None = None,
+    schema_id: str | None = None,
+    before: float | None = None,
+) -> tuple[list[str], list[Any]]:
+    """WHERE clauses (all must hold) over `responses r` and their arguments, for reads and deletes."""
+    clauses: list[str] = []
+    args: list[Any] = []
+
+    def add(clause: str, *values: Any) -> None:
+        clauses.append(clause)
+        args.extend(values)
+
+    if ids:
+        add(f"r.id IN ({', '.join('?' * len(ids))})", *(rid.strip().lower() for rid in ids))
+    if conversation_id is not None:
+        add("r.conversation_id = ?", conversation_id)
+    if chain_id is not None:
+        add("r.chain_id = ?", chain_id)
+    if schema_id is not None:
+        add("r.schema_id >= ? AND r.schema_id < ?", schema_id.lower(), schema_id.lower() + "g")
+    if before is not None:
+        add("r.created_at < ?", before)
+    return clauses, args

@@ -19,6 +19,7 @@ import random
 import sqlite3
 import threading
 import time
+import warnings
 from collections.abc import Callable, Iterator
 from concurrent.futures import Future
 from contextlib import contextmanager
@@ -26,14 +27,17 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from chainform.store._fts import catch_up, ensure_fts, has_fts, search_clause
+from chainform.store._journal import pending, spread, stage
 from chainform.store._migrations import MIGRATIONS, migrate, user_version
 from chainform.store._records import CallRecord, SchemaInfo, StoreError
 from chainform.store._rows import (
     SELECT,
+    filters,
     insert_call,
     insert_calls,
     insert_schema,
     read_call,
+    rows_of,
     upsert_conversation,
 )
 from chainform.store._writer import AUTOCHECKPOINT_PAGES, Checkpointer, Writer
@@ -191,6 +195,7 @@ class Store:
 
     @contextmanager
     def _read(self) -> Iterator[sqlite3.Connection]:
+        self._spread()
         with self._lock:
             db = self._connect()
             try:
@@ -218,9 +223,22 @@ class Store:
         return self._writer.submit(lambda db: insert_calls(db, records))
 
     def write_now(self, records: list[CallRecord]) -> None:
-        """Write calls in one transaction on this thread (the exit hook: no new thread then)."""
+        """Commit calls on this thread, as one journal row (store/_journal.py): a sync chain that
+        runs alone, and the exit hook (no new thread then)."""
         if records:
-            self._write(lambda db: insert_calls(db, records))
+            rows = rows_of(records)
+            self._write(lambda db: stage(db, rows))
+
+    def _spread(self) -> None:
+        """Bring the tables up to date with the journal before a read (a write transaction, only
+        when there is something to spread). A log this process cannot write is read as it is."""
+        with self._lock:
+            has_pending = pending(self._connect())
+        if has_pending:
+            try:
+                self._write(spread)
+            except StoreError as exc:
+                warnings.warn(f"chainform: the log shows no chain still in its journal: {exc}", stacklevel=3)
 
     def log_call(self, record: CallRecord) -> str:
         """Write one model call and wait for its commit (what `submit` does, synchronously)."""
@@ -253,12 +271,13 @@ class Store:
 
         Conversations and schemas nothing refers to any more go too.
         """
-        clauses, args = _filters(ids=ids, conversation_id=conversation_id, before=before)
+        clauses, args = filters(ids=ids, conversation_id=conversation_id, before=before)
         if not clauses:
             raise StoreError("say which calls to remove: ids, a conversation or a date")
         selected = "SELECT r.id FROM responses r WHERE " + " AND ".join(clauses)
 
         def delete(db: sqlite3.Connection) -> int:
+            spread(db)
             for table in ("tool_calls", "tool_results", "format_contexts"):
                 db.execute(f"DELETE FROM {table} WHERE response_id IN ({selected})", args)
             count = db.execute(f"DELETE FROM responses WHERE id IN ({selected})", args).rowcount
@@ -328,7 +347,7 @@ class Store:
         `query` is full-text search over prompts and response texts (all words must occur);
         `schema_id` may be a unique prefix.
         """
-        where, args = _filters(conversation_id=conversation_id, chain_id=chain_id, schema_id=schema_id)
+        where, args = filters(conversation_id=conversation_id, chain_id=chain_id, schema_id=schema_id)
         if query is not None and query.strip():
             clause, extra = search_clause(query, self._searchable())
             where.append(clause)
@@ -354,7 +373,7 @@ class Store:
             return False
         self.flush()
         try:
-            self._write(catch_up)
+            self._write(lambda db: (spread(db), catch_up(db)))
         except StoreError:  # a log we may read but not write (a read-only copy): LIKE sees every row
             return False
         return True
@@ -368,32 +387,3 @@ class Store:
         from chainform.chain._history import history, of_log
 
         return history(of_log(self.recent(None, conversation_id=conversation_id)))
-
-
-def _filters(
-    *,
-    ids: list[str] | None = None,
-    conversation_id: str | None = None,
-    chain_id: str | None = None,
-    schema_id: str | None = None,
-    before: float | None = None,
-) -> tuple[list[str], list[Any]]:
-    """WHERE clauses (all must hold) over `responses r` and their arguments, for reads and deletes."""
-    clauses: list[str] = []
-    args: list[Any] = []
-
-    def add(clause: str, *values: Any) -> None:
-        clauses.append(clause)
-        args.extend(values)
-
-    if ids:
-        add(f"r.id IN ({', '.join('?' * len(ids))})", *(rid.strip().lower() for rid in ids))
-    if conversation_id is not None:
-        add("r.conversation_id = ?", conversation_id)
-    if chain_id is not None:
-        add("r.chain_id = ?", chain_id)
-    if schema_id is not None:
-        add("r.schema_id >= ? AND r.schema_id < ?", schema_id.lower(), schema_id.lower() + "g")
-    if before is not None:
-        add("r.created_at < ?", before)
-    return clauses, args
