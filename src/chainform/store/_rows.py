@@ -49,9 +49,18 @@ SELECT_NAMES = tuple(SELECTED)
 SELECT = ", ".join(SELECTED.values())
 
 
+_TEXTS: dict[str, str] = {}  # schema id -> its canonical JSON, as just hashed (content-addressed:
+# right for any log); a chain's logger hashes its schema once, and its rows reuse the text
+
+
 def schema_id(schema: dict[str, Any]) -> str:
     """The content address of a schema: sha256 of its canonical JSON (key order does not matter)."""
-    return sha256(canonical_json(schema).encode()).hexdigest()
+    text = canonical_json(schema)
+    sid = sha256(text.encode()).hexdigest()
+    if len(_TEXTS) >= 256:
+        _TEXTS.clear()
+    _TEXTS[sid] = text
+    return sid
 
 
 Rows = dict[str, list[tuple[Any, ...]]]
@@ -103,7 +112,7 @@ def rows_of(records: list[CallRecord]) -> Rows:
     masked in them (`storable_row`)."""
     rows: Rows = {}
     conversations: set[tuple[str, str, str | None]] = set()
-    schemas: dict[int, str] = {}  # a chain's calls share one schema object: hash it once
+    schemas: set[str] = set()  # a chain's calls share one schema (the logger gave its id)
     for record in records:
         conversation = (record.conversation_id, record.model, record.conversation_name)
         if conversation not in conversations:
@@ -111,11 +120,11 @@ def rows_of(records: list[CallRecord]) -> Rows:
             _conversation_rows(rows, *conversation)
         sid = None
         if record.schema is not None:
-            sid = schemas.get(id(record.schema))
-            if sid is None:
-                sid = record.schema_id or schema_id(record.schema)
-                rows.setdefault("schemas", []).append((sid, canonical_json(record.schema), time.time()))
-                schemas[id(record.schema)] = sid
+            sid = record.schema_id or schema_id(record.schema)
+            if sid not in schemas:
+                schemas.add(sid)
+                text = _TEXTS.get(sid) or canonical_json(record.schema)
+                rows.setdefault("schemas", []).append((sid, text, time.time()))
         _response_rows(rows, record, sid)
     return rows
 

@@ -8,6 +8,7 @@ headers or keys.
 
 from __future__ import annotations
 
+import functools
 import json
 import re
 from typing import Annotated, Any
@@ -46,6 +47,7 @@ def storable_row(row: tuple[Any, ...]) -> tuple[Any, ...]:
     return tuple(encodable_text(mask_keys(v)) if isinstance(v, str) else v for v in row)
 
 
+@functools.lru_cache(maxsize=4096)  # a log sees the same few keys in every row
 def looks_secret(key: str) -> bool:
     """True for mapping keys whose value should never reach the log."""
     return bool(_SECRET_KEY.search(key))
