@@ -9,6 +9,7 @@ the same limits.
 
 from __future__ import annotations
 
+import hashlib
 import json
 from typing import Any, Literal
 
@@ -93,3 +94,14 @@ def copy_json(value: Any) -> Any:
     if isinstance(value, list):
         return [copy_json(item) for item in value]
     return value
+
+
+def canonical_json(value: Any) -> str:
+    """The one text form of a schema that its content address (`content_id`) hashes: keys sorted,
+    no spaces, so key order and formatting never make two ids for one schema."""
+    return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+
+
+def content_id(text: str) -> str:
+    """The content address of a canonical JSON text (sha256, hex): a schema's id in the log."""
+    return hashlib.sha256(text.encode()).hexdigest()

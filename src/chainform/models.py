@@ -222,6 +222,7 @@ class _Base(Generic[R]):
             prompt=request.prompt.text if request.prompt else None,
             system=request.system,
             schema=request.output.schema if request.output else None,
+            schema_content=request.output.content if request.output else None,
             format_context_policy=request.format_context.name,
         )
 

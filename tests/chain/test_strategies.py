@@ -248,3 +248,7 @@ def test_a_types_schema_is_built_once_and_each_spec_gets_its_own_copy(monkeypatc
     assert second.schema["properties"]["city"]["type"] == "string"
     assert second.schema == Fresh.model_json_schema() and second.python_type is Fresh
     assert OutputSpec.from_user(list[int]).schema == {"items": {"type": "integer"}, "type": "array"}
+    # the log's content address, worked out once per type, is the one the store computes
+    from chainform.store._rows import schema_id
+
+    assert second.content is not None and second.content[1] == schema_id(Fresh.model_json_schema())

@@ -8,7 +8,7 @@ import json
 from dataclasses import dataclass
 from typing import Any
 
-from chainform._json import copy_json
+from chainform._json import canonical_json, content_id, copy_json
 from chainform.errors import SchemaError, StructuredOutputGenerationError
 from chainform.output._parse import extract_json
 from chainform.types import FunctionSpec, ResponseFormat, arguments_error
@@ -24,6 +24,9 @@ class OutputSpec:
     python_type: Any = None
     name: str = "response"
     description: str | None = None
+    content: tuple[str, str] | None = None
+    """The schema's canonical JSON and its content address (the log's schema id), when known:
+    worked out once per Python type, not once per chain."""
 
     @classmethod
     def from_user(cls, schema: Any) -> OutputSpec:
@@ -37,11 +40,11 @@ class OutputSpec:
             return cls(resolved, None, _title(resolved), resolved.get("description"))
         if isinstance(schema, type) or hasattr(schema, "__origin__"):
             try:
-                js = copy_json(_type_schema(schema))
+                js, content = copy_json(_type_schema(schema)), _type_content(schema)
             except TypeError:  # an unhashable type expression: not cached
-                js = _type_schema.__wrapped__(schema)
+                js, content = _type_schema.__wrapped__(schema), None
             name = getattr(schema, "__name__", "response")
-            return cls(js, schema, name, js.get("description"))
+            return cls(js, schema, name, js.get("description"), content)
         raise SchemaError(
             f"unsupported schema {type(schema).__name__}: give a dict, JSON text, a file path, "
             "schema DSL ('name, age int') or a pydantic model"
@@ -153,6 +156,12 @@ def _type_schema(schema: Any) -> dict[str, Any]:
         return TypeAdapter(schema).json_schema()
     except Exception as exc:  # pydantic raises several error types for undescribable types
         raise SchemaError(f"cannot build a JSON Schema from {schema!r}: {exc}") from exc
+
+
+@functools.lru_cache(maxsize=256)
+def _type_content(schema: Any) -> tuple[str, str]:
+    text = canonical_json(_type_schema(schema))
+    return text, content_id(text)
 
 
 def _safe_name(name: str) -> str:

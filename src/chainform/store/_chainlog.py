@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING, Any
 
 from chainform._lineage import current_chain
 from chainform.store._records import CallRecord, ToolCallRecord, ToolResultRecord
-from chainform.store._rows import schema_id
+from chainform.store._rows import known_schema, schema_id
 from chainform.store._serialize import to_jsonable
 
 if TYPE_CHECKING:
@@ -50,6 +50,7 @@ class ChainLogger:
         system: str | None,
         schema: dict[str, Any] | None,
         format_context_policy: str | None,
+        schema_content: tuple[str, str] | None = None,
     ) -> None:
         self.store = store
         self.model = model
@@ -57,7 +58,12 @@ class ChainLogger:
         self.system = system
         self.schema = schema
         self.policy = format_context_policy
-        self.schema_id = schema_id(schema) if schema is not None else None
+        if schema is None:
+            self.schema_id: str | None = None
+        elif schema_content is not None:  # hashed once for its Python type (OutputSpec.content)
+            self.schema_id = known_schema(*schema_content)
+        else:
+            self.schema_id = schema_id(schema)
         self._records: list[CallRecord] = []
 
     def record(self, call: ModelCall, run: Any) -> CallRecord:

@@ -8,9 +8,9 @@ from __future__ import annotations
 import json
 import sqlite3
 import time
-from hashlib import sha256
 from typing import Any
 
+from chainform._json import content_id
 from chainform.store._records import CallRecord, StoreError
 from chainform.store._serialize import (
     canonical_json,
@@ -56,7 +56,11 @@ _TEXTS: dict[str, str] = {}  # schema id -> its canonical JSON, as just hashed (
 def schema_id(schema: dict[str, Any]) -> str:
     """The content address of a schema: sha256 of its canonical JSON (key order does not matter)."""
     text = canonical_json(schema)
-    sid = sha256(text.encode()).hexdigest()
+    return known_schema(text, content_id(text))
+
+
+def known_schema(text: str, sid: str) -> str:
+    """Keep `text` (a schema's canonical JSON, whose id is `sid`) for the rows that name it; `sid`."""
     if len(_TEXTS) >= 256:
         _TEXTS.clear()
     _TEXTS[sid] = text

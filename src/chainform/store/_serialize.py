@@ -15,6 +15,7 @@ from typing import Annotated, Any
 
 from pydantic import ConfigDict, Field, PlainSerializer, PlainValidator, TypeAdapter
 
+from chainform._json import canonical_json as canonical_json  # the log's form of a schema
 from chainform.keys import mentions_secret
 from chainform.keys import redact as mask_keys
 from chainform.types import Message, encodable_text
@@ -129,8 +130,3 @@ def messages_to_json(messages: list[Message]) -> str:
 
 def messages_from_json(text: str | None) -> list[Message]:
     return _MESSAGES.validate_json(text) if text else []
-
-
-def canonical_json(value: Any) -> str:
-    """The one byte form of a schema that its content-addressed id hashes."""
-    return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
