@@ -323,3 +323,29 @@ def test_openai_chat_odd_fields_are_dropped_not_a_crash() -> None:
     assert [(c.call_id, c.name) for c in response.function_calls] == [("", ""), ("", "")]
     usage = response.usage_details
     assert usage is not None and (usage.input_tokens, usage.output_tokens) == (None, 2)
+
+
+def test_tool_schemas_are_converted_once_per_tool_and_copied_per_request(monkeypatch) -> None:
+    made = OpenAIChatClient(
+        "gpt-4.1-mini", settings=ClientSettings("openai", base_url="http://x/v1", key=KEY)
+    )
+    converted: list[str] = []
+    original = made.in_dialect
+
+    def counting(schema):
+        converted.append(str(schema.get("properties")))
+        return original(schema)
+
+    monkeypatch.setattr(made, "in_dialect", counting)
+    options = ChatOptions(tools=[WEATHER])
+    first = made.build_request([Message.user("?")], options)
+    first["tools"][0]["function"]["parameters"]["properties"]["city"]["type"] = (
+        "integer"  # one request's copy
+    )
+    second = made.build_request([Message.user("?")], options)
+    assert len(converted) == 1
+    assert second["tools"][0]["function"]["parameters"]["properties"]["city"]["type"] == "string"
+    assert second["tools"][0]["function"]["strict"] is True
+    other = FunctionSpec("other", "Another tool.", {"type": "object", "properties": {}})
+    made.build_request([Message.user("?")], ChatOptions(tools=[WEATHER, other]))
+    assert len(converted) == 2  # a new tool object is converted; the known one is not

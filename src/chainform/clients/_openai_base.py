@@ -11,6 +11,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from chainform._json import copy_json
 from chainform.clients._common import AdapterClient, import_sdk
 from chainform.clients._errors import StreamGuard, retry_after
 from chainform.clients.base import Middleware
@@ -135,6 +136,7 @@ class OpenAIBaseClient(AdapterClient):
     ) -> None:
         # set before the base class: it looks the profile up through default_profile (self.settings)
         self.settings = settings = settings or ClientSettings(provider="openai")
+        self._tool_schemas: dict[int, tuple[ToolSpec, dict[str, Any], bool]] = {}
         super().__init__(
             model,
             sdk_client,
@@ -190,7 +192,19 @@ class OpenAIBaseClient(AdapterClient):
         return (converted, True) if isinstance(converted, dict) else (schema, False)
 
     def tool_definitions(self, tools: Sequence[ToolSpec]) -> list[tuple[ToolSpec, dict[str, Any], bool]]:
-        return [(tool, *self.convert_schema(dict(tool.parameters))) for tool in tools]
+        """Each tool's schema in this model's dialect, and whether it may be strict. Converted once
+        per tool object (a chain's tools are the same objects at every call, and a function's Tool
+        is cached across chains); every request gets its own copy."""
+        out = []
+        for tool in tools:
+            hit = self._tool_schemas.get(id(tool))
+            if hit is None or hit[0] is not tool:
+                hit = (tool, *self.convert_schema(dict(tool.parameters)))
+                if len(self._tool_schemas) >= 256:
+                    self._tool_schemas.clear()
+                self._tool_schemas[id(tool)] = hit
+            out.append((tool, copy_json(hit[1]), hit[2]))
+        return out
 
     def response_schema(self, fmt: ResponseFormat) -> tuple[dict[str, Any], bool]:
         schema, strict = self.convert_schema(dict(fmt.schema or {}))
