@@ -44,7 +44,7 @@ def spread(db: sqlite3.Connection) -> int:
     for jid, fmt, text in db.execute("SELECT id, format, rows FROM journal ORDER BY id").fetchall():
         db.execute("SAVEPOINT spread")
         try:
-            write_rows(db, _rows(fmt, text))
+            write_rows(db, _decode(fmt, text))
         except (sqlite3.Error, ValueError) as exc:
             db.execute("ROLLBACK TO spread")
             warnings.warn(f"chainform: dropped a journaled chain the log could not take: {exc}", stacklevel=2)
@@ -55,7 +55,7 @@ def spread(db: sqlite3.Connection) -> int:
     return done
 
 
-def _rows(fmt: int, text: str) -> Rows:
+def _decode(fmt: int, text: str) -> Rows:
     if fmt != FORMAT:
         raise ValueError(f"journal format {fmt} is not one this chainform reads")
     data: Any = from_json(text)

@@ -95,8 +95,9 @@ def upsert_conversation(db: sqlite3.Connection, cid: str, model: str, name: str 
 
 def insert_schema(db: sqlite3.Connection, schema: dict[str, Any]) -> str:
     """Store `schema` under its content address; that id."""
-    sid = schema_id(schema)
-    write_rows(db, {"schemas": [(sid, canonical_json(schema), time.time())]})
+    text = canonical_json(schema)
+    sid = known_schema(text, content_id(text))
+    write_rows(db, {"schemas": [(sid, text, time.time())]})
     return sid
 
 
