@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import dataclasses
 import warnings
 from collections.abc import Sequence
 from typing import Any, Generic, TypeVar
@@ -22,12 +21,11 @@ from chainform.output import STRATEGIES, OutputSpec
 from chainform.output._fallbacks import Fallbacks
 from chainform.response import AsyncChainResponse, ChainResponse, RunFactory
 from chainform.types import ChatOptions, Content, Message, ModelProfile
+from chainform.types._options import OPTION_NAMES
 
 PromptInput = str | Message | Sequence[Content] | None
 
 R = TypeVar("R", ChainResponse, AsyncChainResponse)
-
-_OPTION_FIELDS = {f.name for f in dataclasses.fields(ChatOptions)} - {"additional_properties"}
 
 
 def as_options(options: ChatOptions | dict[str, Any] | None) -> ChatOptions:
@@ -36,8 +34,8 @@ def as_options(options: ChatOptions | dict[str, Any] | None) -> ChatOptions:
         return ChatOptions()
     if isinstance(options, ChatOptions):
         return options
-    known = {k: v for k, v in options.items() if k in _OPTION_FIELDS}
-    extra = {k: v for k, v in options.items() if k not in _OPTION_FIELDS}
+    known = {k: v for k, v in options.items() if k in OPTION_NAMES}
+    extra = {k: v for k, v in options.items() if k not in OPTION_NAMES}
     return ChatOptions(**known, additional_properties=extra)
 
 

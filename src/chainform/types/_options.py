@@ -112,13 +112,14 @@ class ChatOptions:
         """The fields that are set (for logs and for 'unsupported option' checks; every call asks,
         so the field names are listed once, not looked up by `dataclasses.fields` each time)."""
         values = self.__dict__
-        out = {name: values[name] for name in _OPTION_NAMES if values[name] is not None}
+        out = {name: values[name] for name in OPTION_NAMES if values[name] is not None}
         if self.additional_properties:
             out["additional_properties"] = self.additional_properties
         return out
 
 
-_OPTION_NAMES = tuple(f.name for f in dataclasses.fields(ChatOptions) if f.name != "additional_properties")
+OPTION_NAMES = tuple(f.name for f in dataclasses.fields(ChatOptions) if f.name != "additional_properties")
+"""The named options of ChatOptions (every field but the `additional_properties` extras)."""
 
 
 @dataclass(frozen=True)
