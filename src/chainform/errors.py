@@ -27,6 +27,10 @@ class JSONLimitError(ChainformError, ValueError):
     """Model-written JSON nested too deeply or too long to parse safely (fed back like any invalid JSON)."""
 
 
+class AttachmentError(ChainformError, ValueError):
+    """An attachment cannot be read, recognised, converted or sent to this model; nothing was sent."""
+
+
 class ModelNotFoundError(ChainformError, LookupError):
     """No model is registered under the requested name or alias."""
 

@@ -1,5 +1,6 @@
 """The one vocabulary shared by every layer: messages, content, responses, options, profiles."""
 
+from chainform.types._attachment import Attachment
 from chainform.types._content import (
     Content,
     DataContent,
@@ -18,6 +19,7 @@ from chainform.types._messages import ChatResponse, ChatResponseUpdate, Message,
 from chainform.types._options import (
     ChatOptions,
     FunctionSpec,
+    MediaSupport,
     ModelProfile,
     ResponseFormat,
     SchemaDialect,
@@ -28,6 +30,7 @@ from chainform.types._usage import UsageDetails
 from chainform.types._values import FinishReason, Role
 
 __all__ = [
+    "Attachment",
     "ChatOptions",
     "ChatResponse",
     "ChatResponseUpdate",
@@ -38,6 +41,7 @@ __all__ = [
     "FunctionCallContent",
     "FunctionResultContent",
     "FunctionSpec",
+    "MediaSupport",
     "Message",
     "ModelProfile",
     "ResponseFormat",

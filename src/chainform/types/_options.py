@@ -122,6 +122,45 @@ OPTION_NAMES = tuple(f.name for f in dataclasses.fields(ChatOptions) if f.name !
 """The named options of ChatOptions (every field but the `additional_properties` extras)."""
 
 
+IMAGE_TYPES = frozenset({"image/png", "image/jpeg", "image/webp", "image/gif"})
+"""The image formats every vision API takes."""
+
+
+@dataclass(frozen=True)
+class MediaSupport:
+    """What a model reads beside text, as data: checked before anything is sent.
+
+    `types` are the media types it takes (anything else is converted to text locally, or refused);
+    `max_bytes` bounds one inline attachment, `max_count` the attachments of one request;
+    `url_types` are the types the provider downloads itself when given a URL (others are
+    downloaded by chainform and sent inline).
+    """
+
+    types: frozenset[str] = frozenset()
+    max_bytes: int | None = None
+    max_count: int | None = None
+    url_types: frozenset[str] = frozenset()
+    # tighter limits for some types, e.g. (("image/png", 5_000_000),)
+    type_limits: tuple[tuple[str, int], ...] = ()
+
+    def accepts(self, media_type: str) -> bool:
+        return media_type in self.types
+
+    def limit(self, media_type: str) -> int | None:
+        """The most bytes one attachment of `media_type` may have inline (None: no limit known)."""
+        return dict(self.type_limits).get(media_type, self.max_bytes)
+
+    def fetches(self, media_type: str) -> bool:
+        return media_type in self.url_types
+
+    def describe(self) -> str:
+        """`image/png, application/pdf (at most 20 MB each)`, or `text only`."""
+        if not self.types:
+            return "text only"
+        limit = f" (at most {self.max_bytes / 1_000_000:g} MB each)" if self.max_bytes else ""
+        return ", ".join(sorted(self.types)) + limit
+
+
 @dataclass(frozen=True)
 class ModelProfile:
     """A model's capabilities as data. Output-strategy selection reads only this."""
@@ -136,7 +175,6 @@ class ModelProfile:
     supports_strict_schema: bool = False
     supports_streaming: bool = True
     supports_seed: bool = False
-    supports_images: bool = False
     supports_reasoning: bool = False
     schema_dialect: SchemaDialect = "jsonschema"
     # tool names the provider accepts; others are renamed on the wire and back (clients/_tool_names.py)
@@ -144,13 +182,23 @@ class ModelProfile:
     context_window: int | None = None
     max_output_tokens: int | None = None
     unsupported_options: frozenset[str] = frozenset()
+    # what it reads beside text (images, PDFs...): everything else is converted or refused
+    media: MediaSupport = MediaSupport()
 
     def replace(self, **changes: Any) -> ModelProfile:
         return dataclasses.replace(self, **changes)
 
+    @property
+    def supports_images(self) -> bool:
+        return bool(self.media.types & IMAGE_TYPES)
+
     def capabilities(self) -> dict[str, Any]:
         """A flat dict for listings (`chainform models`)."""
-        return {
+        flat = {
             f.name: (sorted(v) if isinstance(v := getattr(self, f.name), frozenset) else v)
             for f in dataclasses.fields(self)
+            if f.name != "media"
         }
+        flat["supports_images"] = self.supports_images
+        flat["media"] = sorted(self.media.types)
+        return flat

@@ -10,7 +10,12 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable, Mapping
 
-from chainform.types import ModelProfile
+from chainform.types import MediaSupport, ModelProfile
+from chainform.types._options import IMAGE_TYPES
+
+PDF = "application/pdf"
+# Vision models behind OpenAI's API shape (the OpenAI-compatible servers' image_url included).
+IMAGES = MediaSupport(types=IMAGE_TYPES, max_bytes=20_000_000, max_count=500)
 
 # Every capability a profile can claim: families derive from it by switching off what they lack.
 CAPABLE = ModelProfile(

@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
-from chainform.clients.profiles import TOOLS_ONLY, named
-from chainform.types import ModelProfile
+from chainform.clients.profiles import PDF, TOOLS_ONLY, named
+from chainform.types import MediaSupport, ModelProfile
+from chainform.types._options import IMAGE_TYPES
 
 PROVIDER = "anthropic"
 UNSUPPORTED = frozenset({"seed", "frequency_penalty", "presence_penalty"})
@@ -12,7 +13,11 @@ SAMPLING = ("temperature", "top_p", "top_k")
 _BASE = TOOLS_ONLY.replace(
     provider=PROVIDER,
     supports_seed=False,
-    supports_images=True,
+    # image and document blocks, base64 or URL; images 5 MB each, a request 32 MB
+    media=MediaSupport(
+        types=IMAGE_TYPES | {PDF, "text/plain"}, max_bytes=32_000_000, max_count=100,
+        url_types=IMAGE_TYPES | {PDF}, type_limits=tuple((t, 5_000_000) for t in sorted(IMAGE_TYPES)),
+    ),
     schema_dialect="anthropic",
     context_window=200_000,
     unsupported_options=UNSUPPORTED,

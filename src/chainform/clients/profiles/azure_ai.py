@@ -7,13 +7,15 @@ depends on its family, not on the endpoint. Names are matched case-insensitively
 
 from __future__ import annotations
 
-from chainform.clients.profiles import CAPABLE, TOOLS_ONLY, longest_prefix
+from chainform.clients.profiles import CAPABLE, IMAGES, TOOLS_ONLY, longest_prefix
 from chainform.types import ModelProfile
 
 _NO_TOP_K = frozenset({"top_k"})
 
 # GPT deployments on Foundry can do everything OpenAI models can; other families start from _BASE.
-_GPT = CAPABLE.replace(provider="azure-ai", schema_dialect="openai-strict", unsupported_options=_NO_TOP_K)
+_GPT = CAPABLE.replace(
+    provider="azure-ai", schema_dialect="openai-strict", unsupported_options=_NO_TOP_K, media=IMAGES
+)
 _BASE = TOOLS_ONLY.replace(
     provider="azure-ai",
     supports_parallel_tool_calls=False,

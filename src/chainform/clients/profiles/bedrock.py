@@ -2,8 +2,16 @@
 
 from __future__ import annotations
 
-from chainform.clients.profiles import TOOLS_ONLY, named
-from chainform.types import ModelProfile
+from chainform.clients.profiles import PDF, TOOLS_ONLY, named
+from chainform.types import MediaSupport, ModelProfile
+from chainform.types._options import IMAGE_TYPES
+
+# Converse image and document blocks: images 3.75 MB, documents 4.5 MB, no URLs (S3 only).
+_DOCUMENTS = frozenset({PDF, "text/plain", "text/csv", "text/markdown", "text/html"})
+_VISION = MediaSupport(
+    types=IMAGE_TYPES | _DOCUMENTS, max_bytes=4_500_000, max_count=20,
+    type_limits=tuple((t, 3_750_000) for t in sorted(IMAGE_TYPES)),
+)
 
 PROVIDER = "bedrock"
 _NO_SAMPLING = frozenset({"seed", "frequency_penalty", "presence_penalty"})
@@ -15,14 +23,14 @@ _CONVERSE = TOOLS_ONLY.replace(
     schema_dialect="bedrock",
     unsupported_options=_NO_SAMPLING,
 )
-_CLAUDE = _CONVERSE.replace(supports_images=True, context_window=200_000, max_output_tokens=8192)
+_CLAUDE = _CONVERSE.replace(media=_VISION, context_window=200_000, max_output_tokens=8192)
 _CLAUDE_THINKING = _CLAUDE.replace(supports_reasoning=True, max_output_tokens=64_000)
 # Converse's outputConfig.textFormat (native JSON schema) is offered for the Claude 4.5 generation on.
 _CLAUDE_NATIVE = _CLAUDE_THINKING.replace(
     supports_json_schema=True, supports_tools_with_schema=True, supports_strict_schema=True
 )
 _NOVA = _CONVERSE.replace(
-    supports_parallel_tool_calls=False, supports_images=True, context_window=300_000, max_output_tokens=10_000
+    supports_parallel_tool_calls=False, media=_VISION, context_window=300_000, max_output_tokens=10_000
 )
 UNKNOWN = _CONVERSE.replace(
     supports_parallel_tool_calls=False,
@@ -48,7 +56,7 @@ KNOWN_MODELS: dict[str, ModelProfile] = {
         "anthropic.claude-opus-4-5-20251101-v1:0",
     ),
     **named(_NOVA, "amazon.nova-pro-v1:0", "amazon.nova-lite-v1:0", "amazon.nova-premier-v1:0"),
-    _NOVA_MICRO: _NOVA.replace(name=_NOVA_MICRO, supports_images=False, context_window=128_000),
+    _NOVA_MICRO: _NOVA.replace(name=_NOVA_MICRO, media=MediaSupport(), context_window=128_000),
     **named(
         _OPEN_WEIGHTS,
         "meta.llama3-1-70b-instruct-v1:0",

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from chainform.clients.profiles import CAPABLE, named
-from chainform.types import ModelProfile
+from chainform.clients.profiles import CAPABLE, PDF, named
+from chainform.types import MediaSupport, ModelProfile
 
 PROVIDER = "gemini"
 
@@ -11,7 +11,11 @@ _BASE = CAPABLE.replace(
     provider=PROVIDER,
     supports_tools_with_schema=False,
     supports_strict_schema=False,
-    supports_images=True,
+    # inline_data up to 20 MB a request (larger files need the Files API, which chainform does not use)
+    media=MediaSupport(
+        types=frozenset({"image/png", "image/jpeg", "image/webp", "image/heic", "image/heif", PDF, "text/plain"}),
+        max_bytes=20_000_000, max_count=3000,
+    ),
     schema_dialect="gemini",
     tool_name_pattern=r"[A-Za-z_][A-Za-z0-9_.:-]{0,63}",  # Gemini takes dots and colons
     context_window=1_048_576,

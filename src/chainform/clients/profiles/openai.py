@@ -9,8 +9,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from chainform.clients.profiles import CAPABLE, TOOLS_ONLY, longest_prefix
-from chainform.types import ModelProfile
+from chainform.clients.profiles import CAPABLE, IMAGES, PDF, TOOLS_ONLY, longest_prefix
+from chainform.types import MediaSupport, ModelProfile
+from chainform.types._options import IMAGE_TYPES
 
 # Reasoning models reject sampling settings; every OpenAI model rejects top_k.
 _SAMPLING = frozenset({"temperature", "top_p", "frequency_penalty", "presence_penalty"})
@@ -19,7 +20,11 @@ _NO_TOP_K = frozenset({"top_k"})
 _OPENAI = CAPABLE.replace(
     name="openai",
     provider="openai",
-    supports_images=True,
+    # images inline or by URL (fetched by OpenAI); PDFs inline as file data (32 MB, 100 pages)
+    media=MediaSupport(
+        types=IMAGE_TYPES | {PDF}, max_bytes=32_000_000, max_count=500, url_types=IMAGE_TYPES,
+        type_limits=tuple((t, 20_000_000) for t in sorted(IMAGE_TYPES)),
+    ),
     schema_dialect="openai-strict",
     unsupported_options=_NO_TOP_K,
 )
@@ -65,7 +70,7 @@ def openai_profile(model: str, provider: str = "openai") -> ModelProfile:
     family = _family(model)
     changes = dict(_FAMILIES.get(family, {})) if family else {}
     if model.startswith(("o1-mini", "o3-mini")):
-        changes["supports_images"] = False
+        changes["media"] = MediaSupport()
     return _OPENAI.replace(name=model, provider=provider, **changes)
 
 
@@ -99,7 +104,8 @@ class CompatServer:
         return self.profile.replace(name=model, provider=self.provider)
 
 
-_COMPAT_BASE = TOOLS_ONLY.replace(supports_json_schema=True, unsupported_options=_NO_TOP_K)
+# Images go as image_url (a text-only model on the server refuses them); PDFs are converted locally.
+_COMPAT_BASE = TOOLS_ONLY.replace(supports_json_schema=True, unsupported_options=_NO_TOP_K, media=IMAGES)
 
 COMPAT_SERVERS: dict[str, CompatServer] = {
     s.provider: s

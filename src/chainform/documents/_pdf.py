@@ -1,0 +1,51 @@
+"""Text from PDFs, offline: each page's text layer through pypdfium2; a page without one is rendered
+and read by OCR (chainform.documents._ocr)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from chainform.errors import AttachmentError
+
+_RENDER_SCALE = 2.0  # 144 dpi: small print stays legible to the OCR model
+
+
+@dataclass(frozen=True)
+class PdfText:
+    pages: list[str]
+    ocr_pages: int
+
+    @property
+    def text(self) -> str:
+        return "\n\n".join(f"[page {i}]\n{page}" for i, page in enumerate(self.pages, 1))
+
+
+def pdf_text(data: bytes, name: str) -> PdfText:
+    """The text of every page; pages without a text layer are OCR'd."""
+    try:
+        import pypdfium2 as pdfium
+    except ImportError as exc:
+        raise AttachmentError("reading PDFs needs pypdfium2: pip install 'chainform[documents]'") from exc
+    try:
+        document = pdfium.PdfDocument(data)
+    except pdfium.PdfiumError as exc:
+        reason = "is encrypted (password protected)" if "password" in str(exc).lower() else "is not a readable PDF"
+        raise AttachmentError(f"{name}: {reason} ({exc})") from None
+    try:
+        if len(document) == 0:
+            raise AttachmentError(f"{name}: the PDF has no pages")
+        pages: list[str] = []
+        ocr_pages = 0
+        for index in range(len(document)):
+            page = document[index]
+            text = page.get_textpage().get_text_bounded().replace("\r\n", "\n").strip()
+            if not text:
+                from chainform.documents._ocr import ocr_lines
+
+                bitmap = page.render(scale=_RENDER_SCALE)
+                text = "\n".join(ocr_lines(bitmap.to_numpy()))
+                ocr_pages += 1
+            pages.append(text)
+        return PdfText(pages, ocr_pages)
+    finally:
+        document.close()

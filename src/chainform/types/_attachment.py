@@ -1,0 +1,220 @@
+"""Attachments: a file, a URL or bytes handed to a model beside the prompt.
+
+An `Attachment` is vocabulary: before a request is built it becomes a `DataContent` (inline bytes) or a
+`UriContent` (a URL the provider fetches itself), or converted text for a model that cannot read it
+(chainform.documents). Its content type is told from the bytes (puremagic), the file name's extension
+only where the bytes say nothing, and `type=` overrides both.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import mimetypes
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+from urllib.parse import urlsplit
+
+from chainform.errors import AttachmentError
+from chainform.types._content import DataContent, UriContent
+
+_SNIFF_BYTES = 8192
+# Extensions whose text types mimetypes does not know everywhere.
+_TEXT_EXTENSIONS = {".md": "text/markdown", ".csv": "text/csv", ".json": "application/json", ".txt": "text/plain"}
+_TEXT_TYPES = ("text/", "application/json", "application/xml")
+
+
+def is_text_type(media_type: str) -> bool:
+    """Whether `media_type` is text a model reads as text (plain, markdown, CSV, JSON, XML...)."""
+    return media_type.startswith(_TEXT_TYPES)
+
+
+@dataclass(eq=False)
+class Attachment:
+    """A document or image for the model: exactly one of `path`, `url` or `content` (bytes).
+
+    `type` overrides the detected content type. A path is read lazily and once; `name` is what
+    the log and the CLI call it (the file name, the URL's last segment, else "attachment").
+    """
+
+    path: str | os.PathLike[str] | None = None
+    url: str | None = None
+    content: bytes | None = None
+    type: str | None = None
+    name: str | None = None
+    _data: bytes | None = field(default=None, init=False, repr=False)
+    _media_type: str | None = field(default=None, init=False, repr=False)
+
+    def __post_init__(self) -> None:
+        given = [k for k in ("path", "url", "content") if getattr(self, k) is not None]
+        if len(given) != 1:
+            raise AttachmentError(
+                "an Attachment needs exactly one of path=, url= or content= "
+                f"(got {', '.join(given) or 'none'})"
+            )
+        if self.content is not None:
+            if not isinstance(self.content, bytes | bytearray | memoryview):
+                raise AttachmentError(f"content= takes bytes, not {type(self.content).__name__}")
+            self._data = bytes(self.content)
+        if self.url is not None:
+            scheme = urlsplit(self.url).scheme.lower()
+            if scheme not in ("http", "https", "data"):
+                raise AttachmentError(f"{self.url[:80]!r}: only http(s) and data: URLs can be attached")
+            if scheme == "data":
+                try:
+                    inline = DataContent.from_uri(self.url)
+                except ValueError as exc:
+                    raise AttachmentError(f"malformed data: URL ({exc})") from None
+                self._data, self.url = inline.data, None
+                self.type = self.type or inline.media_type
+        if self.path is not None:
+            self.path = Path(self.path)
+        if self.name is None:
+            self.name = self._default_name()
+
+    def _default_name(self) -> str:
+        if self.path is not None:
+            return Path(self.path).name
+        if self.url is not None:
+            tail = urlsplit(self.url).path.rstrip("/").rsplit("/", 1)[-1]
+            return tail or urlsplit(self.url).netloc
+        return "attachment"
+
+    @property
+    def is_remote(self) -> bool:
+        """A URL not yet downloaded."""
+        return self.url is not None and self._data is None
+
+    def size(self) -> int | None:
+        """Size in bytes without reading the file (None for a URL not downloaded)."""
+        if self._data is not None:
+            return len(self._data)
+        if self.path is not None:
+            return self._stat().st_size
+        return None
+
+    def _stat(self) -> os.stat_result:
+        path = Path(self.path or "")
+        try:
+            stat = path.stat()
+        except FileNotFoundError:
+            raise AttachmentError(f"{path}: no such file") from None
+        except OSError as exc:
+            raise AttachmentError(f"{path}: cannot read ({exc.strerror or exc})") from None
+        if path.is_dir():
+            raise AttachmentError(f"{path}: is a directory, not a file")
+        return stat
+
+    def read(self, max_bytes: int | None = None) -> bytes:
+        """The bytes, read once; a file over `max_bytes` is refused before it is read."""
+        if self._data is not None:
+            data = self._data
+        elif self.path is not None:
+            size = self._stat().st_size
+            if max_bytes is not None and size > max_bytes:
+                raise AttachmentError(f"{self.name}: {size:,} bytes is over the limit of {max_bytes:,}")
+            try:
+                data = Path(self.path).read_bytes()
+            except OSError as exc:
+                raise AttachmentError(f"{self.path}: cannot read ({exc.strerror or exc})") from None
+            self._data = data
+        else:
+            raise AttachmentError(f"{self.url}: not downloaded yet")
+        if not data:
+            raise AttachmentError(f"{self.name}: is empty")
+        if max_bytes is not None and len(data) > max_bytes:
+            raise AttachmentError(f"{self.name}: {len(data):,} bytes is over the limit of {max_bytes:,}")
+        return data
+
+    def _head(self) -> bytes:
+        """The first bytes, enough to tell the type, without reading a large file whole."""
+        if self._data is None and self.path is not None:
+            if self._stat().st_size == 0:
+                raise AttachmentError(f"{self.name}: is empty")
+            try:
+                with open(self.path, "rb") as handle:
+                    return handle.read(_SNIFF_BYTES)
+            except OSError as exc:
+                raise AttachmentError(f"{self.path}: cannot read ({exc.strerror or exc})") from None
+        return self.read()[:_SNIFF_BYTES]
+
+    def set_downloaded(self, data: bytes, media_type: str | None) -> None:
+        """Keep what a download of `url` brought (chainform.documents fetches it)."""
+        self._data = data
+        if media_type and not self.type:
+            self.type = media_type
+
+    def media_type(self) -> str:
+        """The content type: `type=`, else told from the bytes, else from the extension."""
+        if self._media_type is None:
+            self._media_type = self._detect()
+        return self._media_type
+
+    def _detect(self) -> str:
+        if self.type:
+            return self.type
+        by_name = _type_from_name(self.name or "")
+        if self.is_remote:
+            if by_name is None:
+                raise AttachmentError(f"{self.name}: cannot tell its content type (give type=)")
+            return by_name
+        data = self._head()
+        by_bytes = _type_from_bytes(data)
+        if by_bytes is None or (by_name and is_text_type(by_name) and _looks_like_text(data)):
+            if _looks_like_text(data):
+                return by_name if by_name and is_text_type(by_name) else "text/plain"
+            raise AttachmentError(
+                f"{self.name}: unknown binary content type (give type= or a known format: "
+                "PNG, JPEG, WebP, GIF, PDF, text)"
+            )
+        if by_name and _family(by_name) != _family(by_bytes):
+            raise AttachmentError(f"{self.name}: its bytes are {by_bytes}, which contradicts its extension ({by_name})")
+        return by_bytes
+
+    def sha256(self) -> str:
+        return hashlib.sha256(self.read()).hexdigest()
+
+    def to_content(self) -> DataContent | UriContent:
+        """The content part a provider receives as it is (no conversion)."""
+        if self.is_remote:
+            return UriContent(uri=self.url or "", media_type=self.media_type())
+        return DataContent(data=self.read(), media_type=self.media_type())
+
+    def describe(self) -> dict[str, Any]:
+        return {"name": self.name, "media_type": self.media_type(), "bytes": self.size()}
+
+
+def _type_from_name(name: str) -> str | None:
+    suffix = Path(name).suffix.lower()
+    if suffix in _TEXT_EXTENSIONS:
+        return _TEXT_EXTENSIONS[suffix]
+    guessed, _ = mimetypes.guess_type(f"x{suffix}") if suffix else (None, None)
+    return guessed
+
+
+def _type_from_bytes(data: bytes) -> str | None:
+    import puremagic  # a kept library of magic numbers; imported only when something is attached
+
+    try:
+        found = puremagic.from_string(data[:_SNIFF_BYTES], mime=True)
+    except (puremagic.PureError, ValueError):
+        return None
+    return found or None
+
+
+def _looks_like_text(data: bytes) -> bool:
+    head = data[:_SNIFF_BYTES]
+    if b"\x00" in head:
+        return False
+    try:
+        head.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        return exc.start >= len(head) - 3  # a multi-byte character cut by the sniff window
+    return True
+
+
+def _family(media_type: str) -> str:
+    """`image` for any image type, else the whole type: formats within a family may be relabelled."""
+    major = media_type.split("/", 1)[0]
+    return major if major in ("image", "audio", "video") else media_type

@@ -1,0 +1,78 @@
+"""Documents made in the tests: a receipt drawn with Pillow, PDFs written with fpdf2 (with a text
+layer) or rendered from images (none: only OCR reads them)."""
+
+from __future__ import annotations
+
+import io
+from pathlib import Path
+
+from PIL import Image, ImageDraw, ImageFont
+
+RECEIPT_LINES = [
+    ("Corner Bakery", None),
+    ("Coffee", "3.20"),
+    ("Croissant", "2.50"),
+    ("Orange juice", "4.10"),
+    ("TOTAL", "9.80"),
+]
+
+
+def _font(size: int) -> ImageFont.FreeTypeFont | ImageFont.ImageFont:
+    try:
+        return ImageFont.truetype("DejaVuSans.ttf", size)
+    except OSError:
+        return ImageFont.load_default(size=size)
+
+
+def receipt_image(lines: list[tuple[str, str | None]] = RECEIPT_LINES) -> Image.Image:
+    image = Image.new("RGB", (640, 80 + 60 * len(lines)), "white")
+    draw = ImageDraw.Draw(image)
+    font = _font(30)
+    for row, (left, right) in enumerate(lines):
+        y = 30 + row * 60
+        draw.text((30, y), left, fill="black", font=font)
+        if right:
+            draw.text((470, y), right, fill="black", font=font)
+    return image
+
+
+def receipt_png(path: Path | None = None) -> bytes:
+    buffer = io.BytesIO()
+    receipt_image().save(buffer, format="PNG")
+    if path is not None:
+        path.write_bytes(buffer.getvalue())
+    return buffer.getvalue()
+
+
+PAGES = [
+    ["INVOICE", "Invoice number: INV-2041", "Customer: Harbor Tools Ltd"],
+    ["Item: Hex bolts", "Quantity: 400"],
+    ["Amount due: 1234.50 EUR", "Due date: 2026-12-31"],
+]
+
+
+def text_pdf(pages: list[list[str]] = PAGES) -> bytes:
+    """A PDF whose pages carry a text layer."""
+    from fpdf import FPDF
+
+    pdf = FPDF()
+    pdf.set_font("Helvetica", size=16)
+    for lines in pages:
+        pdf.add_page()
+        for line in lines:
+            pdf.cell(0, 12, line, new_x="LMARGIN", new_y="NEXT")
+    return bytes(pdf.output())
+
+
+def image_pdf(pages: list[list[str]] = PAGES) -> bytes:
+    """The same pages rendered to images only: no text layer, so only OCR reads them."""
+    images = []
+    for lines in pages:
+        image = Image.new("RGB", (900, 120 + 60 * len(lines)), "white")
+        draw = ImageDraw.Draw(image)
+        for row, line in enumerate(lines):
+            draw.text((40, 40 + row * 60), line, fill="black", font=_font(32))
+        images.append(image)
+    buffer = io.BytesIO()
+    images[0].save(buffer, format="PDF", save_all=True, append_images=images[1:], resolution=100)
+    return buffer.getvalue()
