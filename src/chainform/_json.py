@@ -97,9 +97,11 @@ def copy_json(value: Any) -> Any:
 
 
 def canonical_json(value: Any) -> str:
-    """The one text form of a schema that its content address (`content_id`) hashes: keys sorted,
-    no spaces, so key order and formatting never make two ids for one schema."""
-    return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+    """The one text form of a schema: keys sorted, no spaces, so key order and formatting never make
+    two texts for one schema. Its content address (`content_id`) is the log's schema id, and the
+    caches of validators and dialect conversions are keyed by it. NaN and infinities are not JSON
+    and raise ValueError."""
+    return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False, allow_nan=False)
 
 
 def content_id(text: str) -> str:

@@ -128,3 +128,25 @@ def test_interrupted_stream_keeps_its_partial_text_in_the_log(run, scripted: Scr
     one_line(run("x"), 3)
     (row,) = logged(home)
     assert row.text == "half an answ" and "stream broke" in row.error
+
+
+def _deep_schema(levels: int) -> str:
+    return '{"type": "array", "items": ' * levels + '{"type": "string"}' + "}" * levels
+
+
+@pytest.mark.parametrize("levels", [10_000, 500])
+@pytest.mark.parametrize("where", ["inline", "file"])
+def test_a_schema_nested_too_deep_is_a_usage_error_and_nothing_is_sent(
+    run, scripted: Scripted, home, tmp_path: Path, where: str, levels: int
+) -> None:
+    scripted.script(["ok"])
+    text = _deep_schema(levels)
+    if where == "file":
+        path = tmp_path / "deep.json"
+        path.write_text(text)
+        text = str(path)
+    line = one_line(run("x", "--schema", text), 2)
+    assert "nested more than 100 levels deep" in line and "Recursion" not in line
+    assert scripted.client.requests == [] and logged(home) == []
+    line = one_line(run("schemas", "show", "--dialect", "gemini", text), 2)
+    assert "nested more than 100 levels deep" in line

@@ -228,3 +228,23 @@ def test_invalid_values_still_fail_the_final_check() -> None:
     for dialect in ("openai-strict", "gemini", "anthropic", "bedrock"):
         back = restore(forward_instance(bad, PERSON, dialect), PERSON, dialect)
         assert validate(back, PERSON)  # minLength/minimum were relaxed for the provider, not for the caller
+
+
+def test_a_profile_carries_its_dialect_for_both_directions() -> None:
+    from chainform.schema.dialects import Dialect, get_dialect
+    from chainform.types import ModelProfile
+
+    profile = ModelProfile(schema_dialect="openai-strict")
+    dialect = profile.dialect
+    assert (
+        isinstance(dialect, Dialect)
+        and dialect is get_dialect("openai-strict")
+        and dialect.name == "openai-strict"
+    )
+    conv = dialect.convert(PERSON)
+    assert conv.schema == convert(PERSON, "openai-strict").schema and conv.dialect == "openai-strict"
+    value = {"name": "Ada", "age": 36}
+    sent = dialect.forward(value, PERSON)
+    assert sent != value and dialect.restore(sent, PERSON) == value == restore(sent, PERSON, "openai-strict")
+    with pytest.raises(SchemaError, match="Unknown schema dialect"):
+        get_dialect("yaml")

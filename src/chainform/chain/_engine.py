@@ -213,9 +213,7 @@ class ChainRun(CallRunner):
         transcript.append(Message(Role.TOOL, list(results)))
 
     def _restore_tool_arguments(self, tool: Any, arguments: dict[str, Any]) -> dict[str, Any]:
-        from chainform.schema.dialects import restore
-
-        restored = restore(arguments, tool.parameters, self.profile.schema_dialect)
+        restored = self.profile.dialect.restore(arguments, tool.parameters)
         return restored if isinstance(restored, dict) else arguments
 
     # -- result ---------------------------------------------------------------------------------

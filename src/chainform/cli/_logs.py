@@ -131,7 +131,7 @@ def logs_command(
         from chainform.cli._schemas import resolve_cli_schema
 
         found = store.get_schema(schema)
-        wanted_schema = schema if found is not None else schema_id(resolve_cli_schema(schema, store=None))
+        wanted_schema = schema if found is not None else schema_id(resolve_cli_schema(schema, store=None).schema)
     rows = store.recent(
         count or None, conversation_id=conversation, query=query, schema_id=wanted_schema, chain_id=chain_id
     )

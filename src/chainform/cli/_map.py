@@ -195,7 +195,7 @@ def map_command(
 
     if input_path != "-" and not _readable(input_path):
         raise click.BadParameter(f"cannot read {input_path!r}", param_hint="INPUT")
-    schema_dict = resolve_cli_schema(schema, store=Store()) if schema else None
+    spec = resolve_cli_schema(schema, store=Store()) if schema else None
     tools = resolve_tools(tool_names) + [t for code in functions for t in load_functions(code)]
     name = model_name or default_model()
     sink = JsonlSink(output)
@@ -208,7 +208,7 @@ def map_command(
         "prompt": template,
         "system": system,
         "tools": tools or None,
-        "schema": schema_dict,
+        "schema": spec,
         "concurrency": concurrency,
         "requests_per_minute": rpm,
         "tokens_per_minute": tpm,

@@ -348,9 +348,9 @@ def prompt_command(
     tools += [t for code in functions for t in load_functions(code)]
     tools += mcp_servers(mcp_values)
     store = _open_log(required=not no_log or continue_ or cid is not None, wanted=schema_text is not None)
-    schema_dict = None
+    output = None
     if schema_text is not None:
-        schema_dict = resolve_cli_schema(schema_text, store=store, as_multi=schema_multi is not None)
+        output = resolve_cli_schema(schema_text, store=store, as_multi=schema_multi is not None)
     conversation_id, history = _conversation(store, continue_, cid)
 
     model = resolve_model(model_name or default_model(), key=key, base_url=base_url)
@@ -358,7 +358,7 @@ def prompt_command(
         text,
         system=system,
         tools=tools or None,
-        schema=schema_dict,
+        schema=output,
         strategy=strategy,
         chain_limit=chain_limit,
         retries=retries,
@@ -371,7 +371,7 @@ def prompt_command(
         conversation_id=conversation_id,
         history=history,
     )
-    stream_text = not (as_json or schema_dict is not None or no_stream)
+    stream_text = not (as_json or output is not None or no_stream)
     printed = ""  # the last chunk printed: does the output end with a newline?
     for event in response.events(partials=False):
         if event.kind in ("tool_call", "tool_result") and tools_debug:
@@ -380,14 +380,14 @@ def prompt_command(
             click.echo(event.text, nl=False)
             printed = event.text
     if as_json:
-        echo_json(_summary(response, schema_dict is not None))
-    elif schema_dict is not None:
+        echo_json(_summary(response, output is not None))
+    elif output is not None:
         click.echo(format_json(response.json()))
     elif not stream_text:
         click.echo(response.text())
     elif printed and not printed.endswith("\n"):
         click.echo()
-    if tools_debug and response.strategy is not None and schema_dict is not None:
+    if tools_debug and response.strategy is not None and output is not None:
         choice = response.strategy
         click.echo(f"Strategy: {choice.name} ({choice.reason})", err=True)
     if show_usage:

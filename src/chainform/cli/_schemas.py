@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import datetime as dt
 import string
-from typing import TYPE_CHECKING, Any, get_args
+from typing import TYPE_CHECKING, get_args
 
 import click
 
@@ -12,29 +12,22 @@ from chainform._dialect_names import SchemaDialect
 from chainform.cli._output import echo_json, format_json
 
 if TYPE_CHECKING:
+    from chainform.output._spec import OutputSpec
     from chainform.store import Store
 
 
-def multi(schema: dict[str, Any]) -> dict[str, Any]:
-    """`--schema-multi`: an object holding a list of items of `schema`."""
-    return {
-        "type": "object",
-        "properties": {"items": {"type": "array", "items": schema}},
-        "required": ["items"],
-    }
-
-
-def resolve_cli_schema(value: str, *, store: Store | None, as_multi: bool = False) -> dict[str, Any]:
-    """The JSON Schema a `--schema` value means. A saved schema id (or unique prefix) wins."""
-    from chainform.schema import resolve_schema
+def resolve_cli_schema(value: str, *, store: Store | None, as_multi: bool = False) -> OutputSpec:
+    """What a `--schema` value means, resolved and checked once: the chain takes the spec as it is.
+    A saved schema id (or unique prefix) wins over JSON, a file or the DSL."""
+    from chainform.output._spec import OutputSpec
+    from chainform.schema.dsl import multi_schema
 
     text = value.strip()
-    schema = None
+    saved = None
     if store is not None and len(text) >= 4 and all(c in string.hexdigits for c in text):
-        schema = store.get_schema(text)
-    if schema is None:
-        schema = resolve_schema(value)
-    return multi(schema) if as_multi else schema
+        saved = store.get_schema(text)
+    spec = OutputSpec.from_user(saved if saved is not None else value)
+    return OutputSpec(multi_schema(spec.schema)) if as_multi else spec
 
 
 def _store() -> Store:
@@ -91,9 +84,9 @@ def schemas_show(schema_id: str, dialect: str | None = None) -> None:
     """Print a saved schema by id or unique id prefix."""
     store = _store()
     if dialect is not None:
-        from chainform.schema.dialects import convert
+        from chainform.schema.dialects import get_dialect
 
-        conv = convert(resolve_cli_schema(schema_id, store=store), dialect)  # type: ignore[arg-type]
+        conv = get_dialect(dialect).convert(resolve_cli_schema(schema_id, store=store).schema)
         echo_json({"dialect": dialect, "schema": conv.schema, "notes": conv.notes})
         return
     schema = store.get_schema(schema_id)
@@ -108,7 +101,7 @@ def schemas_show(schema_id: str, dialect: str | None = None) -> None:
 def schemas_save(schema: str, as_multi: bool) -> None:
     """Save a schema (JSON, file or DSL) and print its id, usable as --schema ID."""
     store = _store()
-    click.echo(store.save_schema(resolve_cli_schema(schema, store=None, as_multi=as_multi)))
+    click.echo(store.save_schema(resolve_cli_schema(schema, store=None, as_multi=as_multi).schema))
 
 
 @schemas_command.command(name="dsl")
@@ -118,5 +111,4 @@ def schemas_dsl(text: str, as_multi: bool) -> None:
     """Print the JSON Schema the concise syntax TEXT stands for, e.g. 'name, age int'."""
     from chainform.schema import schema_dsl
 
-    schema = schema_dsl(text)
-    echo_json(multi(schema) if as_multi else schema)
+    echo_json(schema_dsl(text, multi=as_multi))

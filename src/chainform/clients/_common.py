@@ -127,9 +127,7 @@ class AdapterClient(BaseChatClient):
     def in_dialect(self, schema: Mapping[str, Any]) -> dict[str, Any] | bool:
         """`schema` in this model's dialect (the engine restores outputs against the original);
         raises `SchemaError` when the dialect cannot express it."""
-        from chainform.schema.dialects import convert
-
-        return convert(dict(schema), self.profile.schema_dialect).schema
+        return self.profile.dialect.convert(dict(schema)).schema
 
     def dialect_schema(self, schema: Mapping[str, Any]) -> dict[str, Any]:
         """`schema` in this model's dialect, as an object schema (`true` accepts anything: `{}`)."""

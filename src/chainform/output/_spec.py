@@ -6,12 +6,15 @@ import copy
 import functools
 import json
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from chainform._json import canonical_json, content_id, copy_json
+from chainform._json import canonical_json, content_id
 from chainform.errors import SchemaError, StructuredOutputGenerationError
 from chainform.output._parse import extract_json
 from chainform.types import FunctionSpec, ResponseFormat, arguments_error
+
+if TYPE_CHECKING:
+    from chainform.schema.dialects import Dialect
 
 OUTPUT_TOOL_NAME = "final_result"
 
@@ -39,10 +42,13 @@ class OutputSpec:
             resolved = resolve_schema(schema)
             return cls(resolved, None, _title(resolved), resolved.get("description"))
         if isinstance(schema, type) or hasattr(schema, "__origin__"):
+            from chainform.schema.dsl import type_schema
+
+            js = type_schema(schema)
             try:
-                js, content = copy_json(_type_schema(schema)), _type_content(schema)
+                content: tuple[str, str] | None = _type_content(schema)
             except TypeError:  # an unhashable type expression: not cached
-                js, content = _type_schema.__wrapped__(schema), None
+                content = None
             name = getattr(schema, "__name__", "response")
             return cls(js, schema, name, js.get("description"), content)
         raise SchemaError(
@@ -85,12 +91,13 @@ class OutputSpec:
             "(no prose; a ```json fence is fine):\n" + json.dumps(self.schema, indent=2)
         )
 
-    def check(self, data: Any, *, dialect: str = "jsonschema", raw_text: str = "") -> Any:
-        """Validate an already-parsed value; returns the value (a model instance for pydantic types)."""
-        from chainform.schema.dialects import restore
+    def check(self, data: Any, *, dialect: Dialect | str = "jsonschema", raw_text: str = "") -> Any:
+        """Restore `data` from the dialect it was asked in (the profile's `Dialect`, or its name) and
+        validate it against the original schema; returns the value (a model instance for pydantic types)."""
+        from chainform.schema.dialects import get_dialect
         from chainform.schema.validate import validate
 
-        data = restore(data, self.schema, dialect)  # type: ignore[arg-type]
+        data = (get_dialect(dialect) if isinstance(dialect, str) else dialect).restore(data, self.schema)
         errors = validate(data, self.schema)
         if errors:
             listed = "\n".join(f"- {e}" for e in errors[:20])
@@ -118,14 +125,16 @@ class OutputSpec:
 
         return TypeAdapter(self.python_type)
 
-    def check_text(self, text: str, *, dialect: str = "jsonschema") -> Any:
+    def check_text(self, text: str, *, dialect: Dialect | str = "jsonschema") -> Any:
         try:
             data = extract_json(text)
         except ValueError as exc:
             raise StructuredOutputGenerationError(str(exc), raw_text=text) from exc
         return self.check(data, dialect=dialect, raw_text=text)
 
-    def check_tool_arguments(self, arguments: dict[str, Any] | None, raw: str, *, dialect: str) -> Any:
+    def check_tool_arguments(
+        self, arguments: dict[str, Any] | None, raw: str, *, dialect: Dialect | str
+    ) -> Any:
         if arguments is None:
             reason = arguments_error(raw) or f"arguments are not a JSON object: {raw[:200]!r}"
             raise StructuredOutputGenerationError(f"The {OUTPUT_TOOL_NAME} {reason}", raw_text=raw)
@@ -145,22 +154,11 @@ def _title(schema: dict[str, Any]) -> str:
 
 
 @functools.lru_cache(maxsize=256)
-def _type_schema(schema: Any) -> dict[str, Any]:
-    """The JSON Schema pydantic gives a type: a quarter of a millisecond to build, so built once per
-    type (a program runs the same schema through many chains); callers get copies."""
-    from pydantic import BaseModel, TypeAdapter
-
-    try:
-        if isinstance(schema, type) and issubclass(schema, BaseModel):
-            return schema.model_json_schema()
-        return TypeAdapter(schema).json_schema()
-    except Exception as exc:  # pydantic raises several error types for undescribable types
-        raise SchemaError(f"cannot build a JSON Schema from {schema!r}: {exc}") from exc
-
-
-@functools.lru_cache(maxsize=256)
 def _type_content(schema: Any) -> tuple[str, str]:
-    text = canonical_json(_type_schema(schema))
+    """The type's canonical schema text and content address, worked out once per type."""
+    from chainform.schema.dsl import type_schema
+
+    text = canonical_json(type_schema(schema))
     return text, content_id(text)
 
 

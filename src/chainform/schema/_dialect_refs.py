@@ -7,7 +7,6 @@ read as 2020-12), otherwise `restore` would undo changes that `convert` never ma
 
 from __future__ import annotations
 
-import json
 from typing import Any
 from urllib.parse import unquote
 
@@ -173,11 +172,3 @@ def normalize(node: JSON, root: JSON, lost: list[str], *, follow_refs: bool) -> 
                     }
                 node = _merge_two(node, _fix_draft04(part), lost)
     return node
-
-
-def canonical(schema: JSON) -> str:
-    """Stable text of a schema, for caches keyed by content."""
-    try:
-        return json.dumps(schema, sort_keys=True, separators=(",", ":"), allow_nan=False)
-    except (TypeError, ValueError) as exc:
-        raise SchemaError(f"The schema is not JSON-serialisable: {exc}") from exc

@@ -17,21 +17,22 @@ from collections import OrderedDict
 from dataclasses import dataclass, field
 from typing import Any, get_args
 
+from chainform._dialect_names import SchemaDialect
 from chainform._json import copy_json
 from chainform.errors import SchemaError
 from chainform.schema._dialect_convert import ROOT_KEY, Converter, Policy
 from chainform.schema._dialect_limits import OPENAI_LIMITS, check_limits
-from chainform.schema._dialect_refs import canonical
 from chainform.schema._dialect_values import Codecs, strip
-from chainform.schema.validate import check_schema, compile_validator
-from chainform.types import SchemaDialect
+from chainform.schema.validate import check_schema, compile_validator, schema_text
 
 __all__ = [
     "POLICIES",
     "ConvertedSchema",
+    "Dialect",
     "SchemaDialect",
     "convert",
     "forward_instance",
+    "get_dialect",
     "provider_accepts",
     "restore",
 ]
@@ -120,11 +121,7 @@ _cache: OrderedDict[tuple[str, str], ConvertedSchema] = OrderedDict()
 
 
 def _converted(schema: dict[str, Any] | bool, dialect: SchemaDialect) -> ConvertedSchema:
-    if dialect not in get_args(SchemaDialect):
-        raise SchemaError(
-            f"Unknown schema dialect {dialect!r}; expected one of {', '.join(get_args(SchemaDialect))}"
-        )
-    key = (dialect, canonical(schema))
+    key = (dialect, schema_text(schema))
     hit = _cache.get(key)
     if hit is not None:
         _cache.move_to_end(key)
@@ -148,24 +145,60 @@ def _converted(schema: dict[str, Any] | bool, dialect: SchemaDialect) -> Convert
     return result
 
 
+@dataclass(frozen=True)
+class Dialect:
+    """One provider's schema language, as `ModelProfile.dialect` hands it out: the adapter converts a
+    schema through it and the engine restores the provider's output through the same object, so the
+    two directions can never disagree on which dialect a call used."""
+
+    name: SchemaDialect
+
+    def convert(self, schema: dict[str, Any] | bool) -> ConvertedSchema:
+        """`schema` rewritten for this dialect; raises `SchemaError` when it cannot be expressed here."""
+        cached = _converted(schema, self.name)
+        return ConvertedSchema(
+            copy_json(cached.schema), self.name, list(cached.notes), cached.root_key, cached._codecs
+        )
+
+    def restore(self, value: Any, original_schema: dict[str, Any] | bool) -> Any:
+        """A provider's output for the converted schema, mapped back into the shape of `original_schema`.
+
+        It undoes every encoding of `convert` exactly (root wrapper, key/value pairs, JSON text, nulls
+        standing for absent optional fields, boxed explicit nulls, spelled enum values); it never
+        validates, and output without the encoded shape passes unchanged. Validate the result against
+        `original_schema` afterwards: that is the final check.
+        """
+        conv = _converted(original_schema, self.name)
+        return conv._codecs.decode(value) if conv._codecs is not None else value
+
+    def forward(self, value: Any, original_schema: dict[str, Any] | bool) -> Any:
+        """What a provider honouring `convert(original_schema)` could emit for `value` (see
+        `forward_instance`)."""
+        conv = _converted(original_schema, self.name)
+        return conv._codecs.encode(value) if conv._codecs is not None else value
+
+
+_DIALECTS: dict[str, Dialect] = {name: Dialect(name) for name in get_args(SchemaDialect)}
+
+
+def get_dialect(name: str) -> Dialect:
+    """The `Dialect` called `name`; raises `SchemaError` for a name no provider family uses."""
+    hit = _DIALECTS.get(name)
+    if hit is None:
+        raise SchemaError(
+            f"Unknown schema dialect {name!r}; expected one of {', '.join(get_args(SchemaDialect))}"
+        )
+    return hit
+
+
 def convert(schema: dict[str, Any] | bool, dialect: SchemaDialect) -> ConvertedSchema:
     """`schema` rewritten for `dialect`; raises `SchemaError` when it cannot be expressed there."""
-    cached = _converted(schema, dialect)
-    return ConvertedSchema(
-        copy_json(cached.schema), dialect, list(cached.notes), cached.root_key, cached._codecs
-    )
+    return get_dialect(dialect).convert(schema)
 
 
 def restore(value: Any, original_schema: dict[str, Any] | bool, dialect: SchemaDialect) -> Any:
-    """Map a provider's output for the converted schema back into the shape of `original_schema`.
-
-    It undoes every encoding of `convert` exactly (root wrapper, key/value pairs, JSON text, nulls
-    standing for absent optional fields, boxed explicit nulls, spelled enum values); it never validates,
-    and output without the encoded shape passes unchanged. Validate the result against
-    `original_schema` afterwards: that is the final check.
-    """
-    conv = _converted(original_schema, dialect)
-    return conv._codecs.decode(value) if conv._codecs is not None else value
+    """`Dialect.restore` of the dialect called `dialect`."""
+    return get_dialect(dialect).restore(value, original_schema)
 
 
 def forward_instance(value: Any, original_schema: dict[str, Any] | bool, dialect: SchemaDialect) -> Any:
@@ -175,15 +208,14 @@ def forward_instance(value: Any, original_schema: dict[str, Any] | bool, dialect
     (explicit nulls for absent optional fields under openai-strict, open keys as key/value pairs, ...).
     A value the converted schema cannot carry comes out as close as it gets, and fails `provider_accepts`.
     """
-    conv = _converted(original_schema, dialect)
-    return conv._codecs.encode(value) if conv._codecs is not None else value
+    return get_dialect(dialect).forward(value, original_schema)
 
 
 def provider_accepts(value: Any, converted: ConvertedSchema) -> bool:
     """Whether `value` satisfies the converted schema as the provider reads it (Gemini's `nullable`)."""
     if not _uses_nullable(converted.schema):
         return bool(compile_validator(converted.schema).is_valid(value))
-    return bool(_nullable_validator(canonical(converted.schema), converted.schema).is_valid(value))
+    return bool(_nullable_validator(schema_text(converted.schema), converted.schema).is_valid(value))
 
 
 def _accepts(value: Any, schema: Any) -> bool:
@@ -195,7 +227,7 @@ def _nullable_accepts(value: Any, schema: Any) -> bool:
 
 
 def _uses_nullable(schema: Any) -> bool:
-    return '"nullable":true' in canonical(schema)
+    return '"nullable":true' in schema_text(schema)
 
 
 _nullable_cache: dict[str, Any] = {}

@@ -11,29 +11,46 @@ schema must be self-contained (or the caller passes a `referencing.Registry`).
 
 from __future__ import annotations
 
-import json
 from collections import OrderedDict
 from typing import TYPE_CHECKING, Any
 
-from chainform.errors import SchemaError
+from chainform._json import MAX_DEPTH, canonical_json, check_depth
+from chainform.errors import JSONLimitError, SchemaError
 
 if TYPE_CHECKING:
     from jsonschema.protocols import Validator
     from referencing import Registry
 
-__all__ = ["check_schema", "compile_validator", "is_valid", "validate"]
+__all__ = ["check_schema", "compile_validator", "is_valid", "schema_text", "validate"]
 
 _CACHE_SIZE = 512
 _cache: OrderedDict[str, Validator] = OrderedDict()
 
 
-def _schema_key(schema: Any) -> str:
+def schema_text(schema: Any) -> str:
+    """The schema's canonical JSON (`canonical_json`), the key of every cache of schemas; a schema
+    that is not JSON (a set, NaN, a cycle) raises `SchemaError`."""
     if not isinstance(schema, (dict, bool)):
         raise SchemaError(f"A JSON Schema must be an object or a boolean, not {type(schema).__name__}")
     try:
-        return json.dumps(schema, sort_keys=True, separators=(",", ":"), allow_nan=False)
+        return canonical_json(schema)
+    except RecursionError:
+        raise _too_deep() from None
     except (TypeError, ValueError) as exc:
         raise SchemaError(f"The schema is not JSON-serialisable: {exc}") from exc
+
+
+def _too_deep() -> SchemaError:
+    return SchemaError(f"The schema is nested more than {MAX_DEPTH} levels deep")
+
+
+def _check_depth(schema: Any, text: str) -> None:
+    """A schema deeper than `MAX_DEPTH` would overflow the recursive metaschema check, validation and
+    dialect conversion (a RecursionError, untyped); refused before any of them runs."""
+    try:
+        check_depth(schema, text)
+    except JSONLimitError:
+        raise _too_deep() from None
 
 
 def _no_retrieval(uri: str) -> Any:
@@ -59,10 +76,12 @@ def compile_validator(
 
     `formats=False` treats ``format`` as an annotation only, as Draft 2020-12 does by default.
     """
-    cache_key = ("F" if formats else "A") + _schema_key(schema)
+    text = schema_text(schema)
+    cache_key = ("F" if formats else "A") + text
     if registry is None and (hit := _cache.get(cache_key)) is not None:
         _cache.move_to_end(cache_key)
         return hit
+    _check_depth(schema, text)
     from jsonschema import Draft202012Validator, FormatChecker, exceptions, validators
 
     cls = validators.validator_for(schema, default=Draft202012Validator)

@@ -22,7 +22,8 @@ import pydantic
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, TypeAdapter
 from pydantic.fields import FieldInfo
 
-from chainform.errors import ToolDefinitionError
+from chainform.errors import SchemaError, ToolDefinitionError
+from chainform.schema.dsl import type_schema
 from chainform.tools import _docs
 from chainform.tools._params import (
     EMPTY,
@@ -278,11 +279,9 @@ class _Builder:
             if not model.__pydantic_complete__:
                 model.model_rebuild(_types_namespace=self.forward)
         try:
-            schema = spec.model.model_json_schema()
-        except (pydantic.PydanticUserError, pydantic.PydanticSchemaGenerationError) as exc:
-            raise ToolDefinitionError(
-                f"{where}: cannot describe the arguments as JSON Schema ({exc})"
-            ) from exc
+            schema = type_schema(spec.model)
+        except SchemaError as exc:
+            raise ToolDefinitionError(f"{where}: {exc}") from exc
         schema = strip_titles(schema)
         if spec.kind == "model":
             comments = _docs.class_comments(spec.target)  # type: ignore[arg-type]

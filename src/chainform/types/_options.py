@@ -5,9 +5,12 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any, ClassVar, Literal, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Any, ClassVar, Literal, Protocol, runtime_checkable
 
 from chainform._dialect_names import SchemaDialect as SchemaDialect  # re-exported by chainform.types
+
+if TYPE_CHECKING:
+    from chainform.schema.dialects import Dialect
 
 
 @runtime_checkable
@@ -187,6 +190,14 @@ class ModelProfile:
 
     def replace(self, **changes: Any) -> ModelProfile:
         return dataclasses.replace(self, **changes)
+
+    @property
+    def dialect(self) -> Dialect:
+        """The schema language of `schema_dialect`: adapters convert schemas through it and the chain
+        restores outputs through the same object (as a model profile carries its schema transformer)."""
+        from chainform.schema.dialects import get_dialect
+
+        return get_dialect(self.schema_dialect)
 
     @property
     def supports_images(self) -> bool:

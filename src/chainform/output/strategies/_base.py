@@ -123,7 +123,7 @@ class TurnStrategy:
         self.output = out
         self.profile = profile
         self.settings = settings
-        self.dialect = profile.schema_dialect
+        self.dialect = profile.dialect
 
     def prepare(self, messages: list[Message]) -> None:
         """Change the loop's first messages (e.g. describe the schema in the system prompt)."""
