@@ -4,13 +4,18 @@ Model output is untrusted: a reply nested a thousand levels deep, or many megaby
 as a validation failure fed back to the model, never as a bare `RecursionError`. pydantic_core's
 parser (Rust, depth-limited) does the work. Python's `json` is the fallback only for what
 pydantic_core refuses although JSON allows it (a lone surrogate escape such as "\\ud800"), behind
-the same limits.
+the same limits, and the reader of number literals: a float tells `1.0e-400` from `0` no more than
+`1.00000000000000001` from `1`, so where the text has a fraction or an exponent it is read again with
+each literal seen (`NonIntegral` marks a whole float whose literal was not whole).
 """
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
+import re
+from decimal import Decimal
 from typing import Any, Literal
 
 from pydantic_core import from_json
@@ -22,6 +27,36 @@ MAX_DEPTH = 100
 
 MAX_CHARS = 16 * 1024 * 1024
 """Longest JSON text parsed from a model (characters)."""
+
+
+_FRACTION_OR_EXPONENT = re.compile(r"[0-9][.eE]")
+
+
+class NonIntegral(float):
+    """A float that is whole although the JSON literal it was read from is not (`1.0e-400` underflows
+    to 0.0, `1.00000000000000001` rounds to 1.0): validation never counts it as an integer, and its
+    repr (what a validation error quotes back to the model) is the literal."""
+
+    __slots__ = ("literal",)
+    literal: str
+
+    def __new__(cls, literal: str) -> NonIntegral:
+        self = super().__new__(cls, literal)
+        self.literal = literal
+        return self
+
+    def __repr__(self) -> str:
+        return self.literal
+
+
+def exact_float(literal: str) -> float:
+    """The float of a JSON number literal, a `NonIntegral` where rounding made a fraction whole."""
+    value = float(literal)
+    if value.is_integer():
+        exact = Decimal(literal)
+        if exact != exact.to_integral_value():
+            return NonIntegral(literal)
+    return value
 
 
 def load_json(text: str) -> Any:
@@ -39,7 +74,7 @@ def decode_prefix(text: str, start: int) -> tuple[Any, int]:
     """The JSON value beginning at `start` and the index after it (chatter may follow)."""
     check_size(text)
     try:
-        value, end = json.JSONDecoder().raw_decode(text, start)
+        value, end = json.JSONDecoder(parse_float=exact_float).raw_decode(text, start)
     except RecursionError:
         raise JSONLimitError(f"JSON nested more than {MAX_DEPTH} levels deep") from None
     check_depth(value, text[start:end])
@@ -61,10 +96,17 @@ def _load(text: str, *, partial: bool | Literal["trailing-strings"]) -> Any:
         if partial or not (isinstance(exc, TypeError) or "escape" in str(exc)):
             raise ValueError(str(exc)) from None
         try:  # lone surrogates: valid JSON (or a valid Python str) that pydantic_core rejects
-            value = json.loads(text)
+            value = json.loads(text, parse_float=exact_float)
         except RecursionError:
             raise JSONLimitError(f"JSON nested more than {MAX_DEPTH} levels deep") from None
+        check_depth(value, text)
+        return value
     check_depth(value, text)
+    if not partial and _FRACTION_OR_EXPONENT.search(text):
+        # The same text, each float read from its own literal (on the odd spelling only pydantic_core
+        # reads, its value stands).
+        with contextlib.suppress(ValueError):
+            value = json.loads(text, parse_float=exact_float)
     return value
 
 

@@ -60,3 +60,44 @@ def test_a_schema_just_under_the_limit_still_works() -> None:
     assert validate(value, schema) == []
     client = ScriptedClient([json.dumps(value)])
     assert cf.Model(client).chain("x", schema=schema, log=False).value == value
+
+
+COUNT = {"type": "object", "properties": {"n": {"type": "integer"}, "x": {"type": "number"}}, "required": ["n"]}
+
+
+@pytest.mark.parametrize("literal", ["1.0e-400", "1.00000000000000001", "-2.5e-330"])
+def test_a_fraction_that_rounds_to_a_whole_float_is_no_integer(literal: str) -> None:
+    from chainform._json import load_json
+    from chainform.schema.validate import validate_json
+
+    _, errors = validate_json(f'{{"n": {literal}}}', COUNT)
+    assert errors == [f"$.n: {literal} is not of type 'integer'"]
+    assert validate(load_json(literal), {"type": "integer"}) != []
+    assert validate(load_json(literal), {"type": "number"}) == []
+
+
+def test_an_integral_float_for_an_integer_comes_back_as_int() -> None:
+    from chainform.schema.validate import check_value, validate_json
+
+    value, errors = validate_json('{"n": 3.0, "x": 2.0}', COUNT)
+    assert errors == [] and value == {"n": 3, "x": 2.0}
+    assert type(value["n"]) is int and type(value["x"]) is float
+    assert validate_json("1e2", {"type": "integer"}) == (100, [])
+    assert check_value(4.0, {"anyOf": [{"type": "string"}, {"type": "integer"}]}) == (4, [])
+    draft4 = {"$schema": "http://json-schema.org/draft-04/schema#", "type": "integer"}
+    assert validate_json("1.0", draft4)[1] != []  # draft-04 counts no float as an integer
+
+
+def test_a_chain_judges_integers_on_the_text_the_model_wrote() -> None:
+    client = ScriptedClient(['{"n": 1.0e-400}', '{"n": 3.0, "x": 2.0}'])
+    response = cf.Model(client).chain("count", schema=COUNT, log=False)
+    assert response.value == {"n": 3, "x": 2.0} and type(response.value["n"]) is int
+    assert len(client.requests) == 2  # the first answer was fed back as invalid
+    assert "1.0e-400 is not of type 'integer'" in str(client.requests[1])
+
+
+def test_a_schema_tool_gets_integers_judged_on_the_text() -> None:
+    tool = cf.Tool.from_schema("count", "Count.", COUNT, lambda n, x=None: (n, x))
+    assert tool.invoke('{"n": 3.0, "x": 2.0}') == (3, 2.0) and type(tool.invoke('{"n": 3.0}')[0]) is int
+    with pytest.raises(cf.errors.ToolArgumentError, match=r"1\.0e-400 is not of type 'integer'"):
+        tool.invoke('{"n": 1.0e-400}')

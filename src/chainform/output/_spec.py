@@ -95,10 +95,10 @@ class OutputSpec:
         """Restore `data` from the dialect it was asked in (the profile's `Dialect`, or its name) and
         validate it against the original schema; returns the value (a model instance for pydantic types)."""
         from chainform.schema.dialects import get_dialect
-        from chainform.schema.validate import validate
+        from chainform.schema.validate import check_value
 
         data = (get_dialect(dialect) if isinstance(dialect, str) else dialect).restore(data, self.schema)
-        errors = validate(data, self.schema)
+        data, errors = check_value(data, self.schema)
         if errors:
             listed = "\n".join(f"- {e}" for e in errors[:20])
             raise StructuredOutputGenerationError(

@@ -17,6 +17,8 @@ import json
 from collections.abc import Callable
 from typing import Any
 
+from chainform._json import load_json
+
 JSON = Any
 CODEC = "x-chainform-codec"  # the converter's mark on a node; never reaches a provider
 _MAX_DEPTH = 200
@@ -254,6 +256,6 @@ def _is_pair(item: JSON) -> bool:
 
 def _loads(text: str) -> JSON:
     try:
-        return json.loads(text)
+        return load_json(text)  # model-written: under the same limits, integers judged on the literal
     except ValueError:
         return text

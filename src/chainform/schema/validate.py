@@ -12,16 +12,25 @@ schema must be self-contained (or the caller passes a `referencing.Registry`).
 from __future__ import annotations
 
 from collections import OrderedDict
+from contextvars import ContextVar
 from typing import TYPE_CHECKING, Any
 
-from chainform._json import MAX_DEPTH, canonical_json, check_depth
+from chainform._json import MAX_DEPTH, NonIntegral, canonical_json, check_depth, load_json
 from chainform.errors import JSONLimitError, SchemaError
 
 if TYPE_CHECKING:
     from jsonschema.protocols import Validator
     from referencing import Registry
 
-__all__ = ["check_schema", "compile_validator", "is_valid", "schema_text", "validate"]
+__all__ = [
+    "check_schema",
+    "check_value",
+    "compile_validator",
+    "is_valid",
+    "schema_text",
+    "validate",
+    "validate_json",
+]
 
 _CACHE_SIZE = 512
 _cache: OrderedDict[str, Validator] = OrderedDict()
@@ -84,13 +93,13 @@ def compile_validator(
     _check_depth(schema, text)
     from jsonschema import Draft202012Validator, FormatChecker, exceptions, validators
 
-    cls = validators.validator_for(schema, default=Draft202012Validator)
+    cls: Any = _exact_integers(validators.validator_for(schema, default=Draft202012Validator))
     try:
         cls.check_schema(schema)  # type: ignore[arg-type]
     except exceptions.SchemaError as exc:
         where = exc.json_path if hasattr(exc, "json_path") else "$"
         raise SchemaError(f"Invalid JSON Schema at {where}: {exc.message}") from exc
-    validator = cls(
+    validator: Validator = cls(
         schema,
         # Every known format, not only the draft's own: a draft-04 schema saying "date" means a date.
         format_checker=_format_checker(FormatChecker) if formats else None,
@@ -101,6 +110,32 @@ def compile_validator(
         if len(_cache) > _CACHE_SIZE:
             _cache.popitem(last=False)
     return validator
+
+
+_WHOLE: ContextVar[set[int] | None] = ContextVar("chainform_whole_floats", default=None)
+_EXACT: dict[type, Any] = {}
+
+
+def _exact_integers(cls: Any) -> Any:
+    """`cls` judging ``integer`` on the number as written: a `NonIntegral` (`1.0e-400`, read as 0.0)
+    is no integer; a whole float that is one (`3.0`) is noted for `check_value` to return as an int."""
+    hit = _EXACT.get(cls)
+    if hit is None:
+        from jsonschema import validators
+
+        base = cls.TYPE_CHECKER
+
+        def is_integer(checker: Any, instance: Any) -> bool:
+            if isinstance(instance, NonIntegral) or not base.is_type(instance, "integer"):
+                return False
+            seen = _WHOLE.get()
+            if seen is not None and isinstance(instance, float):
+                seen.add(id(instance))
+            return True
+
+        checker = base.redefine("integer", is_integer)
+        hit = _EXACT[cls] = validators.extend(cls, type_checker=checker)  # type: ignore[no-untyped-call]
+    return hit
 
 
 def _iri_to_uri(iri: str) -> str:
@@ -154,6 +189,39 @@ def validate(
     except Unresolvable as exc:
         raise SchemaError(f"The schema has a $ref that cannot be resolved: {exc}") from exc
     return [f"{e.json_path}: {_message(e)}" for e in errors]
+
+
+def check_value(
+    value: Any, schema: dict[str, Any] | bool, *, registry: Registry | None = None, formats: bool = True
+) -> tuple[Any, list[str]]:
+    """`validate`, and `value` with each whole float that an ``integer`` schema accepted as an `int`
+    (a model's `3.0` for an integer field comes back as 3; a number field keeps its float)."""
+    seen: set[int] = set()
+    token = _WHOLE.set(seen)
+    try:
+        errors = validate(value, schema, registry=registry, formats=formats)
+    finally:
+        _WHOLE.reset(token)
+    return (_as_ints(value, seen) if seen else value), errors
+
+
+def validate_json(
+    text: str, schema: dict[str, Any] | bool, *, registry: Registry | None = None, formats: bool = True
+) -> tuple[Any, list[str]]:
+    """JSON `text` parsed under chainform's limits and checked as `check_value` checks it; integers
+    are judged on the literal (`1.0e-400` is not the integer 0). Raises ValueError for text that is
+    not JSON."""
+    return check_value(load_json(text), schema, registry=registry, formats=formats)
+
+
+def _as_ints(value: Any, seen: set[int]) -> Any:
+    if isinstance(value, float):
+        return int(value) if id(value) in seen else value
+    if isinstance(value, dict):
+        return {key: _as_ints(item, seen) for key, item in value.items()}
+    if isinstance(value, list):
+        return [_as_ints(item, seen) for item in value]
+    return value
 
 
 def _message(error: Any) -> str:

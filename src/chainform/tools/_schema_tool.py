@@ -11,8 +11,9 @@ import inspect
 from collections.abc import Callable, Mapping
 from typing import Any
 
+from chainform._json import load_json
 from chainform.errors import ToolArgumentError, ToolDefinitionError
-from chainform.schema.validate import check_schema, validate
+from chainform.schema.validate import check_schema, check_value
 from chainform.tools._tool import Tool, check_name, settle
 
 
@@ -44,11 +45,10 @@ class SchemaTool(Tool):
 
     def arguments(self, arguments: Mapping[str, Any] | str | None) -> dict[str, Any]:
         """The arguments as a dict, checked against the JSON Schema (ToolArgumentError otherwise)."""
-        import json
-
         if isinstance(arguments, (str, bytes)):
             try:
-                arguments = json.loads(arguments or "{}")
+                text = arguments.decode() if isinstance(arguments, bytes) else arguments
+                arguments = load_json(text or "{}")
             except ValueError as exc:
                 raise ToolArgumentError(self.name, [f"arguments: not valid JSON ({exc})"]) from None
         if arguments is None:
@@ -57,11 +57,10 @@ class SchemaTool(Tool):
             raise ToolArgumentError(
                 self.name, [f"arguments: expected an object, got {type(arguments).__name__}"]
             )
-        data = dict(arguments)
-        problems = validate(data, self.parameters)
+        data, problems = check_value(dict(arguments), self.parameters)
         if problems:
             raise ToolArgumentError(self.name, problems)
-        return data
+        return dict(data)
 
     def validate(self, arguments: Mapping[str, Any] | str | None) -> Any:
         return self.arguments(arguments)
