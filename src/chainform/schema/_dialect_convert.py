@@ -5,20 +5,20 @@ rewrites, encodes or moves each keyword into the description. Constraints it mov
 relaxations, never tightenings; what a dialect cannot express at all (free-form maps in closed-object
 dialects, any-JSON values in typed ones, recursion past what the provider allows, enum values of the
 wrong kind, an explicit null next to "absent") is ENCODED, with a codec mark that `restore` undoes
-exactly (see `_dialect_values`). So every value valid for the user's schema stays emittable, and the final
+exactly (see `_dialect_codecs`). So every value valid for the user's schema stays emittable, and the final
 check against the ORIGINAL schema restores the lost strictness.
 """
 
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Any
 
 from chainform.errors import SchemaError
+from chainform.schema._dialect_codecs import mark
 from chainform.schema._dialect_refs import ANNOTATIONS, normalize, resolve_ref, types_of
+from chainform.schema._dialect_rules import Policy
 from chainform.schema._dialect_shapes import Shapes, describe_value
-from chainform.schema._dialect_values import mark
 
 JSON = Any
 ROOT_KEY = "value"
@@ -47,29 +47,6 @@ _CONSTRAINTS = frozenset(
     | _SINGLE
 )
 _LOOKAROUND = re.compile(r"\(\?[=!<]|\\[1-9bBk]")
-
-
-@dataclass(frozen=True)
-class Policy:
-    """What one provider's schema language accepts, as data."""
-
-    keep: frozenset[str]  # constraint keywords passed through unchanged (when not rewritten)
-    formats: frozenset[str] | None = None  # string formats kept; None = every format
-    close_objects: bool = False  # additionalProperties: false on every object (open keys as pairs)
-    all_required: bool = False  # every property required; optional ones become nullable
-    wrap_root: bool = False  # a non-object root goes under {"value": ...}
-    refs: Literal["keep", "inline"] = "keep"
-    recursion: bool = True  # may a converted schema refer to itself?
-    inline_depth: int = 3  # how often a recursive $ref is unrolled when refs are inlined
-    nullable_keyword: bool = False  # OpenAPI "nullable: true" instead of "null" in type
-    enums: Literal["any", "primitive", "string"] = "any"
-    const_to_enum: bool = False
-    typed: bool = False  # every schema must state a type (untyped ones become a scalar anyOf)
-    property_ordering: bool = False  # Gemini: say the order properties should be generated in
-    max_min_items: int | None = None  # largest minItems accepted (Anthropic: 1)
-    simple_patterns: bool = False  # no lookaround/backreferences in pattern
-    oneof_as_anyof: bool = True
-    limits: dict[str, int] = field(default_factory=dict)  # documented provider limits, see _dialect_limits
 
 
 class Converter(Shapes):

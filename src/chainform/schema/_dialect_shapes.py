@@ -17,11 +17,11 @@ import re
 from typing import TYPE_CHECKING, Any
 
 from chainform.errors import SchemaError
+from chainform.schema._dialect_codecs import CODEC, mark
 from chainform.schema._dialect_refs import ANNOTATIONS, json_type, normalize
-from chainform.schema._dialect_values import CODEC, mark
 
 if TYPE_CHECKING:
-    from chainform.schema._dialect_convert import Policy
+    from chainform.schema._dialect_rules import Policy
 
 JSON = Any
 _OPENERS = frozenset(  # keywords under which an object may hold keys its `properties` do not list

@@ -6,8 +6,15 @@ Anthropic's structured outputs, Bedrock tool specs). `convert` rewrites the sche
 data (`POLICIES`) and lists every change in `ConvertedSchema.notes`. Changes are relaxations
 (constraints moved into descriptions) or encodings that `restore` undoes exactly (key/value pairs for
 free-form maps, JSON text for values a dialect cannot type, nulls for absent optional fields, a wrapper
-around a non-object root; see `_dialect_values`). The final check is always against the original schema,
+around a non-object root; see `_dialect_codecs`). The final check is always against the original schema,
 so nothing a dialect relaxes is ever lost for the caller, and no valid answer is made unproducible.
+
+Behind this module, three concepts, each arrow pointing one way (rules <- converter, codecs):
+- `_dialect_rules`: what each provider accepts (`Policy`, `POLICIES`) and its documented size limits;
+- the converter: `_dialect_convert` (the walk and `$ref`s), `_dialect_shapes` (its keyword groups, a
+  mixin split off for size) and `_dialect_refs` (the user's schema read into one shape: refs followed,
+  allOf merged, draft-04 read as 2020-12);
+- `_dialect_codecs`: the encodings' marks and the walks that apply (`forward`) or undo (`restore`) them.
 """
 
 from __future__ import annotations
@@ -20,9 +27,9 @@ from typing import Any, get_args
 from chainform._dialect_names import SchemaDialect
 from chainform._json import copy_json
 from chainform.errors import SchemaError
-from chainform.schema._dialect_convert import ROOT_KEY, Converter, Policy
-from chainform.schema._dialect_limits import OPENAI_LIMITS, check_limits
-from chainform.schema._dialect_values import Codecs, strip
+from chainform.schema._dialect_codecs import Codecs, strip
+from chainform.schema._dialect_convert import ROOT_KEY, Converter
+from chainform.schema._dialect_rules import POLICIES, check_limits
 from chainform.schema.validate import check_schema, compile_validator, schema_text
 
 __all__ = [
@@ -37,65 +44,6 @@ __all__ = [
     "restore",
 ]
 
-_OPENAI_FORMATS = frozenset(
-    {"date-time", "time", "date", "duration", "email", "hostname", "ipv4", "ipv6", "uuid"}
-)
-_NUMERIC = frozenset({"minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum", "multipleOf"})
-
-#: What each provider accepts, from its documentation (see docs/schema-dialects.md for the sources).
-POLICIES: dict[str, Policy] = {
-    # OpenAI Structured Outputs / strict function calling.
-    "openai-strict": Policy(
-        keep=_NUMERIC | {"pattern", "format", "minItems", "maxItems", "title"},
-        formats=_OPENAI_FORMATS,
-        close_objects=True,
-        all_required=True,
-        wrap_root=True,
-        refs="keep",
-        enums="primitive",
-        typed=True,
-        limits=OPENAI_LIMITS,
-    ),
-    # Gemini responseSchema (OpenAPI 3.0 subset): no $ref, nullable instead of type arrays, string enums.
-    "gemini": Policy(
-        keep=frozenset({"minimum", "maximum", "minItems", "maxItems", "minLength", "maxLength", "pattern"})
-        | {"minProperties", "maxProperties", "format", "title"},
-        formats=frozenset({"date-time", "enum"}),
-        refs="inline",
-        recursion=True,
-        inline_depth=3,
-        nullable_keyword=True,
-        enums="string",
-        const_to_enum=True,
-        typed=True,
-        property_ordering=True,
-    ),
-    # Anthropic structured outputs / strict tool use: no recursion, no numeric or length bounds.
-    "anthropic": Policy(
-        keep=frozenset({"pattern", "format", "minItems", "const", "title"}),
-        formats=_OPENAI_FORMATS | {"uri"},
-        close_objects=True,
-        wrap_root=True,
-        refs="keep",
-        recursion=False,
-        enums="primitive",
-        max_min_items=1,
-        simple_patterns=True,
-    ),
-    # Bedrock Converse toolSpec.inputSchema.json: plain JSON Schema whose root is an object.
-    "bedrock": Policy(
-        keep=frozenset(
-            {"minLength", "maxLength", "pattern", "format", "minItems", "maxItems", "uniqueItems", "contains"}
-            | _NUMERIC
-            | {"minProperties", "maxProperties", "patternProperties", "propertyNames", "dependentRequired"}
-            | {"additionalProperties", "prefixItems", "not", "if", "then", "else", "const", "title"}
-            | {"dependentSchemas", "minContains", "maxContains"}
-        ),
-        wrap_root=True,
-        refs="keep",
-        oneof_as_anyof=False,
-    ),
-}
 _IDENTITY = ("jsonschema", "llguidance")
 
 
