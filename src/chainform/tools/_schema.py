@@ -23,7 +23,6 @@ from pydantic import AfterValidator, BaseModel, ConfigDict, Field, TypeAdapter
 from pydantic.fields import FieldInfo
 
 from chainform.errors import SchemaError, ToolDefinitionError
-from chainform.schema.dsl import type_schema
 from chainform.tools import _docs
 from chainform.tools._params import (
     EMPTY,
@@ -278,6 +277,8 @@ class _Builder:
         for model in self.models:
             if not model.__pydantic_complete__:
                 model.model_rebuild(_types_namespace=self.forward)
+        from chainform.schema.dsl import type_schema  # the one type -> JSON Schema path (cached)
+
         try:
             schema = type_schema(spec.model)
         except SchemaError as exc:
