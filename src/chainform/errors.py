@@ -145,6 +145,17 @@ class ToolArgumentError(ToolError, ValueError):
         super().__init__(f"Invalid arguments for tool {tool!r}: " + "; ".join(self.errors))
 
 
+class MCPServerError(ToolError):
+    """An MCP server failed in one phase: ``connect``, ``list`` (its tools) or ``call`` (a tool).
+
+    A ToolError, so a failed call is read by the model and the chain goes on."""
+
+    def __init__(self, message: str, *, server: str, phase: Literal["connect", "list", "call"]) -> None:
+        self.server = server
+        self.phase = phase
+        super().__init__(message)
+
+
 class UnknownToolError(ToolError, LookupError):
     """The model (or a caller) asked for a tool name that was not registered."""
 

@@ -5,7 +5,8 @@
 
 Tools: add (structured result matching its outputSchema), bad_shape (structured result that
 breaks its outputSchema), slow (sleeps), crash (the process exits), picture (image content),
-fails (isError), whoami (echoes the request's X-Test header when served over HTTP).
+fails (isError), whoami (echoes the request's X-Test header when served over HTTP), big (a text
+result of `size` characters).
 """
 
 from __future__ import annotations
@@ -39,6 +40,11 @@ TOOLS = [
     types.Tool(name="picture", description="an image", input_schema=EMPTY),
     types.Tool(name="fails", description="reports an error", input_schema=EMPTY),
     types.Tool(name="whoami", description="request header X-Test", input_schema=EMPTY),
+    types.Tool(
+        name="big",
+        description="a long text",
+        input_schema={"type": "object", "properties": {"size": {"type": "integer"}}},
+    ),
 ]
 
 
@@ -71,6 +77,8 @@ async def call_tool(ctx, params: types.CallToolRequestParams) -> types.CallToolR
         )
     if params.name == "fails":
         return types.CallToolResult(content=text("the database is down"), is_error=True)
+    if params.name == "big":
+        return types.CallToolResult(content=text("x" * int(args.get("size", 10))))
     if params.name == "whoami":
         request = ctx.request
         header = request.headers.get("x-test") if request is not None else None

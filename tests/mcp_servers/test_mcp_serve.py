@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import sys
 
 import pytest
@@ -67,3 +68,29 @@ def test_serve_without_tools_is_a_usage_error() -> None:
     result = CliRunner().invoke(cli, ["mcp", "serve"])
     assert result.exit_code == 2
     assert "nothing to serve" in result.output
+
+
+@pytest.mark.parametrize("isolation", ["process", "auto"])
+async def test_serve_python_isolation_is_applied_and_said(tmp_path, isolation: str) -> None:
+    from chainform.tools import PythonTool
+
+    expected = PythonTool(isolation=isolation).isolation_in_force()  # type: ignore[arg-type]
+    args = ["-m", "chainform.cli", "mcp", "serve", "-T", "python", "--python-isolation", isolation]
+    env = {"CHAINFORM_HOME": str(tmp_path), "PYTHONPATH": os.environ.get("PYTHONPATH", "")}
+    params = StdioServerParameters(command=sys.executable, args=args, env=env)
+    async with Client(params) as client:
+        (tool,) = (await client.list_tools()).tools
+        assert tool.description.endswith(f"Isolation in force: {expected}.")
+        if isolation == "process":
+            assert expected == "process" and "no network" not in tool.description
+        result = await client.call_tool("python", {"code": "print(6 * 7)"})
+        assert "42" in result.content[0].text
+
+
+def test_serve_rejects_an_unknown_isolation_level() -> None:
+    from click.testing import CliRunner
+
+    from chainform.cli import cli
+
+    result = CliRunner().invoke(cli, ["mcp", "serve", "-T", "python", "--python-isolation", "none"])
+    assert result.exit_code == 2 and "--python-isolation" in result.output

@@ -3,11 +3,24 @@
 from __future__ import annotations
 
 import shlex
-from typing import Any
+from collections.abc import Callable
+from typing import Any, TypeVar
 
 import click
 
+F = TypeVar("F", bound=Callable[..., Any])
 MCP_HELP = "MCP server: a command ('python -m server --flag') or an https://…/mcp URL; repeatable."
+
+
+def python_isolation_option(help: str) -> Callable[[F], F]:
+    """`--python-isolation`, shared by prompts and `mcp serve`."""
+    return click.option(
+        "--python-isolation",
+        type=click.Choice(["auto", "strict", "process"]),
+        default="auto",
+        show_default=True,
+        help=help,
+    )
 
 
 def mcp_servers(values: tuple[str, ...]) -> list[Any]:
@@ -45,8 +58,11 @@ def mcp_group() -> None:
 @click.option(
     "-T", "--tool", "tool_names", multiple=True, help="Built-in or plugin tool by name; repeatable."
 )
+@python_isolation_option("How the python tool confines code; its description says the level in force.")
 @click.option("--name", default="chainform", show_default=True, help="Server name shown to clients.")
-def serve_command(functions: tuple[str, ...], tool_names: tuple[str, ...], name: str) -> None:
+def serve_command(
+    functions: tuple[str, ...], tool_names: tuple[str, ...], python_isolation: str, name: str
+) -> None:
     """Serve Python functions (and -T tools) as an MCP server on stdin/stdout.
 
     \b
@@ -57,7 +73,23 @@ def serve_command(functions: tuple[str, ...], tool_names: tuple[str, ...], name:
     from chainform.cli._tools import load_functions, resolve_tools
     from chainform.mcp._serve import serve_stdio
 
-    tools = resolve_tools(tool_names) + [t for code in functions for t in load_functions(code)]
+    tools = resolve_tools(tool_names, python_isolation=python_isolation)
+    tools += [t for code in functions for t in load_functions(code)]
     if not tools:
         raise click.UsageError("nothing to serve: give --functions and/or -T")
-    anyio.run(serve_stdio, tools, name)
+    notes = {
+        t.name: _isolation_note(t, python_isolation) for t in tools if _isolation_note(t, python_isolation)
+    }
+    anyio.run(serve_stdio, tools, name, notes)
+
+
+def _isolation_note(tool: Any, requested: str) -> str:
+    """What a client's model reads about the python tool's confinement (the level this machine gives)."""
+    from chainform.tools import PythonTool
+
+    if not isinstance(tool, PythonTool):
+        return ""
+    level = tool.isolation_in_force()
+    if requested == "strict" and level != "strict":
+        return f"Isolation: strict was asked for but this machine gives {level}; calls are refused."
+    return f"Isolation in force: {level}."

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
-from chainform.cli._mcp import MCP_HELP
+from chainform.cli._mcp import MCP_HELP, python_isolation_option
 from chainform.cli._output import console, echo_json, format_json, shorten
 
 if TYPE_CHECKING:
@@ -231,13 +231,9 @@ def _summary(response: ChainResponse, has_schema: bool) -> dict[str, Any]:
 @click.option(
     "-T", "--tool", "tool_names", multiple=True, help="Tool by name (see `chainform tools`); repeatable."
 )
-@click.option(
-    "--python-isolation",
-    type=click.Choice(["auto", "strict", "process"]),
-    default="auto",
-    show_default=True,
-    help="How the python tool confines code: every OS guard available, all of them or refuse, "
-    "or a plain process (see `chainform tools`).",
+@python_isolation_option(
+    "How the python tool confines code: every OS guard available, all of them or refuse, "
+    "or a plain process (see `chainform tools`)."
 )
 @click.option(
     "--functions", multiple=True, help="Python file or code whose public functions become tools; repeatable."

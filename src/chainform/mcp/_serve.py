@@ -7,7 +7,7 @@ through `Tool.ainvoke`, so arguments are validated and converted exactly as in a
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from chainform.tools import Tool
@@ -33,16 +33,25 @@ def _result(value: Any) -> mcp_types.CallToolResult:
     )
 
 
-def build_server(tools: Sequence[Tool], name: str = "chainform") -> Any:
-    """A low-level `mcp` Server whose tools are `tools` (calls validated like a chain's)."""
+def build_server(
+    tools: Sequence[Tool], name: str = "chainform", notes: Mapping[str, str] | None = None
+) -> Any:
+    """A low-level `mcp` Server whose tools are `tools` (calls validated like a chain's); `notes`
+    (by tool name) are added to descriptions, e.g. the python tool's isolation in force."""
     import mcp_types as types
     from mcp.server.lowlevel import Server
 
     from chainform import __version__
 
     by_name = {t.name: t for t in tools}
+    notes = notes or {}
     listing = [
-        types.Tool(name=t.name, description=t.description or None, input_schema=t.parameters) for t in tools
+        types.Tool(
+            name=t.name,
+            description=" ".join(filter(None, (t.description, notes.get(t.name)))) or None,
+            input_schema=t.parameters,
+        )
+        for t in tools
     ]
 
     async def list_tools(ctx: Any, params: Any) -> types.ListToolsResult:
@@ -63,10 +72,12 @@ def build_server(tools: Sequence[Tool], name: str = "chainform") -> Any:
     return Server(name, version=__version__, on_list_tools=list_tools, on_call_tool=call_tool)
 
 
-async def serve_stdio(tools: Sequence[Tool], name: str = "chainform") -> None:
+async def serve_stdio(
+    tools: Sequence[Tool], name: str = "chainform", notes: Mapping[str, str] | None = None
+) -> None:
     """Serve `tools` on stdin/stdout until the client disconnects."""
     from mcp.server.stdio import stdio_server
 
-    server = build_server(tools, name)
+    server = build_server(tools, name, notes)
     async with stdio_server() as (read, write):
         await server.run(read, write, server.create_initialization_options())

@@ -11,9 +11,10 @@ import weakref
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
-from chainform.errors import SchemaError, ToolDefinitionError, ToolError
+from chainform.errors import MCPServerError, SchemaError, ToolDefinitionError
 from chainform.mcp._content import tool_result
-from chainform.mcp._session import Session
+from chainform.mcp._listing import MAX_PAGES, MAX_TOOLS, ListingLimitError, list_tools
+from chainform.mcp._session import Session, TransportFault
 from chainform.tools import Tool
 
 _SEPARATORS = "._-:"
@@ -25,7 +26,9 @@ class MCPServer:
     The session opens when the tools are first needed and closes when the chain that opened it
     ends, or when a ``with`` / ``async with`` block around the server ends (then several chains
     share one session). A tool call that fails (server error, crash, timeout) is a tool error
-    the model reads; the chain goes on.
+    the model reads; the chain goes on. Failures raise `MCPServerError`, naming the server and the
+    phase (connect, list, call). Results longer than `max_output` characters are cut (and say so);
+    a listing is capped at `max_pages` pages and `max_tools` tools.
     """
 
     def __init__(
@@ -38,7 +41,13 @@ class MCPServer:
         exclude: Iterable[str] = (),
         timeout: float = 60.0,
         connect_timeout: float = 30.0,
+        max_output: int = 100_000,
+        max_tools: int = MAX_TOOLS,
+        max_pages: int = MAX_PAGES,
     ) -> None:
+        for label, limit in (("max_output", max_output), ("max_tools", max_tools), ("max_pages", max_pages)):
+            if isinstance(limit, bool) or not isinstance(limit, int) or limit < 1:
+                raise ValueError(f"{label} must be a positive integer, not {limit!r}")
         self._connect = connect
         self.name = name
         self.prefix = prefix
@@ -46,6 +55,9 @@ class MCPServer:
         self.exclude = set(exclude)
         self.timeout = timeout
         self.connect_timeout = connect_timeout
+        self.max_output = max_output
+        self.max_tools = max_tools
+        self.max_pages = max_pages
         self._session: Session | None = None
         self._tools: list[Tool] | None = None
         self._output_schemas: dict[str, dict[str, Any]] = {}
@@ -75,7 +87,9 @@ class MCPServer:
         params = StdioServerParameters(command=command, args=list(args), env=dict(env or {}) or None, cwd=cwd)
         name = " ".join([os.path.basename(command), *args])[:80]
         return cls(
-            lambda: Client(stdio_client(params, errlog=_errlog()), client_info=_info()), name=name, **options
+            lambda **kw: Client(stdio_client(params, errlog=_errlog()), client_info=_info(), **kw),
+            name=name,
+            **options,
         )
 
     @classmethod
@@ -85,9 +99,9 @@ class MCPServer:
         from mcp import Client
         from mcp.client.streamable_http import streamable_http_client
 
-        def connect() -> Any:
+        def connect(**kw: Any) -> Any:
             http = httpx2.AsyncClient(headers=dict(headers or {}), timeout=httpx2.Timeout(30.0, read=300.0))
-            return Client(streamable_http_client(url, http_client=http), client_info=_info())
+            return Client(streamable_http_client(url, http_client=http), client_info=_info(), **kw)
 
         return cls(connect, name=url.split("?")[0], **options)
 
@@ -105,7 +119,10 @@ class MCPServer:
             try:
                 self._session = Session(self._connect, self.connect_timeout)
             except Exception as exc:
-                raise ToolError(f"could not start MCP server {self.name!r}: {_why(exc)}") from None
+                why = f"no answer within {self.connect_timeout:g} s" if _timed_out(exc) else _why(exc)
+                raise MCPServerError(
+                    f"could not start MCP server {self.name!r}: {why}", server=self.name, phase="connect"
+                ) from None
         return self._session
 
     def _live(self) -> Session:
@@ -116,10 +133,27 @@ class MCPServer:
         """The server's tools (after prefix/include/exclude); connects on first use."""
         with self._lock:
             if self._tools is None:
-                session = self._open()
-                listing = session.submit(_list_tools).result(self.connect_timeout)
-                self._tools = self._describe(listing)
+                self._tools = self._describe(self._list(self._open()))
             return list(self._tools)
+
+    def _list(self, session: Session) -> list[Any]:
+        def fail(why: str) -> MCPServerError:
+            message = f"MCP server {self.name!r} failed to list its tools: {why}"
+            return MCPServerError(message, server=self.name, phase="list")
+
+        future = session.submit(lambda client: list_tools(client, self.max_pages, self.max_tools))
+        try:
+            listing = future.result(self.connect_timeout)
+        except (ListingLimitError, TransportFault) as exc:
+            raise fail(str(exc)) from None
+        except Exception as exc:
+            future.cancel()
+            raise fail(
+                f"no answer within {self.connect_timeout:g} s" if _timed_out(exc) else _why(exc)
+            ) from None
+        for name, why in listing.skipped:
+            warnings.warn(f"MCP server {self.name!r}: skipping tool {name!r}: {why}", stacklevel=4)
+        return listing.tools
 
     async def atools(self) -> list[Tool]:
         """`tools()` without blocking the running loop."""
@@ -201,8 +235,11 @@ class MCPServer:
         return call
 
     async def call(self, name: str, arguments: dict[str, Any]) -> Any:
-        """Call a tool by its name on the server; failures of any kind raise ToolError."""
+        """Call a tool by its name on the server; failures of any kind raise MCPServerError."""
         timeout = self.timeout
+
+        def fail(why: str) -> MCPServerError:
+            return MCPServerError(f"MCP tool {name!r} {why}", server=self.name, phase="call")
 
         async def send(client: Any) -> Any:
             return await client.call_tool(name, arguments, read_timeout_seconds=timeout)
@@ -211,23 +248,20 @@ class MCPServer:
         try:
             result = await asyncio.wait_for(session.run(send), timeout + 5)
         except asyncio.TimeoutError:
-            raise ToolError(f"MCP tool {name!r} did not answer within {timeout:g} s") from None
+            raise fail(f"did not answer within {timeout:g} s") from None
+        except TransportFault as exc:
+            raise fail(f"failed: {exc}") from None
         except Exception as exc:
             if _connection_lost(exc):
                 session.failure = exc  # the next call starts the server again
-            raise ToolError(f"MCP tool {name!r} failed: {_why(exc)}") from None
-        return tool_result(result)
+            raise fail(f"failed: {_why(exc)}") from None
+        return tool_result(result, self.max_output)
 
 
-async def _list_tools(client: Any) -> list[Any]:
-    tools: list[Any] = []
-    cursor = None
-    while True:
-        page = await client.list_tools(cursor=cursor)
-        tools.extend(page.tools)
-        cursor = page.next_cursor
-        if not cursor:
-            return tools
+def _timed_out(exc: BaseException) -> bool:
+    import concurrent.futures
+
+    return isinstance(exc, (TimeoutError, asyncio.TimeoutError, concurrent.futures.TimeoutError))
 
 
 def _connection_lost(exc: BaseException) -> bool:

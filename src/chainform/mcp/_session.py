@@ -4,6 +4,10 @@ The SDK's sessions are anyio task groups that must be entered and left by the sa
 chainform calls tools from the chain's loop (the sync API's background loop or the user's). A
 private loop per server owns the session; callers on any loop submit calls to it and await the
 result. Closing the session (which stops a stdio server's process) happens on that loop too.
+
+A message the transport cannot read (malformed JSON, JSON nested deeper than the parser allows)
+never reaches the request waiting for it; the SDK hands it to the message handler instead. The
+session ends the calls in flight with that fault rather than letting them wait for their timeout.
 """
 
 from __future__ import annotations
@@ -15,7 +19,11 @@ from collections.abc import Callable, Coroutine
 from typing import Any, TypeVar
 
 T = TypeVar("T")
-ClientFactory = Callable[[], Any]  # -> an un-entered mcp.Client
+ClientFactory = Callable[..., Any]  # (message_handler=...) -> an un-entered mcp.Client
+
+
+class TransportFault(Exception):
+    """The server sent something the transport could not read while a call was waiting."""
 
 
 class Session:
@@ -27,6 +35,7 @@ class Session:
         self._thread.start()
         self._client: Any = None
         self._stop: asyncio.Event | None = None
+        self._fault: asyncio.Future[Exception] | None = None
         self.failure: BaseException | None = None
         self._done = threading.Event()
         ready: concurrent.futures.Future[None] = concurrent.futures.Future()
@@ -39,8 +48,9 @@ class Session:
 
     async def _hold(self, make_client: ClientFactory, ready: concurrent.futures.Future[None]) -> None:
         self._stop = asyncio.Event()
+        self._fault = self._loop.create_future()
         try:
-            async with make_client() as client:
+            async with make_client(message_handler=self._on_message) as client:
                 self._client = client
                 ready.set_result(None)
                 await self._stop.wait()
@@ -53,6 +63,28 @@ class Session:
             self._client = None
             self._done.set()
 
+    async def _on_message(self, message: Any) -> None:
+        if isinstance(message, Exception) and self._fault is not None:
+            fault, self._fault = self._fault, self._loop.create_future()
+            fault.set_result(message)  # wakes the calls started before it
+
+    async def _guarded(self, fn: Callable[[Any], Coroutine[Any, Any, T]]) -> T:
+        assert self._fault is not None
+        fault, call = self._fault, asyncio.ensure_future(fn(self._client))
+        waiting: set[asyncio.Future[Any]] = {call, fault}
+        try:
+            await asyncio.wait(waiting, return_when=asyncio.FIRST_COMPLETED)
+        except BaseException:
+            call.cancel()
+            raise
+        if call.done():
+            return call.result()
+        call.cancel()
+        exc = fault.result()
+        errors = getattr(exc, "errors", None)  # a pydantic ValidationError: its first message is the cause
+        why = errors()[0]["msg"] if callable(errors) and errors() else " ".join(str(exc).split())[:300]
+        raise TransportFault(f"the server sent a message that could not be read: {why}")
+
     @property
     def alive(self) -> bool:
         return self._client is not None and self.failure is None and not self._main.done()
@@ -60,7 +92,7 @@ class Session:
     def submit(self, fn: Callable[[Any], Coroutine[Any, Any, T]]) -> concurrent.futures.Future[T]:
         if not self.alive:
             raise ConnectionError("the MCP session is closed")
-        return asyncio.run_coroutine_threadsafe(fn(self._client), self._loop)
+        return asyncio.run_coroutine_threadsafe(self._guarded(fn), self._loop)
 
     async def run(self, fn: Callable[[Any], Coroutine[Any, Any, T]]) -> T:
         """Await `fn(client)` from any event loop (cancelling the wait cancels the call)."""
