@@ -40,3 +40,38 @@ def emulator() -> Iterator[Emulator]:
     """The loopback provider emulator (every wire format), stopped after the test."""
     with Emulator() as server:
         yield server
+
+
+@pytest.fixture
+def damaged_log(home: Path) -> Path:
+    """`home`'s logs.db holding 100 two-call chains, its middle page then overwritten (a bad sector)."""
+    import sqlite3
+
+    from chainform.store import CallRecord, Store, new_id
+    from chainform.types import Message
+
+    path = home / "logs.db"
+    with Store(path) as store:
+        ids = [new_id() for _ in range(100)]
+        store.submit_all(
+            [
+                CallRecord(
+                    conversation_id=cid,
+                    chain_id=cid,
+                    seq=seq,
+                    purpose="chain",
+                    model="scripted",
+                    prompt="q",
+                    messages=[Message.user("q")],
+                    text=f"answer {cid} " * 20,
+                )
+                for cid in ids
+                for seq in (0, 1)
+            ]
+        ).result()
+    with sqlite3.connect(path) as db:
+        page_size, pages = (db.execute(f"PRAGMA {p}").fetchone()[0] for p in ("page_size", "page_count"))
+    with open(path, "r+b") as fh:
+        fh.seek(pages // 2 * page_size)
+        fh.write(b"\xff" * 64)
+    return path

@@ -16,7 +16,14 @@ def _directory(env_var: str, kind: str) -> Path:
 
         locate = platformdirs.user_data_dir if kind == "data" else platformdirs.user_cache_dir
         path = Path(locate("chainform", appauthor=False))
-    path.mkdir(parents=True, exist_ok=True)
+    try:
+        path.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        from chainform.errors import HomeError
+
+        where = f"${env_var}" if override else "the user data directory"
+        why = "it is a file" if path.is_file() else exc.strerror or str(exc)
+        raise HomeError(f"{where} ({path}) cannot be chainform's home: {why}; give a directory") from None
     return path
 
 

@@ -19,6 +19,12 @@ class ChainformError(Exception):
     agent_runs: list[Any] = []  # noqa: RUF012 - subagent runs of the failed chain, set per instance
 
 
+class HomeError(ChainformError):
+    """chainform's home (`CHAINFORM_HOME`, else the user data directory) is not a usable directory:
+    the log, keys and saved schemas have nowhere to live. A chain warns and runs unlogged; the CLI
+    stops with a usage error."""
+
+
 class SchemaError(ChainformError, ValueError):
     """A schema given by the user is malformed or cannot be described/converted."""
 

@@ -197,21 +197,25 @@ class _Base(Generic[R]):
     def _open_store(self) -> Any:
         if self._store is None and not self._store_failed:
             try:
-                from chainform.store import Store
+                from chainform.store import Store, logging_enabled
 
+                if not logging_enabled():  # `chainform logs off`
+                    return None
                 self._store = Store(self._log_path)
             except Exception as exc:  # logging must never break a chain; say so once
+                from chainform.errors import HomeError
+
                 self._store_failed = True
-                warnings.warn(
-                    f"chainform: logging disabled: {exc} (move the file aside, or pass log=False)",
-                    stacklevel=3,
-                )
+                way_on = "" if isinstance(exc, HomeError) else " (move the file aside, or pass log=False)"
+                warnings.warn(f"chainform: logging disabled: {exc}{way_on}", stacklevel=3)
         return self._store
 
     def _logger(self, request: ChainRequest) -> Any:
         from chainform.store import ChainLogger, logging_enabled
 
-        store = self._open_store() if logging_enabled() else None
+        store = self._open_store()
+        if store is not None and not logging_enabled():
+            store = None
         if store is None:
             return None
         return ChainLogger(

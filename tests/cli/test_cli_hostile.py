@@ -113,9 +113,7 @@ def test_unusable_log_is_found_before_the_model_is_called(run, scripted: Scripte
     assert result.exit_code == 0 and result.stdout.strip() == "ok"
 
 
-@pytest.mark.parametrize(
-    "pair", [("max_tokens", "Infinity"), ("temperature", "NaN"), ("top_p", "-Infinity")]
-)
+@pytest.mark.parametrize("pair", [("max_tokens", "Infinity"), ("temperature", "NaN"), ("top_p", "-Infinity")])
 def test_non_finite_numeric_options_are_usage_errors(run, scripted: Scripted, pair) -> None:
     scripted.script(["ok"])
     assert pair[0] in one_line(run("x", "-o", *pair), 2)
@@ -150,3 +148,30 @@ def test_a_schema_nested_too_deep_is_a_usage_error_and_nothing_is_sent(
     assert scripted.client.requests == [] and logged(home) == []
     line = one_line(run("schemas", "show", "--dialect", "gemini", text), 2)
     assert "nested more than 100 levels deep" in line
+
+
+@pytest.mark.parametrize("argv", [["x"], ["logs"], ["logs", "status"], ["keys", "list"]])
+def test_home_that_is_a_file_is_one_usage_line(run, scripted: Scripted, tmp_path, monkeypatch, argv) -> None:
+    blocker = tmp_path / "home-file"
+    blocker.write_text("")
+    monkeypatch.setenv("CHAINFORM_HOME", str(blocker))
+    scripted.script(["ok"])
+    line = one_line(run(*argv), 2)
+    assert "CHAINFORM_HOME" in line and "it is a file" in line and "Errno" not in line
+    assert scripted.client.requests == []
+
+
+def test_damaged_log_is_one_line_with_the_way_on_and_backup_keeps_it(
+    run, scripted: Scripted, damaged_log
+) -> None:
+    scripted.script(["ok"])
+    line = one_line(run("x"), 2)
+    assert "is damaged" in line and "logs backup" in line and "--no-log" in line
+    assert scripted.client.requests == []  # found before the model is called
+    assert "is damaged" in one_line(run("logs"), 2)
+    assert "is damaged" in one_line(run("logs", "--json", "-n", "0"), 2)
+    kept = damaged_log.parent / "kept.db"
+    result = run("logs", "backup", str(kept))
+    assert result.exit_code == 0 and kept.exists()
+    damaged_log.rename(damaged_log.with_name("logs.db.bad"))  # the way on: a fresh log
+    assert run("x").exit_code == 0 and len(logged(damaged_log.parent)) == 1

@@ -173,6 +173,7 @@ def _open_log(*, required: bool, wanted: bool) -> Store | None:
     if not (required or wanted):
         return None
     from chainform.store import Store, StoreError
+    from chainform.store._damage import LogDamagedError
 
     store = Store()
     try:
@@ -180,6 +181,8 @@ def _open_log(*, required: bool, wanted: bool) -> Store | None:
     except StoreError as exc:
         if not required:
             return None
+        if isinstance(exc, LogDamagedError):
+            raise StoreError(f"{exc}; or run with --no-log") from None
         raise StoreError(
             f"{exc}. Move the file aside (e.g. mv '{store.path}' '{store.path}.bad'; a new log "
             "is created) or run with --no-log."

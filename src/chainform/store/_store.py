@@ -26,6 +26,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, TypeVar
 
+from chainform.store._damage import as_store_error, check_intact
 from chainform.store._fts import catch_up, ensure_fts, has_fts, search_clause
 from chainform.store._journal import pending, spread, stage
 from chainform.store._migrations import MIGRATIONS, migrate, user_version
@@ -120,6 +121,7 @@ class Store:
             db.execute("PRAGMA synchronous = NORMAL")
             db.execute(f"PRAGMA wal_autocheckpoint = {AUTOCHECKPOINT_PAGES}")  # see store/_writer.py
             db.execute("PRAGMA foreign_keys = ON")
+            check_intact(db, self.path)
             if user_version(db) < len(MIGRATIONS):
                 self._write(migrate)
             elif user_version(db) > len(MIGRATIONS):
@@ -189,7 +191,7 @@ class Store:
             try:
                 result = self._retry(attempt)
             except sqlite3.Error as exc:  # a constraint, a value SQLite cannot store, ...
-                raise StoreError(f"cannot write to the log ({self.path}): {exc}") from exc
+                raise as_store_error(exc, self.path, "cannot write to the log") from exc
         self._checkpointer.committed()
         return result
 
@@ -200,8 +202,8 @@ class Store:
             db = self._connect()
             try:
                 yield db
-            except sqlite3.OperationalError as exc:
-                raise StoreError(f"log database error ({self.path}): {exc}") from exc
+            except sqlite3.DatabaseError as exc:  # locked, malformed, ...
+                raise as_store_error(exc, self.path, "log database error") from exc
 
     # -- writing ----------------------------------------------------------------------------
 
@@ -233,7 +235,10 @@ class Store:
         """Bring the tables up to date with the journal before a read (a write transaction, only
         when there is something to spread). A log this process cannot write is read as it is."""
         with self._lock:
-            has_pending = pending(self._connect())
+            try:
+                has_pending = pending(self._connect())
+            except sqlite3.DatabaseError as exc:
+                raise as_store_error(exc, self.path, "log database error") from exc
         if has_pending:
             try:
                 self._write(spread)
@@ -252,10 +257,13 @@ class Store:
         if target.exists():
             raise StoreError(f"{target} exists; give a new file name")
         self.flush()
+        with contextlib.suppress(StoreError):  # a damaged log is copied as it is: the way to keep it
+            self._spread()
         try:
             target.parent.mkdir(parents=True, exist_ok=True)
-            with self._read() as db, contextlib.closing(sqlite3.connect(target)) as out:
-                db.backup(out)
+            source = sqlite3.connect(self.path, timeout=BUSY_TIMEOUT_MS / 1000)
+            with contextlib.closing(source), contextlib.closing(sqlite3.connect(target)) as out:
+                source.backup(out)
         except (OSError, sqlite3.Error) as exc:
             raise StoreError(f"cannot back up the log to {target}: {exc}") from exc
         return target
