@@ -1,49 +1,12 @@
-"""`--mcp` (an MCP server's tools for a prompt or a listing) and `chainform mcp serve`."""
+"""`chainform mcp serve`: tools found by `_tools` offered over MCP (the `--mcp` option lives in `_tools`)."""
 
 from __future__ import annotations
 
-import shlex
-from collections.abc import Callable
-from typing import Any, TypeVar
+from typing import Any
 
 import click
 
-F = TypeVar("F", bound=Callable[..., Any])
-MCP_HELP = "MCP server: a command ('python -m server --flag') or an https://…/mcp URL; repeatable."
-
-
-def python_isolation_option(help: str) -> Callable[[F], F]:
-    """`--python-isolation`, shared by prompts and `mcp serve`."""
-    return click.option(
-        "--python-isolation",
-        type=click.Choice(["auto", "strict", "process"]),
-        default="auto",
-        show_default=True,
-        help=help,
-    )
-
-
-def mcp_servers(values: tuple[str, ...]) -> list[Any]:
-    """One MCPServer per `--mcp` value (URLs speak streamable HTTP, anything else is a command)."""
-    if not values:
-        return []
-    try:
-        from chainform.mcp import MCPServer
-    except ImportError as exc:
-        raise click.UsageError(f"--mcp needs the mcp SDK: pip install 'chainform[mcp]' ({exc})") from None
-    servers = []
-    for value in values:
-        if value.startswith(("http://", "https://")):
-            servers.append(MCPServer.http(value))
-            continue
-        try:
-            argv = shlex.split(value)
-        except ValueError as exc:
-            raise click.BadParameter(f"{value!r}: {exc}", param_hint="--mcp") from None
-        if not argv:
-            raise click.BadParameter("empty command", param_hint="--mcp")
-        servers.append(MCPServer.stdio(argv[0], argv[1:]))
-    return servers
+from chainform.cli._tools import python_isolation_option
 
 
 @click.group(name="mcp")

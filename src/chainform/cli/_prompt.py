@@ -15,8 +15,8 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
-from chainform.cli._mcp import MCP_HELP, python_isolation_option
 from chainform.cli._output import console, echo_json, format_json, shorten
+from chainform.cli._tools import MCP_HELP, python_isolation_option
 
 if TYPE_CHECKING:
     from chainform.models import Model
@@ -326,10 +326,9 @@ def prompt_command(
     as_json: bool,
 ) -> None:
     """Run PROMPT (or stdin) on a model, with tools and a schema if given."""
-    from chainform.cli._mcp import mcp_servers
     from chainform.cli._models import default_model
     from chainform.cli._schemas import resolve_cli_schema
-    from chainform.cli._tools import load_functions, resolve_tools
+    from chainform.cli._tools import load_functions, mcp_servers, resolve_tools
 
     if schema is not None and schema_multi is not None:
         raise click.UsageError("give --schema or --schema-multi, not both")

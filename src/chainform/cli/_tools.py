@@ -1,4 +1,4 @@
-"""Finding tools for `-T` and `--functions`, and the `chainform tools` listing.
+"""Finding tools for `-T`, `--functions` and `--mcp`, and the `chainform tools` listing.
 
 Tools come from three places: the built-ins, installed plugins (entry point group
 `chainform.tools`, each entry a Tool, a function, or a list of them) and Python code given with
@@ -10,15 +10,16 @@ from __future__ import annotations
 import inspect
 import itertools
 import linecache
+import shlex
 import sys
 import types
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import click
 
-from chainform.cli._mcp import MCP_HELP
 from chainform.cli._output import echo_json, shorten
 
 if TYPE_CHECKING:
@@ -26,6 +27,42 @@ if TYPE_CHECKING:
 
 ENTRY_POINT_GROUP = "chainform.tools"
 _snippets = itertools.count(1)
+F = TypeVar("F", bound=Callable[..., Any])
+MCP_HELP = "MCP server: a command ('python -m server --flag') or an https://…/mcp URL; repeatable."
+
+
+def python_isolation_option(help: str) -> Callable[[F], F]:
+    """`--python-isolation`, shared by prompts and `mcp serve`."""
+    return click.option(
+        "--python-isolation",
+        type=click.Choice(["auto", "strict", "process"]),
+        default="auto",
+        show_default=True,
+        help=help,
+    )
+
+
+def mcp_servers(values: tuple[str, ...]) -> list[Any]:
+    """One MCPServer per `--mcp` value (URLs speak streamable HTTP, anything else is a command)."""
+    if not values:
+        return []
+    try:
+        from chainform.mcp import MCPServer
+    except ImportError as exc:
+        raise click.UsageError(f"--mcp needs the mcp SDK: pip install 'chainform[mcp]' ({exc})") from None
+    servers = []
+    for value in values:
+        if value.startswith(("http://", "https://")):
+            servers.append(MCPServer.http(value))
+            continue
+        try:
+            argv = shlex.split(value)
+        except ValueError as exc:
+            raise click.BadParameter(f"{value!r}: {exc}", param_hint="--mcp") from None
+        if not argv:
+            raise click.BadParameter("empty command", param_hint="--mcp")
+        servers.append(MCPServer.stdio(argv[0], argv[1:]))
+    return servers
 
 
 @dataclass
@@ -71,8 +108,6 @@ def all_sources() -> list[ToolSource]:
 
 def mcp_sources(values: tuple[str, ...]) -> list[ToolSource]:
     """The tools of each `--mcp` server (listed, then the session is closed)."""
-    from chainform.cli._mcp import mcp_servers
-
     sources = []
     for value, server in zip(values, mcp_servers(values), strict=True):
         try:
