@@ -8,14 +8,32 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Union
+from typing import Any, Union
 
 from chainform.types import FunctionCallContent, TextReasoningContent
 
-if TYPE_CHECKING:
-    from chainform.testing.emulator._wire import RecordedRequest
-
 Part = Union[str, FunctionCallContent, TextReasoningContent]
+
+
+@dataclass
+class RecordedRequest:
+    """One request as the emulator received it. `body` is the parsed JSON (None if it was not JSON)."""
+
+    method: str
+    path: str
+    query: dict[str, str]
+    headers: dict[str, str]
+    body: Any
+    raw_body: bytes
+    index: int
+    request_id: str
+    wire_format: str | None = None
+    path_params: dict[str, str] = field(default_factory=dict)
+
+    @property
+    def json(self) -> dict[str, Any]:
+        """The body as a dict (empty when it was not a JSON object)."""
+        return self.body if isinstance(self.body, dict) else {}
 
 
 @dataclass
@@ -120,7 +138,7 @@ class Stall:
 
 ReplyItem = Union[Part, Sequence[Part], Reply]
 FaultItem = Union[Fault, MalformedEvent, DropConnection, Stall]
-ScriptItem = Union[ReplyItem, FaultItem, Callable[["RecordedRequest"], Union[ReplyItem, FaultItem]]]
+ScriptItem = Union[ReplyItem, FaultItem, Callable[[RecordedRequest], Union[ReplyItem, FaultItem]]]
 
 
 def to_reply(item: ReplyItem) -> Reply:

@@ -1,4 +1,5 @@
-"""The wire-format plugin interface of the emulator, and the request record every format reads.
+"""The wire-format plugin interface of the emulator (the request record every format reads is
+`_script.RecordedRequest`, re-exported here).
 
 The core (`_server.py`) knows HTTP, the script, faults and stream framing; it knows no
 provider. A provider's wire format is a `WireFormat` subclass in its own module of this package (`_openai_chat.py`,
@@ -26,33 +27,14 @@ from __future__ import annotations
 import importlib
 import json
 import pkgutil
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any, ClassVar
 
-from chainform.testing.emulator._script import Fault, Reply
+from chainform.testing.emulator._script import Fault, RecordedRequest, Reply
+
+__all__ = ["RecordedRequest", "StreamEvent", "WireFormat"]
 
 _CORE_MODULES = frozenset({"_server", "_script", "_wire"})
-
-
-@dataclass
-class RecordedRequest:
-    """One request as the emulator received it. `body` is the parsed JSON (None if it was not JSON)."""
-
-    method: str
-    path: str
-    query: dict[str, str]
-    headers: dict[str, str]
-    body: Any
-    raw_body: bytes
-    index: int
-    request_id: str
-    wire_format: str | None = None
-    path_params: dict[str, str] = field(default_factory=dict)
-
-    @property
-    def json(self) -> dict[str, Any]:
-        """The body as a dict (empty when it was not a JSON object)."""
-        return self.body if isinstance(self.body, dict) else {}
 
 
 @dataclass
