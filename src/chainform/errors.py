@@ -1,12 +1,13 @@
-"""Typed errors. Each says which phase failed so callers (and the CLI) can react precisely."""
+"""Typed errors. Each says which phase failed so callers (and the CLI) can react precisely.
+
+The bottom layer: every other module may raise these, so this one imports no other chainform
+module (a response carried by an error is typed `Any`, as `ChainError.responses` is).
+"""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Literal
-
-if TYPE_CHECKING:
-    from chainform.types import ChatResponse
+from typing import Any, Literal
 
 
 class ChainformError(Exception):
@@ -228,13 +229,14 @@ class ScriptExhaustedError(ChainformError):
 
 
 class StreamInterruptedError(ProviderError):
-    """A streamed response broke mid-way; `partial_response` joins what arrived before the break."""
+    """A streamed response broke mid-way; `partial_response` (a ChatResponse) joins what arrived
+    before the break."""
 
     def __init__(
         self,
         message: str,
         *,
-        partial_response: ChatResponse | None = None,
+        partial_response: Any = None,
         status: int | None = None,
         provider: str | None = None,
         request_id: str | None = None,

@@ -1,4 +1,9 @@
-"""`Tool`: a described Python callable whose arguments are validated and converted before the call."""
+"""`Tool`: a described Python callable whose arguments are validated and converted before the call.
+
+`SchemaTool` (`Tool.from_schema`) is the same idea with the parameters given as JSON Schema data
+(MCP servers, agents used as tools, hand-written declarations); its arguments are checked with the
+cached validator that checks model answers (schema/validate.py, imported on first use).
+"""
 
 from __future__ import annotations
 
@@ -12,6 +17,7 @@ from typing import Any
 import pydantic
 from pydantic import BaseModel
 
+from chainform._json import load_json
 from chainform.errors import ToolArgumentError, ToolDefinitionError
 from chainform.tools._params import call_target
 from chainform.tools._schema import Spec, build_spec, call_with
@@ -89,8 +95,6 @@ class Tool:
         Arguments are checked against `parameters` (JSON Schema) instead of a Python signature,
         so any schema works: from MCP servers, OpenAPI documents or hand-written dicts.
         """
-        from chainform.tools._schema_tool import SchemaTool
-
         return SchemaTool(name, description, parameters, func)
 
     def renamed(self, name: str | None = None, description: str | None = None) -> Tool:
@@ -183,3 +187,67 @@ class Toolbox:
         found = [Tool.from_function(getattr(self, n)) for n in names]
         self.__dict__["_chainform_tools"] = found
         return list(found)
+
+
+class SchemaTool(Tool):
+    """A tool from (name, description, JSON Schema parameters, func); `func(**arguments)` runs it."""
+
+    def __init__(
+        self, name: str, description: str, parameters: dict[str, Any], func: Callable[..., Any]
+    ) -> None:
+        if not isinstance(parameters, dict) or parameters.get("type", "object") != "object":
+            raise ToolDefinitionError(f"tool {name!r}: parameters must be a JSON Schema of type object")
+        if not callable(func):
+            raise ToolDefinitionError(f"tool {name!r}: func must be callable, got {type(func).__name__}")
+        from chainform.schema.validate import check_schema
+
+        check_schema(parameters)
+        self.name = check_name(name)
+        self.description = description or ""
+        self.parameters = {"type": "object", "properties": {}, **parameters}
+        self.fn = func
+        call = getattr(func, "__call__", None)  # noqa: B004 - async callable objects
+        self.is_async = inspect.iscoroutinefunction(func) or inspect.iscoroutinefunction(call)
+
+    def renamed(self, name: str | None = None, description: str | None = None) -> Tool:
+        return SchemaTool(
+            name or self.name,
+            self.description if description is None else description,
+            self.parameters,
+            self.fn,
+        )
+
+    def arguments(self, arguments: Mapping[str, Any] | str | None) -> dict[str, Any]:
+        """The arguments as a dict, checked against the JSON Schema (ToolArgumentError otherwise)."""
+        if isinstance(arguments, (str, bytes)):
+            try:
+                text = arguments.decode() if isinstance(arguments, bytes) else arguments
+                arguments = load_json(text or "{}")
+            except ValueError as exc:
+                raise ToolArgumentError(self.name, [f"arguments: not valid JSON ({exc})"]) from None
+        if arguments is None:
+            arguments = {}
+        if not isinstance(arguments, Mapping):
+            raise ToolArgumentError(
+                self.name, [f"arguments: expected an object, got {type(arguments).__name__}"]
+            )
+        from chainform.schema.validate import check_value
+
+        data, problems = check_value(dict(arguments), self.parameters)
+        if problems:
+            raise ToolArgumentError(self.name, problems)
+        return dict(data)
+
+    def validate(self, arguments: Mapping[str, Any] | str | None) -> Any:
+        return self.arguments(arguments)
+
+    def invoke(self, arguments: Mapping[str, Any] | str | None = None) -> Any:
+        return settle(self.fn(**self.arguments(arguments)))
+
+    async def ainvoke(self, arguments: Mapping[str, Any] | str | None = None) -> Any:
+        data = self.arguments(arguments)
+        result = self.fn(**data) if self.is_async else await asyncio.to_thread(self.fn, **data)
+        return await result if inspect.isawaitable(result) else result
+
+    def __repr__(self) -> str:
+        return f"Tool.from_schema(name={self.name!r}, parameters={list(self.parameters['properties'])})"
