@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from cli_helpers import Scripted
 
+from chainform.chain._history import of_conversation
 from chainform.store import Store
 from chainform.testing import tool_call
 
@@ -21,7 +22,7 @@ def test_continue_after_a_tool_chain_sends_the_tool_messages(run, scripted: Scri
     call, result = sent[1].function_calls[0], sent[2].function_results[0]
     assert call.name == "get_weather" and call.arguments == {"city": "Paris"}
     assert result.call_id == call.call_id and "21.5" in str(result.result)
-    assert Store().conversation_messages(Store().last_conversation_id())[:4] == sent[:4]
+    assert of_conversation(Store(), Store().last_conversation_id())[:4] == sent[:4]
 
 
 def test_log_history_equals_live_conversation_history(run, scripted: Scripted) -> None:
@@ -33,7 +34,7 @@ def test_log_history_equals_live_conversation_history(run, scripted: Scripted) -
     conversation.chain("Rome?", tools=[get_weather]).text()
     conversation.chain("ok?").text()
     live = client.requests[-1][0][:-1]  # what the second chain was sent, its own prompt aside
-    logged = Store().conversation_messages(conversation.id)[: len(live)]
+    logged = of_conversation(Store(), conversation.id)[: len(live)]
     assert [(m.role, m.text) for m in logged] == [(m.role, m.text) for m in live]
     assert logged[1].function_calls[0].arguments == live[1].function_calls[0].arguments
     assert logged[2].function_results[0].call_id == live[2].function_results[0].call_id

@@ -8,6 +8,7 @@ import time
 import pytest
 from store_helpers import make_record
 
+from chainform.chain._history import of_conversation
 from chainform.store import (
     Store,
     StoreError,
@@ -153,7 +154,7 @@ def test_store_redacts_secrets(store: Store) -> None:
     assert b"sk-1" not in blob and b"Bearer x" not in blob
 
 
-def test_store_conversation_messages(store: Store) -> None:
+def test_conversation_rebuilt_from_the_log(store: Store) -> None:
     now = time.time()
     store.log_call(make_record(chain_id="a", prompt="Hi", text="Hello!", created_at=now))
     call = FunctionCallContent("c1", "lookup", {})
@@ -190,7 +191,7 @@ def test_store_conversation_messages(store: Store) -> None:
     )
     store.log_call(make_record(chain_id="c", prompt="Broken", text="", error="boom", created_at=now + 4))
     store.log_call(make_record(conversation_id="other", chain_id="d", created_at=now + 5))
-    history = store.conversation_messages("conv1")
+    history = of_conversation(store, "conv1")
     assert [(m.role, m.text) for m in history] == [
         ("user", "Hi"),
         ("assistant", "Hello!"),

@@ -18,7 +18,7 @@ from chainform.types import Content, FunctionCallContent, FunctionResultContent,
 
 if TYPE_CHECKING:
     from chainform.chain._records import ChainResult
-    from chainform.store import LoggedResponse
+    from chainform.store import LoggedResponse, Store
 
 
 @dataclass
@@ -97,6 +97,12 @@ def of_result(result: ChainResult) -> ChainSteps:
             )
         )
     return ChainSteps(result.prompt, steps)
+
+
+def of_conversation(store: Store, conversation_id: str) -> list[Message]:
+    """A logged conversation's history, for `-c/--continue` and `--cid`: the rows the store returns
+    rebuilt by the same code a live `Conversation` uses (system prompts are the caller's to give again)."""
+    return history(of_log(store.recent(None, conversation_id=conversation_id)))
 
 
 def of_log(rows: Sequence[LoggedResponse]) -> list[ChainSteps]:

@@ -160,7 +160,9 @@ def _conversation(store: Store | None, continue_: bool, cid: str | None) -> tupl
         cid = store.last_conversation_id()
         if cid is None:
             raise click.UsageError("no logged conversation to continue")
-    history = store.conversation_messages(cid)
+    from chainform.chain._history import of_conversation
+
+    history = of_conversation(store, cid)
     if not history and not store.recent(1, conversation_id=cid):
         raise click.BadParameter(f"no logged conversation with id {cid!r}", param_hint="--cid")
     return cid, history

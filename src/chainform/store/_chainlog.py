@@ -21,7 +21,7 @@ import atexit
 import warnings
 import weakref
 from contextvars import ContextVar
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from chainform._lineage import current_chain
 from chainform.store._records import CallRecord, ToolCallRecord, ToolResultRecord
@@ -29,9 +29,39 @@ from chainform.store._rows import known_schema, schema_id
 from chainform.store._serialize import to_jsonable
 
 if TYPE_CHECKING:
-    from chainform.chain._records import ModelCall
     from chainform.store._store import Store
-    from chainform.types import ChatOptions
+    from chainform.types import ChatOptions, ChatResponse, FunctionResultContent, Message
+
+
+class LoggableCall(Protocol):
+    """What the logger reads from a chain's call (chain/_records.ModelCall has these fields); the
+    store describes it here rather than import the chain layer above it."""
+
+    response_id: str | None  # set to the record's id once logged
+
+    @property
+    def purpose(self) -> str: ...
+    @property
+    def strategy(self) -> str | None: ...
+    @property
+    def messages(self) -> list[Message]: ...
+    @property
+    def options(self) -> ChatOptions: ...
+    @property
+    def response(self) -> ChatResponse | None: ...
+    @property
+    def text(self) -> str: ...
+    @property
+    def parsed(self) -> Any: ...
+    @property
+    def duration_ms(self) -> float: ...
+    @property
+    def error(self) -> str | None: ...
+    @property
+    def tool_results(self) -> list[FunctionResultContent]: ...
+    @property
+    def format_context(self) -> str | None: ...
+
 
 naming: ContextVar[tuple[str, str] | None] = ContextVar("chainform_conversation_name", default=None)
 """(conversation id, name) for the chain started in this context; a subagent's conversation
@@ -66,7 +96,7 @@ class ChainLogger:
             self.schema_id = schema_id(schema)
         self._records: list[CallRecord] = []
 
-    def record(self, call: ModelCall, run: Any) -> CallRecord:
+    def record(self, call: LoggableCall, run: Any) -> CallRecord:
         """The one record of `call` (what the log stores and `chainform logs --json` prints)."""
         response = call.response
         # the engine logs from inside the chain's context: its Lineage says whether it is a subagent
@@ -108,7 +138,7 @@ class ChainLogger:
             agent_name=link.agent if link else None,
         )
 
-    def __call__(self, call: ModelCall, run: Any) -> None:
+    def __call__(self, call: LoggableCall, run: Any) -> None:
         try:
             record = self.record(call, run)
             call.response_id = record.id

@@ -42,7 +42,6 @@ from chainform.store._rows import (
     upsert_conversation,
 )
 from chainform.store._writer import AUTOCHECKPOINT_PAGES, Checkpointer, Writer
-from chainform.types import Message
 
 T = TypeVar("T")
 
@@ -385,13 +384,3 @@ class Store:
         except StoreError:  # a log we may read but not write (a read-only copy): LIKE sees every row
             return False
         return True
-
-    def conversation_messages(self, conversation_id: str) -> list[Message]:
-        """The history of a conversation rebuilt from the log, for `-c/--continue` and `--cid`.
-
-        The same history a live `Conversation` keeps (chain/_history.py): prompts, tool calls with
-        their results, answers; system prompts are the caller's to give again.
-        """
-        from chainform.chain._history import history, of_log
-
-        return history(of_log(self.recent(None, conversation_id=conversation_id)))
