@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Concatenate, Literal, ParamSpec
 
 from chainform import _sync
-from chainform._map._inputs import MapInputError, Row, rows
+from chainform._map._inputs import MapInputError, Row, check_template, rows
 from chainform.chain._records import ChainUsage
 from chainform.errors import (
     ChainError,
@@ -113,7 +113,8 @@ def amap(
 ) -> AsyncGenerator[MapResult, None]:
     """Run a chain for every input and yield a MapResult per row as it finishes.
 
-    `inputs`: str prompts, or dicts that fill `prompt` (a template such as "Extract: {text}").
+    `inputs`: str prompts, or dicts that fill `prompt` (a template such as "Extract: {text}";
+    a broken one raises MapInputError at once, before any row).
     They are read lazily; memory does not grow with their number. `concurrency` workers share
     `requests_per_minute` / `tokens_per_minute`; a 429 pauses them all for its Retry-After.
     `retries`: re-tries of one model call after a transient failure (429, 5xx, timeout, dropped
@@ -125,6 +126,8 @@ def amap(
 
     if on_error not in ("record", "raise"):
         raise ValueError("on_error must be 'record' or 'raise'")
+    if prompt is not None:
+        check_template(prompt)  # a template that can fill no row fails here, not on every row
     from chainform._map._pool import InMemory
 
     source: Any

@@ -1,19 +1,23 @@
 """Rows for `model.map`: lazy readers for JSONL, CSV and plain lines, keys, and prompt templates.
 
 Everything here is a generator, so a 50,000-line file is never held in memory. A row that cannot
-be read or filled in becomes a row with an `input` error instead of stopping the run.
+be read or filled in becomes a row with an `input` error instead of stopping the run: files are read
+as bytes and decoded line by line, so one byte that is not UTF-8 costs its own line, not the run.
+A template that could fill no row at all is refused before any row runs (`check_template`).
 """
 
 from __future__ import annotations
 
 import csv
-import io
+import functools
 import json
+import re
+import string
 import sys
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, TextIO
+from typing import IO, Any
 
 from chainform.errors import ChainformError
 
@@ -37,12 +41,42 @@ class Row:
             if isinstance(self.data, str):
                 return self.data
             raise MapInputError("rows are objects: give a prompt template such as 'Summarize: {text}'")
+        data = self.data if isinstance(self.data, dict) else {"text": self.data}
+        for name in check_template(template):
+            if name not in data:
+                raise MapInputError(f"the prompt template names {name!r}, which this row does not have")
+            if data[name] is None:
+                raise MapInputError(f"the row's {name!r} is null: nothing to fill the prompt template with")
         try:
-            return template.format_map(self.data if isinstance(self.data, dict) else {"text": self.data})
+            return template.format_map(data)
         except KeyError as exc:
             raise MapInputError(f"the prompt template names {exc}, which this row does not have") from None
-        except (ValueError, IndexError, AttributeError) as exc:
+        except (ValueError, IndexError, AttributeError, TypeError) as exc:
             raise MapInputError(f"cannot fill the prompt template: {exc}") from None
+
+
+@functools.lru_cache(maxsize=32)
+def check_template(template: str) -> tuple[str, ...]:
+    """The row fields `template` fills from; MapInputError when it could fill no row at all
+    (an unclosed brace, a positional `{}` or `{0}`, an unknown conversion such as `{x!z}`)."""
+    names: list[str] = []
+    try:
+        parsed = list(string.Formatter().parse(template))
+    except ValueError as exc:
+        raise MapInputError(f"the prompt template {template!r} is broken: {exc}") from None
+    for _text, field, _spec, conversion in parsed:
+        if field is None:
+            continue
+        root = re.split(r"[.\[]", field, maxsplit=1)[0]
+        if not root or root.isdigit():
+            raise MapInputError(
+                f"the prompt template {template!r} has a positional field {{{field}}}: "
+                "name a row field instead, e.g. {text}"
+            )
+        if conversion not in (None, "r", "s", "a"):
+            raise MapInputError(f"the prompt template {template!r} has an unknown conversion !{conversion}")
+        names.append(root)
+    return tuple(dict.fromkeys(names))
 
 
 def record_of(data: str | dict[str, Any]) -> dict[str, Any]:
@@ -71,21 +105,24 @@ def rows(data: Iterable[Any], id_field: str | None = None, start: int = 0) -> It
 
 
 def read_file(path: str, fmt: str | None = None) -> Iterator[str | dict[str, Any] | MapInputError]:
-    """Lazily read INPUT: `.jsonl`/`.json` lines, `.csv` rows, or `-`/other: one prompt per line."""
+    """Lazily read INPUT: `.jsonl`/`.json` lines, `.csv` rows, or `-`/other: one prompt per line.
+
+    Read as bytes (stdin too): a line that is not UTF-8 is an input error naming its number."""
     kind = fmt or _format_of(path)
-    handle: TextIO = sys.stdin if path == "-" else open(path, encoding="utf-8", newline="")  # noqa: SIM115
+    handle: IO[bytes] = _stdin_bytes() if path == "-" else open(path, "rb")  # noqa: SIM115
     try:
         if kind == "csv":
-            yield from csv.DictReader(handle)
+            yield from _csv(handle)
         elif kind == "jsonl":
             yield from _jsonl(handle)
         else:
-            for line in handle:
-                text = line.rstrip("\r\n")
-                if text.strip():
+            for _number, text in _decoded(handle):
+                if isinstance(text, MapInputError):
                     yield text
+                elif text.strip():
+                    yield text.rstrip("\r\n")
     finally:
-        if handle is not sys.stdin:
+        if path != "-":
             handle.close()
 
 
@@ -99,8 +136,34 @@ def count_rows(path: str, fmt: str | None = None) -> int | None:
         return sum(1 for line in handle if line.strip())
 
 
-def _jsonl(handle: io.TextIOBase | TextIO) -> Iterator[dict[str, Any] | MapInputError]:
-    for number, line in enumerate(handle, 1):
+def _stdin_bytes() -> IO[bytes]:
+    buffer = getattr(sys.stdin, "buffer", None)
+    if buffer is None:  # a replaced text-only stdin (an embedding app): its text, encoded back
+        import io
+
+        return io.BytesIO(sys.stdin.read().encode("utf-8", "surrogateescape"))
+    return buffer  # type: ignore[no-any-return]
+
+
+def _not_utf8(number: int, exc: UnicodeDecodeError) -> MapInputError:
+    return MapInputError(
+        f"line {number} is not valid UTF-8 (byte {exc.object[exc.start]:#04x} at column {exc.start + 1})"
+    )
+
+
+def _decoded(handle: IO[bytes]) -> Iterator[tuple[int, str | MapInputError]]:
+    for number, raw in enumerate(handle, 1):
+        try:
+            yield number, raw.decode("utf-8")
+        except UnicodeDecodeError as exc:
+            yield number, _not_utf8(number, exc)
+
+
+def _jsonl(handle: IO[bytes]) -> Iterator[dict[str, Any] | MapInputError]:
+    for number, line in _decoded(handle):
+        if isinstance(line, MapInputError):
+            yield line
+            continue
         if not line.strip():
             continue
         try:
@@ -109,6 +172,38 @@ def _jsonl(handle: io.TextIOBase | TextIO) -> Iterator[dict[str, Any] | MapInput
             yield MapInputError(f"line {number} is not JSON: {exc}")
             continue
         yield value if isinstance(value, dict) else MapInputError(f"line {number} is not a JSON object")
+
+
+def _csv(handle: IO[bytes]) -> Iterator[dict[str, Any] | MapInputError]:
+    """CSV rows under their header's names. Bytes that are not UTF-8 ride through the csv module
+    escaped (a quoted field may span lines) and make their row an input error; a row shorter
+    than the header lacks the missing columns (a template naming one fails that row), a longer
+    one is an error unless the extra fields are empty."""
+    lines = (raw.decode("utf-8", "surrogateescape") for raw in handle)
+    reader = csv.DictReader(lines)
+    for record in reader:
+        number = reader.line_num
+        bad = next((v for v in record.values() if isinstance(v, str) and not _utf8(v)), None)
+        if bad is not None:
+            try:
+                bad.encode("utf-8", "surrogateescape").decode("utf-8")
+            except UnicodeDecodeError as exc:
+                yield _not_utf8(number, exc)
+            continue
+        extra = record.pop(None, None)  # type: ignore[call-overload]
+        if extra and any(str(v).strip() for v in extra):
+            width = len(reader.fieldnames or ())
+            yield MapInputError(f"line {number} has {width + len(extra)} fields, the header {width}")
+            continue
+        yield {name: value for name, value in record.items() if value is not None}
+
+
+def _utf8(text: str) -> bool:
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
 
 
 def _format_of(path: str) -> str:

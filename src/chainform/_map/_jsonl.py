@@ -62,6 +62,8 @@ class JsonlSink:
         """Scan an existing file (resume) or refuse to overwrite one; then open for appending.
 
         With `retry_errors` the rows that ended in an error are not done: their lines go."""
+        if self.path.is_dir():
+            raise MapOutputError(f"{self.path} is a directory: give a file, e.g. {self.path / 'out.jsonl'}")
         if self.path.exists() and self.path.stat().st_size > 0:
             if not resume:
                 raise MapOutputError(

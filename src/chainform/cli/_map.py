@@ -186,8 +186,8 @@ def map_command(
     ray_workers: int,
 ) -> None:
     """Run a chain for every row of INPUT (JSONL, CSV, or `-`: one prompt per line)."""
-    from chainform._map._inputs import count_rows, read_file, record_of, rows
-    from chainform._map._jsonl import JsonlSink, line_for
+    from chainform._map._inputs import MapInputError, check_template, count_rows, read_file, record_of, rows
+    from chainform._map._jsonl import JsonlSink, MapOutputError, line_for
     from chainform.cli._models import default_model
     from chainform.cli._schemas import resolve_cli_schema
     from chainform.cli._tools import load_functions, resolve_tools
@@ -195,13 +195,21 @@ def map_command(
 
     if input_path != "-" and not _readable(input_path):
         raise click.BadParameter(f"cannot read {input_path!r}", param_hint="INPUT")
+    try:
+        if template is not None:
+            check_template(template)
+    except MapInputError as exc:
+        raise click.BadParameter(str(exc), param_hint="--prompt") from None
     spec = resolve_cli_schema(schema, store=Store()) if schema else None
     tools = resolve_tools(tool_names) + [t for code in functions for t in load_functions(code)]
     name = model_name or default_model()
     sink = JsonlSink(output)
     if keep_errors and not resume:
         raise click.UsageError("--keep-errors only applies with --resume")
-    sink.prepare(resume=resume, retry_errors=not keep_errors)
+    try:
+        sink.prepare(resume=resume, retry_errors=not keep_errors)
+    except MapOutputError as exc:
+        raise click.BadParameter(str(exc), param_hint="-o") from None
     run_id = sink.run_id or new_id()
     source = (row for row in rows(read_file(input_path, fmt), id_field) if row.key not in sink.done)
     settings: dict[str, Any] = {

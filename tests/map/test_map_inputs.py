@@ -1,0 +1,131 @@
+"""Hostile `map` inputs: bytes that are not UTF-8, missing and null fields, broken templates, an
+output that is a directory. A bad row costs that row (an `input` error naming its line), never the
+run; a template or output that could serve no row is refused before any row runs."""
+
+from __future__ import annotations
+
+import pytest
+from click.testing import CliRunner
+from map_helpers import read_lines
+
+import chainform as cf
+from chainform._map._inputs import MapInputError, Row, check_template, read_file
+from chainform.cli import cli
+from chainform.testing import ScriptedClient
+
+
+def echo(messages, options) -> str:
+    return "seen: " + messages[-1].text
+
+
+def scripted_map(monkeypatch) -> ScriptedClient:
+    """The CLI's map model is a ScriptedClient answering every row with its prompt."""
+    from chainform.cli import _map
+
+    client = ScriptedClient([echo] * 50)
+    monkeypatch.setattr(_map, "map_model", lambda name, **kw: cf.AsyncModel(client, name="scripted"))
+    return client
+
+
+def invoke(*args: str, input: bytes | str | None = None):
+    return CliRunner().invoke(cli, ["map", *args], input=input, catch_exceptions=False)
+
+
+@pytest.mark.parametrize(
+    ("name", "content", "fmt"),
+    [
+        ("in.txt", b"first\nbad \xff byte\nthird\n", "lines"),
+        ("in.jsonl", b'{"text": "first"}\n{"text": "bad \xff"}\n{"text": "third"}\n', "jsonl"),
+        ("in.csv", b"text\nfirst\nbad \xfe\nthird\n", "csv"),
+    ],
+)
+def test_a_line_that_is_not_utf8_is_an_input_error_with_its_number(tmp_path, name, content, fmt) -> None:
+    path = tmp_path / name
+    path.write_bytes(content)
+    items = list(read_file(str(path)))
+    assert len(items) == 3
+    assert isinstance(items[1], MapInputError)
+    line = 3 if fmt == "csv" else 2  # the CSV header is line 1
+    assert f"line {line} is not valid UTF-8" in str(items[1])
+    assert [items[0], items[2]] in (["first", "third"], [{"text": "first"}, {"text": "third"}])
+
+
+def test_binary_stdin_runs_every_readable_line(tmp_path, monkeypatch) -> None:
+    scripted_map(monkeypatch)
+    out = tmp_path / "out.jsonl"
+    result = invoke("-", "-o", str(out), "-m", "scripted", "-n", input=b"one\n\xff\xfe\x00bin\nthree\n")
+    assert result.exit_code == 0, result.output
+    lines = sorted(read_lines(out), key=lambda x: x["_map"]["index"])
+    assert [x.get("value") for x in lines] == ["seen: one", None, "seen: three"]
+    assert (
+        lines[1]["error"]["phase"] == "input" and "line 2 is not valid UTF-8" in lines[1]["error"]["message"]
+    )
+    assert "2 ok, 1 failed" in result.stderr
+
+
+def test_missing_csv_column_and_json_null_are_input_errors_not_none(tmp_path, monkeypatch) -> None:
+    client = scripted_map(monkeypatch)
+    csv_in = tmp_path / "in.csv"
+    csv_in.write_text("name,city,extra\nann,Paris,x\nbob\ncid,Rome,y,\n")  # bob lacks city; cid: empty extra
+    out = tmp_path / "out.jsonl"
+    result = invoke(str(csv_in), "-o", str(out), "-m", "scripted", "-n", "--prompt", "{name} in {city}")
+    assert result.exit_code == 0, result.output
+    lines = sorted(read_lines(out), key=lambda x: x["_map"]["index"])
+    assert [x.get("value") for x in lines] == ["seen: ann in Paris", None, "seen: cid in Rome"]
+    assert "names 'city', which this row does not have" in lines[1]["error"]["message"]
+    assert lines[0]["extra"] == "x" and lines[2]["extra"] == "y"  # columns keep their header names
+    assert not any("None" in m.text for req in client.requests for m in req[0])
+
+    rows = [{"text": "ok"}, {"text": None}]
+    results = sorted(
+        cf.Model(ScriptedClient([echo] * 2)).map(rows, prompt="say {text}", log=False), key=lambda r: r.index
+    )
+    assert results[0].text == "seen: say ok"
+    assert results[1].error is not None and results[1].error.phase == "input"
+    assert "'text' is null" in results[1].error.message
+
+
+def test_a_csv_row_longer_than_its_header_is_an_input_error(tmp_path) -> None:
+    path = tmp_path / "in.csv"
+    path.write_text("a,b\n1,2\n3,4,5\n")
+    items = list(read_file(str(path)))
+    assert items[0] == {"a": "1", "b": "2"}
+    assert isinstance(items[1], MapInputError) and "line 3 has 3 fields, the header 2" in str(items[1])
+
+
+@pytest.mark.parametrize(
+    ("template", "why"),
+    [
+        ("{text", "broken"),
+        ("a } b", "broken"),
+        ("{}", "positional"),
+        ("{0}", "positional"),
+        ("{x!z}", "conversion"),
+    ],
+)
+def test_a_broken_template_is_refused_before_any_row(tmp_path, monkeypatch, template, why) -> None:
+    client = scripted_map(monkeypatch)
+    inp = tmp_path / "in.txt"
+    inp.write_text("one\ntwo\n")
+    out = tmp_path / "out.jsonl"
+    result = invoke(str(inp), "-o", str(out), "-m", "scripted", "-n", "--prompt", template)
+    assert result.exit_code == 2
+    errors = [line for line in result.stderr.splitlines() if line.startswith("Error:")]
+    assert len(errors) == 1 and why in errors[0] and "--prompt" in errors[0]
+    assert client.requests == [] and not out.exists()
+    with pytest.raises(MapInputError, match=why):
+        cf.Model(ScriptedClient([])).map(["one"], prompt=template)
+
+
+def test_good_templates_list_their_fields() -> None:
+    assert check_template("{a} and {b.c} and {d[0]!r:>5} {a}") == ("a", "b", "d")
+    assert Row(0, "0", {"a": 1, "b": 2}).prompt("{a}+{b}") == "1+2"
+
+
+def test_output_that_is_a_directory_says_so(tmp_path, monkeypatch) -> None:
+    scripted_map(monkeypatch)
+    inp = tmp_path / "in.txt"
+    inp.write_text("one\n")
+    result = invoke(str(inp), "-o", str(tmp_path), "-m", "scripted", "-n")
+    assert result.exit_code == 2
+    assert "is a directory" in result.stderr and "already holds rows" not in result.stderr
