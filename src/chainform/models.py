@@ -9,6 +9,7 @@ from collections.abc import Sequence
 from typing import Any, Generic, TypeVar
 
 from chainform import _sync
+from chainform._map._api import amap, map_sync
 from chainform.chain._context import ContextPolicy
 from chainform.chain._engine import ChainRequest, ChainRun
 from chainform.chain._events import EventLog
@@ -16,7 +17,6 @@ from chainform.chain._records import ChainResult
 from chainform.chain._tools import AfterCall, BeforeCall, is_tool_source, normalize_tools
 from chainform.clients.base import ChatClient
 from chainform.errors import ChainformError
-from chainform.map import amap, map_sync
 from chainform.output import STRATEGIES, OutputSpec
 from chainform.output._fallbacks import Fallbacks
 from chainform.response import AsyncChainResponse, ChainResponse, RunFactory
@@ -75,6 +75,11 @@ class _Base(Generic[R]):
     @property
     def profile(self) -> ModelProfile:
         return self._profile or self.client.profile
+
+    def _twin(self, client: ChatClient | None = None) -> AsyncModel:
+        """An AsyncModel with this model's profile, name and log, on `client` (else this one's):
+        what `map` runs its rows on (on the rate-gated client)."""
+        return AsyncModel(client or self.client, self._profile, name=self.name, log_path=self._log_path)
 
     def __repr__(self) -> str:
         return f"<{type(self).__name__} {self.name!r}>"

@@ -20,8 +20,8 @@ from typing import Any
 
 from pydantic_core import PydanticSerializationError, to_json, to_jsonable_python
 
+from chainform._map._results import MapResult
 from chainform.errors import ChainformError
-from chainform.map import MapResult
 
 META = "_map"
 

@@ -12,18 +12,15 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import AsyncGenerator, AsyncIterable, Iterable, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 from chainform._map._gate import GatedClient, GateStats, RateGate
 from chainform._map._inputs import Row
 from chainform._map._pool import Pool
+from chainform._map._results import MapResult, RowError
 from chainform.chain._tools import normalize_tools
-from chainform.map import MapResult, RowError
 from chainform.output import OutputSpec
 from chainform.store._chainlog import naming as _naming
-
-if TYPE_CHECKING:
-    from chainform.models import AsyncModel
 
 
 def _new_id() -> str:
@@ -32,12 +29,30 @@ def _new_id() -> str:
     return new_id()
 
 
+class MapModel(Protocol):
+    """What a map run needs of an AsyncModel: its client and log, a copy of itself on another
+    client (the rate-gated one), and `chain`."""
+
+    client: Any
+    _store: Any
+
+    def _twin(self, client: Any = None) -> MapModel: ...
+
+    def chain(self, *args: Any, **kwargs: Any) -> Any: ...
+
+
+class SyncMapModel(Protocol):
+    """What `Model.map` needs of a Model: its async twin, on which `amap` runs."""
+
+    def _twin(self, client: Any = None) -> MapModel: ...
+
+
 class MapRun:
     """The settings of one run and the work done per row."""
 
     def __init__(
         self,
-        model: AsyncModel,
+        model: MapModel,
         *,
         prompt: str | None,
         system: str | None,
@@ -66,19 +81,15 @@ class MapRun:
         # Nobody watches a map row's text arrive: a whole response costs the SDK less than a stream.
         self.chain_options = {"stream": False, **chain_options}
         self.stats = GateStats()
-        self._gated: AsyncModel | None = None
+        self._gated: MapModel | None = None
 
-    def _gated_model(self) -> AsyncModel:
+    def _gated_model(self) -> MapModel:
         """The model on a GatedClient; built inside the run's loop (the limiters belong to it)."""
         if self._gated is None:
-            from chainform.models import AsyncModel
-
             gate = RateGate(*self.limits)
             self.stats = gate.stats
             client = GatedClient(self.model.client, gate, self.retries)
-            gated = AsyncModel(
-                client, self.model._profile, name=self.model.name, log_path=self.model._log_path
-            )
+            gated = self.model._twin(client)
             gated._store = self.model._store
             self._gated = gated
         return self._gated
@@ -133,4 +144,4 @@ class MapRun:
         return result
 
 
-__all__ = ["MapRun"]
+__all__ = ["MapModel", "MapRun", "SyncMapModel"]

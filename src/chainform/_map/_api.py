@@ -1,0 +1,141 @@
+"""`amap` and its sync twin `map_sync` (`AsyncModel.amap` / `Model.map`): rows in, MapResults out.
+
+This layer sits below `models`: it never imports the model classes. It runs rows on the model it
+is given, through the little it needs of one (`_run.MapModel`); `Model.map` and `AsyncModel.amap` are
+these functions.
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import (
+    AsyncGenerator,
+    AsyncIterable,
+    AsyncIterator,
+    Callable,
+    Iterable,
+    Iterator,
+    Sequence,
+)
+from typing import TYPE_CHECKING, Any, Concatenate, Literal, ParamSpec
+
+from chainform import _sync
+from chainform._map._inputs import Row, check_template, rows
+from chainform._map._results import MapResult
+
+if TYPE_CHECKING:
+    from chainform._map._run import MapModel, SyncMapModel
+
+OnError = Literal["record", "raise"]
+P = ParamSpec("P")
+
+
+def amap(
+    model: MapModel,
+    /,
+    inputs: Iterable[Any] | AsyncIterable[Any],
+    *,
+    prompt: str | None = None,
+    system: str | None = None,
+    tools: Sequence[Any] | None = None,
+    schema: Any = None,
+    concurrency: int = 8,
+    requests_per_minute: float | None = None,
+    tokens_per_minute: float | None = None,
+    retries: int = 2,
+    on_error: OnError = "record",
+    log: bool = True,
+    ordered: bool = False,
+    id_field: str | None = None,
+    run_id: str | None = None,
+    **chain_options: Any,
+) -> AsyncGenerator[MapResult, None]:
+    """Run a chain for every input and yield a MapResult per row as it finishes.
+
+    `inputs`: str prompts, or dicts that fill `prompt` (a template such as "Extract: {text}";
+    a broken one raises MapInputError at once, before any row).
+    They are read lazily; memory does not grow with their number. `concurrency` workers share
+    `requests_per_minute` / `tokens_per_minute`; a 429 pauses them all for its Retry-After.
+    `retries`: re-tries of one model call after a transient failure (429, 5xx, timeout, dropped
+    connection). `on_error="record"` puts a typed `RowError` on the row; "raise" stops the run.
+    `ordered=True` yields in input order. `id_field` keys rows by a field (else by position);
+    other keyword arguments go to `chain` (strategy, chain_limit, options, ...).
+    """
+    from chainform._map._run import MapRun
+
+    if on_error not in ("record", "raise"):
+        raise ValueError("on_error must be 'record' or 'raise'")
+    if prompt is not None:
+        check_template(prompt)  # a template that can fill no row fails here, not on every row
+    from chainform._map._pool import InMemory
+
+    source: Any
+    if isinstance(inputs, AsyncIterable):
+        source = _arows(inputs, id_field)
+    elif isinstance(inputs, Sequence):  # nothing to wait for: no reader thread
+        source = InMemory(rows(inputs, id_field))
+    else:
+        source = rows(inputs, id_field)
+    run = MapRun(
+        model,
+        prompt=prompt,
+        system=system,
+        tools=tools,
+        schema=schema,
+        requests_per_minute=requests_per_minute,
+        tokens_per_minute=tokens_per_minute,
+        retries=retries,
+        on_error=on_error,
+        log=log,
+        run_id=run_id,
+        chain_options=chain_options,
+    )
+    return run.results(source, concurrency=concurrency, ordered=ordered)
+
+
+def _sync_twin(
+    fn: Callable[Concatenate[MapModel, P], AsyncIterator[MapResult]],
+) -> Callable[Concatenate[SyncMapModel, P], Iterator[MapResult]]:
+    """The sync twin of `amap` with the same keyword arguments (one signature, not two copies)."""
+
+    @functools.wraps(fn)
+    def run(model: SyncMapModel, /, *args: P.args, **kwargs: P.kwargs) -> Iterator[MapResult]:
+        return _drain(fn(model._twin(), *args, **kwargs))
+
+    return run
+
+
+def _drain(results: AsyncIterator[MapResult]) -> Iterator[MapResult]:
+    """Pull results from chainform's background loop, where the pool keeps running between pulls."""
+    try:
+        while True:
+            try:
+                yield _sync.run(_anext(results))
+            except StopAsyncIteration:
+                return
+    finally:
+        _sync.run(_aclose(results))
+
+
+async def _anext(results: AsyncIterator[MapResult]) -> MapResult:
+    return await results.__anext__()
+
+
+async def _aclose(results: AsyncIterator[MapResult]) -> None:
+    aclose = getattr(results, "aclose", None)
+    if aclose is not None:
+        await aclose()
+
+
+async def _arows(inputs: AsyncIterable[Any], id_field: str | None) -> AsyncIterator[Row]:
+    index = 0
+    async for item in inputs:
+        yield next(rows([item], id_field, start=index))
+        index += 1
+
+
+map_sync = _sync_twin(amap)
+"""`Model.map`: `amap` run on chainform's background loop, results handed back to this thread."""
+
+
+__all__ = ["OnError", "amap", "map_sync"]

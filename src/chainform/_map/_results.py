@@ -1,0 +1,72 @@
+"""What one row of a map run ends as: a `MapResult` with its value, or a typed `RowError`."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from chainform._map._inputs import MapInputError
+from chainform.chain._records import ChainUsage
+from chainform.errors import (
+    ChainError,
+    FormattingError,
+    GuardrailError,
+    ProviderError,
+    StructuredOutputError,
+    ToolError,
+)
+
+_PHASES: tuple[tuple[type[BaseException], str], ...] = (
+    (MapInputError, "input"),
+    (ProviderError, "provider"),
+    (StructuredOutputError, "output"),
+    (FormattingError, "format"),
+    (ToolError, "tool"),
+    (GuardrailError, "guardrail"),
+    (ChainError, "chain"),
+)
+
+
+@dataclass
+class RowError:
+    """Why a row failed: the `phase` (input, provider, output, format, tool, guardrail, chain,
+    internal), the error's type name and message, and the exception itself."""
+
+    phase: str
+    type: str
+    message: str
+    exception: BaseException | None = field(default=None, repr=False, compare=False)
+
+    @classmethod
+    def of(cls, exc: BaseException) -> RowError:
+        phase = next((name for kind, name in _PHASES if isinstance(exc, kind)), "internal")
+        return cls(phase, type(exc).__name__, " ".join(str(exc).split()) or type(exc).__name__, exc)
+
+    def to_dict(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"phase": self.phase, "type": self.type, "message": self.message}
+        status = getattr(self.exception, "status", None)
+        if status is not None:
+            out["status"] = status
+        return out
+
+
+@dataclass
+class MapResult:
+    """One finished row: `value` (with a schema) and `text`, or `error`; never both."""
+
+    index: int
+    key: str
+    input: str | dict[str, Any]
+    value: Any = None
+    data: Any = None
+    text: str | None = None
+    error: RowError | None = None
+    usage: ChainUsage = field(default_factory=lambda: ChainUsage.of([]))
+    conversation_id: str | None = None
+
+    @property
+    def ok(self) -> bool:
+        return self.error is None
+
+
+__all__ = ["MapResult", "RowError"]
