@@ -175,3 +175,99 @@ def test_damaged_log_is_one_line_with_the_way_on_and_backup_keeps_it(
     assert result.exit_code == 0 and kept.exists()
     damaged_log.rename(damaged_log.with_name("logs.db.bad"))  # the way on: a fresh log
     assert run("x").exit_code == 0 and len(logged(damaged_log.parent)) == 1
+
+
+@pytest.mark.parametrize(
+    ("pair", "why"),
+    [
+        (("", "1"), "not an option name"),
+        (("a b", "1"), "not an option name"),
+        (("stop", "{}"), "stop must be a string or a list of strings"),
+        (("stop", "[1]"), "stop must be a string or a list of strings"),
+        (("max_tokens", "-5"), "max_tokens must be at least 1"),
+        (("max_tokens", "0"), "max_tokens must be at least 1"),
+        (("top_k", "2.5"), "top_k must be an integer"),
+        (("top_p", "1.5"), "top_p must be between 0 and 1"),
+        (("temperature", "-0.1"), "temperature must be at least 0"),
+        (("seed", "true"), "seed must be an integer"),
+        (("allow_multiple_tool_calls", "1"), "must be true or false"),
+        (("tools", "[]"), "set by chainform itself"),
+        (("response_format", "{}"), "set by chainform itself"),
+    ],
+)
+def test_option_names_and_values_are_checked_before_the_call(run, scripted: Scripted, pair, why) -> None:
+    scripted.script(["ok"])
+    assert why in one_line(run("x", "-o", *pair), 2)
+    assert scripted.client.requests == []
+
+
+def test_checked_options_still_reach_the_model_converted(run, scripted: Scripted) -> None:
+    scripted.script(["ok"])
+    argv = ["-o", "max_tokens", "5.0", "-o", "stop", '["a", "b"]', "-o", "top_p", "1", "-o", "x-extra", "{}"]
+    assert run("x", *argv).exit_code == 0
+    options = scripted.client.requests[0][1]
+    assert (options.max_output_tokens, options.stop_sequences, options.top_p) == (5, ["a", "b"], 1.0)
+    assert options.additional_properties == {"x-extra": {}}  # provider extras pass as given
+
+
+@pytest.mark.parametrize(
+    ("argv", "stdin"), [(["   "], None), (["\t\n"], None), ([], " \n\n "), (["  "], "\n")]
+)
+def test_a_whitespace_only_prompt_is_not_sent(run, scripted: Scripted, argv, stdin) -> None:
+    scripted.script(["ok"])
+    assert "the prompt is empty" in one_line(run(*argv, input=stdin), 2)
+    assert scripted.client.requests == []
+
+
+@pytest.mark.parametrize(
+    "argv", [["x", "-m", ""], ["x", "-m", "  "], ["map", "-", "-o", "out.jsonl", "-m", ""]]
+)
+def test_an_empty_model_name_is_not_the_default_model(run, scripted: Scripted, tmp_path, argv) -> None:
+    scripted.script(["ok"])
+    argv = [str(tmp_path / a) if a.endswith(".jsonl") else a for a in argv]
+    assert "the model name is empty" in one_line(run(*argv, input="q\n"), 2)
+    assert scripted.asked == []
+
+
+def test_a_huge_logs_count_is_a_usage_error_not_an_overflow(run) -> None:
+    line = one_line(run("logs", "-n", "99999999999999999999"), 2)
+    assert "OverflowError" not in line and "99999999999999999999" in line
+    assert run("logs", "-n", str(2**63 - 1)).exit_code == 0
+
+
+def test_keys_set_reads_a_piped_key_and_stdin_at_its_end_is_one_line(run, home) -> None:
+    result = run("keys", "set", "openai", input="")
+    line = one_line(result, 2)
+    assert "no key given" in line and "Aborted" not in result.output
+    assert "GetPassWarning" not in result.stderr
+    assert run("keys", "set", "openai", input="sk-piped-123\n").exit_code == 0
+    from chainform.keys import get_key
+
+    assert get_key("openai") == "sk-piped-123"
+
+
+@pytest.mark.parametrize("status", [0, 3])
+def test_functions_file_calling_os_exit_while_loading_is_reported(
+    run, scripted: Scripted, tmp_path, status
+) -> None:
+    scripted.script(["ok"])
+    path = tmp_path / "tools.py"
+    path.write_text(f"import os\n\ndef f(x: int) -> int:\n    return x\n\nos._exit({status})\n")
+    line = one_line(run("x", "--functions", str(path)), 2)
+    assert f"os._exit({status})" in line
+    assert scripted.client.requests == []
+
+
+def test_functions_tool_calling_os_exit_is_a_tool_error_the_model_reads(
+    run, scripted: Scripted, tmp_path
+) -> None:
+    from chainform.testing import tool_call
+
+    path = tmp_path / "tools.py"
+    path.write_text('import os\n\ndef quit_now() -> str:\n    "Ends everything."\n    os._exit(0)\n')
+    scripted.script([tool_call("quit_now"), "the tool failed, as expected"])
+    result = run("x", "--functions", str(path))
+    assert result.exit_code == 0 and "the tool failed, as expected" in result.stdout
+    (messages, _) = scripted.client.requests[1]
+    results = [c for m in messages for c in m.contents if isinstance(c, cf.FunctionResultContent)]
+    assert "os._exit(0)" in (results[-1].error or "")

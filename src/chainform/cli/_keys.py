@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import sys
+
 import click
 
 
@@ -18,12 +20,24 @@ def keys_set(name: str, value: str | None) -> None:
     from chainform.keys import set_key
 
     if value is None:
-        value = click.prompt("Enter key", hide_input=True, err=True)
+        value = _read_key()
     try:
         set_key(name, value.strip())
     except ValueError as exc:
         raise click.BadParameter(str(exc)) from None
     click.echo(f"Key for {name!r} saved.", err=True)
+
+
+def _read_key() -> str:
+    """The key typed without echo on a terminal, else the first line piped on stdin (getpass
+    would warn that it cannot hide input, and abort at end of input)."""
+    if sys.stdin.isatty():
+        value: str = click.prompt("Enter key", hide_input=True, err=True)
+        return value
+    line = sys.stdin.readline()
+    if not line.strip():
+        raise click.UsageError("no key given: stdin is empty; pass --value KEY or pipe the key in")
+    return line
 
 
 @keys_command.command(name="path")

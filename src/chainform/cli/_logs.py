@@ -81,7 +81,14 @@ def render(row: LoggedResponse, *, usage: bool, format_context: bool) -> str:
 
 
 @click.group(name="logs", invoke_without_command=True)
-@click.option("-n", "--count", type=int, default=3, show_default=True, help="How many calls (0 for all).")
+@click.option(
+    "-n",
+    "--count",
+    type=click.IntRange(0, 2**63 - 1),  # SQLite's LIMIT is a signed 64-bit integer
+    default=3,
+    show_default=True,
+    help="How many calls (0 for all).",
+)
 @click.option("--json", "as_json", is_flag=True, help="Output JSON: every column, tool calls and results.")
 @click.option("-q", "--query", help="Full-text search over prompts and responses (every word must match).")
 @click.option("--cid", "--conversation", "conversation", help="Only this conversation.")
@@ -112,8 +119,6 @@ def logs_command(
         return
     from chainform.store import Store, schema_id
 
-    if count < 0:
-        raise click.BadParameter("must be 0 (all) or more", param_hint="-n")
     store = Store()
     if current:
         conversation = conversation or store.last_conversation_id()
@@ -131,7 +136,9 @@ def logs_command(
         from chainform.cli._schemas import resolve_cli_schema
 
         found = store.get_schema(schema)
-        wanted_schema = schema if found is not None else schema_id(resolve_cli_schema(schema, store=None).schema)
+        wanted_schema = (
+            schema if found is not None else schema_id(resolve_cli_schema(schema, store=None).schema)
+        )
     rows = store.recent(
         count or None, conversation_id=conversation, query=query, schema_id=wanted_schema, chain_id=chain_id
     )

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
-from chainform.cli._prompt import STRATEGY_CHOICES, parse_options
+from chainform.cli._prompt import STRATEGY_CHOICES, model_name_value, parse_options
 
 if TYPE_CHECKING:
     from chainform._map._inputs import Row
@@ -110,7 +110,13 @@ async def _run_local(model: AsyncModel, source: Iterator[Row], commit: Any, **kw
 @click.option(
     "-p", "--prompt", "template", help="Prompt template filled from each row, e.g. 'Sum up: {text}'."
 )
-@click.option("-m", "--model", "model_name", help="Model name or alias (default as for `chainform`).")
+@click.option(
+    "-m",
+    "--model",
+    "model_name",
+    callback=model_name_value,
+    help="Model name or alias (default as for `chainform`).",
+)
 @click.option("-s", "--system", help="System prompt.")
 @click.option("--schema", help="Output schema: JSON, a .json file, the concise DSL or a saved schema id.")
 @click.option("-T", "--tool", "tool_names", multiple=True, help="Tool by name; repeatable.")

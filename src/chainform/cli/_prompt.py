@@ -8,7 +8,6 @@ Text streams to stdout as it arrives; with a schema, the validated JSON is print
 from __future__ import annotations
 
 import json
-import math
 import sys
 import threading
 from typing import TYPE_CHECKING, Any
@@ -26,15 +25,6 @@ if TYPE_CHECKING:
 
 STRATEGY_CHOICES = ("auto", "native", "tool", "prompted", "deferred")
 CONTEXT_CHOICES = ("full", "compact", "last")
-_NUMERIC_OPTIONS = {
-    "temperature": float,
-    "top_p": float,
-    "top_k": int,
-    "seed": int,
-    "max_output_tokens": int,
-    "presence_penalty": float,
-    "frequency_penalty": float,
-}
 _OPTION_ALIASES = {"max_tokens": "max_output_tokens", "stop": "stop_sequences"}
 
 
@@ -46,7 +36,10 @@ def resolve_model(name: str, *, key: str | None, base_url: str | None) -> Model:
 
 
 def parse_options(pairs: tuple[tuple[str, str], ...]) -> dict[str, Any]:
-    """`-o KEY VALUE` pairs as chat options; values are JSON when they parse, else strings."""
+    """`-o KEY VALUE` pairs as chat options; values are JSON when they parse, else strings. Named
+    options are checked against their type and range (ChatOptions), before anything is sent."""
+    from chainform.types._options import check_option
+
     out: dict[str, Any] = {}
     for raw_key, raw_value in pairs:
         key = _OPTION_ALIASES.get(raw_key, raw_key)
@@ -54,22 +47,11 @@ def parse_options(pairs: tuple[tuple[str, str], ...]) -> dict[str, Any]:
             value: Any = json.loads(raw_value)
         except ValueError:
             value = raw_value
-        kind = _NUMERIC_OPTIONS.get(key)
-        if kind is not None:
-            if (
-                isinstance(value, bool)
-                or not isinstance(value, int | float)
-                or not math.isfinite(value)
-                or (kind is int and value != int(value))
-            ):
-                raise click.BadParameter(
-                    f"{raw_key} must be {'an integer' if kind is int else 'a number'}, got {raw_value!r}",
-                    param_hint="-o",
-                )
-            value = kind(value)
-        if key == "stop_sequences" and isinstance(value, str):
-            value = [value]
-        out[key] = value
+        try:
+            out[key] = check_option(key, value)
+        except ValueError as exc:
+            why = str(exc).replace(key, raw_key, 1) if key != raw_key else str(exc)
+            raise click.BadParameter(why, param_hint="-o") from None
     return out
 
 
@@ -95,10 +77,19 @@ def read_prompt(prompt: str | None, *, stdin_reserved: bool) -> str:
             raise click.UsageError(f"stdin is not valid UTF-8 (byte {exc.start})") from None
     if prompt is not None:
         utf8_text(prompt, "the prompt")
-    parts = [p for p in (piped.strip("\n"), prompt) if p]
+    parts = [p for p in (piped.strip("\n"), prompt) if p and not p.isspace()]
     if not parts:
+        if piped or prompt:
+            raise click.UsageError("the prompt is empty (only whitespace): nothing to send")
         raise click.UsageError("no prompt given: pass PROMPT or pipe text on stdin")
     return "\n\n".join(parts)
+
+
+def model_name_value(ctx: click.Context, param: click.Parameter, value: str | None) -> str | None:
+    """`-m NAME`: an empty or blank name is a usage error, not the default model."""
+    if value is not None and not value.strip():
+        raise click.BadParameter("the model name is empty (leave -m out for the default model)")
+    return value
 
 
 class _Approver:
@@ -225,6 +216,7 @@ def _summary(response: ChainResponse, has_schema: bool) -> dict[str, Any]:
     "-m",
     "--model",
     "model_name",
+    callback=model_name_value,
     help="Model name or alias (default: $CHAINFORM_MODEL, `models default`, else local).",
 )
 @click.option("-s", "--system", help="System prompt.")

@@ -10,13 +10,14 @@ from __future__ import annotations
 import inspect
 import itertools
 import linecache
+import os
 import shlex
 import sys
 import types
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, Any, NoReturn, TypeVar
 
 import click
 
@@ -156,6 +157,35 @@ def _isolation(tool: Tool) -> str | None:
     return tool.isolation_in_force() if isinstance(tool, PythonTool) else None
 
 
+_functions_files: set[str] = set()
+
+
+def _guard_exit(filename: str) -> None:
+    """Make `os._exit` called from `--functions` code an error instead of the silent end of the
+    CLI (exit status 0, nothing said, the log unwritten): while loading, a usage error; in a tool
+    call, a tool error the model reads. Other callers (a forked child, a library) are untouched."""
+    _functions_files.add(filename)
+    if getattr(os._exit, "_chainform_guard", False):
+        return
+    real_exit: Callable[[int], NoReturn] = os._exit
+    cli_pid = os.getpid()
+
+    def guarded_exit(status: int) -> NoReturn:
+        frame = sys._getframe(1)
+        while frame is not None and os.getpid() == cli_pid:
+            if frame.f_code.co_filename in _functions_files:
+                from chainform.errors import ToolError
+
+                raise ToolError(
+                    f"the --functions code called os._exit({status}); chainform does not let it end the CLI"
+                )
+            frame = frame.f_back  # type: ignore[assignment]
+        real_exit(status)
+
+    guarded_exit._chainform_guard = True  # type: ignore[attr-defined]
+    os._exit = guarded_exit
+
+
 def load_functions(value: str) -> list[Tool]:
     """Tools from a `.py` file or a code string: every public function defined there."""
     from chainform.errors import ToolError
@@ -182,6 +212,7 @@ def load_functions(value: str) -> list[Tool]:
     module = types.ModuleType(f"_chainform_functions_{next(_snippets)}")
     module.__file__ = filename
     sys.modules[module.__name__] = module
+    _guard_exit(filename)
     try:
         exec(compile(code, filename, "exec"), module.__dict__)
     except SyntaxError as exc:

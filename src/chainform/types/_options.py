@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import dataclasses
+import math
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, ClassVar, Literal, Protocol, runtime_checkable
@@ -94,17 +96,17 @@ class ChatOptions:
 
     allow_multiple_tool_calls: bool | None = None
     frequency_penalty: float | None = None
-    max_output_tokens: int | None = None
+    max_output_tokens: int | None = field(default=None, metadata={"min": 1})
     model_id: str | None = None
     presence_penalty: float | None = None
     response_format: ResponseFormat | None = None
     seed: int | None = None
     stop_sequences: list[str] | None = None
-    temperature: float | None = None
+    temperature: float | None = field(default=None, metadata={"min": 0})
     tool_mode: ToolMode | None = None
     tools: Sequence[ToolSpec] | None = None
-    top_k: int | None = None
-    top_p: float | None = None
+    top_k: int | None = field(default=None, metadata={"min": 1})
+    top_p: float | None = field(default=None, metadata={"min": 0, "max": 1})
     additional_properties: dict[str, Any] = field(default_factory=dict)
 
     def replace(self, **changes: Any) -> ChatOptions:
@@ -123,6 +125,40 @@ class ChatOptions:
 
 OPTION_NAMES = tuple(f.name for f in dataclasses.fields(ChatOptions) if f.name != "additional_properties")
 """The named options of ChatOptions (every field but the `additional_properties` extras)."""
+
+_VALUE_OPTIONS = {"bool": bool, "int": int, "float": float, "list[str]": list}
+_OPTION_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_.-]*")
+
+
+def check_option(name: str, value: Any) -> Any:
+    """`value` (as JSON gives it) for the option `name`, checked against the ChatOptions field's
+    type and range and converted (an integral 5.0 for an int, one string for a list of them);
+    ValueError saying what is wrong. Other names are provider extras, passed on as given."""
+    if not _OPTION_NAME.fullmatch(name):
+        raise ValueError(f"{name!r} is not an option name (letters, digits, _ . -; not empty)")
+    spec = next((f for f in dataclasses.fields(ChatOptions) if f.name == name), None)
+    if spec is None or name == "additional_properties":
+        return value
+    kind = _VALUE_OPTIONS.get(str(spec.type).removesuffix(" | None"))
+    if kind is None:
+        raise ValueError(f"{name} is set by chainform itself, not as an option")
+    if kind is list:
+        items = [value] if isinstance(value, str) else value
+        if not isinstance(items, list) or not all(isinstance(item, str) for item in items):
+            raise ValueError(f"{name} must be a string or a list of strings, got {value!r}")
+        return items
+    if kind is bool:
+        if not isinstance(value, bool):
+            raise ValueError(f"{name} must be true or false, got {value!r}")
+        return value
+    number = value if isinstance(value, int | float) and not isinstance(value, bool) else None
+    if number is None or not math.isfinite(number) or (kind is int and number != int(number)):
+        raise ValueError(f"{name} must be {'an integer' if kind is int else 'a number'}, got {value!r}")
+    low, high = spec.metadata.get("min"), spec.metadata.get("max")
+    if (low is not None and number < low) or (high is not None and number > high):
+        bounds = f"at least {low}" if high is None else f"between {low} and {high}"
+        raise ValueError(f"{name} must be {bounds}, got {value!r}")
+    return kind(number)
 
 
 IMAGE_TYPES = frozenset({"image/png", "image/jpeg", "image/webp", "image/gif"})
