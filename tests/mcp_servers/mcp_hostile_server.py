@@ -3,9 +3,9 @@
     python mcp_hostile_server.py MODE
 
 MODE: ``bad_schema`` lists tools whose inputSchema is a string or missing beside good ones,
-``endless`` pages tools/list forever, ``many`` lists 100,000 tools on one page, ``deep`` lists a tool
+``endless`` pages tools/list forever, ``many`` lists 5,000 tools on one page, ``deep`` lists a tool
 whose input schema is nested 300 deep (beyond what the JSON parser reads), ``nested`` one nested 40 levels
-deep (readable, but over chainform's cap), ``silent`` never answers tools/list.
+deep (readable, but over chainform's cap), ``silent`` never answers tools/list, ``mute`` never answers the handshake.
 """
 
 from __future__ import annotations
@@ -41,7 +41,7 @@ def listing(cursor: str | None) -> dict:
             "nextCursor": str(page + 1),
         }
     if MODE == "many":
-        return {"tools": [{"name": f"t{i}", "inputSchema": GOOD} for i in range(100_000)]}
+        return {"tools": [{"name": f"t{i}", "inputSchema": GOOD} for i in range(5_000)]}
     if MODE == "deep":
         return {"tools": [{"name": "echo", "inputSchema": GOOD}, {"name": "deep", "inputSchema": deep(300)}]}
     if MODE == "nested":
@@ -51,6 +51,8 @@ def listing(cursor: str | None) -> dict:
 
 def answer(request: dict) -> dict | None:
     method, params = request.get("method"), request.get("params") or {}
+    if method == "initialize" and MODE == "mute":
+        time.sleep(3600)
     if method == "initialize":
         return {
             "protocolVersion": params.get("protocolVersion", "2025-06-18"),

@@ -77,6 +77,16 @@ def test_a_silent_listing_is_a_typed_timeout() -> None:
     assert info.value.phase == "list"
 
 
+def test_a_server_that_never_answers_the_handshake_is_a_typed_connect_timeout() -> None:
+    server = MCPServer.stdio(sys.executable, [HOSTILE, "mute"], connect_timeout=1)
+    started = time.monotonic()
+    with pytest.raises(
+        cf.MCPServerError, match=r"could not start MCP server .*mute.*no answer within 1 s"
+    ) as info:
+        server.tools()
+    assert info.value.phase == "connect" and time.monotonic() - started < 15
+
+
 def test_a_server_that_cannot_start_is_a_connect_error() -> None:
     server = MCPServer.stdio(sys.executable, ["-c", "raise SystemExit(3)"])
     with pytest.raises(cf.MCPServerError, match="could not start MCP server") as info:
