@@ -14,92 +14,91 @@ from __future__ import annotations
 import importlib
 from typing import TYPE_CHECKING, Any
 
-__version__ = "0.1.0"
+from chainform._version import __version__ as __version__
 
-_EXPORTS: dict[str, str] = {
-    "Agent": "chainform.agents",
-    "ContextPolicy": "chainform.chain._context",
-    "ChainEvent": "chainform.chain._events",
-    "ChainUsage": "chainform.chain._records",
-    "ModelCall": "chainform.chain._records",
-    "CancelToolCall": "chainform.chain._tools",
-    "BaseChatClient": "chainform.clients.base",
-    "CallContext": "chainform.clients.base",
-    "ChatClient": "chainform.clients.base",
-    "ModelInfo": "chainform.clients.registry",
-    "list_models": "chainform.clients.registry",
-    "register_alias": "chainform.clients.registry",
-    "Attempt": "chainform.errors",
-    "ChainError": "chainform.errors",
-    "ChainformError": "chainform.errors",
-    "FormattingError": "chainform.errors",
-    "GuardrailError": "chainform.errors",
-    "JSONLimitError": "chainform.errors",
-    "MissingKeyError": "chainform.errors",
-    "ModelNotFoundError": "chainform.errors",
-    "ProviderError": "chainform.errors",
-    "SandboxUnavailableError": "chainform.errors",
-    "SchemaError": "chainform.errors",
-    "StreamInterruptedError": "chainform.errors",
-    "StructuredOutputError": "chainform.errors",
-    "StructuredOutputGenerationError": "chainform.errors",
-    "ToolArgumentError": "chainform.errors",
-    "HomeError": "chainform.errors",
-    "MCPServerError": "chainform.errors",
-    "ToolDefinitionError": "chainform.errors",
-    "ToolError": "chainform.errors",
-    "UnknownToolError": "chainform.errors",
-    "UnsupportedOptionError": "chainform.errors",
-    "AsyncConversation": "chainform.models",
-    "AsyncModel": "chainform.models",
-    "Conversation": "chainform.models",
-    "Model": "chainform.models",
-    "get_async_model": "chainform.models",
-    "get_model": "chainform.models",
-    "OutputSpec": "chainform.output",
-    "StrategyChoice": "chainform.output",
-    "AsyncChainResponse": "chainform.response",
-    "ChainResponse": "chainform.response",
-    "resolve_schema": "chainform.schema.dsl",
-    "schema_dsl": "chainform.schema.dsl",
-    "Tool": "chainform.tools",
-    "Toolbox": "chainform.tools",
-    "get_schema": "chainform.tools",
-    "ChatOptions": "chainform.types",
-    "ChatResponse": "chainform.types",
-    "ChatResponseUpdate": "chainform.types",
-    "Content": "chainform.types",
-    "DataContent": "chainform.types",
-    "ErrorContent": "chainform.types",
-    "FinishReason": "chainform.types",
-    "FunctionCallContent": "chainform.types",
-    "FunctionResultContent": "chainform.types",
-    "FunctionSpec": "chainform.types",
-    "Message": "chainform.types",
-    "ModelProfile": "chainform.types",
-    "ResponseFormat": "chainform.types",
-    "Role": "chainform.types",
-    "TextContent": "chainform.types",
-    "TextReasoningContent": "chainform.types",
-    "ToolMode": "chainform.types",
-    "ToolSpec": "chainform.types",
-    "UriContent": "chainform.types",
-    "UsageContent": "chainform.types",
-    "UsageDetails": "chainform.types",
-    "Response": "chainform.response:ChainResponse",
-    "AsyncResponse": "chainform.response:AsyncChainResponse",
+_PUBLIC: dict[str, tuple[str, ...]] = {
+    # module: the names `chainform` gives from it (the one list; __all__ and the lookup derive from it)
+    "chainform.agents": ("Agent",),
+    "chainform.chain._context": ("ContextPolicy",),
+    "chainform.chain._events": ("ChainEvent",),
+    "chainform.chain._records": ("ChainUsage", "ModelCall"),
+    "chainform.chain._tools": ("CancelToolCall",),
+    "chainform.clients.base": ("BaseChatClient", "CallContext", "ChatClient"),
+    "chainform.clients.registry": ("ModelInfo", "list_models", "register_alias"),
+    "chainform.errors": (
+        "Attempt",
+        "ChainError",
+        "ChainformError",
+        "FormattingError",
+        "GuardrailError",
+        "HomeError",
+        "JSONLimitError",
+        "MCPServerError",
+        "MissingKeyError",
+        "ModelNotFoundError",
+        "ProviderError",
+        "SandboxUnavailableError",
+        "SchemaError",
+        "StreamInterruptedError",
+        "StructuredOutputError",
+        "StructuredOutputGenerationError",
+        "ToolArgumentError",
+        "ToolDefinitionError",
+        "ToolError",
+        "UnknownToolError",
+        "UnsupportedOptionError",
+    ),
+    "chainform.models": (
+        "AsyncConversation",
+        "AsyncModel",
+        "Conversation",
+        "Model",
+        "get_async_model",
+        "get_model",
+    ),
+    "chainform.output": ("OutputSpec", "StrategyChoice"),
+    "chainform.response": ("AsyncChainResponse", "ChainResponse"),
+    "chainform.schema.dsl": ("resolve_schema", "schema_dsl"),
+    "chainform.tools": ("Tool", "Toolbox", "get_schema"),
+    "chainform.types": (
+        "ChatOptions",
+        "ChatResponse",
+        "ChatResponseUpdate",
+        "Content",
+        "DataContent",
+        "ErrorContent",
+        "FinishReason",
+        "FunctionCallContent",
+        "FunctionResultContent",
+        "FunctionSpec",
+        "Message",
+        "ModelProfile",
+        "ResponseFormat",
+        "Role",
+        "TextContent",
+        "TextReasoningContent",
+        "ToolMode",
+        "ToolSpec",
+        "UriContent",
+        "UsageContent",
+        "UsageDetails",
+    ),
+}
+_ALIASES: dict[str, tuple[str, str]] = {
+    "Response": ("chainform.response", "ChainResponse"),
+    "AsyncResponse": ("chainform.response", "AsyncChainResponse"),
 }
 _SUBMODULES = ("keys", "tools")
+_WHERE: dict[str, str] = {name: module for module, names in _PUBLIC.items() for name in names}
 
 
 def __getattr__(name: str) -> Any:
     if name in _SUBMODULES:
         return importlib.import_module(f"chainform.{name}")
-    target = _EXPORTS.get(name)
-    if target is None:
+    module, attr = _ALIASES.get(name) or (_WHERE.get(name), name)
+    if module is None:
         raise AttributeError(f"module 'chainform' has no attribute {name!r}")
-    module, _, attr = target.partition(":")
-    value = getattr(importlib.import_module(module), attr or name)
+    value = getattr(importlib.import_module(module), attr)
     globals()[name] = value  # later lookups skip __getattr__
     return value
 
@@ -108,149 +107,80 @@ def __dir__() -> list[str]:
     return sorted({*globals(), *__all__})
 
 
-if TYPE_CHECKING:
-    from chainform import keys, tools
-    from chainform.agents import Agent
-    from chainform.chain._context import ContextPolicy
-    from chainform.chain._events import ChainEvent
-    from chainform.chain._records import ChainUsage, ModelCall
-    from chainform.chain._tools import CancelToolCall
-    from chainform.clients.base import BaseChatClient, CallContext, ChatClient
-    from chainform.clients.registry import ModelInfo, list_models, register_alias
-    from chainform.errors import (
-        Attempt,
-        ChainError,
-        ChainformError,
-        FormattingError,
-        GuardrailError,
-        HomeError,
-        JSONLimitError,
-        MCPServerError,
-        MissingKeyError,
-        ModelNotFoundError,
-        ProviderError,
-        SandboxUnavailableError,
-        SchemaError,
-        StreamInterruptedError,
-        StructuredOutputError,
-        StructuredOutputGenerationError,
-        ToolArgumentError,
-        ToolDefinitionError,
-        ToolError,
-        UnknownToolError,
-        UnsupportedOptionError,
-    )
-    from chainform.models import (
-        AsyncConversation,
-        AsyncModel,
-        Conversation,
-        Model,
-        get_async_model,
-        get_model,
-    )
-    from chainform.output import OutputSpec, StrategyChoice
-    from chainform.response import AsyncChainResponse, ChainResponse
-    from chainform.schema.dsl import resolve_schema, schema_dsl
-    from chainform.tools import Tool, Toolbox, get_schema
-    from chainform.types import (
-        ChatOptions,
-        ChatResponse,
-        ChatResponseUpdate,
-        Content,
-        DataContent,
-        ErrorContent,
-        FinishReason,
-        FunctionCallContent,
-        FunctionResultContent,
-        FunctionSpec,
-        Message,
-        ModelProfile,
-        ResponseFormat,
-        Role,
-        TextContent,
-        TextReasoningContent,
-        ToolMode,
-        ToolSpec,
-        UriContent,
-        UsageContent,
-        UsageDetails,
-    )
+if TYPE_CHECKING:  # what type checkers and editors see: the same names, imported eagerly
+    from chainform import keys as keys
+    from chainform import tools as tools
+    from chainform.agents import Agent as Agent
+    from chainform.chain._context import ContextPolicy as ContextPolicy
+    from chainform.chain._events import ChainEvent as ChainEvent
+    from chainform.chain._records import ChainUsage as ChainUsage
+    from chainform.chain._records import ModelCall as ModelCall
+    from chainform.chain._tools import CancelToolCall as CancelToolCall
+    from chainform.clients.base import BaseChatClient as BaseChatClient
+    from chainform.clients.base import CallContext as CallContext
+    from chainform.clients.base import ChatClient as ChatClient
+    from chainform.clients.registry import ModelInfo as ModelInfo
+    from chainform.clients.registry import list_models as list_models
+    from chainform.clients.registry import register_alias as register_alias
+    from chainform.errors import Attempt as Attempt
+    from chainform.errors import ChainError as ChainError
+    from chainform.errors import ChainformError as ChainformError
+    from chainform.errors import FormattingError as FormattingError
+    from chainform.errors import GuardrailError as GuardrailError
+    from chainform.errors import HomeError as HomeError
+    from chainform.errors import JSONLimitError as JSONLimitError
+    from chainform.errors import MCPServerError as MCPServerError
+    from chainform.errors import MissingKeyError as MissingKeyError
+    from chainform.errors import ModelNotFoundError as ModelNotFoundError
+    from chainform.errors import ProviderError as ProviderError
+    from chainform.errors import SandboxUnavailableError as SandboxUnavailableError
+    from chainform.errors import SchemaError as SchemaError
+    from chainform.errors import StreamInterruptedError as StreamInterruptedError
+    from chainform.errors import StructuredOutputError as StructuredOutputError
+    from chainform.errors import StructuredOutputGenerationError as StructuredOutputGenerationError
+    from chainform.errors import ToolArgumentError as ToolArgumentError
+    from chainform.errors import ToolDefinitionError as ToolDefinitionError
+    from chainform.errors import ToolError as ToolError
+    from chainform.errors import UnknownToolError as UnknownToolError
+    from chainform.errors import UnsupportedOptionError as UnsupportedOptionError
+    from chainform.models import AsyncConversation as AsyncConversation
+    from chainform.models import AsyncModel as AsyncModel
+    from chainform.models import Conversation as Conversation
+    from chainform.models import Model as Model
+    from chainform.models import get_async_model as get_async_model
+    from chainform.models import get_model as get_model
+    from chainform.output import OutputSpec as OutputSpec
+    from chainform.output import StrategyChoice as StrategyChoice
+    from chainform.response import AsyncChainResponse as AsyncChainResponse
+    from chainform.response import ChainResponse as ChainResponse
+    from chainform.schema.dsl import resolve_schema as resolve_schema
+    from chainform.schema.dsl import schema_dsl as schema_dsl
+    from chainform.tools import Tool as Tool
+    from chainform.tools import Toolbox as Toolbox
+    from chainform.tools import get_schema as get_schema
+    from chainform.types import ChatOptions as ChatOptions
+    from chainform.types import ChatResponse as ChatResponse
+    from chainform.types import ChatResponseUpdate as ChatResponseUpdate
+    from chainform.types import Content as Content
+    from chainform.types import DataContent as DataContent
+    from chainform.types import ErrorContent as ErrorContent
+    from chainform.types import FinishReason as FinishReason
+    from chainform.types import FunctionCallContent as FunctionCallContent
+    from chainform.types import FunctionResultContent as FunctionResultContent
+    from chainform.types import FunctionSpec as FunctionSpec
+    from chainform.types import Message as Message
+    from chainform.types import ModelProfile as ModelProfile
+    from chainform.types import ResponseFormat as ResponseFormat
+    from chainform.types import Role as Role
+    from chainform.types import TextContent as TextContent
+    from chainform.types import TextReasoningContent as TextReasoningContent
+    from chainform.types import ToolMode as ToolMode
+    from chainform.types import ToolSpec as ToolSpec
+    from chainform.types import UriContent as UriContent
+    from chainform.types import UsageContent as UsageContent
+    from chainform.types import UsageDetails as UsageDetails
 
     Response = ChainResponse
     AsyncResponse = AsyncChainResponse
 
-__all__ = [
-    "Agent",
-    "AsyncChainResponse",
-    "AsyncConversation",
-    "AsyncModel",
-    "AsyncResponse",
-    "Attempt",
-    "BaseChatClient",
-    "CallContext",
-    "CancelToolCall",
-    "ChainError",
-    "ChainEvent",
-    "ChainResponse",
-    "ChainUsage",
-    "ChainformError",
-    "ChatClient",
-    "ChatOptions",
-    "ChatResponse",
-    "ChatResponseUpdate",
-    "Content",
-    "ContextPolicy",
-    "Conversation",
-    "DataContent",
-    "ErrorContent",
-    "FinishReason",
-    "FormattingError",
-    "FunctionCallContent",
-    "FunctionResultContent",
-    "FunctionSpec",
-    "GuardrailError",
-    "HomeError",
-    "JSONLimitError",
-    "MCPServerError",
-    "Message",
-    "MissingKeyError",
-    "Model",
-    "ModelCall",
-    "ModelInfo",
-    "ModelNotFoundError",
-    "ModelProfile",
-    "OutputSpec",
-    "ProviderError",
-    "Response",
-    "ResponseFormat",
-    "Role",
-    "SandboxUnavailableError",
-    "SchemaError",
-    "StrategyChoice",
-    "StreamInterruptedError",
-    "StructuredOutputError",
-    "StructuredOutputGenerationError",
-    "TextContent",
-    "TextReasoningContent",
-    "Tool",
-    "ToolArgumentError",
-    "ToolDefinitionError",
-    "ToolError",
-    "ToolMode",
-    "ToolSpec",
-    "Toolbox",
-    "UnknownToolError",
-    "UnsupportedOptionError",
-    "UriContent",
-    "UsageContent",
-    "UsageDetails",
-    "get_async_model",
-    "get_model",
-    "get_schema",
-    "keys",
-    "list_models",
-    "register_alias",
-    "resolve_schema",
-    "schema_dsl",
-    "tools",
-]
+__all__ = sorted([*_WHERE, *_ALIASES, *_SUBMODULES])

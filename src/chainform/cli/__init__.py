@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import click
 
-from chainform import __version__
+from chainform._version import __version__
 from chainform.cli._group import DefaultGroup
 from chainform.cli._keys import keys_command
 from chainform.cli._local import local_command

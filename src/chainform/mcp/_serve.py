@@ -41,7 +41,7 @@ def build_server(
     import mcp_types as types
     from mcp.server.lowlevel import Server
 
-    from chainform import __version__
+    from chainform._version import __version__
 
     by_name = {t.name: t for t in tools}
     notes = notes or {}

@@ -288,7 +288,7 @@ def _errlog() -> Any:
 def _info() -> Any:
     from mcp import Implementation
 
-    from chainform import __version__
+    from chainform._version import __version__
 
     return Implementation(name="chainform", version=__version__)
 
