@@ -192,7 +192,7 @@ class OpenAIChatClient(OpenAIBaseClient):
         raise reject_unsupported_content(type(content).__name__, provider)
 
     def stream_state(self, request: dict[str, Any]) -> StreamState:
-        return _ChunkState()
+        return _StreamState()
 
     def open_stream(self, request: dict[str, Any], state: StreamState, guard: StreamGuard) -> Any:
         return self.create(request)
@@ -245,7 +245,7 @@ class OpenAIChatClient(OpenAIBaseClient):
             # ask it the way it answers, now and from now on
             self.streams_anyway = True
             return await super()._respond(messages, options)
-        state = _ChunkState()
+        state = _StreamState()
         return ChatResponse.from_updates([*state.translate(completion), *state.end(guard)])
 
 
@@ -276,7 +276,7 @@ def _read_whole(response: Any, guard: StreamGuard) -> dict[str, Any] | None:
     )
 
 
-class _ChunkState(StreamState):
+class _StreamState(StreamState):
     """Chat Completions chunks carry their own ids; a refusal is gathered and told at the end."""
 
     def __init__(self) -> None:

@@ -154,13 +154,13 @@ class OpenAIResponsesClient(OpenAIBaseClient):
         return {"type": "input_file", "file_url": url}
 
     def stream_state(self, request: dict[str, Any]) -> StreamState:
-        return _State()
+        return _StreamState()
 
     def open_stream(self, request: dict[str, Any], state: StreamState, guard: StreamGuard) -> Any:
         return self.sdk.responses.create(**request)
 
 
-class _State(StreamState):
+class _StreamState(StreamState):
     """Per-call translation state: which outputs were function calls, and a failure if one came."""
 
     def __init__(self) -> None:
