@@ -15,16 +15,14 @@ from chainform.clients._common import (
     AdapterClient,
     StreamState,
     finish_reason,
-    import_sdk,
     merge_turns,
     replay_reasoning,
-    resolve_key,
     split_system,
     tool_mode,
     usage_details,
 )
 from chainform.clients._errors import StreamGuard, retry_after
-from chainform.clients.base import Middleware
+from chainform.clients._provider import Provider
 from chainform.clients.profiles.anthropic import KNOWN_MODELS, PROVIDER, SAMPLING, UNKNOWN
 from chainform.errors import ChainformError, UnsupportedOptionError
 from chainform.types import (
@@ -36,7 +34,6 @@ from chainform.types import (
     FunctionCallContent,
     FunctionResultContent,
     Message,
-    ModelProfile,
     TextContent,
     TextReasoningContent,
     UriContent,
@@ -52,38 +49,18 @@ _IMAGE_TYPES = frozenset({"image/jpeg", "image/png", "image/gif", "image/webp"})
 _FINISH = {**CLAUDE_FINISH, "refusal": FinishReason.CONTENT_FILTER}
 
 
-def create_client(
-    model: str,
-    *,
-    key: str | None = None,
-    base_url: str | None = None,
-    max_retries: int = 2,
-    timeout: float | None = None,
-    default_max_tokens: int | None = None,
-    profile: ModelProfile | None = None,
-    middleware: Sequence[Middleware] = (),
-    **sdk_kwargs: Any,
-) -> AnthropicClient:
-    """An adapter for `model`; extra keyword arguments go to `anthropic.AsyncAnthropic`."""
-    anthropic = import_sdk("anthropic", "anthropic")
-    kwargs: dict[str, Any] = dict(sdk_kwargs)
+def _sdk(
+    anthropic: Any,
+    key: str | None,
+    base_url: str | None,
+    max_retries: int,
+    timeout: float | None,
+    **kwargs: Any,
+) -> Any:
+    """`anthropic.AsyncAnthropic`; extra keyword arguments are its own."""
     if timeout is not None:
         kwargs["timeout"] = timeout
-    api_key = resolve_key(PROVIDER, key, "ANTHROPIC_API_KEY")
-    sdk = anthropic.AsyncAnthropic(
-        api_key=api_key,
-        base_url=base_url,
-        max_retries=max_retries,
-        **kwargs,
-    )
-    return AnthropicClient(
-        model,
-        sdk,
-        profile=profile,
-        default_max_tokens=default_max_tokens,
-        middleware=middleware,
-        secret=api_key,
-    )
+    return anthropic.AsyncAnthropic(api_key=key, base_url=base_url, max_retries=max_retries, **kwargs)
 
 
 class AnthropicClient(AdapterClient):
@@ -309,3 +286,17 @@ def _media(source: dict[str, Any], content: DataContent | UriContent) -> dict[st
             "source": {"type": "text", "media_type": media, "data": content.data.decode()},
         }
     raise UnsupportedOptionError(f"Anthropic cannot take {media!r} content", provider=PROVIDER)
+
+
+PROVIDER_SPEC = Provider(
+    PROVIDER,
+    "anthropic",
+    "anthropic",
+    "ANTHROPIC_API_KEY",
+    _sdk,
+    AnthropicClient,
+    adapter_options=("default_max_tokens",),
+)
+create_client = PROVIDER_SPEC.create_client
+"""An adapter for `model` (key, base_url, max_retries, timeout, default_max_tokens, profile,
+middleware); other keyword arguments go to `anthropic.AsyncAnthropic`."""

@@ -20,7 +20,6 @@ from chainform.clients._common import (
     AdapterClient,
     StreamState,
     finish_reason,
-    import_sdk,
     merge_turns,
     replay_reasoning,
     split_system,
@@ -28,7 +27,7 @@ from chainform.clients._common import (
     usage_details,
 )
 from chainform.clients._errors import StreamGuard
-from chainform.clients.base import Middleware
+from chainform.clients._provider import Provider
 from chainform.clients.profiles import family_stem
 from chainform.clients.profiles.bedrock import KNOWN_MODELS, PROVIDER, UNKNOWN
 from chainform.errors import ChainformError, MissingKeyError, UnsupportedOptionError
@@ -42,7 +41,6 @@ from chainform.types import (
     FunctionCallContent,
     FunctionResultContent,
     Message,
-    ModelProfile,
     TextContent,
     TextReasoningContent,
     UsageContent,
@@ -69,21 +67,18 @@ _FINISH = {
 }
 
 
-def create_client(
-    model: str,
+def _sdk(
+    boto3: Any,
+    key: str | None,
+    base_url: str | None,
+    max_retries: int,
+    timeout: float | None,
     *,
-    key: str | None = None,
-    base_url: str | None = None,
     region: str | None = None,
-    max_retries: int = 3,
-    timeout: float | None = None,
-    profile: ModelProfile | None = None,
-    middleware: Sequence[Middleware] = (),
     **client_kwargs: Any,
-) -> BedrockClient:
-    """An adapter for `model`. `key` may be "ACCESS_KEY_ID:SECRET[:SESSION_TOKEN]"; other keyword
-    arguments (aws_access_key_id, profile_name, ...) go to boto3."""
-    boto3 = import_sdk("boto3", "bedrock")
+) -> Any:
+    """A boto3 `bedrock-runtime` client. `key` may be "ACCESS_KEY_ID:SECRET[:SESSION_TOKEN]"; other
+    keyword arguments (aws_access_key_id, profile_name, ...) go to boto3."""
     from botocore.config import Config
 
     session_kwargs = {k: client_kwargs.pop(k) for k in ("profile_name",) if k in client_kwargs}
@@ -105,14 +100,13 @@ def create_client(
     config_kwargs: dict[str, Any] = {"retries": {"total_max_attempts": max_retries + 1, "mode": "standard"}}
     if timeout is not None:
         config_kwargs.update(connect_timeout=timeout, read_timeout=timeout)
-    sdk = session.client(
+    return session.client(
         "bedrock-runtime",
         region_name=region or session.region_name or "us-east-1",
         endpoint_url=base_url,
         config=Config(**config_kwargs),
         **client_kwargs,
     )
-    return BedrockClient(model, sdk, profile=profile, middleware=middleware)
 
 
 class BedrockClient(AdapterClient):
@@ -375,3 +369,9 @@ def _block(content: Content, role: str, tools_declared: bool, error_status: bool
     if content.type == "uri":
         raise UnsupportedOptionError("Bedrock Converse takes media as bytes, not URLs", provider=PROVIDER)
     return None
+
+
+PROVIDER_SPEC = Provider(PROVIDER, "boto3", "bedrock", None, _sdk, BedrockClient, max_retries=3)
+create_client = PROVIDER_SPEC.create_client
+"""An adapter for `model`; credentials from `key` or the AWS chain, `region`, other keyword
+arguments to boto3 (see `_sdk`)."""

@@ -19,15 +19,13 @@ from chainform.clients._common import (
     StreamState,
     call_names,
     finish_reason,
-    import_sdk,
     merge_turns,
-    resolve_key,
     split_system,
     tool_mode,
     usage_details,
 )
 from chainform.clients._errors import StreamGuard
-from chainform.clients.base import Middleware
+from chainform.clients._provider import Provider
 from chainform.clients.profiles import family_stem
 from chainform.clients.profiles.gemini import KNOWN_MODELS, LEGACY_SCHEMA_FAMILIES, PROVIDER, UNKNOWN
 from chainform.errors import ChainformError, UnsupportedOptionError
@@ -40,7 +38,6 @@ from chainform.types import (
     FunctionCallContent,
     FunctionResultContent,
     Message,
-    ModelProfile,
     TextContent,
     TextReasoningContent,
     UriContent,
@@ -65,25 +62,22 @@ _FINISH = {
 }
 
 
-def create_client(
-    model: str,
+def _sdk(
+    genai: Any,
+    key: str | None,
+    base_url: str | None,
+    max_retries: int,
+    timeout: float | None,
     *,
-    key: str | None = None,
-    base_url: str | None = None,
-    max_retries: int = 4,
     retry_initial_delay: float = 1.0,
     retry_jitter: float = 1.0,
-    timeout: float | None = None,
-    profile: ModelProfile | None = None,
-    middleware: Sequence[Middleware] = (),
     **http_options: Any,
-) -> GeminiClient:
-    """An adapter for `model`; extra keyword arguments become `google.genai.types.HttpOptions` fields.
+) -> Any:
+    """`google.genai.Client`; extra keyword arguments become `google.genai.types.HttpOptions` fields.
 
     Retries (429, 5xx, connection errors) are the SDK's: exponential from `retry_initial_delay`
     seconds plus up to `retry_jitter` seconds of jitter. google-genai does not read Retry-After.
     """
-    genai = import_sdk("google.genai", "gemini")
     types = genai.types
     retry = types.HttpRetryOptions(
         attempts=max_retries + 1, initial_delay=retry_initial_delay, jitter=retry_jitter
@@ -94,9 +88,7 @@ def create_client(
         timeout=int(timeout * 1000) if timeout is not None else None,
         **http_options,
     )
-    api_key = resolve_key(PROVIDER, key, "GEMINI_API_KEY")
-    sdk = genai.Client(api_key=api_key, http_options=options)
-    return GeminiClient(model, sdk, profile=profile, middleware=middleware, secret=api_key)
+    return genai.Client(api_key=key, http_options=options)
 
 
 class GeminiClient(AdapterClient):
@@ -317,3 +309,11 @@ def _part(content: Content, names: dict[str, str]) -> dict[str, Any] | None:
     if isinstance(content, UriContent):
         return {"file_data": {"file_uri": content.uri, "mime_type": content.media_type}}
     return None
+
+
+PROVIDER_SPEC = Provider(
+    PROVIDER, "google.genai", "gemini", "GEMINI_API_KEY", _sdk, GeminiClient, max_retries=4
+)
+create_client = PROVIDER_SPEC.create_client
+"""An adapter for `model`; keyword arguments beyond key, base_url, max_retries, timeout, profile and
+middleware go to the SDK (`retry_initial_delay`, `retry_jitter`, `HttpOptions` fields)."""
