@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 import json
-from collections.abc import AsyncIterator
 from typing import Any
 
 import pytest
+from adapter_fixtures import SCHEMA, WEATHER, opened
 
 from chainform.clients.anthropic import KNOWN_MODELS, AnthropicClient, create_client
 from chainform.errors import UnsupportedOptionError
@@ -18,7 +18,6 @@ from chainform.types import (
     FinishReason,
     FunctionCallContent,
     FunctionResultContent,
-    FunctionSpec,
     Message,
     ResponseFormat,
     TextContent,
@@ -26,29 +25,10 @@ from chainform.types import (
     ToolMode,
 )
 
-WEATHER = FunctionSpec(
-    "get_weather",
-    "Current weather for a city.",
-    {"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]},
-)
-SCHEMA = {"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]}
-
-
-_OPEN: list[AnthropicClient] = []
-
-
-@pytest.fixture
-async def emu(emulator: Emulator) -> AsyncIterator[Emulator]:
-    emulator.chunk_size = 4
-    yield emulator
-    while _OPEN:  # close SDK connections inside the test's event loop
-        await _OPEN.pop().aclose()
-
 
 def client(emu: Emulator, model: str = "claude-haiku-4-5", **kwargs: Any) -> AnthropicClient:
     made = create_client(model, key="sk-ant-test-key", base_url=emu.base_url, max_retries=1, **kwargs)
-    _OPEN.append(made)
-    return made
+    return opened(made)
 
 
 async def test_anthropic_text_request_shape_and_usage(emu: Emulator) -> None:

@@ -9,6 +9,7 @@ import json
 from typing import Any
 
 import pytest
+from adapter_fixtures import SCHEMA, WEATHER
 
 from chainform.clients.bedrock import KNOWN_MODELS, BedrockClient, create_client
 from chainform.errors import ProviderError, UnsupportedOptionError
@@ -22,7 +23,6 @@ from chainform.types import (
     FinishReason,
     FunctionCallContent,
     FunctionResultContent,
-    FunctionSpec,
     Message,
     ResponseFormat,
     TextContent,
@@ -32,12 +32,6 @@ from chainform.types import (
 
 CLAUDE = "anthropic.claude-sonnet-4-5-20250929-v1:0"
 LLAMA = "meta.llama3-3-70b-instruct-v1:0"
-WEATHER = FunctionSpec(
-    "get_weather",
-    "Current weather for a city.",
-    {"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]},
-)
-SCHEMA = {"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]}
 
 
 @pytest.fixture(autouse=True)
@@ -46,12 +40,6 @@ def no_backoff(monkeypatch: pytest.MonkeyPatch) -> None:
     from botocore.retries import standard
 
     monkeypatch.setattr(standard.ExponentialBackoff, "delay_amount", lambda self, context: 0.0)
-
-
-@pytest.fixture
-def emu(emulator: Emulator) -> Emulator:
-    emulator.chunk_size = 4
-    return emulator
 
 
 def client(emu: Emulator, model: str = CLAUDE, **kwargs: Any) -> BedrockClient:

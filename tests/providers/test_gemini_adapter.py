@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import base64
 import json
-from collections.abc import AsyncIterator
 from typing import Any
 
 import pytest
+from adapter_fixtures import SCHEMA, WEATHER, opened
 
 from chainform.clients.gemini import KNOWN_MODELS, GeminiClient, create_client
 from chainform.testing import tool_call
@@ -19,29 +19,12 @@ from chainform.types import (
     FinishReason,
     FunctionCallContent,
     FunctionResultContent,
-    FunctionSpec,
     Message,
     ResponseFormat,
     TextContent,
     TextReasoningContent,
     ToolMode,
 )
-
-WEATHER = FunctionSpec(
-    "get_weather",
-    "Current weather for a city.",
-    {"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]},
-)
-SCHEMA = {"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]}
-_OPEN: list[GeminiClient] = []
-
-
-@pytest.fixture
-async def emu(emulator: Emulator) -> AsyncIterator[Emulator]:
-    emulator.chunk_size = 4
-    yield emulator
-    while _OPEN:
-        await _OPEN.pop().aclose()
 
 
 def client(emu: Emulator, model: str = "gemini-2.5-flash", **kwargs: Any) -> GeminiClient:
@@ -54,8 +37,7 @@ def client(emu: Emulator, model: str = "gemini-2.5-flash", **kwargs: Any) -> Gem
         retry_jitter=0,
         **kwargs,
     )
-    _OPEN.append(made)
-    return made
+    return opened(made)
 
 
 def config(emu: Emulator, n: int = 0) -> dict[str, Any]:
