@@ -37,30 +37,20 @@ class LoggableCall(Protocol):
     """What the logger reads from a chain's call (chain/_records.ModelCall has these fields); the
     store describes it here rather than import the chain layer above it."""
 
+    purpose: str
+    strategy: str | None
+    messages: list[Message]
+    options: ChatOptions
+    response: ChatResponse | None
+    parsed: Any
+    duration_ms: float
+    error: str | None
+    tool_results: list[FunctionResultContent]
+    format_context: str | None
     response_id: str | None  # set to the record's id once logged
 
     @property
-    def purpose(self) -> str: ...
-    @property
-    def strategy(self) -> str | None: ...
-    @property
-    def messages(self) -> list[Message]: ...
-    @property
-    def options(self) -> ChatOptions: ...
-    @property
-    def response(self) -> ChatResponse | None: ...
-    @property
     def text(self) -> str: ...
-    @property
-    def parsed(self) -> Any: ...
-    @property
-    def duration_ms(self) -> float: ...
-    @property
-    def error(self) -> str | None: ...
-    @property
-    def tool_results(self) -> list[FunctionResultContent]: ...
-    @property
-    def format_context(self) -> str | None: ...
 
 
 naming: ContextVar[tuple[str, str] | None] = ContextVar("chainform_conversation_name", default=None)
