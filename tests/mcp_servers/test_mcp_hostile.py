@@ -7,7 +7,7 @@ import time
 from pathlib import Path
 
 import pytest
-from mcp_helpers import SERVER_SCRIPT
+from mcp_helpers import SERVER_SCRIPT, child_pids
 
 import chainform as cf
 from chainform.mcp import MCPServer
@@ -54,10 +54,12 @@ def test_a_schema_nested_deeper_than_the_cap_is_skipped() -> None:
 )
 def test_hostile_listings_end_fast_in_a_typed_error_naming_server_and_phase(mode: str, why: str) -> None:
     server = hostile(mode, max_pages=5)
+    before = child_pids()
     started = time.monotonic()
     try:
         with pytest.raises(cf.MCPServerError, match=why) as info:
             server.tools()
+        assert server._session is None and child_pids() <= before  # the server was stopped
     finally:
         server.close()
     assert info.value.phase == "list"

@@ -133,7 +133,14 @@ class MCPServer:
         """The server's tools (after prefix/include/exclude); connects on first use."""
         with self._lock:
             if self._tools is None:
-                self._tools = self._describe(self._list(self._open()))
+                session = self._open()
+                try:
+                    listing = self._list(session)
+                except MCPServerError:
+                    self._session = None  # a server that cannot list its tools is not kept running
+                    session.close()
+                    raise
+                self._tools = self._describe(listing)
             return list(self._tools)
 
     def _list(self, session: Session) -> list[Any]:
