@@ -129,3 +129,14 @@ def test_output_that_is_a_directory_says_so(tmp_path, monkeypatch) -> None:
     result = invoke(str(inp), "-o", str(tmp_path), "-m", "scripted", "-n")
     assert result.exit_code == 2
     assert "is a directory" in result.stderr and "already holds rows" not in result.stderr
+
+
+def test_a_damaged_log_stops_map_before_any_row(tmp_path, monkeypatch, damaged_log) -> None:
+    client = scripted_map(monkeypatch)
+    inp = tmp_path / "in.txt"
+    inp.write_text("one\n")
+    out = tmp_path / "out.jsonl"
+    result = invoke(str(inp), "-o", str(out), "-m", "scripted")
+    assert result.exit_code == 2 and "is damaged" in result.stderr and "--no-log" in result.stderr
+    assert client.requests == [] and not out.exists()
+    assert invoke(str(inp), "-o", str(out), "-m", "scripted", "--no-log").exit_code == 0

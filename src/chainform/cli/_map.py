@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
-from chainform.cli._prompt import STRATEGY_CHOICES, model_name_value, parse_options
+from chainform.cli._prompt import STRATEGY_CHOICES, model_name_value, open_log, parse_options
 
 if TYPE_CHECKING:
     from chainform._map._inputs import Row
@@ -197,7 +197,7 @@ def map_command(
     from chainform.cli._models import default_model
     from chainform.cli._schemas import resolve_cli_schema
     from chainform.cli._tools import load_functions, resolve_tools
-    from chainform.store import Store, new_id
+    from chainform.store import new_id
 
     if input_path != "-" and not _readable(input_path):
         raise click.BadParameter(f"cannot read {input_path!r}", param_hint="INPUT")
@@ -206,7 +206,8 @@ def map_command(
             check_template(template)
     except MapInputError as exc:
         raise click.BadParameter(str(exc), param_hint="--prompt") from None
-    spec = resolve_cli_schema(schema, store=Store()) if schema else None
+    store = open_log(required=not no_log, wanted=schema is not None)  # a damaged log stops here, not per row
+    spec = resolve_cli_schema(schema, store=store) if schema else None
     tools = resolve_tools(tool_names) + [t for code in functions for t in load_functions(code)]
     name = model_name or default_model()
     sink = JsonlSink(output)

@@ -159,7 +159,7 @@ def _conversation(store: Store | None, continue_: bool, cid: str | None) -> tupl
     return cid, history
 
 
-def _open_log(*, required: bool, wanted: bool) -> Store | None:
+def open_log(*, required: bool, wanted: bool) -> Store | None:
     """The log, checked before the model is called: an unusable file is reported with the way on,
     instead of a chain whose calls silently go unlogged. `wanted` only (a saved schema id may be
     looked up there): None when it cannot be used."""
@@ -339,7 +339,7 @@ def prompt_command(
     tools: list[Any] = resolve_tools(tool_names, python_isolation=python_isolation)
     tools += [t for code in functions for t in load_functions(code)]
     tools += mcp_servers(mcp_values)
-    store = _open_log(required=not no_log or continue_ or cid is not None, wanted=schema_text is not None)
+    store = open_log(required=not no_log or continue_ or cid is not None, wanted=schema_text is not None)
     output = None
     if schema_text is not None:
         output = resolve_cli_schema(schema_text, store=store, as_multi=schema_multi is not None)
