@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator
 
+import openai_fixtures
 import pytest
 from adapter_fixtures import OPEN
 
@@ -18,3 +19,10 @@ async def emu(emulator: Emulator) -> AsyncIterator[Emulator]:
     yield emulator
     while OPEN:
         await OPEN.pop().aclose()
+
+
+@pytest.fixture
+def openai_isolated(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The OpenAI tests' isolation (`pytestmark = pytest.mark.usefixtures("openai_isolated")`): no
+    provider key variables, and the SDK's backoff near zero (openai_fixtures.prepare)."""
+    openai_fixtures.prepare(monkeypatch)

@@ -4,17 +4,13 @@ from __future__ import annotations
 
 import json
 
-import openai_fixtures
 import pytest
 
 import chainform as cf
 from chainform.store import Store
 from chainform.testing.emulator import DropConnection, Emulator, MalformedEvent
 
-
-@pytest.fixture(autouse=True)
-def _isolated(monkeypatch: pytest.MonkeyPatch) -> None:
-    openai_fixtures.prepare(monkeypatch)
+pytestmark = pytest.mark.usefixtures("openai_isolated")
 
 
 @pytest.mark.parametrize(

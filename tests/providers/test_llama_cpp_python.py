@@ -9,7 +9,6 @@ tool calls under "auto". Chains with tools and a schema must still end in a vali
 from __future__ import annotations
 
 import openai
-import openai_fixtures
 import pytest
 
 import chainform as cf
@@ -25,9 +24,7 @@ def get_weather(city: str) -> dict[str, float]:
     return {"temp_c": TEMPS[city]}
 
 
-@pytest.fixture(autouse=True)
-def _isolated(monkeypatch: pytest.MonkeyPatch) -> None:
-    openai_fixtures.prepare(monkeypatch)
+pytestmark = pytest.mark.usefixtures("openai_isolated")
 
 
 def test_the_scripted_server_behaves_like_llama_cpp_python() -> None:

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import openai_fixtures
 import pytest
 
 import chainform as cf
@@ -13,10 +12,7 @@ from chainform.errors import MissingKeyError
 from chainform.testing.emulator import Emulator
 from chainform.types import ChatOptions, Message
 
-
-@pytest.fixture(autouse=True)
-def _isolated(monkeypatch: pytest.MonkeyPatch) -> None:
-    openai_fixtures.prepare(monkeypatch)
+pytestmark = pytest.mark.usefixtures("openai_isolated")
 
 
 async def test_openai_azure_deployment_routing_with_key(emulator: Emulator) -> None:

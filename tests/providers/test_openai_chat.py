@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import logging
 
-import openai_fixtures
 import pytest
 
 from chainform.clients._openai_base import ClientSettings
@@ -41,9 +40,7 @@ WEATHER = FunctionSpec(
 )
 
 
-@pytest.fixture(autouse=True)
-def _isolated(monkeypatch: pytest.MonkeyPatch) -> None:
-    openai_fixtures.prepare(monkeypatch)
+pytestmark = pytest.mark.usefixtures("openai_isolated")
 
 
 def client(emu: Emulator, model: str = "gpt-4.1-mini", retries: int = 2) -> OpenAIChatClient:

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import openai_fixtures
 import pytest
 
 from chainform.clients._openai_base import ClientSettings
@@ -29,9 +28,7 @@ LOOKUP = FunctionSpec(
 )
 
 
-@pytest.fixture(autouse=True)
-def _isolated(monkeypatch: pytest.MonkeyPatch) -> None:
-    openai_fixtures.prepare(monkeypatch)
+pytestmark = pytest.mark.usefixtures("openai_isolated")
 
 
 def client(emu: Emulator, model: str = "gpt-4.1-mini", retries: int = 2) -> OpenAIResponsesClient:
