@@ -19,7 +19,7 @@ from chainform._version import __version__ as __version__
 _PUBLIC: dict[str, tuple[str, ...]] = {
     # module: the names `chainform` gives from it (the one list; __all__ and the lookup derive from it)
     "chainform.agents": ("Agent",),
-    "chainform.chain._context": ("ContextPolicy",),
+    "chainform.output.strategies._context": ("ContextPolicy",),
     "chainform.chain._events": ("ChainEvent",),
     "chainform.chain._records": ("ChainUsage", "ModelCall"),
     "chainform.chain._tools": ("CancelToolCall",),
@@ -111,7 +111,6 @@ if TYPE_CHECKING:  # what type checkers and editors see: the same names, importe
     from chainform import keys as keys
     from chainform import tools as tools
     from chainform.agents import Agent as Agent
-    from chainform.chain._context import ContextPolicy as ContextPolicy
     from chainform.chain._events import ChainEvent as ChainEvent
     from chainform.chain._records import ChainUsage as ChainUsage
     from chainform.chain._records import ModelCall as ModelCall
@@ -151,6 +150,7 @@ if TYPE_CHECKING:  # what type checkers and editors see: the same names, importe
     from chainform.models import get_model as get_model
     from chainform.output import OutputSpec as OutputSpec
     from chainform.output import StrategyChoice as StrategyChoice
+    from chainform.output.strategies._context import ContextPolicy as ContextPolicy
     from chainform.response import AsyncChainResponse as AsyncChainResponse
     from chainform.response import ChainResponse as ChainResponse
     from chainform.schema.dsl import resolve_schema as resolve_schema

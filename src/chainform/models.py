@@ -10,7 +10,6 @@ from typing import Any, Generic, TypeVar
 
 from chainform import _sync
 from chainform._map._api import amap, map_sync
-from chainform.chain._context import ContextPolicy
 from chainform.chain._engine import ChainRequest, ChainRun
 from chainform.chain._events import EventLog
 from chainform.chain._records import ChainResult
@@ -19,6 +18,7 @@ from chainform.clients.base import ChatClient
 from chainform.errors import ChainformError
 from chainform.output import STRATEGIES, OutputSpec
 from chainform.output._fallbacks import Fallbacks
+from chainform.output.strategies._context import ContextPolicy
 from chainform.response import AsyncChainResponse, ChainResponse, RunFactory
 from chainform.types import ChatOptions, Content, Message, ModelProfile
 from chainform.types._options import OPTION_NAMES

@@ -45,12 +45,8 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
 ]
 
 
-PENDING_UP: set[tuple[str, str]] = {
-    # arrows up that a change under way removes (chain/_context.py moves to the deferred strategy,
-    # issue 29 item 1); delete an entry when its arrow is gone
-    ("chainform.output.strategies._base", "chainform.chain._context"),
-    ("chainform.output.strategies.deferred", "chainform.chain._context"),
-}
+PENDING_UP: set[tuple[str, str]] = set()
+# arrows up that a change under way removes; delete an entry when its arrow is gone
 
 
 def modules(src: Path = SRC) -> dict[str, Path]:

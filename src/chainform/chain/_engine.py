@@ -14,7 +14,6 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from chainform.chain._calls import CallLogger, CallRunner, plain_data
-from chainform.chain._context import ContextPolicy, final_answer
 from chainform.chain._events import ChainEvent, EventLog
 from chainform.chain._records import ChainResult
 from chainform.chain._tools import AfterCall, BeforeCall, run_calls
@@ -29,6 +28,7 @@ from chainform.errors import (
 from chainform.output import OUTPUT_TOOL_NAME, OutputSpec, StrategyChoice, select_strategy
 from chainform.output._fallbacks import Fallbacks
 from chainform.output.strategies import NOT_FINAL, Outcome, Plain, Settings, Strategy, build
+from chainform.output.strategies._context import ContextPolicy, final_answer
 from chainform.types import (
     ChatOptions,
     FunctionCallContent,

@@ -12,10 +12,10 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, ClassVar, Protocol
 
-from chainform.chain._context import ContextPolicy
 from chainform.errors import Attempt, StructuredOutputGenerationError
 from chainform.output._fallbacks import Feature
 from chainform.output._spec import OUTPUT_TOOL_NAME, OutputSpec
+from chainform.output.strategies._context import ContextPolicy
 from chainform.types import (
     ChatOptions,
     ChatResponse,

@@ -8,9 +8,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from chainform.chain._context import FORMAT_SYSTEM, build_context, render_format_prompt
 from chainform.errors import FormattingError, ProviderError, StructuredOutputError
 from chainform.output.strategies._base import Engine, Outcome, TurnStrategy
+from chainform.output.strategies._context import FORMAT_SYSTEM, build_context, render_format_prompt
 from chainform.output.strategies.plain import Plain
 from chainform.types import Message, Role
 
