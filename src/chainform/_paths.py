@@ -17,14 +17,29 @@ def _directory(env_var: str, kind: str) -> Path:
         locate = platformdirs.user_data_dir if kind == "data" else platformdirs.user_cache_dir
         path = Path(locate("chainform", appauthor=False))
     try:
-        path.mkdir(parents=True, exist_ok=True)
+        path.mkdir(mode=0o700, parents=True, exist_ok=True)
     except OSError as exc:
         from chainform.errors import HomeError
 
         where = f"${env_var}" if override else "the user data directory"
         why = "it is a file" if path.is_file() else exc.strerror or str(exc)
         raise HomeError(f"{where} ({path}) cannot be chainform's home: {why}; give a directory") from None
+    if kind == "data":
+        private(path, 0o700)
     return path
+
+
+def private(path: Path, mode: int) -> None:
+    """Take group and other access away from `path` when it has any (the log and keys are the user's alone).
+
+    Files created before chainform tightened its home were 0644; the first open fixes them.
+    """
+    try:
+        current = path.stat().st_mode
+        if current & 0o077:
+            os.chmod(path, mode)
+    except OSError:  # not ours, or gone: the open that follows reports what matters
+        pass
 
 
 def home() -> Path:

@@ -94,6 +94,7 @@ def _read() -> dict[str, str]:
     path = keys_path()
     if not path.exists():
         return {}
+    _paths.private(path, 0o600)
     try:
         data = json.loads(path.read_text(encoding="utf-8"))
     except (OSError, ValueError):

@@ -83,6 +83,19 @@ def default_path() -> Path:
     return home() / "logs.db"
 
 
+def _create_private(path: Path) -> None:
+    """Create the log 0600 before SQLite does (its -wal and -shm files copy the database's mode), and
+    tighten a log and its side files left readable by others by an older chainform."""
+    from chainform._paths import private
+
+    try:
+        os.close(os.open(path, os.O_CREAT | os.O_WRONLY, 0o600))
+    except IsADirectoryError:
+        return  # sqlite3 reports it below
+    for suffix in ("", "-wal", "-shm", "-journal"):
+        private(Path(f"{path}{suffix}"), 0o600)
+
+
 def _is_busy(exc: sqlite3.OperationalError) -> bool:
     text = str(exc).lower()
     return "locked" in text or "busy" in text
@@ -107,7 +120,8 @@ class Store:
         if self._db is not None and self._pid == os.getpid():
             return self._db
         try:
-            self.path.parent.mkdir(parents=True, exist_ok=True)
+            self.path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+            _create_private(self.path)
             db = sqlite3.connect(
                 self.path, timeout=BUSY_TIMEOUT_MS / 1000, isolation_level=None, check_same_thread=False
             )
