@@ -302,6 +302,39 @@ def test_openai_chat_one_translation_for_a_completion_and_its_chunks() -> None:
         assert [(e.message, e.error_code) for e in errors] == [("Not that.", "refusal")]
 
 
+def test_openai_chat_content_part_lists_are_read_part_by_part() -> None:
+    """Mistral answers `content` as parts (`thinking` + `text`), whole and streamed: both kept."""
+    chat = OpenAIChatClient("mistral-medium", settings=ClientSettings("openai", key=KEY))
+    thinking = {"type": "thinking", "thinking": [{"type": "text", "text": "Cross "}]}
+    whole = _chunk(
+        [
+            {
+                "index": 0,
+                "finish_reason": "stop",
+                "message": {"content": [thinking, {"type": "text", "text": "Look both ways."}]},
+            }
+        ]
+    )
+    streamed = [
+        _chunk([{"index": 0, "delta": {"content": [thinking]}}]),
+        _chunk(
+            [
+                {
+                    "index": 0,
+                    "delta": {
+                        "content": [{"type": "thinking", "thinking": [{"type": "text", "text": "safely"}]}]
+                    },
+                }
+            ]
+        ),
+        _chunk([{"index": 0, "delta": {"content": [{"type": "text", "text": "Look "}]}}]),
+        _chunk([{"index": 0, "delta": {"content": "both ways."}, "finish_reason": "stop"}]),
+    ]
+    assert (_joined(chat, [whole]).text, _joined(chat, [whole]).reasoning) == ("Look both ways.", "Cross ")
+    response = _joined(chat, streamed)
+    assert (response.text, response.reasoning) == ("Look both ways.", "Cross safely")
+
+
 def test_openai_chat_odd_fields_are_dropped_not_a_crash() -> None:
     """A hostile server's fields of the wrong type are left out; what is well formed is kept."""
     chat = OpenAIChatClient("gpt-4.1-mini", settings=ClientSettings("openai", key=KEY))

@@ -11,18 +11,15 @@ from __future__ import annotations
 from collections.abc import Awaitable, Sequence
 from typing import Any, cast
 
-from pydantic_core import from_json
-
-from chainform.clients._common import StreamState, finish_reason, import_sdk, usage_details
+from chainform.clients._common import StreamState, import_sdk
 from chainform.clients._errors import StreamGuard
 from chainform.clients._openai_base import (
-    OPENAI_FINISH,
     ClientSettings,
     OpenAIBaseClient,
     make_settings,
     reject_unsupported_content,
-    request_id,
 )
+from chainform.clients._openai_chat_read import read_whole, translate_chunk
 from chainform.clients.base import Middleware
 from chainform.clients.profiles.openai import COMPAT_SERVERS
 from chainform.types import (
@@ -239,7 +236,7 @@ class OpenAIChatClient(OpenAIBaseClient):
             response = await self.create({**request, "stream": False})
         except Exception as exc:
             raise self.error(exc, guard, False) from None
-        completion = _read_whole(response, guard)
+        completion = read_whole(response, guard)
         if completion is None:
             # the server streamed anyway (some proxies and mock servers ignore "stream": false):
             # ask it the way it answers, now and from now on
@@ -247,33 +244,6 @@ class OpenAIChatClient(OpenAIBaseClient):
             return await super()._respond(messages, options)
         state = _StreamState()
         return ChatResponse.from_updates([*state.translate(completion), *state.end(guard)])
-
-
-_EVENT_STREAM_STARTS = (b"data:", b"event:", b"id:", b":")
-
-
-def _read_whole(response: Any, guard: StreamGuard) -> dict[str, Any] | None:
-    """A whole call's completion as the JSON's own dicts (pydantic_core: no SDK model is built);
-    None when the server answered with an event stream (by its content type, or a body in SSE
-    form under another one). A body that is not a JSON object with a `choices` list is the typed
-    error of a malformed answer (a stream's bad event gives the same kind)."""
-    headers = response.headers
-    if headers.get("content-type", "").startswith("text/event-stream"):
-        return None
-    body: bytes = response.content
-    try:
-        completion = from_json(body)
-    except ValueError as exc:
-        if body[:64].lstrip().startswith(_EVENT_STREAM_STARTS):
-            return None
-        problem = f"not JSON ({exc})"
-    else:
-        if isinstance(completion, dict) and isinstance(completion.get("choices"), list):
-            return completion
-        problem = "a JSON object with a choices list expected"
-    raise guard.error(
-        f"malformed response body: {problem}", request_id=request_id(headers), interrupted=False
-    )
 
 
 class _StreamState(StreamState):
@@ -284,83 +254,12 @@ class _StreamState(StreamState):
         self.refusal: list[str] = []
 
     def translate(self, event: Any) -> list[ChatResponseUpdate]:
-        return _translate_chunk(event, self.refusal)
+        return translate_chunk(event, self.refusal)
 
     def end(self, guard: StreamGuard) -> list[ChatResponseUpdate]:
         if not self.refusal:
             return []
         return [ChatResponseUpdate([ErrorContent("".join(self.refusal), error_code="refusal")])]
-
-
-def _translate_chunk(chunk: Any, refusal: list[str]) -> list[ChatResponseUpdate]:
-    """One chunk of a stream, or a whole completion, as updates (text, reasoning, tool calls, usage).
-
-    Both arrive as the JSON's own dicts (a stream's events as the SDK decoded them, a whole body
-    parsed by pydantic_core), so one translation serves both and no SDK model is built: a chunk's
-    `delta` is a completion's `message`, and a completion's calls, which carry no `index`, are
-    indexed by position. Shapes are checked as read: a hostile server's odd field is dropped, not
-    a crash.
-    """
-    chunk = _mapping(chunk)
-    contents: list[Content] = []
-    reason = None
-    choices = chunk.get("choices")
-    for choice in choices if isinstance(choices, list) else ():
-        choice = _mapping(choice)
-        if choice.get("index"):  # only the first choice is a chainform response
-            continue
-        delta = _mapping(choice.get("delta") or choice.get("message"))
-        if thought := _text(delta.get("reasoning_content") or delta.get("reasoning")):
-            contents.append(TextReasoningContent(thought))
-        if text := _text(delta.get("content")):
-            contents.append(TextContent(text))
-        if text := _text(delta.get("refusal")):
-            refusal.append(text)
-        calls = delta.get("tool_calls")
-        for position, call in enumerate(calls if isinstance(calls, list) else ()):
-            call = _mapping(call)
-            fn = _mapping(call.get("function"))
-            index = call.get("index")
-            contents.append(
-                FunctionCallContent(
-                    _text(call.get("id")),
-                    _text(fn.get("name")),
-                    raw_arguments=_text(fn.get("arguments")),
-                    index=index if isinstance(index, int) else position,
-                )
-            )
-        reason = finish_reason(_text(choice.get("finish_reason")), OPENAI_FINISH) or reason
-    usage = chunk.get("usage")
-    if isinstance(usage, dict):
-        cached = _mapping(usage.get("prompt_tokens_details")).get("cached_tokens")
-        reasoning = _mapping(usage.get("completion_tokens_details")).get("reasoning_tokens")
-        details = usage_details(
-            _count(usage.get("prompt_tokens")),
-            _count(usage.get("completion_tokens")),
-            _count(usage.get("total_tokens")),
-            cache_read=_count(cached),
-            reasoning=_count(reasoning),
-        )
-        contents.append(UsageContent(details))
-    if not contents and reason is None:
-        return []
-    state = StreamState(_text(chunk.get("model")) or None)
-    state.response_id = _text(chunk.get("id")) or None
-    created = chunk.get("created")
-    when = float(created) if isinstance(created, int | float) and created else None
-    return [state.update(contents, finish_reason=reason, created_at=when, raw_representation=chunk)]
-
-
-def _mapping(value: Any) -> dict[str, Any]:
-    return value if isinstance(value, dict) else {}
-
-
-def _text(value: Any) -> str:
-    return value if isinstance(value, str) else ""
-
-
-def _count(value: Any) -> int | None:
-    return value if isinstance(value, int) else None
 
 
 def create_client(
