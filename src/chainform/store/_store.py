@@ -88,9 +88,13 @@ def _create_private(path: Path) -> None:
     tighten a log and its side files left readable by others by an older chainform."""
     from chainform._paths import private
 
+    # Only a file that does not exist yet is opened here: closing a second descriptor of a database
+    # this process already has open would drop SQLite's POSIX locks on it.
     try:
-        os.close(os.open(path, os.O_CREAT | os.O_WRONLY, 0o600))
-    except IsADirectoryError:
+        os.close(os.open(path, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o600))
+    except FileExistsError:
+        pass
+    except OSError:
         return  # sqlite3 reports it below
     for suffix in ("", "-wal", "-shm", "-journal"):
         private(Path(f"{path}{suffix}"), 0o600)
