@@ -200,3 +200,45 @@ def test_anthropic_profiles_by_family() -> None:
     future = create_client("claude-future-9", key="k").profile
     assert future.supports_json_schema and "temperature" in future.unsupported_options
     assert all(p.unsupported_options >= {"seed"} for p in KNOWN_MODELS.values())
+
+
+def test_anthropic_server_tool_blocks_are_kept_never_calls_to_run() -> None:
+    """Web search run by Anthropic (`server_tool_use` with streamed input, then its result block) is
+    kept as ServerToolContent, logged, replayed as it came; it never becomes a call to run."""
+    import pydantic
+    from anthropic.types import RawMessageStreamEvent
+
+    from chainform.clients.anthropic import _block, _StreamState
+    from chainform.store._serialize import message_from_dict, message_to_dict
+    from chainform.types import ChatResponse, ServerToolContent
+
+    use = {"type": "server_tool_use", "id": "srvtoolu_1", "name": "web_search", "input": {}}
+    found = {"type": "web_search_result", "url": "https://e.x", "title": "E", "encrypted_content": "z"}
+    result = {"type": "web_search_tool_result", "tool_use_id": "srvtoolu_1", "content": [found]}
+    raw = [
+        {"type": "content_block_start", "index": 0, "content_block": use},
+        *[
+            {
+                "type": "content_block_delta",
+                "index": 0,
+                "delta": {"type": "input_json_delta", "partial_json": p},
+            }
+            for p in ('{"query": ', '"weather"}')
+        ],
+        {"type": "content_block_stop", "index": 0},
+        {"type": "content_block_start", "index": 1, "content_block": result},
+        {"type": "content_block_stop", "index": 1},
+        {"type": "content_block_start", "index": 2, "content_block": {"type": "text", "text": "Sunny."}},
+    ]
+    events = pydantic.TypeAdapter(list[RawMessageStreamEvent]).validate_python(raw)
+    state = _StreamState()
+    response = ChatResponse.from_updates([u for e in events for u in state.translate(e)])
+    assert response.function_calls == [] and response.text == "Sunny."
+    kept = [c for c in response.messages[0].contents if isinstance(c, ServerToolContent)]
+    assert [(c.kind, c.block.get("input")) for c in kept] == [
+        ("server_tool_use", {"query": "weather"}),
+        ("web_search_tool_result", None),
+    ]
+    assert kept[1].block["content"][0]["url"] == "https://e.x"
+    assert _block(kept[0], "assistant") == {**use, "input": {"query": "weather"}}
+    assert message_from_dict(message_to_dict(response.messages[0])).contents == response.messages[0].contents

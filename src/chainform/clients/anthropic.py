@@ -34,11 +34,13 @@ from chainform.types import (
     FunctionCallContent,
     FunctionResultContent,
     Message,
+    ServerToolContent,
     TextContent,
     TextReasoningContent,
     UriContent,
     UsageContent,
     UsageDetails,
+    parse_arguments,
 )
 
 __all__ = ["KNOWN_MODELS", "AnthropicClient", "create_client"]
@@ -174,6 +176,8 @@ class _StreamState(StreamState):
     def __init__(self) -> None:
         super().__init__()
         self.start_usage: Any = None
+        self.server_uses: dict[int, tuple[dict[str, Any], list[str]]] = {}
+        """Server-side tool use blocks (by index) and their input's JSON pieces, until they stop."""
 
     def translate_one(self, event: Any) -> ChatResponseUpdate | None:
         kind = getattr(event, "type", None)
@@ -187,6 +191,13 @@ class _StreamState(StreamState):
             return self._block_start(event.index, event.content_block)
         if kind == "content_block_delta":
             return self._block_delta(event.index, event.delta)
+        if kind == "content_block_stop" and event.index in self.server_uses:
+            block, parts = self.server_uses.pop(event.index)
+            if parts:
+                raw = "".join(parts)
+                parsed = parse_arguments(raw)
+                block["input"] = raw if parsed is None else parsed
+            return self.update([ServerToolContent(block["type"], block)])
         if kind == "message_delta":
             usage = _usage(self.start_usage, event.usage)
             finish = finish_reason(event.delta.stop_reason, _FINISH)
@@ -206,19 +217,35 @@ class _StreamState(StreamState):
             return self.update([TextReasoningContent(block.thinking, block.signature or None)])
         if kind == "redacted_thinking":
             return self.update([TextReasoningContent("", block.data)])
+        if kind in _SERVER_TOOL_USES:
+            self.server_uses[index] = (_block_json(block), [])
+        elif kind.endswith("_tool_result"):  # web_search_tool_result, mcp_tool_result, ...
+            return self.update([ServerToolContent(kind, _block_json(block))])
         return None
 
     def _block_delta(self, index: int, delta: Any) -> ChatResponseUpdate | None:
         kind = delta.type
         if kind == "text_delta":
             return self.update([TextContent(delta.text)])
-        if kind == "input_json_delta" and delta.partial_json:
+        if kind == "input_json_delta" and index in self.server_uses:
+            self.server_uses[index][1].append(delta.partial_json)
+        elif kind == "input_json_delta" and delta.partial_json:
             return self.update([FunctionCallContent("", "", raw_arguments=delta.partial_json, index=index)])
         if kind == "thinking_delta":
             return self.update([TextReasoningContent(delta.thinking)])
         if kind == "signature_delta":
             return self.update([TextReasoningContent("", delta.signature)])
         return None
+
+
+_SERVER_TOOL_USES = frozenset({"server_tool_use", "mcp_tool_use"})
+"""Tool use the provider runs itself: kept as ServerToolContent, never a call for chainform."""
+
+
+def _block_json(block: Any) -> dict[str, Any]:
+    dump = getattr(block, "model_dump", None)
+    data = dump(mode="json", exclude_none=True) if dump else block
+    return dict(data) if isinstance(data, dict) else {"type": str(getattr(block, "type", ""))}
 
 
 def _usage(start: Any, final: Any) -> UsageDetails:
@@ -271,6 +298,8 @@ def _block(content: Content, role: str) -> dict[str, Any] | None:
         return _media({"type": "base64", "media_type": content.media_type, "data": content.base64}, content)
     if isinstance(content, UriContent):
         return _media({"type": "url", "url": content.uri}, content)
+    if isinstance(content, ServerToolContent):
+        return dict(content.block)  # the provider's own block goes back as it came
     return None  # usage and error parts are bookkeeping, not conversation
 
 

@@ -34,6 +34,7 @@ from chainform.types import (
     Message,
     ModelProfile,
     Role,
+    ServerToolContent,
     TextContent,
     TextReasoningContent,
     UriContent,
@@ -172,7 +173,7 @@ class OpenAIChatClient(OpenAIBaseClient):
         provider = self.settings.provider
         if isinstance(content, TextContent):
             return {"type": "text", "text": content.text}
-        if isinstance(content, TextReasoningContent | ErrorContent | UsageContent):
+        if isinstance(content, TextReasoningContent | ErrorContent | UsageContent | ServerToolContent):
             return None  # not sent back to Chat Completions
         if role != "user":
             raise reject_unsupported_content(type(content).__name__, provider)

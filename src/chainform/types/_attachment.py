@@ -21,7 +21,12 @@ from chainform.types._content import DataContent, UriContent
 
 _SNIFF_BYTES = 8192
 # Extensions whose text types mimetypes does not know everywhere.
-_TEXT_EXTENSIONS = {".md": "text/markdown", ".csv": "text/csv", ".json": "application/json", ".txt": "text/plain"}
+_TEXT_EXTENSIONS = {
+    ".md": "text/markdown",
+    ".csv": "text/csv",
+    ".json": "application/json",
+    ".txt": "text/plain",
+}
 _TEXT_TYPES = ("text/", "application/json", "application/xml")
 
 
@@ -169,7 +174,9 @@ class Attachment:
                 "PNG, JPEG, WebP, GIF, PDF, text)"
             )
         if by_name and _family(by_name) != _family(by_bytes):
-            raise AttachmentError(f"{self.name}: its bytes are {by_bytes}, which contradicts its extension ({by_name})")
+            raise AttachmentError(
+                f"{self.name}: its bytes are {by_bytes}, which contradicts its extension ({by_name})"
+            )
         return by_bytes
 
     def sha256(self) -> str:

@@ -190,6 +190,17 @@ class UsageContent:
     type: Literal["usage"] = field(default="usage", init=False)
 
 
+@dataclass
+class ServerToolContent:
+    """Tool use the provider runs itself (web search or fetch, code execution, an MCP connector)
+    or its result, as the provider's own block (`block`, JSON). Kept in the conversation and the
+    log, never a call for chainform to run; `kind` is the block's type, e.g. "server_tool_use"."""
+
+    kind: str
+    block: dict[str, Any]
+    type: Literal["server_tool"] = field(default="server_tool", init=False)
+
+
 Content = Union[
     TextContent,
     TextReasoningContent,
@@ -199,4 +210,5 @@ Content = Union[
     FunctionResultContent,
     ErrorContent,
     UsageContent,
+    ServerToolContent,
 ]
