@@ -43,9 +43,32 @@ def remember_url(url: str | None) -> None:
     """Remember the password of a ``scheme://user:password@host/`` URL (a credential like a key)."""
     if url and "@" in url:
         with contextlib.suppress(ValueError):
-            password = urlsplit(url).password
-            if password:
-                remember(password, unquote(password))
+            parts = urlsplit(url)
+            if parts.password:
+                remember(parts.password, unquote(parts.password))
+            if parts.username is not None:
+                # the HTTP client sends the userinfo as `Authorization: Basic base64(user:password)`;
+                # that header text turns up in errors and tracebacks, so it is masked like the password
+                user, password = unquote(parts.username), unquote(parts.password or "")
+                remember(*_basic_forms(f"{user}:{password}"))
+
+
+def _basic_forms(userinfo: str) -> tuple[str, ...]:
+    """The Basic credential as it travels (base64 of `user:password`), with and without padding."""
+    import base64
+
+    token = base64.b64encode(userinfo.encode()).decode()
+    return (token, token.rstrip("="))
+
+
+def url_has_credentials(url: str | None) -> bool:
+    """Whether `url` carries `user[:password]@` (the HTTP client then authenticates with it)."""
+    if not url or "@" not in url:
+        return False
+    try:
+        return urlsplit(url).username is not None
+    except ValueError:
+        return False
 
 
 def mentions_secret(text: str) -> bool:

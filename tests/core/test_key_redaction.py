@@ -90,7 +90,7 @@ def test_provider_error_with_base_url_credentials_is_masked(home: Path) -> None:
     echoed = "invalid password url-pass-77f3 for http://alice:url-pass-77f3@proxy/v1"
     with Emulator([Fault(401, message=echoed)]) as emu:
         url = emu.base_url.replace("http://", "http://alice:url-pass-77f3@") + "/v1"
-        model = cf.get_model("openai/gpt-4.1-mini", base_url=url, key="sk-cf-planted-3a9b")
+        model = cf.get_model("openai/gpt-4.1-mini", base_url=url)  # a key beside userinfo is refused
         with pytest.raises(cf.ProviderError) as info:
             model.prompt("hi").text()
     assert "invalid password [redacted key] for http://[redacted key]@proxy/v1" in str(info.value)
@@ -124,3 +124,18 @@ def test_key_loaded_from_each_place_is_masked_end_to_end(
         second = repr(emu.requests[-1].body)
     assert secret not in second and keys.MASK in second
     assert secret not in _log_text(home)
+
+
+def test_basic_credential_from_base_url_is_masked_and_key_beside_it_refused() -> None:
+    import base64
+
+    from chainform.clients.registry import get_client
+
+    url = "http://carol:pw-basic-7@127.0.0.1:9/v1"
+    get_client("openai/gpt-4.1-mini", base_url=url)
+    header = base64.b64encode(b"carol:pw-basic-7").decode()
+    text = f"request failed: headers={{'authorization': 'Basic {header}'}}"
+    assert header not in keys.redact(text)
+    assert keys.MASK in keys.redact(text)
+    with pytest.raises(ValueError, match="either a key or user:password"):
+        get_client("openai/gpt-4.1-mini", base_url=url, key="sk-beside-the-url")

@@ -249,9 +249,16 @@ def get_client(
     `key` and `base_url` override the provider's defaults; other keyword arguments go to the
     provider's factory (max_retries, timeout, api_version, ...).
     """
-    from chainform.keys import remember_url
+    from chainform.keys import remember_url, url_has_credentials
 
     remember_url(base_url)  # a password in the URL is masked like a key in errors and the log
+    if key is not None and url_has_credentials(base_url):
+        # the HTTP client sends the URL's user:password as Basic auth in place of the key's header,
+        # so a key given beside it would silently not be sent
+        raise ValueError(
+            "give either a key or user:password in base_url, not both "
+            "(the URL's credentials replace the key's Authorization header)"
+        )
     provider, model = resolve_name(name)
     entry = _PROVIDERS[provider]
     factory: Callable[..., ChatClient] = _load(entry.factory)
