@@ -195,3 +195,28 @@ def test_signal_to_the_callers_process(level: str) -> None:
     assert bool(hits) is (level == "process"), out
     if level == "strict":
         assert "ProcessLookupError" in out
+
+
+@pytest.mark.parametrize("level", LEVELS)
+def test_editable_install_exposes_its_package_not_its_project_folder(
+    level: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`site_packages=True` with an editable install (a .pth naming the project folder): the cell
+    imports the package, but the project's .env beside it stays closed."""
+    import venv
+
+    project = tmp_path / "project"
+    (project / "editpkg").mkdir(parents=True)
+    (project / "editpkg" / "__init__.py").write_text("VALUE = 41 + 1\n")
+    secret = MARKER + "dotenv-3e81c0"
+    (project / ".env").write_text(f"API_KEY={secret}\n")
+    env_dir = tmp_path / "venv"
+    venv.EnvBuilder(with_pip=False, symlinks=True).create(env_dir)
+    site = next(env_dir.glob("lib/python*/site-packages"))
+    (site / "__editable__.editpkg.pth").write_text(f"{project}\n")
+    monkeypatch.setattr(sys, "executable", str(env_dir / "bin" / "python"))
+
+    imported = python.with_limits(site_packages=True, isolation=level)("import editpkg\neditpkg.VALUE")
+    assert imported.strip() == "42", imported
+    out = python.with_limits(site_packages=True, isolation=level)(_read_file_code(project / ".env"))
+    assert _leaked(out, secret) is (level == "process"), out

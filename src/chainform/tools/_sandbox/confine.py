@@ -28,19 +28,66 @@ _ETC = (
 )
 
 
-def _read_only_paths() -> list[str]:
-    """The interpreter, its standard library (and site-packages when enabled), system libraries."""
+def _read_only_paths(list_only: set[str]) -> list[str]:
+    """The interpreter, its standard library (and site-packages when enabled), system libraries.
+
+    A ``sys.path`` folder outside the interpreter's prefixes was put there by a ``.pth`` file (an
+    editable install's project folder): only its packages and modules are readable, the folder is
+    added to `list_only` (names, not contents), so a ``.env`` beside the package stays closed.
+    """
     paths = {"/usr", "/lib", "/lib32", "/lib64", "/bin", "/sbin", "/dev/urandom", "/dev/random"}
     # Not all of /etc: as root, files such as /etc/shadow or SSH host keys are readable by their owner.
     paths.update("/etc/" + name for name in _ETC)
-    for p in (sys.prefix, sys.base_prefix, sys.exec_prefix, sys.base_exec_prefix, *sys.path):
+    prefixes = {sys.prefix, sys.base_prefix, sys.exec_prefix, sys.base_exec_prefix}
+    for p in prefixes:
         if p and os.path.isdir(p):
             paths.add(p)
+    roots = tuple(os.path.join(os.path.realpath(p), "") for p in prefixes if p)
+    for p in sys.path:
+        if not p or not os.path.isdir(p):
+            continue
+        if os.path.join(os.path.realpath(p), "").startswith(roots):
+            paths.add(p)  # the standard library, site-packages
+            for name in os.listdir(p):
+                if name.startswith("__editable__") and name.endswith("finder.py"):
+                    paths.update(_editable_mapping(os.path.join(p, name)))
+        else:  # put there by a .pth file (an editable install): its importable entries, not its folder
+            paths.update(_importable(p))
+            list_only.add(p)
     for exe in (sys.executable, os.path.realpath(sys.executable)):
         paths.add(os.path.dirname(exe))
         for venv in (os.path.dirname(exe), os.path.dirname(os.path.dirname(exe))):
             paths.add(os.path.join(venv, "pyvenv.cfg"))  # read by `site` in a cell's subprocess
     return sorted(paths)
+
+
+_IMPORTABLE = (".py", ".pyc", ".so", ".pyd", ".pth", ".dist-info", ".egg-info")
+
+
+def _importable(folder: str) -> list[str]:
+    """The packages, modules and metadata in `folder`; never its other files (a project's .env, .git)."""
+    found = []
+    for name in os.listdir(folder):
+        path = os.path.join(folder, name)
+        if name.startswith("."):
+            continue
+        if name.endswith(_IMPORTABLE) or (name.isidentifier() and os.path.isdir(path)):
+            found.append(path)
+    return found
+
+
+def _editable_mapping(finder: str) -> list[str]:
+    """The package folders a setuptools editable finder maps names to (its ``MAPPING`` literal)."""
+    import ast
+    import re
+
+    try:
+        with open(finder, encoding="utf-8") as handle:
+            match = re.search(r"^MAPPING\b[^=]*=\s*(\{.*?\})\s*$", handle.read(), re.M | re.S)
+        mapping = ast.literal_eval(match.group(1)) if match else {}
+    except (OSError, ValueError, SyntaxError):
+        return []
+    return [v for v in mapping.values() if isinstance(v, str) and os.path.exists(v)]
 
 
 def _rlimits(cpu: int, memory: int, fsize: int, nproc: int) -> None:
@@ -101,9 +148,11 @@ def _confine_linux(
     if not abi:
         missing["landlock-fs"] = "Landlock is not enabled in this kernel"
     elif "no-new-privs" in got:
-        read_only = _read_only_paths() + (["/proc"] if "private-proc" in got else [])
+        list_only: set[str] = set()
+        read_only = _read_only_paths(list_only) + (["/proc"] if "private-proc" in got else [])
         try:
-            got += landlock.restrict(read_only, [root, "/dev/null", "/dev/zero", "/dev/full"], abi)
+            writable = [root, "/dev/null", "/dev/zero", "/dev/full"]
+            got += landlock.restrict(read_only, writable, abi, tuple(sorted(list_only)))
         except OSError as exc:
             missing["landlock-fs"] = f"Landlock refused the ruleset ({exc.strerror})"
     return got, missing

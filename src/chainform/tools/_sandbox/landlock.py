@@ -71,9 +71,12 @@ def handled_fs(abi: int) -> int:
     return rights
 
 
-def restrict(read_only: list[str], read_write: list[str], abi: int) -> list[str]:
+def restrict(
+    read_only: list[str], read_write: list[str], abi: int, list_only: tuple[str, ...] = ()
+) -> list[str]:
     """Confine this process (and its future children) to the given trees; no TCP; no signals out.
 
+    ``list_only`` folders can be listed (the import system lists a ``sys.path`` folder) but not read.
     Missing paths are skipped. The caller must have set ``PR_SET_NO_NEW_PRIVS``. Returns the
     names of what is now enforced, e.g. ``["landlock-fs", "landlock-tcp", "landlock-signal"]``.
     """
@@ -84,7 +87,7 @@ def restrict(read_only: list[str], read_write: list[str], abi: int) -> list[str]
     size = 8 if abi < 4 else 16 if abi < 6 else 24
     ruleset = _call(SYS_CREATE_RULESET, ctypes.byref(attr), ctypes.c_size_t(size), ctypes.c_uint32(0))
     try:
-        for paths, rights in ((read_only, READ_ONLY), (read_write, fs)):
+        for paths, rights in ((list_only, READ_DIR), (read_only, READ_ONLY), (read_write, fs)):
             for path in paths:
                 _allow(ruleset, path, rights & fs)
         _call(SYS_RESTRICT_SELF, ctypes.c_int(ruleset), ctypes.c_uint32(0))
