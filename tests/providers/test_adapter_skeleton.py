@@ -134,8 +134,9 @@ async def test_skeleton_stream_without_its_closing_event_is_an_error() -> None:
     with pytest.raises(StreamInterruptedError, match="stream ended before done") as info:
         await Adapter(Events(["partial"])).get_response([Message.user("hi")])
     assert info.value.partial_response is not None and info.value.partial_response.text == "partial"
-    with pytest.raises(ProviderError, match="stream ended before done"):
+    with pytest.raises(ProviderError, match="empty stream") as empty:  # no event: not an answer
         await Adapter(Events([])).get_response([Message.user("hi")])
+    assert empty.value.kind == "streaming_rejected" and type(empty.value) is ProviderError
 
 
 async def test_skeleton_translation_bug_is_not_disguised_as_a_provider_failure() -> None:

@@ -29,7 +29,7 @@ pytestmark = pytest.mark.usefixtures("openai_isolated")
 
 def test_the_scripted_server_behaves_like_llama_cpp_python() -> None:
     tools = [{"type": "function", "function": {"name": "f", "parameters": {"type": "object"}}}]
-    with Emulator([tool_call("f"), tool_call("f")], quirks=LLAMA_CPP_PYTHON) as emu:
+    with Emulator([tool_call("f")] * 3, quirks=LLAMA_CPP_PYTHON) as emu:
         client = openai.OpenAI(base_url=emu.base_url + "/v1", api_key="x", max_retries=0)
         ask = {"model": "m", "messages": [{"role": "user", "content": "hi"}], "tools": tools}
         ignored = client.chat.completions.create(**ask)
@@ -37,10 +37,17 @@ def test_the_scripted_server_behaves_like_llama_cpp_python() -> None:
         schema = {"type": "json_schema", "json_schema": {"name": "x", "schema": {"type": "object"}}}
         with pytest.raises(openai.InternalServerError, match="Input should be 'text' or 'json_object'"):
             client.chat.completions.create(model="m", messages=ask["messages"], response_format=schema)
-        with pytest.raises(openai.InternalServerError):
-            client.chat.completions.create(**ask, tool_choice="required")
-        with pytest.raises(openai.InternalServerError, match="streaming"):
-            client.chat.completions.create(**ask, tool_choice="auto", stream=True)
+        required = client.chat.completions.create(**ask, tool_choice="required")
+        assert required.choices[0].message.tool_calls is None  # "required" ignored: text
+        assert list(client.chat.completions.create(**ask, tool_choice="auto", stream=True)) == []
+        called_turn = {
+            "role": "assistant",
+            "content": None,
+            "tool_calls": [{"id": "c1", "type": "function", "function": {"name": "f", "arguments": "{}"}}],
+        }
+        tool_turn = {"role": "tool", "tool_call_id": "c1", "content": "1"}
+        with pytest.raises(openai.InternalServerError, match="valid string"):
+            client.chat.completions.create(model="m", messages=[ask["messages"][0], called_turn, tool_turn])
         called = client.chat.completions.create(**ask, tool_choice="auto")
         assert called.choices[0].message.tool_calls[0].function.name == "f"
 
@@ -94,7 +101,7 @@ def test_formatting_call_falls_back_past_json_object_to_the_tables_next_pick() -
         return LLAMA_CPP_PYTHON.refuse(request)
 
     quirks = Quirks("text-only", refuse_formats, LLAMA_CPP_PYTHON.bend)
-    script = ["Rome is 24.5 C.", tool_call("final_result", city="Rome", temp_c=24.5)]
+    script = ["Rome is 24.5 C.", '{"city": "Rome", "temp_c": 24.5}']
     with Emulator(script, quirks=quirks) as emu:
         model = cf.get_model("llamacpp/default", base_url=emu.base_url + "/v1")
         chain = model.chain("Rome?", tools=[get_weather], schema=SCHEMA, strategy="deferred")
@@ -102,8 +109,21 @@ def test_formatting_call_falls_back_past_json_object_to_the_tables_next_pick() -
     assert {"json_schema", "json_object_schema"} <= set(model.fallbacks)
     formats = [(r.body.get("response_format") or {}).get("type") for r in emu.requests]
     assert "json_schema" in formats and "json_object" in formats
-    last = emu.requests[-1].body
-    assert "response_format" not in last and [t["function"]["name"] for t in last["tools"]] == [
-        "final_result"
-    ]
-    assert last["tool_choice"] == {"type": "function", "function": {"name": "final_result"}}
+    last = emu.requests[-1].body  # llama.cpp cannot be relied on to call a tool: prompted
+    assert "response_format" not in last and "tools" not in last
+
+
+async def test_a_500_naming_a_rejected_field_is_a_rejection_sent_once() -> None:
+    """llama-cpp-python refuses a null tool-call turn with HTTP 500 and a pydantic body: that is
+    the request refused as sent (not retryable), and the SDK does not send it again."""
+    from chainform.clients.openai_chat import create_client
+
+    with Emulator([], quirks=LLAMA_CPP_PYTHON) as emu:
+        client = create_client("gpt-4.1-mini", base_url=emu.base_url + "/v1", key="x", max_retries=2)
+        body = {"model": "m", "messages": [{"role": "assistant", "content": None}]}
+        with pytest.raises(openai.InternalServerError) as info:
+            await client.create(body)
+        error = client.error(info.value, client.guard(), False)
+        await client.aclose()
+    assert len(emu.requests) == 1
+    assert (error.kind, error.retryable) == ("bad_request", False)

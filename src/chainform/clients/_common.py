@@ -201,16 +201,24 @@ class AdapterClient(BaseChatClient):
             raise self.error(exc, guard, False) from None  # no chained SDK error: it may quote the key
         guard.request_id = guard.request_id or getattr(stream, "request_id", None)
         iterator = stream.__aiter__()
+        events = 0
         try:
             while True:
                 try:
                     event = await iterator.__anext__()
                 except StopAsyncIteration:
+                    if events == 0:  # headers, then nothing: the server refused to stream this
+                        raise guard.error(
+                            "the server answered with an empty stream (no events)",
+                            kind="streaming_rejected",
+                            interrupted=False,
+                        ) from None
                     break
                 except ChainformError:
                     raise
                 except Exception as exc:
                     raise self.error(exc, guard, True) from None
+                events += 1
                 for update in translate(event):
                     yield guard.seen(update)
         finally:

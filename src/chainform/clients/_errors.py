@@ -58,6 +58,15 @@ _STREAM_REFUSAL = re.compile(
 )
 
 
+# A request validator's complaint about a field of the body (pydantic's "'loc': ('body', ...)", as
+# FastAPI-based servers such as llama-cpp-python send it, some with HTTP 500): the request was
+# refused as sent, and sending it again gets the same answer.
+_FIELD_REJECTED = re.compile(r"""['"]loc['"]\s*:\s*[(\[]\s*['"]body['"]""")
+_REJECTIONS = frozenset(
+    {"bad_request", "tools_with_schema_rejected", "response_format_rejected", "streaming_rejected"}
+)
+
+
 def _rejects_format(text: str) -> bool:
     allowed = [m.group(1) for m in _ALLOWED.finditer(text)]
     listed = any(("json_object" in a or "'text'" in a) and "json_schema" not in a for a in allowed)
@@ -74,7 +83,15 @@ def classify(status: int | None, message: str) -> ProviderErrorKind:
             return "response_format_rejected"
         if _STREAM_REFUSAL.search(text):
             return "streaming_rejected"
+        if _FIELD_REJECTED.search(text):
+            return "bad_request"
     return kind_from_status(status)
+
+
+def is_rejection(status: int | None, message: str) -> bool:
+    """Whether a failure is the server refusing the request as sent (whatever its status: some
+    servers answer a field they reject with 500), so that no retry can help."""
+    return status is not None and status >= 400 and classify(status, message) in _REJECTIONS
 
 
 def timed_out(exc: BaseException | None) -> bool:
@@ -143,7 +160,7 @@ class StreamGuard:
             status=status,
             provider=self.provider,
             request_id=request_id or self.request_id,
-            retryable=is_retryable(status),
+            retryable=is_retryable(status) and not is_rejection(status, message),
             kind=kind or classify(status, message),
         )
         if isinstance(error, StreamInterruptedError):

@@ -13,7 +13,7 @@ from typing import Any
 
 from chainform._json import copy_json
 from chainform.clients._common import AdapterClient, import_sdk
-from chainform.clients._errors import StreamGuard, retry_after
+from chainform.clients._errors import StreamGuard, is_rejection, retry_after
 from chainform.clients.base import Middleware
 from chainform.clients.profiles.openai import COMPAT_SERVERS, openai_profile
 from chainform.errors import ProviderError, SchemaError, UnsupportedOptionError
@@ -155,7 +155,11 @@ class OpenAIBaseClient(AdapterClient):
         """The `openai.AsyncOpenAI` (or `AsyncAzureOpenAI`) client."""
         openai = import_sdk("openai", "openai")
         s = self.settings
-        common: dict[str, Any] = {"max_retries": s.max_retries, "default_headers": s.default_headers or None}
+        common: dict[str, Any] = {
+            "max_retries": s.max_retries,
+            "default_headers": s.default_headers or None,
+            "http_client": openai.DefaultAsyncHttpxClient(event_hooks={"response": [_no_retry_on_rejection]}),
+        }
         if s.timeout is not None:
             common["timeout"] = s.timeout
         if s.azure is not None:
@@ -242,6 +246,16 @@ class OpenAIBaseClient(AdapterClient):
             detail = f": {type(cause).__name__}: {cause}" if cause else ""
             return guard.error(f"connection failed{detail}", interrupted=False)
         return guard.error(f"{type(exc).__name__}: {exc}", interrupted=False)
+
+
+async def _no_retry_on_rejection(response: Any) -> None:
+    """A server error that is really a refusal of the request as sent (a 500 naming a rejected
+    field) is marked with the SDK's own `x-should-retry: false`: its retries would get the same."""
+    if response.status_code < 500 or "x-should-retry" in response.headers:
+        return
+    await response.aread()
+    if is_rejection(response.status_code, response.text):
+        response.headers["x-should-retry"] = "false"
 
 
 def request_id(headers: Mapping[str, str]) -> str | None:

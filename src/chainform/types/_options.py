@@ -215,6 +215,9 @@ class ModelProfile:
     supports_streaming: bool = True
     supports_seed: bool = False
     supports_reasoning: bool = False
+    # the assistant turn that calls tools is sent with content "" instead of null (servers whose
+    # request model types content as a string, e.g. llama-cpp-python, refuse null)
+    empty_tool_turn_content: bool = False
     schema_dialect: SchemaDialect = "jsonschema"
     # tool names the provider accepts; others are renamed on the wire and back (clients/_tool_names.py)
     tool_name_pattern: str = r"[A-Za-z0-9_-]{1,64}"

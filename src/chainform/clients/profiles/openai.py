@@ -22,7 +22,10 @@ _OPENAI = CAPABLE.replace(
     provider="openai",
     # images inline or by URL (fetched by OpenAI); PDFs inline as file data (32 MB, 100 pages)
     media=MediaSupport(
-        types=IMAGE_TYPES | {PDF}, max_bytes=32_000_000, max_count=500, url_types=IMAGE_TYPES,
+        types=IMAGE_TYPES | {PDF},
+        max_bytes=32_000_000,
+        max_count=500,
+        url_types=IMAGE_TYPES,
         type_limits=tuple((t, 20_000_000) for t in sorted(IMAGE_TYPES)),
     ),
     schema_dialect="openai-strict",
@@ -105,7 +108,9 @@ class CompatServer:
 
 
 # Images go as image_url (a text-only model on the server refuses them); PDFs are converted locally.
-_COMPAT_BASE = TOOLS_ONLY.replace(supports_json_schema=True, unsupported_options=_NO_TOP_K, media=IMAGES)
+_COMPAT_BASE = TOOLS_ONLY.replace(
+    supports_json_schema=True, unsupported_options=_NO_TOP_K, media=IMAGES, empty_tool_turn_content=True
+)
 
 COMPAT_SERVERS: dict[str, CompatServer] = {
     s.provider: s
@@ -139,7 +144,8 @@ COMPAT_SERVERS: dict[str, CompatServer] = {
             "LLAMACPP_BASE_URL",
             "LLAMACPP_API_KEY",
             False,
-            _COMPAT_BASE.replace(unsupported_options=frozenset()),
+            # llama-cpp-python answers tool_choice "required" in text (the choice is ignored)
+            _COMPAT_BASE.replace(unsupported_options=frozenset(), supports_tool_choice_required=False),
             "default",
         ),
         CompatServer(
@@ -175,3 +181,13 @@ COMPAT_SERVERS: dict[str, CompatServer] = {
         ),
     )
 }
+
+
+def is_foreign_url(base_url: str | None) -> bool:
+    """Whether a base URL points at a server other than OpenAI's own (an OpenAI-compatible one,
+    whose request model may differ from OpenAI's: e.g. content typed as a string)."""
+    if not base_url:
+        return False
+    from urllib.parse import urlsplit
+
+    return (urlsplit(base_url).hostname or "").lower() != "api.openai.com"

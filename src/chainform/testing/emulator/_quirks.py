@@ -24,6 +24,9 @@ class Quirks:
     bend: Callable[[Reply, RecordedRequest], Reply]
     streams_always: bool = False
     """Answer every request with a stream, whatever its "stream" says (some proxies and mocks)."""
+    empty_stream: Callable[[RecordedRequest], bool] = lambda request: False
+    """Requests answered 200 `text/event-stream` with no event at all (the server gave up after
+    sending its headers)."""
 
 
 def _llama_cpp_python_refuse(request: RecordedRequest) -> Fault | None:
@@ -35,22 +38,38 @@ def _llama_cpp_python_refuse(request: RecordedRequest) -> Fault | None:
             message=f"[{{'type': 'literal_error', 'loc': ('body', 'response_format', "
             f"'type'), 'msg': \"Input should be 'text' or 'json_object'\", 'input': '{kind}'}}]",
         )
-    choice = body.get("tool_choice")
-    if body.get("tools") and choice == "required":
-        return Fault(500, message="Invalid tool_choice: 'required'")
-    if body.get("tools") and choice == "auto" and body.get("stream"):
-        return Fault(500, message="Automatic tool choice is not supported when streaming")
+    for i, message in enumerate(body.get("messages") or []):
+        if message.get("role") == "assistant" and not isinstance(message.get("content"), str):
+            # its request model types content as a string (null refused, and its template reads it)
+            return Fault(
+                500,
+                message=f"[{{'type': 'string_type', 'loc': ('body', 'messages', {i}, 'content'), "
+                "'msg': 'Input should be a valid string', 'input': None}]",
+            )
     return None
 
 
+def _llama_cpp_python_empty_stream(request: RecordedRequest) -> bool:
+    # streaming with tools under any choice but a named function: headers, then it raises
+    # "Automatic streaming tool choice is not supported" and the stream ends with no event
+    body = request.json
+    return bool(body.get("tools") and body.get("stream") and not isinstance(body.get("tool_choice"), dict))
+
+
 def _llama_cpp_python_bend(reply: Reply, request: RecordedRequest) -> Reply:
-    if request.json.get("tools") and "tool_choice" not in request.json:  # tools ignored: text only
+    choice = request.json.get("tool_choice")
+    if request.json.get("tools") and choice in (None, "required"):  # tools ignored: text only
         text: list[Part] = [p for p in reply.parts if not isinstance(p, FunctionCallContent)]
         return Reply(text or ["I would look that up."], reply.usage, None, reply.chunk_size)
     return reply
 
 
-LLAMA_CPP_PYTHON = Quirks("llama-cpp-python", _llama_cpp_python_refuse, _llama_cpp_python_bend)
+LLAMA_CPP_PYTHON = Quirks(
+    "llama-cpp-python",
+    _llama_cpp_python_refuse,
+    _llama_cpp_python_bend,
+    empty_stream=_llama_cpp_python_empty_stream,
+)
 
 
 STREAMS_ALWAYS = Quirks("streams always", lambda request: None, lambda reply, request: reply, streams_always=True)

@@ -260,6 +260,9 @@ class _Handler(BaseHTTPRequestHandler):
         if refused is not None:  # the server's own refusal uses no script item
             self._send_json(refused.status, fmt.render_error(refused, request), rid)
             return
+        if emulator.quirks is not None and emulator.quirks.empty_stream(request):
+            self._send_bytes(200, b"", "text/event-stream", rid)
+            return
         try:
             item = emulator._next_item(request)
         except _ScriptError as exc:
