@@ -8,6 +8,7 @@ import pytest
 
 from chainform.clients._openai_base import ClientSettings
 from chainform.clients.openai_chat import OpenAIChatClient
+from chainform.clients.profiles.openai import openai_profile
 from chainform.errors import ProviderError, UnsupportedOptionError
 from chainform.testing import tool_call
 from chainform.testing.emulator import Emulator, Fault, Reply, Usage
@@ -44,8 +45,9 @@ pytestmark = pytest.mark.usefixtures("openai_isolated")
 
 
 def client(emu: Emulator, model: str = "gpt-4.1-mini", retries: int = 2) -> OpenAIChatClient:
+    """OpenAI's own API, played by the emulator (its profile given: the base URL is not OpenAI's)."""
     settings = ClientSettings("openai", base_url=emu.base_url + "/v1", key=KEY, max_retries=retries)
-    return OpenAIChatClient(model, settings=settings)
+    return OpenAIChatClient(model, settings=settings, profile=openai_profile(model))
 
 
 async def test_openai_chat_text_reply_and_usage(emulator: Emulator) -> None:
@@ -151,6 +153,15 @@ async def test_openai_chat_reasoning_models_refuse_sampling(emulator: Emulator) 
     with pytest.raises(UnsupportedOptionError, match="temperature"):
         await client(emulator, "o4-mini").get_response([Message.user("x")], ChatOptions(temperature=0.5))
     assert emulator.requests == []  # refused before anything was sent
+
+
+def test_openai_at_a_foreign_base_url_sends_an_empty_tool_call_turn() -> None:
+    """Compatible servers may type content as a string (llama-cpp-python: null is a 500)."""
+    turn = [Message.assistant([FunctionCallContent("c1", "f", {})])]
+    foreign = OpenAIChatClient("gpt-4.1-mini", settings=ClientSettings("openai", "http://127.0.0.1:1/v1"))
+    own = OpenAIChatClient("gpt-4.1-mini", settings=ClientSettings("openai", "https://api.openai.com/v1"))
+    assert foreign.build_request(turn, ChatOptions())["messages"][0]["content"] == ""
+    assert own.build_request(turn, ChatOptions())["messages"][0]["content"] is None
 
 
 async def test_openai_chat_history_translation(emulator: Emulator) -> None:

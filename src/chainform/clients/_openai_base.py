@@ -15,7 +15,7 @@ from chainform._json import copy_json
 from chainform.clients._common import AdapterClient, import_sdk
 from chainform.clients._errors import StreamGuard, is_rejection, retry_after
 from chainform.clients.base import Middleware
-from chainform.clients.profiles.openai import COMPAT_SERVERS, openai_profile
+from chainform.clients.profiles.openai import COMPAT_SERVERS, is_foreign_url, openai_profile
 from chainform.errors import ProviderError, SchemaError, UnsupportedOptionError
 from chainform.keys import get_key, remember_url, require_key
 from chainform.types import FinishReason, ModelProfile, ResponseFormat, ToolSpec
@@ -148,8 +148,12 @@ class OpenAIBaseClient(AdapterClient):
         )
 
     def default_profile(self, model: str) -> ModelProfile:
-        """The profile of a model when none is given: its OpenAI family's."""
-        return openai_profile(model, self.settings.provider)
+        """The profile of a model when none is given: its OpenAI family's; at a foreign base URL
+        the tool-call turn carries content "" (compatible servers may type content as a string)."""
+        profile = openai_profile(model, self.settings.provider)
+        if self.settings.provider == "openai" and is_foreign_url(self.settings.base_url):
+            return profile.replace(empty_tool_turn_content=True)
+        return profile
 
     def _build_sdk(self) -> Any:
         """The `openai.AsyncOpenAI` (or `AsyncAzureOpenAI`) client."""

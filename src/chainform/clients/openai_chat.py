@@ -21,7 +21,7 @@ from chainform.clients._openai_base import (
 )
 from chainform.clients._openai_chat_read import read_whole, translate_chunk
 from chainform.clients.base import Middleware
-from chainform.clients.profiles.openai import COMPAT_SERVERS, is_foreign_url
+from chainform.clients.profiles.openai import COMPAT_SERVERS
 from chainform.types import (
     ChatOptions,
     ChatResponse,
@@ -66,9 +66,7 @@ class OpenAIChatClient(OpenAIBaseClient):
             model, settings=settings, profile=profile, sdk_client=sdk_client, middleware=middleware
         )
         self.max_tokens_param = max_tokens_param
-        # the tool-call turn's content: "" where the server may type it as a string (null refused)
-        empty = self.profile.empty_tool_turn_content or is_foreign_url(self.settings.base_url)
-        self._tool_turn_text = "" if empty else None
+        self._tool_turn_text = "" if self.profile.empty_tool_turn_content else None
 
     def build_request(self, messages: Sequence[Message], options: ChatOptions) -> dict[str, Any]:
         """The keyword arguments of `chat.completions.create` (public for tests and debugging)."""
