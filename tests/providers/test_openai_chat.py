@@ -359,7 +359,8 @@ def test_openai_chat_odd_fields_are_dropped_not_a_crash() -> None:
         ],
         "usage": {"prompt_tokens": "many", "completion_tokens": 2, "prompt_tokens_details": []},
     }
-    response = _joined(chat, [odd, 42, ["not", "a", "chunk"]])  # type: ignore[list-item]
+    end = {"choices": [{"index": 0, "finish_reason": "stop"}]}
+    response = _joined(chat, [odd, 42, ["not", "a", "chunk"], end])  # type: ignore[list-item]
     assert response.text == "kept" and response.response_id is None
     assert [(c.call_id, c.name) for c in response.function_calls] == [("", ""), ("", "")]
     usage = response.usage_details
@@ -390,3 +391,19 @@ def test_tool_schemas_are_converted_once_per_tool_and_copied_per_request(monkeyp
     other = FunctionSpec("other", "Another tool.", {"type": "object", "properties": {}})
     made.build_request([Message.user("?")], ChatOptions(tools=[WEATHER, other]))
     assert len(converted) == 2  # a new tool object is converted; the known one is not
+
+
+def test_openai_chat_stream_without_finish_reason_is_interrupted() -> None:
+    """A stream that closes cleanly before any finish reason is no answer: the typed
+    StreamInterruptedError holding the partial text, never a success."""
+    from chainform.errors import StreamInterruptedError
+
+    chat = OpenAIChatClient("gpt-4.1-mini", settings=ClientSettings("openai", key=KEY))
+    state, guard = chat.stream_state({}), chat.guard()
+    for update in [u for e in CHUNKS[:3] for u in state.translate(e)]:
+        guard.seen(update)
+    with pytest.raises(StreamInterruptedError) as caught:
+        state.end(guard)
+    assert "finish reason" in str(caught.value)
+    partial = caught.value.partial_response
+    assert partial is not None and partial.text == "Check"

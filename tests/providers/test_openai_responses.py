@@ -120,3 +120,23 @@ async def test_openai_responses_history_items(emulator: Emulator) -> None:
         "arguments": '{"word": "x"}',
     }
     assert items[3] == {"type": "function_call_output", "call_id": "c9", "output": "a letter"}
+
+
+def test_openai_responses_stream_without_completed_is_interrupted() -> None:
+    """Deltas with no `response.completed` after them are a cut stream, not a short answer."""
+    from types import SimpleNamespace
+
+    from chainform.clients.openai_responses import _StreamState
+    from chainform.errors import StreamInterruptedError
+
+    client = OpenAIResponsesClient(
+        "gpt-4.1-mini", settings=ClientSettings("openai", key="sk-test-0123456789abcdef")
+    )
+    state, guard = _StreamState(), client.guard()
+    for update in state.translate(SimpleNamespace(type="response.output_text.delta", delta="Half")):
+        guard.seen(update)
+    with pytest.raises(StreamInterruptedError) as caught:
+        state.end(guard)
+    assert "response.completed" in str(caught.value)
+    partial = caught.value.partial_response
+    assert partial is not None and partial.text == "Half"

@@ -245,20 +245,29 @@ class OpenAIChatClient(OpenAIBaseClient):
             self.streams_anyway = True
             return await super()._respond(messages, options)
         state = _StreamState()
-        return ChatResponse.from_updates([*state.translate(completion), *state.end(guard)])
+        updates = state.translate(completion)
+        state.finished = True  # a whole body is the whole answer, finish reason or not
+        return ChatResponse.from_updates([*updates, *state.end(guard)])
 
 
 class _StreamState(StreamState):
-    """Chat Completions chunks carry their own ids; a refusal is gathered and told at the end."""
+    """Chat Completions chunks carry their own ids; a refusal is gathered and told at the end.
+    A stream is complete once a finish reason came: one that stops before is interrupted."""
+
+    closing_event = "a finish reason"
 
     def __init__(self) -> None:
         super().__init__()
         self.refusal: list[str] = []
 
     def translate(self, event: Any) -> list[ChatResponseUpdate]:
-        return translate_chunk(event, self.refusal)
+        updates = translate_chunk(event, self.refusal)
+        if any(u.finish_reason is not None for u in updates):
+            self.finished = True
+        return updates
 
     def end(self, guard: StreamGuard) -> list[ChatResponseUpdate]:
+        super().end(guard)
         if not self.refusal:
             return []
         return [ChatResponseUpdate([ErrorContent("".join(self.refusal), error_code="refusal")])]

@@ -168,10 +168,12 @@ class _StreamState(StreamState):
         self.has_calls = False
         self.failure: str | None = None
 
+    closing_event = "response.completed"
+
     def end(self, guard: StreamGuard) -> list[ChatResponseUpdate]:
         if self.failure is not None:
             raise guard.error(self.failure, interrupted=True)
-        return []
+        return super().end(guard)
 
     def translate(self, event: Any) -> list[ChatResponseUpdate]:
         if self.failure is not None:
@@ -196,6 +198,7 @@ class _StreamState(StreamState):
         elif kind == "response.function_call_arguments.delta":
             contents.append(FunctionCallContent("", "", raw_arguments=event.delta, index=event.output_index))
         elif kind in ("response.completed", "response.incomplete"):
+            self.finished = True
             response = event.response
             details = response.incomplete_details
             reason = _INCOMPLETE.get(details.reason if details else "")
