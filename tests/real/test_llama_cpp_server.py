@@ -1,0 +1,60 @@
+"""Tool chains with a schema against a real llama-cpp-python server (SmolLM2-135M,
+chatml-function-calling), through `openai/` at its base URL and `llamacpp/`, streamed and not.
+What each case picked and what fell back is printed (`-s`) for docs/providers.md."""
+
+from __future__ import annotations
+
+import pytest
+
+import chainform as cf
+
+pytestmark = pytest.mark.real_server
+
+SCHEMA = "city, temp_c float"
+
+
+def get_weather(city: str) -> dict[str, float]:
+    "Current weather for a city."
+    return {"temp_c": 18.0}
+
+
+def _model(prefix: str, base: str) -> cf.Model:
+    name = "openai/smollm2" if prefix == "openai" else "llamacpp/smollm2"
+    return cf.get_model(name, base_url=base, key="x")
+
+
+@pytest.mark.parametrize("streamed", [False, True], ids=["whole", "streamed"])
+@pytest.mark.parametrize("strategy", ["auto", "tool", "deferred", "prompted"])
+@pytest.mark.parametrize("prefix", ["openai", "llamacpp"])
+def test_tool_chain_with_a_schema_ends_in_a_valid_value(
+    llama_server: str, prefix: str, strategy: str, streamed: bool
+) -> None:
+    model = _model(prefix, llama_server)
+    chain = model.chain(
+        "What is the weather in Paris? Call get_weather, then answer.",
+        tools=[get_weather],
+        schema=SCHEMA,
+        strategy=strategy,
+        log=False,
+    )
+    if streamed:
+        list(chain)
+    value = chain.value
+    assert isinstance(value["city"], str) and isinstance(value["temp_c"], int | float)
+    print(
+        f"\nREAL {prefix} {strategy} {'streamed' if streamed else 'whole'}: "
+        f"picked={chain.strategy} fallbacks={sorted(model.fallbacks)}"
+    )
+
+
+def test_an_unknown_option_is_a_typed_error(llama_server: str) -> None:
+    model = _model("llamacpp", llama_server)
+    with pytest.raises(cf.ChainformError):
+        model.chain("hi", no_such_option=1, log=False).value
+
+
+def test_too_long_a_prompt_is_a_typed_error(llama_server: str) -> None:
+    model = _model("llamacpp", llama_server)
+    with pytest.raises(cf.ProviderError) as info:
+        model.chain("word " * 5000, log=False).value
+    assert not info.value.retryable or info.value.kind != "server"
