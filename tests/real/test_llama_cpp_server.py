@@ -47,12 +47,6 @@ def test_tool_chain_with_a_schema_ends_in_a_valid_value(
     )
 
 
-def test_an_unknown_option_is_a_typed_error(llama_server: str) -> None:
-    model = _model("llamacpp", llama_server)
-    with pytest.raises(cf.ChainformError):
-        model.chain("hi", no_such_option=1, log=False).value
-
-
 def test_too_long_a_prompt_is_a_typed_error(llama_server: str) -> None:
     model = _model("llamacpp", llama_server)
     with pytest.raises(cf.ProviderError) as info:
