@@ -1,16 +1,18 @@
-"""The engine's call logger: each model call becomes a CallRecord, a chain's records one write.
+"""The engine's call logger: a chain's model calls become its rows, and those rows one write.
 
-The engine calls the logger synchronously as calls finish; the logger only builds the record.
-`committed()`, awaited before the chain returns or raises, writes the chain's records as ONE
-transaction (a chain of n calls costs one commit, not n: the commit is most of a write's cost)
-and waits for it without blocking the event loop, on the log's writer thread; a sync chain that
-runs alone on chainform's private loop commits in place (no other chain can wait on it, and two
-thread switches are saved). A chain's rows are in the log when its result is. Records not yet
-written when the process exits (Ctrl-C during a chain) are written by an exit hook. Failures only
-warn: the log must never cost the user their answer.
+The engine hands each call over as it finishes; the logger only notes it (an id, its place and
+time, its lineage). `committed()`, awaited before the chain returns or raises, makes the chain's
+rows straight from the engine's objects (`_rows.rows_of`, each message encoded once: no
+CallRecord is built and validated on the way, which once cost more than the write itself) and
+writes them as ONE transaction (a chain of n calls costs one commit, not n), waiting for it
+without blocking the event loop, on the log's writer thread; a sync chain that runs alone on
+chainform's private loop commits in place (no other chain can wait on it, and two thread switches
+are saved). A chain's rows are in the log when its result is. Calls not yet written when the
+process exits (Ctrl-C during a chain) are written by an exit hook. Failures only warn: the log
+must never cost the user their answer.
 
 A caller that runs many chains (model.map) names each chain's conversation through `naming`: the
-name rides on the chain's own records, so it is committed in the same transaction as the calls,
+name rides on the chain's own rows, so it is committed in the same transaction as the calls,
 with no write (and no wait) of its own.
 """
 
@@ -21,11 +23,11 @@ import atexit
 import warnings
 import weakref
 from contextvars import ContextVar
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any, NamedTuple, Protocol
 
-from chainform._lineage import current_chain
-from chainform.store._records import CallRecord, ToolCallRecord, ToolResultRecord
-from chainform.store._rows import known_schema, schema_id
+from chainform._lineage import Lineage, current_chain
+from chainform.store._records import ToolCallRecord, ToolResultRecord, new_id
+from chainform.store._rows import Rows, known_schema, rows_of, schema_id
 from chainform.store._serialize import to_jsonable
 
 if TYPE_CHECKING:
@@ -59,7 +61,7 @@ naming: ContextVar[tuple[str, str] | None] = ContextVar("chainform_conversation_
 
 
 class ChainLogger:
-    """Turns one chain's ModelCalls into CallRecords and queues them on the store's writer."""
+    """Notes the calls of one chain as they finish; writes their rows when the chain ends."""
 
     def __init__(
         self,
@@ -84,92 +86,124 @@ class ChainLogger:
             self.schema_id = known_schema(*schema_content)
         else:
             self.schema_id = schema_id(schema)
-        self._records: list[CallRecord] = []
-
-    def record(self, call: LoggableCall, run: Any) -> CallRecord:
-        """The one record of `call` (what the log stores and `chainform logs --json` prints)."""
-        response = call.response
-        # the engine logs from inside the chain's context: its Lineage says whether it is a subagent
-        lineage = current_chain.get()
-        link = lineage if lineage is not None and lineage.chain_id == run.chain_id and lineage.agent else None
-        named = naming.get()
-        return CallRecord(
-            conversation_id=run.conversation_id,
-            conversation_name=named[1] if named is not None and named[0] == run.conversation_id else None,
-            chain_id=run.chain_id,
-            seq=run.calls.index(call),
-            purpose=call.purpose,
-            strategy=call.strategy,
-            model=self.model,
-            prompt=self.prompt,
-            system=self.system,
-            messages=call.messages,
-            options=options_summary(call.options, self.schema, self.schema_id),
-            schema=self.schema,
-            schema_id=self.schema_id,
-            text=call.text,
-            parsed=call.parsed,
-            usage=response.usage_details if response else None,
-            duration_ms=call.duration_ms,
-            created_at=_now() - call.duration_ms / 1000,
-            error=call.error,
-            tool_calls=[
-                ToolCallRecord(c.call_id, c.name, c.arguments if c.arguments is not None else c.raw_arguments)
-                for c in (response.function_calls if response else [])
-            ],
-            tool_results=[
-                ToolResultRecord(r.call_id, r.name or "", r.result_text(), r.error) for r in call.tool_results
-            ],
-            format_context=call.format_context,
-            format_context_policy=self.policy if call.format_context else None,
-            parent_conversation_id=link.parent_conversation_id if link else None,
-            parent_chain_id=link.parent_chain_id if link else None,
-            parent_tool_call_id=link.parent_call_id if link else None,
-            agent_name=link.agent if link else None,
-        )
+        self._calls: list[_Noted] = []
 
     def __call__(self, call: LoggableCall, run: Any) -> None:
+        """Note `call` (it has its tool results) with what only this moment knows: its id, place,
+        time, and the lineage and conversation name of the context it ran in."""
         try:
-            record = self.record(call, run)
-            call.response_id = record.id
-            self._records.append(record)
+            # the engine logs from inside the chain's context: its Lineage says whether it is a subagent
+            lineage = current_chain.get()
+            link = (
+                lineage
+                if lineage is not None and lineage.chain_id == run.chain_id and lineage.agent
+                else None
+            )
+            named = naming.get()
+            name = named[1] if named is not None and named[0] == run.conversation_id else None
+            seq = next(i for i in range(len(run.calls) - 1, -1, -1) if run.calls[i] is call)
+            created_at = _now() - call.duration_ms / 1000
+            rid = new_id()
+            self._calls.append(
+                _Noted(call, rid, seq, created_at, link, name, run.conversation_id, run.chain_id)
+            )
+            call.response_id = rid
             _unsaved.add(self)
         except Exception as exc:  # never lose the chain's result because the log failed
             warnings.warn(f"chainform: could not log a model call: {exc}", stacklevel=2)
 
-    def _take(self) -> list[CallRecord]:
-        records, self._records = self._records, []
+    def _take(self) -> list[_Noted]:
+        noted, self._calls = self._calls, []
         _unsaved.discard(self)
-        return records
+        return noted
+
+    def _rows(self, noted: list[_Noted]) -> Rows:
+        return rows_of([_Call(self, n) for n in noted])
 
     async def committed(self, in_place: bool = False) -> None:
-        """Write this chain's records in one transaction; return once it is committed, without
+        """Write this chain's calls in one transaction; return once it is committed, without
         blocking the event loop: the writer thread commits while the loop waits. `in_place`
         (the sync API's private loop, where this chain runs alone) commits on this thread: no
         other chain can wait on it, and two thread switches per chain are saved. If the write
-        fails, each record is tried alone: one bad record loses no other."""
-        records = self._take()
-        if not records:
+        fails, each call is tried alone: one bad call loses no other."""
+        noted = self._take()
+        if not noted:
             return
         write = self._write_in_place if in_place else self._write_by_writer
         try:
-            await write(records)
+            await write(self._rows(noted))
             return
         except Exception as exc:
-            if len(records) == 1:
+            if len(noted) == 1:
                 _warn(exc)
                 return
-        for record in records:
+        for one in noted:
             try:
-                await write([record])
+                await write(self._rows([one]))
             except Exception as exc:
                 _warn(exc)
 
-    async def _write_by_writer(self, records: list[CallRecord]) -> None:
-        await asyncio.wrap_future(self.store.submit_all(records))
+    async def _write_by_writer(self, rows: Rows) -> None:
+        await asyncio.wrap_future(self.store.submit_rows(rows))
 
-    async def _write_in_place(self, records: list[CallRecord]) -> None:
-        self.store.write_now(records)
+    async def _write_in_place(self, rows: Rows) -> None:
+        self.store.stage_now(rows)
+
+
+class _Noted(NamedTuple):
+    """A finished call and what the logger learned of it when the engine handed it over."""
+
+    call: LoggableCall
+    id: str
+    seq: int
+    created_at: float
+    link: Lineage | None
+    conversation_name: str | None
+    conversation_id: str
+    chain_id: str
+
+
+class _Call:
+    """A noted call read as the log's rows read a CallRecord (`_rows.LoggedCall`): the rows are
+    made straight from the engine's objects, with no record built and validated in between."""
+
+    def __init__(self, logger: ChainLogger, noted: _Noted) -> None:
+        call = noted.call
+        response = call.response
+        link = noted.link
+        self.id = noted.id
+        self.conversation_id = noted.conversation_id
+        self.conversation_name = noted.conversation_name
+        self.chain_id = noted.chain_id
+        self.seq = noted.seq
+        self.purpose = call.purpose
+        self.strategy = call.strategy
+        self.model = logger.model
+        self.prompt = logger.prompt
+        self.system = logger.system
+        self.messages = call.messages
+        self.options = options_summary(call.options, logger.schema, logger.schema_id)
+        self.schema = logger.schema
+        self.schema_id = logger.schema_id
+        self.text = call.text
+        self.parsed = call.parsed
+        self.usage = response.usage_details if response else None
+        self.duration_ms: float | None = call.duration_ms
+        self.created_at = noted.created_at
+        self.error = call.error
+        self.tool_calls = [
+            ToolCallRecord(c.call_id, c.name, c.arguments if c.arguments is not None else c.raw_arguments)
+            for c in (response.function_calls if response else [])
+        ]
+        self.tool_results = [
+            ToolResultRecord(r.call_id, r.name or "", r.result_text(), r.error) for r in call.tool_results
+        ]
+        self.format_context = call.format_context
+        self.format_context_policy = logger.policy if call.format_context else None
+        self.parent_conversation_id = link.parent_conversation_id if link else None
+        self.parent_chain_id = link.parent_chain_id if link else None
+        self.parent_tool_call_id = link.parent_call_id if link else None
+        self.agent_name = link.agent if link else None
 
 
 _unsaved: weakref.WeakSet[ChainLogger] = weakref.WeakSet()
@@ -179,9 +213,10 @@ _unsaved: weakref.WeakSet[ChainLogger] = weakref.WeakSet()
 def _save_unsaved() -> None:
     """At exit (Ctrl-C while a chain ran): write the calls that finished but were not committed."""
     for logger in list(_unsaved):
-        records = logger._take()
+        noted = logger._take()
         try:
-            logger.store.write_now(records)
+            if noted:
+                logger.store.stage_now(logger._rows(noted))
         except Exception as exc:
             _warn(exc)
 

@@ -8,11 +8,14 @@ from __future__ import annotations
 import json
 import sqlite3
 import time
-from typing import Any
+from collections.abc import Sequence
+from typing import Any, Protocol
 
 from chainform._json import content_id
-from chainform.store._records import CallRecord, StoreError
+from chainform.keys import mentions_secret
+from chainform.store._records import CallRecord, StoreError, ToolCallRecord, ToolResultRecord
 from chainform.store._serialize import (
+    Encoded,
     canonical_json,
     dumps,
     messages_from_json,
@@ -20,7 +23,7 @@ from chainform.store._serialize import (
     redact,
     storable_row,
 )
-from chainform.types import UsageDetails
+from chainform.types import Message, UsageDetails
 
 RESPONSE_COLUMNS = (
     "id", "conversation_id", "chain_id", "seq", "purpose", "strategy", "model", "prompt", "system",
@@ -90,7 +93,7 @@ def write_rows(db: sqlite3.Connection, rows: Rows) -> None:
 
 
 def upsert_conversation(db: sqlite3.Connection, cid: str, model: str, name: str | None) -> None:
-    write_rows(db, _conversation_rows({}, cid, model, name))
+    write_rows(db, storable_rows(_conversation_rows({}, cid, model, name)))
 
 
 def insert_schema(db: sqlite3.Connection, schema: dict[str, Any]) -> str:
@@ -103,21 +106,58 @@ def insert_schema(db: sqlite3.Connection, schema: dict[str, Any]) -> str:
 
 def insert_call(db: sqlite3.Connection, record: CallRecord) -> str:
     """Write one model call with its tool calls/results and format context."""
-    return insert_calls(db, [record])[0]
+    write_rows(db, rows_of([record]))
+    return record.id
 
 
-def insert_calls(db: sqlite3.Connection, records: list[CallRecord]) -> list[str]:
-    """Write calls (a chain's, in the caller's transaction)."""
-    write_rows(db, rows_of(records))
-    return [record.id for record in records]
+def insert_calls(db: sqlite3.Connection, rows: Rows) -> None:
+    """Write the rows of calls (a chain's, from `rows_of`) in the caller's transaction."""
+    write_rows(db, rows)
 
 
-def rows_of(records: list[CallRecord]) -> Rows:
-    """The rows of calls (a chain's): each conversation and schema once. Every loaded key value is
-    masked in them (`storable_row`)."""
+class LoggedCall(Protocol):
+    """What the rows of one call are made of: a CallRecord's fields. The engine's logger reads
+    them straight off its ModelCall (store/_chainlog.py) rather than building a record first."""
+
+    id: str
+    conversation_id: str
+    conversation_name: str | None
+    chain_id: str
+    seq: int
+    purpose: str
+    strategy: str | None
+    model: str
+    prompt: str | None
+    system: str | None
+    messages: list[Message]
+    options: dict[str, Any]
+    schema_id: str | None
+    text: str
+    parsed: Any
+    usage: UsageDetails | None
+    duration_ms: float | None
+    created_at: float
+    error: str | None
+    tool_calls: list[ToolCallRecord]
+    tool_results: list[ToolResultRecord]
+    format_context_policy: str | None
+    format_context: str | None
+    parent_conversation_id: str | None
+    parent_chain_id: str | None
+    parent_tool_call_id: str | None
+    agent_name: str | None
+
+    @property
+    def schema(self) -> dict[str, Any] | None: ...
+
+
+def rows_of(records: Sequence[LoggedCall]) -> Rows:
+    """The rows of calls (a chain's): each conversation and schema once, each message encoded
+    once. Every loaded key value is masked in them (`storable_rows`)."""
     rows: Rows = {}
     conversations: set[tuple[str, str, str | None]] = set()
     schemas: set[str] = set()  # a chain's calls share one schema (the logger gave its id)
+    encoded: Encoded = {}
     for record in records:
         conversation = (record.conversation_id, record.model, record.conversation_name)
         if conversation not in conversations:
@@ -130,61 +170,77 @@ def rows_of(records: list[CallRecord]) -> Rows:
                 schemas.add(sid)
                 text = _TEXTS.get(sid) or canonical_json(record.schema)
                 rows.setdefault("schemas", []).append((sid, text, time.time()))
-        _response_rows(rows, record, sid)
-    return rows
+        _response_rows(rows, record, sid, encoded)
+    return storable_rows(rows)
+
+
+def storable_rows(rows: Rows) -> Rows:
+    """`rows` as the log writes them (`storable_row`: loaded keys masked, text SQLite can encode),
+    but for a schema's (stored as hashed). All their text is looked at once first: a chain's rows
+    rarely need either."""
+    texts = "\x00".join(
+        [
+            v
+            for name, params in rows.items()
+            if name != "schemas"
+            for row in params
+            for v in row
+            if isinstance(v, str)
+        ]
+    )
+    if texts.isascii() and not mentions_secret(texts):
+        return rows
+    return {
+        name: params if name == "schemas" else [storable_row(r) for r in params]
+        for name, params in rows.items()
+    }
 
 
 def _conversation_rows(rows: Rows, cid: str, model: str, name: str | None) -> Rows:
-    rows.setdefault("conversations", []).append(storable_row((cid, model, name, time.time())))
+    rows.setdefault("conversations", []).append((cid, model, name, time.time()))
     if name is not None:
-        rows.setdefault("conversation_names", []).append(storable_row((name, cid)))
+        rows.setdefault("conversation_names", []).append((name, cid))
     return rows
 
 
-def _response_rows(rows: Rows, record: CallRecord, sid: str | None) -> None:
+def _response_rows(rows: Rows, record: LoggedCall, sid: str | None, encoded: Encoded) -> None:
     usage = record.usage
     rows.setdefault("responses", []).append(
-        storable_row(
-            (
-                record.id,
-                record.conversation_id,
-                record.chain_id,
-                record.seq,
-                record.purpose,
-                record.strategy,
-                record.model,
-                record.prompt,
-                record.system,
-                messages_to_json(record.messages),
-                dumps(redact(record.options)),
-                sid,
-                record.text or "",
-                dumps(record.parsed) if record.parsed is not None else None,
-                usage.input_tokens if usage else None,
-                usage.output_tokens if usage else None,
-                usage.total_tokens if usage else None,
-                dumps(usage.additional_counts) if usage and usage.additional_counts else None,
-                record.duration_ms,
-                record.created_at,
-                record.error,
-                record.parent_conversation_id,
-                record.parent_chain_id,
-                record.parent_tool_call_id,
-                record.agent_name,
-            )
+        (
+            record.id,
+            record.conversation_id,
+            record.chain_id,
+            record.seq,
+            record.purpose,
+            record.strategy,
+            record.model,
+            record.prompt,
+            record.system,
+            messages_to_json(record.messages, encoded),
+            dumps(redact(record.options)),
+            sid,
+            record.text or "",
+            dumps(record.parsed) if record.parsed is not None else None,
+            usage.input_tokens if usage else None,
+            usage.output_tokens if usage else None,
+            usage.total_tokens if usage else None,
+            dumps(usage.additional_counts) if usage and usage.additional_counts else None,
+            record.duration_ms,
+            record.created_at,
+            record.error,
+            record.parent_conversation_id,
+            record.parent_chain_id,
+            record.parent_tool_call_id,
+            record.agent_name,
         )
     )
     for c in record.tool_calls:
-        rows.setdefault("tool_calls", []).append(
-            storable_row((record.id, c.call_id, c.name, dumps(c.arguments)))
-        )
+        rows.setdefault("tool_calls", []).append((record.id, c.call_id, c.name, dumps(c.arguments)))
     for r in record.tool_results:
-        rows.setdefault("tool_results", []).append(
-            storable_row((record.id, r.call_id, r.name, r.output, r.error))
-        )
+        rows.setdefault("tool_results", []).append((record.id, r.call_id, r.name, r.output, r.error))
     if record.format_context is not None:
         rows.setdefault("format_contexts", []).append(
-            storable_row((record.id, record.format_context_policy, record.format_context))
+            (record.id, record.format_context_policy, record.format_context)
         )
 
 

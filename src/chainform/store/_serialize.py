@@ -119,13 +119,32 @@ StoredMessage = Annotated[
 """A Message as a field of a pydantic model: validated from and serialized to its stored form."""
 
 _MESSAGES: TypeAdapter[list[Message]] = TypeAdapter(list[StoredMessage])  # type: ignore[arg-type]
+_MESSAGE: TypeAdapter[Message] = TypeAdapter(StoredMessage)  # type: ignore[arg-type]
+
+Encoded = dict[int, tuple[Message, str]]
+"""Messages already encoded while writing one chain's rows: id -> (the message, its JSON)."""
 
 
-def messages_to_json(messages: list[Message]) -> str:
+def messages_to_json(messages: list[Message], encoded: Encoded | None = None) -> str:
+    """The stored JSON of a list of messages. A chain's later calls resend every message of the
+    earlier ones: with `encoded` (one per write of a chain's rows, while the messages cannot
+    change) each message is encoded once, not once per call it was sent with."""
+    if encoded is None:
+        encoded = {}
+    parts = []
+    for message in messages:
+        known = encoded.get(id(message))
+        if known is None:
+            known = encoded[id(message)] = (message, _message_json(message))
+        parts.append(known[1])
+    return "[" + ",".join(parts) + "]"
+
+
+def _message_json(message: Message) -> str:
     try:
-        return _MESSAGES.dump_json(messages).decode()
+        return _MESSAGE.dump_json(message).decode()
     except ValueError:  # lone surrogates (see `dumps`)
-        return dumps(_MESSAGES.dump_python(messages, mode="json"))
+        return dumps(_MESSAGE.dump_python(message, mode="json"))
 
 
 def messages_from_json(text: str | None) -> list[Message]:

@@ -33,6 +33,7 @@ from chainform.store._migrations import MIGRATIONS, migrate, user_version
 from chainform.store._records import CallRecord, SchemaInfo, StoreError
 from chainform.store._rows import (
     SELECT,
+    Rows,
     filters,
     insert_call,
     insert_calls,
@@ -236,17 +237,24 @@ class Store:
         """Queue one model call for the writer thread; the future resolves once it is committed."""
         return self._writer.submit(lambda db: insert_call(db, record))
 
-    def submit_all(self, records: list[CallRecord]) -> Future[list[str]]:
-        """Queue model calls (a chain's) to be written in ONE transaction; the future resolves with
-        their ids once it is committed."""
-        return self._writer.submit(lambda db: insert_calls(db, records))
+    def submit_all(self, records: list[CallRecord]) -> Future[None]:
+        """Queue model calls to be written in ONE transaction; the future resolves once committed."""
+        return self.submit_rows(rows_of(records))
+
+    def submit_rows(self, rows: Rows) -> Future[None]:
+        """Queue the rows of model calls (a chain's, `rows_of`) to be written in ONE transaction;
+        the future resolves once it is committed."""
+        return self._writer.submit(lambda db: insert_calls(db, rows))
 
     def write_now(self, records: list[CallRecord]) -> None:
-        """Commit calls on this thread, as one journal row (store/_journal.py): a sync chain that
-        runs alone, and the exit hook (no new thread then)."""
+        """Commit calls on this thread, as one journal row (store/_journal.py)."""
         if records:
-            rows = rows_of(records)
-            self._write(lambda db: stage(db, rows))
+            self.stage_now(rows_of(records))
+
+    def stage_now(self, rows: Rows) -> None:
+        """Commit the rows of calls (`rows_of`) on this thread, as one journal row: a sync chain
+        that runs alone, and the exit hook (no new thread then)."""
+        self._write(lambda db: stage(db, rows))
 
     def _spread(self) -> None:
         """Bring the tables up to date with the journal before a read (a write transaction, only

@@ -1,0 +1,122 @@
+"""A chain's rows as the logger writes them equal the rows of the records read back from the log.
+
+The logger makes a chain's rows straight from the engine's calls (no CallRecord in between);
+these tests hold that to the record: written, read back as CallRecords, and turned into rows
+again, every column is the same.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+import time
+
+from pydantic import BaseModel
+
+import chainform as cf
+from chainform.store import Store
+from chainform.store import _journal as journal
+from chainform.store._chainlog import options_summary
+from chainform.store._rows import Rows, rows_of
+from chainform.store._serialize import _MESSAGES, messages_to_json
+from chainform.testing import ScriptedClient, tool_call
+from chainform.types import (
+    DataContent,
+    FunctionCallContent,
+    FunctionResultContent,
+    Message,
+    TextContent,
+    TextReasoningContent,
+)
+
+
+class Answer(BaseModel):
+    city: str
+    temp_c: float
+
+
+def get_weather(city: str) -> dict:
+    "Weather for a city."
+    return {"city": city, "temp_c": 21.5, "note": "ciel dégagé ☀"}
+
+
+def _journaled(store: Store) -> list[Rows]:
+    with sqlite3.connect(store.path) as db:  # a plain reader: spreads nothing
+        found = db.execute("SELECT format, rows FROM journal ORDER BY id").fetchall()
+    return [journal._decode(fmt, text) for fmt, text in found]
+
+
+def _timeless(rows: Rows) -> Rows:
+    """`rows` without the time a conversation or schema row was made (the write's, not the call's)."""
+    out = dict(rows)
+    for name in ("conversations", "schemas"):
+        if name in out:
+            out[name] = [row[:-1] for row in out[name]]
+    return out
+
+
+def test_a_chains_journaled_rows_are_the_rows_of_its_records_read_back() -> None:
+    profile = cf.ModelProfile(name="both", supports_json_schema=True, supports_tools_with_schema=True)
+    script = [
+        tool_call("get_weather", city="Paris"),
+        '{"city": "Paris"',  # broken JSON: a retry call with feedback
+        '{"city": "Paris", "temp_c": 21.5}',
+    ]
+    model = cf.Model(ScriptedClient(script, profile))
+    started = time.time()
+    chain = model.chain(
+        "Weather in Paris? Réponds vite.", system="Be brief.", tools=[get_weather], schema=Answer
+    )
+    assert chain.value == Answer(city="Paris", temp_c=21.5)
+    ended = time.time()
+    store = Store()
+    [written] = _journaled(store)
+    records = sorted(store.recent(None), key=lambda r: r.seq)
+    assert _timeless(rows_of(records)) == _timeless(written)
+    # each record says what the engine's call was
+    calls = chain.responses
+    assert [r.id for r in records] == [c.response_id for c in calls]
+    assert [r.purpose for r in records] == [c.purpose for c in calls] == ["chain", "chain", "retry"]
+    schema_id = records[0].schema_id
+    for record, call in zip(records, calls, strict=True):
+        assert (record.conversation_id, record.chain_id) == (chain.conversation_id, records[0].chain_id)
+        assert (record.model, record.prompt, record.system) == (
+            model.name,
+            "Weather in Paris? Réponds vite.",
+            "Be brief.",
+        )
+        assert (record.strategy, record.text, record.error) == (call.strategy, call.text, call.error)
+        assert (record.parsed, record.duration_ms, record.usage) == (
+            call.parsed,
+            call.duration_ms,
+            call.usage,
+        )
+        assert messages_to_json(record.messages) == messages_to_json(call.messages)
+        fmt = call.options.response_format
+        assert record.options == options_summary(call.options, fmt.schema if fmt else None, schema_id)
+        assert "schema" not in record.options.get("response_format", {})
+        assert [(t.call_id, t.name, t.arguments) for t in record.tool_calls] == [
+            (c.call_id, c.name, c.arguments) for c in call.response.function_calls
+        ]
+        assert [(t.call_id, t.name, t.output, t.error) for t in record.tool_results] == [
+            (r.call_id, r.name, r.result_text(), r.error) for r in call.tool_results
+        ]
+        assert started <= record.created_at <= ended
+        assert record.format_context is None and record.agent_name is None
+    assert records[0].strategy == "native" and records[-1].parsed == {"city": "Paris", "temp_c": 21.5}
+    assert len(written["tool_results"]) == 1 and "dégagé" in written["tool_results"][0][3]
+    store.close()
+
+
+def test_messages_encoded_once_per_chain_are_the_list_encoding() -> None:
+    system = Message.system("Be brief.")
+    user = Message.user([TextContent("look"), DataContent(b"\x00\xff", "image/png")])
+    call = FunctionCallContent("c1", "lookup", {"q": "naïve"}, '{"q": "naïve"}')
+    assistant = Message.assistant([TextReasoningContent("hmm", "sig"), call])
+    tool = Message("tool", [FunctionResultContent("c1", {"a": [1, 2.5]}, name="lookup")])
+    extras = Message("user", "hi", author_name="me", additional_properties={"api_key": "x", "n": 1})
+    first, second = [system, user], [system, user, assistant, tool, extras]
+    encoded: dict[int, tuple[Message, str]] = {}
+    assert messages_to_json(first, encoded) == _MESSAGES.dump_json(first).decode()
+    assert messages_to_json(second, encoded) == _MESSAGES.dump_json(second).decode()
+    assert len(encoded) == 5  # each message once
+    assert messages_to_json([]) == "[]"
