@@ -9,11 +9,12 @@ from __future__ import annotations
 
 import sqlite3
 import time
+from types import SimpleNamespace
 
 from pydantic import BaseModel
 
 import chainform as cf
-from chainform.store import Store
+from chainform.store import Store, _ids, new_id
 from chainform.store import _journal as journal
 from chainform.store._chainlog import options_summary
 from chainform.store._rows import Rows, rows_of
@@ -120,3 +121,30 @@ def test_messages_encoded_once_per_chain_are_the_list_encoding() -> None:
     assert messages_to_json(second, encoded) == _MESSAGES.dump_json(second).decode()
     assert len(encoded) == 5  # each message once
     assert messages_to_json([]) == "[]"
+
+
+def _ulid_parts(rid: str) -> tuple[int, int]:
+    """(milliseconds, randomness) of a lower-case ULID, decoded by hand (Crockford's base32)."""
+    value = 0
+    for char in rid:
+        value = value * 32 + "0123456789abcdefghjkmnpqrstvwxyz".index(char)
+    return value >> 80, value & ((1 << 80) - 1)
+
+
+def test_ids_are_ulids_of_the_time_they_were_made() -> None:
+    before = time.time_ns() // 1_000_000
+    rid = new_id()
+    after = time.time_ns() // 1_000_000
+    assert len(rid) == 26 and rid == rid.lower() and rid[0] in "01234567"
+    assert before <= _ulid_parts(rid)[0] <= after
+
+
+def test_ids_count_on_within_a_millisecond_and_when_the_clock_steps_back(monkeypatch) -> None:
+    clock = iter([5_000_000_000_000_000, 5_000_000_000_000_000, 4_000_000_000_000_000, 6_000_000_000_000_000])
+    monkeypatch.setattr(_ids, "time", SimpleNamespace(time_ns=lambda: next(clock)))
+    monkeypatch.setattr(_ids, "_last_ms", 0)
+    a, b, c, d = (new_id() for _ in range(4))
+    assert a < b < c < d
+    (ms_a, rand_a), (ms_b, rand_b), (ms_c, rand_c) = _ulid_parts(a), _ulid_parts(b), _ulid_parts(c)
+    assert ms_a == ms_b == ms_c == 5_000_000_000 and rand_b == rand_a + 1 and rand_c == rand_b + 1
+    assert _ulid_parts(d)[0] == 6_000_000_000

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import asyncio
 import atexit
+import time
 import warnings
 import weakref
 from contextvars import ContextVar
@@ -101,14 +102,18 @@ class ChainLogger:
             )
             named = naming.get()
             name = named[1] if named is not None and named[0] == run.conversation_id else None
-            seq = next(i for i in range(len(run.calls) - 1, -1, -1) if run.calls[i] is call)
-            created_at = _now() - call.duration_ms / 1000
+            calls = run.calls
+            seq = len(calls) - 1
+            while calls[seq] is not call:  # the engine hands a call over right after the next one
+                seq -= 1
+            created_at = time.time() - call.duration_ms / 1000
             rid = new_id()
+            if not self._calls:
+                _unsaved.add(self)
             self._calls.append(
                 _Noted(call, rid, seq, created_at, link, name, run.conversation_id, run.chain_id)
             )
             call.response_id = rid
-            _unsaved.add(self)
         except Exception as exc:  # never lose the chain's result because the log failed
             warnings.warn(f"chainform: could not log a model call: {exc}", stacklevel=2)
 
@@ -166,6 +171,14 @@ class _Noted(NamedTuple):
 class _Call:
     """A noted call read as the log's rows read a CallRecord (`_rows.LoggedCall`): the rows are
     made straight from the engine's objects, with no record built and validated in between."""
+
+    __slots__ = (
+        "agent_name", "chain_id", "conversation_id", "conversation_name", "created_at",
+        "duration_ms", "error", "format_context", "format_context_policy", "id", "messages",
+        "model", "options", "parent_chain_id", "parent_conversation_id", "parent_tool_call_id",
+        "parsed", "prompt", "purpose", "schema", "schema_id", "seq", "strategy", "system", "text",
+        "tool_calls", "tool_results", "usage",
+    )  # fmt: skip
 
     def __init__(self, logger: ChainLogger, noted: _Noted) -> None:
         call = noted.call
@@ -252,9 +265,3 @@ def options_summary(
         else:
             out[key] = to_jsonable(value)
     return out
-
-
-def _now() -> float:
-    import time
-
-    return time.time()

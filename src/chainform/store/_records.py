@@ -12,17 +12,11 @@ from dataclasses import dataclass
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
-from ulid import ULID
 
 from chainform.errors import ChainformError
+from chainform.store._ids import new_id as new_id  # the record's id (store/_ids.py)
 from chainform.store._serialize import StoredMessage
 from chainform.types import UsageDetails
-
-
-def new_id() -> str:
-    """A ULID (python-ulid), lower case: sorts by creation time, so the log orders rows written in
-    the same millisecond or by several processes without a central counter."""
-    return str(ULID()).lower()
 
 
 class StoreError(ChainformError):

@@ -62,9 +62,16 @@ def _off_marker() -> Path:
     return _marker_in(os.environ.get("CHAINFORM_HOME"))
 
 
+@functools.lru_cache(maxsize=8)
+def _marker_text(home_override: str | None) -> str:
+    return str(_marker_in(home_override))
+
+
 def logging_enabled() -> bool:
-    """False after `chainform logs off`: chains then write nothing until `chainform logs on`."""
-    return not os.path.exists(_off_marker())
+    """False after `chainform logs off`: chains then write nothing until `chainform logs on`.
+    Every chain asks: `os.access` answers without raising (and catching) an error for the
+    marker that is not there, as `os.path.exists` does."""
+    return not os.access(_marker_text(os.environ.get("CHAINFORM_HOME")), os.F_OK)
 
 
 def set_logging(enabled: bool) -> None:
