@@ -1,11 +1,15 @@
-"""The chain engine: one turn loop for the tool phase, validation retries and the formatting call.
+"""The chain engine: it runs every phase of a chain, whatever the strategy.
 
-    answer():  choice = select_strategy(profile, fallbacks)  ──►  strategy.run(loop…)
-                  ▲   a refusal (ProviderError.kind) is remembered in model.fallbacks; choose again
+    answer():  choice = select_strategy(profile, fallbacks) ──► strategy = build(choice)
+                  │  tool phase: loop(strategy)
+                  │  strategy.formatting (deferred): answer(its messages, has_tools=False)
+                  ▲  a refusal (ProviderError.kind) is remembered in model.fallbacks; choose again
     loop():    call ──► run tools ──► extract ──► validate ──► feed back ──► call …
 
-Strategies (output/strategies/) decide how a turn is asked for and read; this module never looks
-at their names. Every model call is logged (when logging is on) before the chain returns or raises.
+Strategies (output/strategies/) describe their phases as data (what a call carries, how its reply
+is checked, what the model is told after a failure, whether a formatting call follows); this module
+runs them and never looks at their names. Every model call is logged (when logging is on) before
+the chain returns or raises.
 """
 
 from __future__ import annotations
@@ -28,7 +32,7 @@ from chainform.errors import (
 from chainform.output import OUTPUT_TOOL_NAME, OutputSpec, StrategyChoice, select_strategy
 from chainform.output._fallbacks import Fallbacks
 from chainform.output.strategies import NOT_FINAL, Outcome, Plain, Settings, Strategy, build
-from chainform.output.strategies._context import ContextPolicy, final_answer
+from chainform.output.strategies._context import ContextPolicy, Formatting, answered, final_answer
 from chainform.types import (
     ChatOptions,
     FunctionCallContent,
@@ -129,7 +133,9 @@ class ChainRun(CallRunner):
                 self.choice = choice
             strategy.prepare(transcript)
             try:
-                return await strategy.run(self, transcript, purpose=purpose, tools=has_tools)
+                if strategy.formatting is not None:
+                    return await self.formatted(transcript, strategy, strategy.formatting)
+                return await self.loop(transcript, strategy, tools=has_tools, purpose=purpose)
             except ProviderError as exc:
                 if requested != "auto" or exc.kind not in _REFUSALS:
                     raise
@@ -142,6 +148,20 @@ class ChainRun(CallRunner):
                 if again == choice and not (strategy.feature and exc.kind == "response_format_rejected"):
                     raise
                 choice = StrategyChoice(again.name, f"fell back at run time: {reason}", fallback=reason)
+
+    async def formatted(self, transcript: list[Message], strategy: Strategy, formatting: Formatting) -> Outcome:
+        """The tool phase (unless the transcript already ends in an answer), then the formatting call."""
+        cut_off = not answered(transcript)
+        if cut_off and self.turns_left() > 0:  # not answered yet (e.g. after a run-time fallback)
+            cut_off = (await self.loop(transcript, strategy, tools=True)).cut_off
+        context, messages = formatting.messages(transcript, cut_off=cut_off)
+        self.format_context = context
+        first_attempt = len(self.attempts)
+        try:
+            outcome = await self.answer(messages, has_tools=False, requested="auto", purpose="format")
+        except (ProviderError, StructuredOutputError) as exc:
+            raise formatting.error(exc, context, self.attempts[first_attempt:]) from exc
+        return Outcome(outcome.value, cut_off)
 
     def turns_left(self) -> int:
         return self.req.chain_limit - sum(1 for c in self.calls if c.purpose == "chain")

@@ -10,7 +10,6 @@ from chainform.output._select import StrategyChoice
 from chainform.output._spec import OutputSpec
 from chainform.output.strategies._base import (
     NOT_FINAL,
-    Engine,
     Feedback,
     Outcome,
     Settings,
@@ -27,7 +26,6 @@ from chainform.types import ModelProfile
 __all__ = [
     "NOT_FINAL",
     "Deferred",
-    "Engine",
     "Feedback",
     "Native",
     "Outcome",

@@ -1,9 +1,10 @@
 """The one protocol every output strategy implements, and what the turn loop gives and gets.
 
-A strategy says how a turn is asked for (`prepare`, `options`), how its reply is read (`check`:
-the value, `NOT_FINAL`, or a `StructuredOutputGenerationError`) and what the model is told after a
-failure (`feedback`). `run` is the strategy's plan: one turn loop for most, two for deferred.
-The engine (chain/_loop.py) never looks at a strategy's name.
+A strategy describes its phases as data and the engine (chain/_engine.py) runs them: how a turn
+is asked for (`prepare`, `options`), how its reply is read (`check`: the value, `NOT_FINAL`, or a
+`StructuredOutputGenerationError`), what the model is told after a failure (`feedback`), and
+whether a formatting call follows the tool phase (`formatting`, deferred). The engine never looks
+at a strategy's name.
 """
 
 from __future__ import annotations
@@ -12,10 +13,10 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, ClassVar, Protocol
 
-from chainform.errors import Attempt, StructuredOutputGenerationError
+from chainform.errors import StructuredOutputGenerationError
 from chainform.output._fallbacks import Feature
 from chainform.output._spec import OUTPUT_TOOL_NAME, OutputSpec
-from chainform.output.strategies._context import ContextPolicy
+from chainform.output.strategies._context import ContextPolicy, Formatting
 from chainform.types import (
     ChatOptions,
     ChatResponse,
@@ -28,7 +29,7 @@ from chainform.types import (
     ToolSpec,
 )
 
-__all__ = ["NOT_FINAL", "Engine", "Feedback", "Outcome", "Settings", "Strategy", "TurnStrategy"]
+__all__ = ["NOT_FINAL", "Feedback", "Outcome", "Settings", "Strategy", "TurnStrategy"]
 
 NOT_FINAL: Any = object()
 """`check` returns this when a turn legitimately continues the chain (it only called tools)."""
@@ -67,24 +68,6 @@ class Feedback:
     force: bool = False
 
 
-class Engine(Protocol):
-    """What a strategy's plan may use of the running chain (chain/_engine.ChainRun implements it)."""
-
-    profile: ModelProfile
-    format_context: str | None
-    attempts: list[Attempt]
-
-    def turns_left(self) -> int: ...
-
-    async def loop(
-        self, transcript: list[Message], strategy: Strategy, *, tools: bool, purpose: str = ...
-    ) -> Outcome: ...
-
-    async def answer(
-        self, transcript: list[Message], *, has_tools: bool, requested: str, purpose: str
-    ) -> Outcome: ...
-
-
 class Strategy(Protocol):
     """One output strategy; see the module docstring."""
 
@@ -94,6 +77,7 @@ class Strategy(Protocol):
     validates: bool  # `check` runs inside the client's middleware chain (a validator)
     runs_last_tools: bool  # tools called on the last allowed turn still run (then the loop is cut off)
     feature: Feature | None  # what a provider's refusal of this strategy's requests rejects
+    formatting: Formatting | None  # a formatting call follows this tool phase (deferred)
 
     def prepare(self, messages: list[Message]) -> None: ...
 
@@ -105,10 +89,6 @@ class Strategy(Protocol):
 
     def feedback(self, error: StructuredOutputGenerationError, response: ChatResponse) -> Feedback: ...
 
-    async def run(
-        self, engine: Engine, transcript: list[Message], *, purpose: str, tools: bool
-    ) -> Outcome: ...
-
 
 class TurnStrategy:
     """Shared defaults: one turn loop whose final turn is the answer, fed back as a user message."""
@@ -118,6 +98,7 @@ class TurnStrategy:
     validates = True
     runs_last_tools = False
     feature: Feature | None = None
+    formatting: Formatting | None = None
 
     def __init__(self, out: OutputSpec | None, profile: ModelProfile, settings: Settings) -> None:
         self.output = out
@@ -144,9 +125,6 @@ class TurnStrategy:
 
     def feedback(self, error: StructuredOutputGenerationError, response: ChatResponse) -> Feedback:
         return Feedback(message=f"{error}\nReply again with only the corrected JSON.")
-
-    async def run(self, engine: Engine, transcript: list[Message], *, purpose: str, tools: bool) -> Outcome:
-        return await engine.loop(transcript, self, tools=tools, purpose=purpose)
 
 
 def add_to_system(messages: list[Message], text: str) -> None:

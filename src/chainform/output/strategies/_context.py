@@ -1,12 +1,17 @@
-"""What the deferred formatting call sees: the chain's transcript, aggregated by a named policy."""
+"""What the deferred formatting call sees: the chain's transcript, aggregated by a named policy.
+
+`Formatting` is the formatting phase as data: the engine (chain/_engine.py) runs the tool phase,
+asks it for the call's messages and wraps the call's failure in the error it makes.
+"""
 
 from __future__ import annotations
 
 import json
 import re
 from dataclasses import dataclass
-from typing import Literal
+from typing import Any, Literal
 
+from chainform.errors import Attempt, FormattingError, ProviderError
 from chainform.types import FunctionCallContent, FunctionResultContent, Message, Role
 
 PolicyName = Literal["full", "compact", "last"]
@@ -157,3 +162,37 @@ def render_format_prompt(template: str | None, *, context: str, schema: dict[str
     """Fill {context} and {schema} (plain replacement: JSON braces elsewhere are left alone)."""
     text = template or DEFAULT_FORMAT_PROMPT
     return text.replace("{schema}", json.dumps(schema, indent=2)).replace("{context}", context)
+
+
+@dataclass(frozen=True)
+class Formatting:
+    """A formatting call follows the tool phase: no tools, the chain's context and the schema.
+
+    Its format is the one the decision table picks for a request without tools, so it falls back
+    like any turn; its failure is a `FormattingError` carrying the context.
+    """
+
+    schema: dict[str, Any]
+    policy: ContextPolicy
+    template: str | None
+    chain_limit: int
+
+    def messages(self, transcript: list[Message], *, cut_off: bool) -> tuple[str, list[Message]]:
+        """The context (logged with the call) and the formatting call's messages."""
+        context = build_context(transcript, self.policy, cut_off=cut_off, chain_limit=self.chain_limit)
+        prompt = render_format_prompt(self.template, context=context, schema=self.schema)
+        return context, [Message.system(FORMAT_SYSTEM), Message.user(prompt)]
+
+    def error(self, exc: Exception, context: str, attempts: list[Attempt]) -> FormattingError:
+        if isinstance(exc, ProviderError):
+            message = f"the formatting call failed: {exc}"
+        else:
+            last = attempts[-1].error if attempts else str(exc)
+            message = f"the formatting call produced no valid output after {len(attempts)} attempt(s): {last}"
+        return FormattingError(message, context=context, attempts=attempts)
+
+
+def answered(transcript: list[Message]) -> bool:
+    """The transcript ends in an answer: an assistant turn without tool calls."""
+    last = transcript[-1] if transcript else None
+    return last is not None and last.role == Role.ASSISTANT and not last.function_calls
