@@ -26,6 +26,7 @@ _PUBLIC: dict[str, tuple[str, ...]] = {
     "chainform.clients.base": ("BaseChatClient", "CallContext", "ChatClient"),
     "chainform.clients.registry": ("ModelInfo", "list_models", "register_alias"),
     "chainform.errors": (
+        "AllModelsFailedError",
         "Attempt",
         "ChainError",
         "ChainformError",
@@ -121,6 +122,7 @@ if TYPE_CHECKING:  # what type checkers and editors see: the same names, importe
     from chainform.clients.registry import ModelInfo as ModelInfo
     from chainform.clients.registry import list_models as list_models
     from chainform.clients.registry import register_alias as register_alias
+    from chainform.errors import AllModelsFailedError as AllModelsFailedError
     from chainform.errors import Attempt as Attempt
     from chainform.errors import ChainError as ChainError
     from chainform.errors import ChainformError as ChainformError

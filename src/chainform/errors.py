@@ -122,6 +122,24 @@ class UnsupportedOptionError(ProviderError):
         super().__init__(message, **kwargs)
 
 
+class AllModelsFailedError(ProviderError):
+    """Every model of a fallback list failed (`cf.get_model(..., fallback=[...])`); `errors` holds
+    (model name, its ProviderError) for each model tried, in order. Its kind, status and
+    retry_after are the last model's."""
+
+    def __init__(self, errors: list[tuple[str, ProviderError]]) -> None:
+        self.errors = list(errors)
+        last = errors[-1][1]
+        tried = "; ".join(f"{name}: {exc}" for name, exc in errors)
+        super().__init__(
+            f"all {len(errors)} models failed: {tried}",
+            status=last.status,
+            kind=last.kind,
+            retryable=last.retryable,
+            retry_after=last.retry_after,
+        )
+
+
 class GuardrailError(ChainformError):
     """A guardrail rejected the input or the output of a call."""
 

@@ -5,17 +5,19 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import warnings
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from typing import Any, Generic, TypeVar
 
 from chainform import _sync
 from chainform._map._api import amap, map_sync
 from chainform.chain._engine import ChainRequest, ChainRun
 from chainform.chain._events import EventLog
+from chainform.chain._fallback import FallbackPlan
+from chainform.chain._lineage import traced
 from chainform.chain._records import ChainResult
 from chainform.chain._tools import AfterCall, BeforeCall, is_tool_source, normalize_tools
 from chainform.clients.base import ChatClient
-from chainform.errors import ChainformError
+from chainform.errors import ProviderErrorKind
 from chainform.output import STRATEGIES, OutputSpec
 from chainform.output._fallbacks import Fallbacks
 from chainform.output.strategies._context import ContextPolicy
@@ -26,6 +28,7 @@ from chainform.types._options import OPTION_NAMES
 PromptInput = str | Message | Sequence[Content] | None
 
 R = TypeVar("R", ChainResponse, AsyncChainResponse)
+M = TypeVar("M", "Model", "AsyncModel")
 
 
 def as_options(options: ChatOptions | dict[str, Any] | None) -> ChatOptions:
@@ -61,8 +64,10 @@ class _Base(Generic[R]):
         *,
         name: str | None = None,
         log_path: Any = None,
+        fallback: FallbackPlan | None = None,
     ) -> None:
         self.client = client
+        self.fallback = fallback  # the models a chain goes on with when this one fails (chain/_fallback)
         self._profile = profile
         self.name = name or (profile or client.profile).name
         self._log_path = log_path
@@ -79,7 +84,8 @@ class _Base(Generic[R]):
     def _twin(self, client: ChatClient | None = None) -> AsyncModel:
         """An AsyncModel with this model's profile, name and log, on `client` (else this one's):
         what `map` runs its rows on (on the rate-gated client)."""
-        return AsyncModel(client or self.client, self._profile, name=self.name, log_path=self._log_path)
+        kept = {"name": self.name, "log_path": self._log_path, "fallback": self.fallback}
+        return AsyncModel(client or self.client, self._profile, **kept)
 
     def __repr__(self) -> str:
         return f"<{type(self).__name__} {self.name!r}>"
@@ -195,6 +201,7 @@ class _Base(Generic[R]):
             events=events,
             logger=self._logger(request) if log else None,
             fallbacks=self.fallbacks,
+            fallback=self.fallback,
         )
 
     # -- logging ----------------------------------------------------------------------------
@@ -242,40 +249,10 @@ class _Base(Generic[R]):
         run = self._run(request, conversation_id, log, events)
         with _sync.chain_running():
             try:
-                return await _traced(run)
+                return await traced(run)
             finally:
                 if isinstance(run.logger, ChainLogger):
                     await run.logger.committed(in_place=_sync.only_chain())
-
-
-async def _traced(run: ChainRun) -> ChainResult:
-    """Run a chain as the current one in this context, so subagents it calls link back to it."""
-    from chainform import _lineage
-
-    agent = _lineage.starting_agent.get()
-    parent = _lineage.current_chain.get() if agent else None
-    call = _lineage.current_tool_call.get() if agent else None
-    lineage = _lineage.Lineage(
-        run.chain_id,
-        run.conversation_id,
-        depth=agent[1] if agent else 0,
-        agent=agent[0] if agent else None,
-        parent_chain_id=parent.chain_id if parent else None,
-        parent_conversation_id=parent.conversation_id if parent else None,
-        parent_call_id=call.call_id if call is not None else None,
-    )
-    token = _lineage.current_chain.set(lineage)
-    starting = _lineage.starting_agent.set(None)
-    try:
-        result = await run.run()
-    except ChainformError as exc:
-        exc.agent_runs = lineage.children
-        raise
-    finally:
-        _lineage.current_chain.reset(token)
-        _lineage.starting_agent.reset(starting)
-    result.agent_runs = lineage.children
-    return result
 
 
 def _history_after(history: list[Message], result: ChainResult) -> list[Message]:
@@ -376,21 +353,44 @@ class AsyncConversation:
         return response
 
 
-def get_model(
-    name: str = "local", *, key: str | None = None, base_url: str | None = None, **kwargs: Any
-) -> Model:
-    """A Model by name: "local", "openai/gpt-4.1-mini", "anthropic/…", "gemini/…", "ollama/…", aliases."""
+def _made(
+    cls: type[M], name: str, key: str | None, base_url: str | None, fallback: Any, fallback_on: Any, kw: Any
+) -> M:
     from chainform.clients.registry import get_client
 
-    client = get_client(name, key=key, base_url=base_url, **kwargs)
-    return Model(client, name=name)
+    client = get_client(name, key=key, base_url=base_url, **kw)
+    plan = FallbackPlan.build(
+        name, fallback or (), fallback_on, lambda entry: cls(get_client(entry), name=entry)
+    )
+    return cls(client, name=name, fallback=plan)
+
+
+def get_model(
+    name: str = "local",
+    *,
+    key: str | None = None,
+    base_url: str | None = None,
+    fallback: Sequence[str | Model] | None = None,
+    fallback_on: Iterable[ProviderErrorKind] | None = None,
+    **kwargs: Any,
+) -> Model:
+    """A Model by name: "local", "openai/gpt-4.1-mini", "anthropic/…", "gemini/…", "ollama/…", aliases.
+
+    `fallback`: model ids (or models made with get_model) a chain goes on with when this model
+    fails with a provider error of a kind in `fallback_on` (default: rate limit, server error,
+    timeout, connection); see docs/production.md.
+    """
+    return _made(Model, name, key, base_url, fallback, fallback_on, kwargs)
 
 
 def get_async_model(
-    name: str = "local", *, key: str | None = None, base_url: str | None = None, **kwargs: Any
+    name: str = "local",
+    *,
+    key: str | None = None,
+    base_url: str | None = None,
+    fallback: Sequence[str | Model | AsyncModel] | None = None,
+    fallback_on: Iterable[ProviderErrorKind] | None = None,
+    **kwargs: Any,
 ) -> AsyncModel:
-    """An AsyncModel by name (same names as get_model)."""
-    from chainform.clients.registry import get_client
-
-    client = get_client(name, key=key, base_url=base_url, **kwargs)
-    return AsyncModel(client, name=name)
+    """An AsyncModel by name (same names and fallbacks as get_model)."""
+    return _made(AsyncModel, name, key, base_url, fallback, fallback_on, kwargs)

@@ -44,6 +44,8 @@ def line_for(result: MapResult, run_id: str, record: dict[str, Any]) -> dict[str
         "conversation_id": result.conversation_id,
         "tokens": result.usage.total_tokens or 0,
     }
+    if result.model is not None:
+        out[META]["model"] = result.model
     return out
 
 

@@ -63,6 +63,7 @@ class MapResult:
     error: RowError | None = None
     usage: ChainUsage = field(default_factory=lambda: ChainUsage.of([]))
     conversation_id: str | None = None
+    model: str | None = None  # the model that made the row's last call (a fallback's, when one answered)
 
     @property
     def ok(self) -> bool:

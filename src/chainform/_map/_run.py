@@ -134,7 +134,9 @@ class MapRun:
                 _naming.reset(named)
         if response is not None:
             result.usage = response.usage
-            result.conversation_id = cid if response.responses else None
+            calls = response.responses
+            result.conversation_id = cid if calls else None
+            result.model = calls[-1].model if calls else None
         return self._settle(result)
 
     def _settle(self, result: MapResult) -> MapResult:

@@ -41,6 +41,7 @@ class CallRunner:
         self.stream = stream
         self.logger = logger
         self.calls: list[ModelCall] = []
+        self.model_name: str | None = None
         self.choice: StrategyChoice | None = None
         self.format_context: str | None = None
         self._pending: list[ModelCall] = []
@@ -98,7 +99,8 @@ class CallRunner:
             response = ctx.response or ChatResponse([Message.assistant(exc.raw_text)])
         except Exception as exc:  # a broken stream's partial response keeps the text that arrived
             partial = getattr(exc, "partial_response", None)
-            self._record(purpose, ctx.messages, options, partial, started, f"{type(exc).__name__}: {exc}")
+            kind = type(exc).__name__
+            self._record(purpose, ctx.messages, options, partial, started, f"{kind}: {exc}", failed=kind)
             raise
         if not stream:
             tap.whole(response)
@@ -117,6 +119,7 @@ class CallRunner:
         started: float,
         error: str | None,
         parsed: Any = None,
+        failed: str | None = None,
     ) -> None:
         call = ModelCall(
             purpose,
@@ -128,6 +131,8 @@ class CallRunner:
             self.choice.name if self.choice else None,
             parsed=parsed,
             format_context=self.format_context if purpose in ("format", "retry") else None,
+            model=self.model_name,
+            failed=failed,
         )
         self.flush_log()
         self.calls.append(call)

@@ -14,11 +14,12 @@ the chain returns or raises.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from chainform.chain._calls import CallLogger, CallRunner, plain_data
 from chainform.chain._events import ChainEvent, EventLog
+from chainform.chain._fallback import Candidate, FallbackPlan, Route
 from chainform.chain._records import ChainResult
 from chainform.chain._tools import AfterCall, BeforeCall, run_calls
 from chainform.clients.base import ChatClient
@@ -81,6 +82,7 @@ class ChainRun(CallRunner):
         events: EventLog,
         logger: CallLogger | None = None,
         fallbacks: Fallbacks | None = None,
+        fallback: FallbackPlan | None = None,
     ) -> None:
         if request.chain_limit < 1:
             raise ValueError("chain_limit must be at least 1")
@@ -91,6 +93,8 @@ class ChainRun(CallRunner):
         self.req = request
         self.profile = profile
         self.model_name = model_name
+        first = Candidate(client, profile, model_name, self.fallbacks)
+        self.route = Route(first, fallback) if fallback is not None else None
         self.conversation_id = conversation_id
         self.chain_id = chain_id
         self.tools = {t.name: t for t in request.tools}
@@ -104,7 +108,7 @@ class ChainRun(CallRunner):
         transcript = [*messages, *self.req.history, *([self.req.prompt] if self.req.prompt else [])]
         try:
             if self.req.output is None:
-                outcome = await self.loop(transcript, Plain(self.profile, self.settings), tools=True)
+                outcome = await self._plain(transcript)
             else:
                 has_tools, requested = bool(self.tools), self.req.strategy
                 outcome = await self.answer(transcript, has_tools=has_tools, requested=requested)
@@ -137,6 +141,11 @@ class ChainRun(CallRunner):
                     return await self.formatted(transcript, strategy, strategy.formatting)
                 return await self.loop(transcript, strategy, tools=has_tools, purpose=purpose)
             except ProviderError as exc:
+                if self._fall_over(exc):  # on the next model, chosen for its own profile
+                    choice = select_strategy(
+                        self.profile, has_tools=has_tools, requested=requested, fallbacks=self.fallbacks
+                    )
+                    continue
                 if requested != "auto" or exc.kind not in _REFUSALS:
                     raise
                 reason = f"provider rejected {_what(exc)} (HTTP {exc.status}): {exc.provider_message[:160]}"
@@ -163,8 +172,27 @@ class ChainRun(CallRunner):
             raise formatting.error(exc, context, self.attempts[first_attempt:]) from exc
         return Outcome(outcome.value, cut_off)
 
+    async def _plain(self, transcript: list[Message]) -> Outcome:
+        while True:
+            try:
+                return await self.loop(transcript, Plain(self.profile, self.settings), tools=True)
+            except ProviderError as exc:
+                if not self._fall_over(exc):
+                    raise
+
+    def _fall_over(self, exc: ProviderError) -> bool:
+        """Go on with the next fallback model after `exc` (chain/_fallback.py); False: raise it."""
+        after = self.route.after(exc) if self.route is not None else None
+        if after is None:
+            return False
+        self.client, self.profile, self.model_name = after.client, after.profile, after.name
+        self.fallbacks = after.fallbacks
+        self.settings = replace(self.settings, fallbacks=after.fallbacks)
+        return True
+
     def turns_left(self) -> int:
-        return self.req.chain_limit - sum(1 for c in self.calls if c.purpose == "chain")
+        """Chain turns left; a call that raised (e.g. before a fallback model took over) takes none."""
+        return self.req.chain_limit - sum(1 for c in self.calls if c.purpose == "chain" and not c.failed)
 
     # -- the turn loop --------------------------------------------------------------------------
 

@@ -29,6 +29,8 @@ class ModelCall:
     parsed: Any = None
     tool_results: list[FunctionResultContent] = field(default_factory=list)
     format_context: str | None = None
+    model: str | None = None  # the model that made the call (a fallback's name when one answered)
+    failed: str | None = None  # the type of the error the call raised (None: it returned)
 
     @property
     def text(self) -> str:
@@ -43,19 +45,24 @@ class ChainUsage(UsageDetails):
     """Usage summed over every call of a chain and of the subagents it called.
 
     `by_purpose` splits the chain's own calls (chain / retry / format); `by_agent` gives each
-    subagent's share by agent name (nested subagents under their own names).
+    subagent's share by agent name (nested subagents under their own names); `by_model` the chain's
+    own calls by the model that made them (more than one when a fallback model answered).
     """
 
     by_purpose: dict[str, UsageDetails]
     by_agent: dict[str, UsageDetails]
+    by_model: dict[str, UsageDetails]
 
     @classmethod
     def of(cls, calls: list[ModelCall], agent_runs: Sequence[AgentRun] = ()) -> ChainUsage:
         total = UsageDetails()
         by_purpose: dict[str, UsageDetails] = {}
+        by_model: dict[str, UsageDetails] = {}
         for call in calls:
             total = total + call.usage
             by_purpose[call.purpose] = by_purpose.get(call.purpose, UsageDetails()) + call.usage
+            if call.model is not None:
+                by_model[call.model] = by_model.get(call.model, UsageDetails()) + call.usage
         by_agent: dict[str, UsageDetails] = {}
         pending = list(agent_runs)
         while pending:
@@ -67,6 +74,7 @@ class ChainUsage(UsageDetails):
         usage = cls(total.input_tokens, total.output_tokens, total.total_tokens, total.additional_counts)
         usage.by_purpose = by_purpose
         usage.by_agent = by_agent
+        usage.by_model = by_model
         return usage
 
     def to_dict(self) -> dict[str, Any]:
@@ -74,6 +82,8 @@ class ChainUsage(UsageDetails):
         out["by_purpose"] = {k: v.to_dict() for k, v in self.by_purpose.items()}
         if self.by_agent:
             out["by_agent"] = {k: v.to_dict() for k, v in self.by_agent.items()}
+        if len(self.by_model) > 1:
+            out["by_model"] = {k: v.to_dict() for k, v in self.by_model.items()}
         return out
 
 

@@ -15,7 +15,14 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
-from chainform.cli._prompt import STRATEGY_CHOICES, model_name_value, open_log, parse_options
+from chainform.cli._prompt import (
+    FALLBACK_HELP,
+    STRATEGY_CHOICES,
+    fallback_kwargs,
+    model_name_value,
+    open_log,
+    parse_options,
+)
 
 if TYPE_CHECKING:
     from chainform._map._inputs import Row
@@ -86,14 +93,15 @@ class Tracker:
         )
 
 
-def map_model(name: str, *, key: str | None, base_url: str | None) -> AsyncModel:
-    """The async model; SDK retries off, so a 429 reaches the map and pauses the whole pool."""
+def map_model(name: str, *, key: str | None, base_url: str | None, **kwargs: Any) -> AsyncModel:
+    """The async model; SDK retries off, so a 429 reaches the map and pauses the whole pool
+    (`fallback=` models keep theirs: the map's gate holds only the first model's calls)."""
     from chainform.models import get_async_model
 
     try:
-        return get_async_model(name, key=key, base_url=base_url, max_retries=0)
+        return get_async_model(name, key=key, base_url=base_url, max_retries=0, **kwargs)
     except TypeError:  # an in-process model has no SDK retries to turn off
-        return get_async_model(name, key=key, base_url=base_url)
+        return get_async_model(name, key=key, base_url=base_url, **kwargs)
 
 
 async def _run_local(model: AsyncModel, source: Iterator[Row], commit: Any, **kwargs: Any) -> None:
@@ -117,6 +125,7 @@ async def _run_local(model: AsyncModel, source: Iterator[Row], commit: Any, **kw
     callback=model_name_value,
     help="Model name or alias (default as for `chainform`).",
 )
+@click.option("--fallback", "fallback", multiple=True, help=FALLBACK_HELP)
 @click.option("-s", "--system", help="System prompt.")
 @click.option("--schema", help="Output schema: JSON, a .json file, the concise DSL or a saved schema id.")
 @click.option("-T", "--tool", "tool_names", multiple=True, help="Tool by name; repeatable.")
@@ -170,6 +179,7 @@ def map_command(
     output: str,
     template: str | None,
     model_name: str | None,
+    fallback: tuple[str, ...],
     system: str | None,
     schema: str | None,
     tool_names: tuple[str, ...],
@@ -210,6 +220,9 @@ def map_command(
     spec = resolve_cli_schema(schema, store=store) if schema else None
     tools = resolve_tools(tool_names) + [t for code in functions for t in load_functions(code)]
     name = model_name or default_model()
+    if fallback and ray_address is not None:
+        raise click.UsageError("--fallback does not run with --ray yet")
+    model = None if ray_address else map_model(name, key=key, base_url=base_url, **fallback_kwargs(fallback))
     sink = JsonlSink(output)
     if keep_errors and not resume:
         raise click.UsageError("--keep-errors only applies with --resume")
@@ -250,9 +263,8 @@ def map_command(
             else:
                 import asyncio
 
-                asyncio.run(
-                    _run_local(map_model(name, key=key, base_url=base_url), source, commit, **settings)
-                )
+                assert model is not None
+                asyncio.run(_run_local(model, source, commit, **settings))
     except KeyboardInterrupt:
         click.echo(
             f"map: interrupted after {tracker.done} rows; they are in {output}. "

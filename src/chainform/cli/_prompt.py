@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import sys
 import threading
+from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 import click
@@ -28,11 +29,22 @@ CONTEXT_CHOICES = ("full", "compact", "last")
 _OPTION_ALIASES = {"max_tokens": "max_output_tokens", "stop": "stop_sequences"}
 
 
-def resolve_model(name: str, *, key: str | None, base_url: str | None) -> Model:
+def resolve_model(name: str, *, key: str | None, base_url: str | None, fallback: Sequence[str] = ()) -> Model:
     """Build the model (tests replace this to run the CLI on a ScriptedClient)."""
     from chainform.models import get_model
 
-    return get_model(name, key=key, base_url=base_url)
+    return get_model(name, key=key, base_url=base_url, fallback=fallback)
+
+
+FALLBACK_HELP = (
+    "A model to go on with when the one before fails (rate limited, server error, connection, "
+    "timeout); repeatable, tried in order."
+)
+
+
+def fallback_kwargs(fallback: tuple[str, ...]) -> dict[str, Any]:
+    """`fallback=` for resolve_model/map_model, only when --fallback was given."""
+    return {"fallback": list(fallback)} if fallback else {}
 
 
 def parse_options(pairs: tuple[tuple[str, str], ...]) -> dict[str, Any]:
@@ -198,6 +210,7 @@ def _summary(response: ChainResponse, has_schema: bool) -> dict[str, Any]:
         "responses": [
             {
                 "purpose": call.purpose,
+                "model": call.model,
                 "strategy": call.strategy,
                 "response_id": call.response_id,
                 "text": call.text,
@@ -219,6 +232,7 @@ def _summary(response: ChainResponse, has_schema: bool) -> dict[str, Any]:
     callback=model_name_value,
     help="Model name or alias (default: $CHAINFORM_MODEL, `models default`, else local).",
 )
+@click.option("--fallback", "fallback", multiple=True, help=FALLBACK_HELP)
 @click.option("-s", "--system", help="System prompt.")
 @click.option(
     "--schema",
@@ -295,6 +309,7 @@ def _summary(response: ChainResponse, has_schema: bool) -> dict[str, Any]:
 def prompt_command(
     prompt: str | None,
     model_name: str | None,
+    fallback: tuple[str, ...],
     system: str | None,
     schema: str | None,
     schema_multi: str | None,
@@ -345,7 +360,8 @@ def prompt_command(
         output = resolve_cli_schema(schema_text, store=store, as_multi=schema_multi is not None)
     conversation_id, history = _conversation(store, continue_, cid)
 
-    model = resolve_model(model_name or default_model(), key=key, base_url=base_url)
+    name = model_name or default_model()
+    model = resolve_model(name, key=key, base_url=base_url, **fallback_kwargs(fallback))
     response = model.chain(
         text,
         system=system,

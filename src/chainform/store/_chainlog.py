@@ -51,6 +51,7 @@ class LoggableCall(Protocol):
     tool_results: list[FunctionResultContent]
     format_context: str | None
     response_id: str | None  # set to the record's id once logged
+    model: str | None  # the model that made the call (a fallback model's name), None: the chain's
 
     @property
     def text(self) -> str: ...
@@ -191,7 +192,7 @@ class _Call:
         self.seq = noted.seq
         self.purpose = call.purpose
         self.strategy = call.strategy
-        self.model = logger.model
+        self.model = call.model or logger.model
         self.prompt = logger.prompt
         self.system = logger.system
         self.messages = call.messages

@@ -1,0 +1,110 @@
+"""Fallback across models: when a model's call fails for a reason another model may not share
+(rate limited after the SDK's retries, a server error, a dropped connection, a timeout), the chain
+goes on with the next model of the plan, from the transcript it has so far.
+
+A `FallbackPlan` is made once with the model (`cf.get_model(..., fallback=[...])`): every entry is
+resolved then, so an unknown name, a missing key or a model naming itself fails before any call.
+A `Route` is one chain's walk along it; the engine asks it for the next model after a failure and
+chooses the output strategy again for that model's profile. Errors that are the caller's fault
+(bad request, auth, a refused format) stay with the model unless `fallback_on` names their kind.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from typing import Any, get_args
+
+from chainform.clients.base import ChatClient
+from chainform.errors import (
+    AllModelsFailedError,
+    MissingKeyError,
+    ModelNotFoundError,
+    ProviderError,
+    ProviderErrorKind,
+)
+from chainform.output._fallbacks import Fallbacks
+from chainform.types import ModelProfile
+
+DEFAULT_FALLBACK_ON: frozenset[str] = frozenset({"rate_limit", "server", "timeout", "connection"})
+"""The kinds that go to the next model unless `fallback_on` says otherwise: failures of the
+provider, not of the request (a 529 "overloaded" is a server error)."""
+
+
+@dataclass(frozen=True)
+class Candidate:
+    """One model a chain may run on: its client, capabilities, name and learnt refusals."""
+
+    client: ChatClient
+    profile: ModelProfile
+    name: str
+    fallbacks: Fallbacks
+
+    @classmethod
+    def of(cls, model: Any) -> Candidate:
+        """The candidate for a Model/AsyncModel (read by its attributes: models.py sits above)."""
+        return cls(model.client, model.profile, model.name, model.fallbacks)
+
+
+@dataclass(frozen=True)
+class FallbackPlan:
+    """The models after the first, in order, and the error kinds that move a chain along."""
+
+    models: tuple[Candidate, ...]
+    on: frozenset[str] = DEFAULT_FALLBACK_ON
+
+    @classmethod
+    def build(
+        cls,
+        name: str,
+        entries: Sequence[Any],
+        fallback_on: Iterable[str] | None,
+        make: Any,
+    ) -> FallbackPlan | None:
+        """Resolve `entries` (model ids, or models already made) for the model called `name`;
+        `make(id)` builds a model from an id. Every problem is raised here, before any call."""
+        if isinstance(entries, str):
+            entries = [entries]
+        on = frozenset(fallback_on) if fallback_on is not None else DEFAULT_FALLBACK_ON
+        unknown = sorted(on - set(get_args(ProviderErrorKind)))
+        if unknown:
+            kinds = ", ".join(get_args(ProviderErrorKind))
+            raise ValueError(f"fallback_on: unknown error kind(s) {', '.join(unknown)}; choose from {kinds}")
+        models: list[Candidate] = []
+        seen = {name}
+        for entry in entries:
+            label = entry if isinstance(entry, str) else getattr(entry, "name", None)
+            if not isinstance(label, str):
+                raise TypeError(f"a fallback is a model id or a model, not {type(entry).__name__}")
+            if label in seen:
+                what = "the model itself" if label == name else "a model already in the list"
+                raise ValueError(f"fallback {label!r} names {what}")
+            seen.add(label)
+            if isinstance(entry, str):
+                try:
+                    entry = make(entry)
+                except (ModelNotFoundError, MissingKeyError, ValueError) as exc:
+                    raise type(exc)(f"fallback {label!r}: {exc}") from exc
+            models.append(Candidate.of(entry))
+        return cls(tuple(models), on) if models else None
+
+
+class Route:
+    """One chain's walk along its models: the one in use, and the failures that moved it on."""
+
+    def __init__(self, first: Candidate, plan: FallbackPlan) -> None:
+        self.models = (first, *plan.models)
+        self.on = plan.on
+        self.at = 0
+        self.failures: list[tuple[str, ProviderError]] = []
+
+    def after(self, exc: ProviderError) -> Candidate | None:
+        """The next model after `exc` on the current one; None when `exc` is not a kind that
+        moves on. Raises `AllModelsFailedError` (naming each model and its error) when none is left."""
+        if exc.kind not in self.on or isinstance(exc, AllModelsFailedError):
+            return None
+        self.failures.append((self.models[self.at].name, exc))
+        if self.at + 1 >= len(self.models):
+            raise AllModelsFailedError(self.failures) from exc
+        self.at += 1
+        return self.models[self.at]

@@ -1,0 +1,150 @@
+"""Fallback across models (`cf.get_model(..., fallback=[...])`), through the real SDKs and the
+emulator: provider faults on the first model move the chain to the next, whose strategy is
+chosen for its own profile; every record names the model that answered."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+import chainform as cf
+from chainform.store import Store
+from chainform.testing import tool_call
+from chainform.testing.emulator import DropConnection, Emulator, Fault
+
+pytestmark = pytest.mark.usefixtures("openai_isolated")
+
+FIRST = "openai/gpt-4.1-mini"
+SECOND = "anthropic/claude-haiku-4-5"
+
+
+def weather(city: str) -> dict[str, object]:
+    """Current weather for a city."""
+    return {"city": city, "temp_c": 21}
+
+
+def _models(emu: Emulator, **kwargs: object) -> cf.Model:
+    second = cf.get_model(SECOND, key="sk-ant-test", base_url=emu.base_url, max_retries=0)
+    return cf.get_model(
+        FIRST, key="sk-test", base_url=emu.base_url + "/v1", max_retries=1, fallback=[second], **kwargs
+    )
+
+
+FAULTS = {
+    # each fault twice: the first model's SDK retries once (max_retries=1), then the chain moves on
+    "429 after retries": [Fault(429, retry_after=0.01, message="rate limited")] * 2,
+    "500": [Fault(500)] * 2,
+    "dropped connection": [DropConnection(after_events=0)] * 2,
+}
+
+
+@pytest.mark.parametrize("faults", FAULTS.values(), ids=FAULTS.keys())
+def test_a_tool_chain_finishes_on_the_second_model(emulator: Emulator, faults: list[object]) -> None:
+    emulator.add(
+        tool_call("weather", city="Paris"),  # the first model runs a tool, then fails
+        *faults,
+        '{"city": "Paris", "temp_c": 21}',
+    )
+    model = _models(emulator)
+    chain = model.chain("Weather in Paris?", tools=[weather], schema="city, temp_c int", stream=False)
+    assert chain.value == {"city": "Paris", "temp_c": 21}
+    calls = chain.responses
+    assert [c.model for c in calls] == [FIRST, FIRST, SECOND]
+    assert calls[1].failed and calls[2].failed is None
+    # the second model continued the transcript: the tool ran once, its result went to Anthropic
+    anthropic = [r for r in emulator.requests if r.path.endswith("/messages")]
+    assert len(anthropic) == 1
+    assert "21" in json.dumps(anthropic[0].json["messages"])
+    assert set(chain.usage.by_model) == {FIRST, SECOND}
+    with Store() as store:
+        rows = store.recent(n=None)
+    assert sorted(r.model for r in rows) == sorted([FIRST, FIRST, SECOND])
+
+
+def test_the_strategy_is_chosen_again_for_the_fallback_model(emulator: Emulator) -> None:
+    emulator.add(Fault(500), tool_call("final_result", city="Rome", temp_c=19))
+    second = cf.get_model("ollama/llama3.2", base_url=emulator.base_url + "/v1", max_retries=0)
+    model = cf.get_model(FIRST, key="k", base_url=emulator.base_url + "/v1", max_retries=0, fallback=[second])
+    chain = model.chain("Weather?", tools=[weather], schema="city, temp_c int", stream=False)
+    assert chain.value == {"city": "Rome", "temp_c": 19}
+    assert [(c.model, c.strategy) for c in chain.responses] == [
+        (FIRST, "native"),
+        ("ollama/llama3.2", "tool"),  # ollama gets the output tool, not OpenAI's response_format
+    ]
+    first, again = (r.json for r in emulator.requests)
+    assert "response_format" in first and "response_format" not in again
+    assert "final_result" in json.dumps(again["tools"])
+
+
+def test_a_caller_fault_does_not_fall_through_unless_asked(emulator: Emulator) -> None:
+    emulator.add(Fault(400, message="bad field"), Fault(400, message="bad field"), "fine")
+    with pytest.raises(cf.ProviderError) as info:
+        _models(emulator).prompt("Hi?", stream=False).text()
+    assert info.value.kind == "bad_request" and not isinstance(info.value, cf.AllModelsFailedError)
+    chain = _models(emulator, fallback_on=["bad_request"]).prompt("Hi?", stream=False)
+    assert chain.text() == "fine"
+    assert [c.model for c in chain.responses] == [FIRST, SECOND]
+
+
+def test_every_model_failing_names_each(emulator: Emulator) -> None:
+    emulator.add(*[Fault(503)] * 3)
+    chain = _models(emulator).prompt("Hi?", stream=False)
+    with pytest.raises(cf.AllModelsFailedError) as info:
+        chain.text()
+    assert [name for name, _ in info.value.errors] == [FIRST, SECOND]
+    assert FIRST in str(info.value) and SECOND in str(info.value)
+    assert len(info.value.responses) == 2
+
+
+def test_bad_fallback_lists_fail_before_any_call(emulator: Emulator, monkeypatch: pytest.MonkeyPatch) -> None:
+    url = emulator.base_url + "/v1"
+    with pytest.raises(cf.ModelNotFoundError, match="nosuch/model"):
+        cf.get_model(FIRST, key="k", base_url=url, fallback=["nosuch/model"])
+    with pytest.raises(ValueError, match="the model itself"):
+        cf.get_model(FIRST, key="k", base_url=url, fallback=[FIRST])
+    monkeypatch.delenv("ANTHROPIC_API_KEY", raising=False)
+    with pytest.raises(cf.MissingKeyError, match=SECOND):
+        cf.get_model(FIRST, key="k", base_url=url, fallback=[SECOND])
+    with pytest.raises(ValueError, match="fallback_on"):
+        cf.get_model(FIRST, key="k", base_url=url, fallback=["local"], fallback_on=["oops"])
+    assert emulator.requests == []
+
+
+def test_a_map_finishes_on_the_second_model(emulator: Emulator, tmp_path: Path) -> None:
+    emulator.add(*[Fault(500), Fault(500), '{"n": 1}'] * 2)  # each row: the SDK's retry, then the second
+    model = _models(emulator)
+    results = list(model.map(["one", "two"], schema="n int", concurrency=1, retries=0))
+    assert [r.data for r in results] == [{"n": 1}, {"n": 1}]
+    with Store() as store:
+        rows = store.recent(n=None)
+    answered = [r.model for r in rows if not r.error]
+    assert answered == [SECOND, SECOND]
+
+
+def test_cli_prompt_and_map_take_fallbacks(
+    emulator: Emulator, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from click.testing import CliRunner
+
+    from chainform.cli import cli
+
+    monkeypatch.setenv("OLLAMA_BASE_URL", emulator.base_url + "/v1")
+    first = ["-m", FIRST, "--base-url", emulator.base_url + "/v1", "--key", "sk-test"]
+    emulator.add(*[Fault(503)] * 3, "from ollama")  # the OpenAI SDK retries twice by default
+    done = CliRunner().invoke(cli, ["Hi?", *first, "--fallback", "ollama/llama3.2", "--json"])
+    assert done.exit_code == 0, done.output
+    assert [c["model"] for c in json.loads(done.output)["responses"]] == [FIRST, "ollama/llama3.2"]
+
+    rows, out = tmp_path / "in.txt", tmp_path / "out.jsonl"
+    rows.write_text("one\ntwo\n")
+    emulator.add(*[Fault(500), '{"n": 2}'] * 2)
+    argv = ["map", str(rows), "-o", str(out), *first, "--schema", "n int", "--retries", "0"]
+    done = CliRunner().invoke(cli, [*argv, "--concurrency", "1", "--fallback", "ollama/llama3.2"])
+    assert done.exit_code == 0, done.output
+    lines = [json.loads(line) for line in out.read_text().splitlines()]
+    assert [(line["value"], line["_map"]["model"]) for line in lines] == [({"n": 2}, "ollama/llama3.2")] * 2
+
+    bad = CliRunner().invoke(cli, ["Hi?", *first, "--fallback", "nosuch/model"])
+    assert bad.exit_code != 0 and bad.output.startswith("Error:") and "nosuch/model" in bad.output
