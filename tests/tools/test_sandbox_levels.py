@@ -20,7 +20,7 @@ linux = pytest.mark.skipif(sys.platform != "linux", reason="Linux guards")
 def test_process_level_reports_itself() -> None:
     out = python("6 * 7", isolation="process")
     assert out == "42\n"
-    assert out.metadata == {"isolation": "process", "guards": ["rlimits"], "missing": {}}
+    assert out.metadata == {"isolation": "process", "guards": ["rlimits"], "missing": {}, "notes": {}}
 
 
 @linux

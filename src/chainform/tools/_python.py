@@ -3,9 +3,10 @@
 Each call starts ``python -I -S`` (no site-packages, ``PYTHON*`` variables ignored) in an empty
 temporary directory with an allow-listed environment, under resource limits, and confines it with
 the operating system according to ``isolation`` (see `chainform.tools._sandbox`): on Linux new
-namespaces (no network, no view of other processes, every descendant killed with the cell),
-Landlock (read-only interpreter and system libraries, read-write only the temporary directory),
-no capabilities and at most 64 processes. Output is capped, the wall clock is enforced, and
+namespaces (no network, no view of other processes, every descendant killed with the cell, a
+private /tmp and /run), Landlock (read-only interpreter and system libraries, read-write only the
+temporary directory, itself a tmpfs of ``disk_mb``), a seccomp filter (no unix sockets), no
+capabilities, a bounded number of processes and ``memory_mb`` for all of them together. Output is capped, the wall clock is enforced, and
 everything is deleted afterwards. docs/tools.md says what each level blocks.
 """
 
@@ -20,6 +21,7 @@ from chainform.tools._schema import build_spec
 from chainform.tools._tool import Tool
 
 MAX_CODE_CHARS = 1_000_000
+DISK_MB = 64  # the cell's writable space: a tmpfs of this size on Linux
 
 
 def _positive(name: str, value: Any, *, integer: bool = False) -> None:
@@ -30,12 +32,18 @@ def _positive(name: str, value: Any, *, integer: bool = False) -> None:
 
 
 def check_limits(
-    timeout: Any, memory_mb: Any, max_output: Any, isolation: Any, site_packages: Any = False
+    timeout: Any,
+    memory_mb: Any,
+    max_output: Any,
+    isolation: Any,
+    site_packages: Any = False,
+    disk_mb: Any = DISK_MB,
 ) -> None:
     """Raise ``ValueError`` for limits the sandbox cannot honour (``nan``, ``inf``, zero, a typo)."""
     _positive("timeout", timeout)
     _positive("memory_mb", memory_mb)
     _positive("max_output", max_output, integer=True)
+    _positive("disk_mb", disk_mb, integer=True)
     if isolation not in ISOLATION_LEVELS:
         raise ValueError(f"isolation must be one of {', '.join(ISOLATION_LEVELS)}; got {isolation!r}")
     if not isinstance(site_packages, bool):
@@ -69,19 +77,21 @@ def run_python(
     memory_mb: float = 1024,
     max_output: int = 20_000,
     max_file_mb: int = 16,
+    disk_mb: int = DISK_MB,
     site_packages: bool = False,
     isolation: Isolation = "auto",
 ) -> CellOutput:
     """Run ``code`` in a fresh confined interpreter; return the last expression's repr and/or what it
     printed, or the traceback. Always returns within about ``timeout`` seconds. Bad code (not text,
     NUL, unencodable, too long) raises `ToolArgumentError`; bad limits raise ``ValueError``."""
-    check_limits(timeout, memory_mb, max_output, isolation, site_packages)
+    check_limits(timeout, memory_mb, max_output, isolation, site_packages, disk_mb)
     return run_cell(
         _check_code(code),
         timeout=timeout,
         memory_mb=memory_mb,
         max_output=max_output,
         max_file_mb=max_file_mb,
+        disk_mb=disk_mb,
         site_packages=site_packages,
         isolation=isolation,
     )
@@ -91,7 +101,7 @@ _DESCRIPTION = (
     "Run Python 3 code in a fresh, isolated interpreter and return the value of the last expression "
     "(like a notebook cell) or else what the code printed; an error comes back as its traceback. "
     "Nothing is kept between calls. Standard library only{network}. "
-    "Limits: {timeout:g} s, {memory:g} MB of memory."
+    "Limits: {timeout:g} s, {memory:g} MB of memory, {disk} MB of files."
 )
 
 
@@ -107,11 +117,13 @@ class PythonTool(Tool):
         max_output: int = 20_000,
         site_packages: bool = False,
         isolation: Isolation = "auto",
+        disk_mb: int = DISK_MB,
     ) -> None:
-        check_limits(timeout, memory_mb, max_output, isolation, site_packages)
+        check_limits(timeout, memory_mb, max_output, isolation, site_packages, disk_mb)
         self.timeout = timeout
         self.memory_mb = memory_mb
         self.max_output = max_output
+        self.disk_mb = disk_mb
         self.site_packages = site_packages
         self.isolation: Isolation = isolation
 
@@ -122,16 +134,17 @@ class PythonTool(Tool):
             build_spec(python),
             name="python",
             description=_DESCRIPTION.format(
-                timeout=timeout, memory=memory_mb, network="" if isolation == "process" else ", no network"
+                timeout=timeout, memory=memory_mb, disk=disk_mb, network="" if isolation == "process" else ", no network"
             ),
         )
 
     def with_limits(self, **limits: Any) -> PythonTool:
-        """A copy with some limits changed (``timeout``, ``memory_mb``, ``max_output``,
+        """A copy with some limits changed (``timeout``, ``memory_mb``, ``disk_mb``, ``max_output``,
         ``site_packages``, ``isolation``)."""
         current = {
             "timeout": self.timeout,
             "memory_mb": self.memory_mb,
+            "disk_mb": self.disk_mb,
             "max_output": self.max_output,
             "site_packages": self.site_packages,
             "isolation": self.isolation,
@@ -145,6 +158,7 @@ class PythonTool(Tool):
             self.timeout if timeout is None else timeout,
             memory_mb=limits.get("memory_mb", self.memory_mb),
             max_output=limits.get("max_output", self.max_output),
+            disk_mb=limits.get("disk_mb", self.disk_mb),
             site_packages=limits.get("site_packages", self.site_packages),
             isolation=limits.get("isolation", self.isolation),
         )

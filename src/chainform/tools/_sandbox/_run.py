@@ -3,6 +3,8 @@
 The parent side of the sandbox. The child (``child.py``) confines itself and reports which guards
 took hold on a pipe; this side enforces the wall-clock timeout and the output cap, kills the
 child's process group, and turns the report into the level in force (`CellOutput.isolation`).
+It also plans the cell's total memory: a cgroup v2 of ``memory_mb`` where one is delegated
+(`_cgroup`), else the budget divided over a smaller process cap (`memory_plan`).
 """
 
 from __future__ import annotations
@@ -23,11 +25,14 @@ from pathlib import Path
 from typing import Literal
 
 from chainform.errors import SandboxUnavailableError
-from chainform.tools._sandbox import _seatbelt
+from chainform.tools._sandbox import _cgroup, _seatbelt
+from chainform.tools._sandbox._seccomp import unix_socket_filter
 
 Isolation = Literal["auto", "strict", "process"]
 ISOLATION_LEVELS: tuple[Isolation, ...] = ("auto", "strict", "process")
 MAX_PROCESSES = 64
+SHARE_MB = 256  # without a cgroup: the memory of one process, which sets how many may run
+_OVERHEAD = 2  # the sandbox's own stage 0 and init count against RLIMIT_NPROC too
 _CHILD = str(Path(__file__).with_name("child.py"))
 
 
@@ -38,12 +43,15 @@ class Guards:
     isolation: str
     active: tuple[str, ...] = ()
     missing: dict[str, str] = field(default_factory=dict)
+    notes: dict[str, str] = field(default_factory=dict)  # how a guard holds, where that matters
 
     def describe(self) -> str:
-        """One line for people: the level, then what is missing and why."""
+        """One line for people: the level, then what is missing and why, then how guards hold."""
         text = self.isolation
         if self.missing:
             text += " (missing: " + "; ".join(f"{k}: {v}" for k, v in self.missing.items()) + ")"
+        if self.notes:
+            text += " (" + "; ".join(f"{k}: {v}" for k, v in self.notes.items()) + ")"
         return text
 
 
@@ -58,7 +66,42 @@ class CellOutput(str):
             "isolation": self.guards.isolation,
             "guards": list(self.guards.active),
             "missing": dict(self.guards.missing),
+            "notes": dict(self.guards.notes),
         }
+
+
+@dataclass(frozen=True)
+class MemoryPlan:
+    """How a cell's memory is bounded: ``address_space`` per process, at most ``processes`` of the
+    cell's (the sandbox's own two come on top), all of them together by ``cgroup`` when one was
+    made; else ``split_note`` says the budget was divided."""
+
+    address_space: int
+    processes: int
+    cgroup: str = ""
+    split_note: str = ""
+    no_cgroup: str = ""
+
+
+def memory_plan(memory_mb: float, isolation: Isolation) -> MemoryPlan:
+    """A cgroup v2 of ``memory_mb`` where one is delegated; otherwise ``memory_mb`` divided over a
+    process cap of one per `SHARE_MB` (at least one), so the processes together stay within it."""
+    memory = int(memory_mb * 2**20)
+    if isolation == "process" or sys.platform != "linux":
+        return MemoryPlan(memory, 0)
+    base, why = _cgroup.memory_base()
+    if base:
+        try:
+            return MemoryPlan(memory, MAX_PROCESSES - _OVERHEAD, _cgroup.make_cell(base, memory))
+        except OSError as exc:
+            why = f"could not make a cgroup under {base} ({exc.strerror})"
+    processes = max(1, min(MAX_PROCESSES - _OVERHEAD, int(memory_mb // SHARE_MB)))
+    share = memory // processes
+    note = (
+        f"{memory_mb:g} MB divided over at most {processes} processes or threads of "
+        f"{share / 2**20:g} MB each, as {why}"
+    )
+    return MemoryPlan(share, processes, split_note=note, no_cgroup=why)
 
 
 def _environment(work: str) -> dict[str, str]:
@@ -84,9 +127,12 @@ def _read_report(fd: int) -> bytes:
     return b"".join(chunks)
 
 
-def _parse_report(data: bytes, isolation: Isolation, seatbelt: bool) -> tuple[Guards, int | None]:
+def _parse_report(
+    data: bytes, isolation: Isolation, seatbelt: bool, plan: MemoryPlan, no_seccomp: str
+) -> tuple[Guards, int | None]:
     active: list[str] = ["seatbelt"] if seatbelt else []
     missing: dict[str, str] = {}
+    notes: dict[str, str] = {}
     status = None
     for line in data.decode("utf-8", "replace").splitlines():
         key, _, value = line.partition("=")
@@ -99,6 +145,14 @@ def _parse_report(data: bytes, isolation: Isolation, seatbelt: bool) -> tuple[Gu
             status = int(value)
     if not data:
         missing["sandbox"] = "the child ended before it reported its guards"
+    if isolation != "process" and sys.platform == "linux" and data:
+        if no_seccomp:
+            missing["seccomp-unix"] = no_seccomp
+        if plan.split_note and "process-limit" in active:
+            active.append("memory-split")
+            notes["memory-split"] = plan.split_note
+        elif plan.split_note:
+            missing["memory-total"] = f"{plan.no_cgroup}, and no process limit to divide the budget over"
     if isolation != "process" and sys.platform != "linux" and not seatbelt:
         missing["sandbox"] = (
             f"no OS sandbox for {sys.platform} (Linux namespaces/Landlock, macOS sandbox-exec)"
@@ -107,7 +161,7 @@ def _parse_report(data: bytes, isolation: Isolation, seatbelt: bool) -> tuple[Gu
         level = "process"
     else:
         level = "partial" if missing else "strict"
-    return Guards(level, tuple(active), missing), status
+    return Guards(level, tuple(active), missing, notes), status
 
 
 def _exit_note(sig: int) -> str:
@@ -146,6 +200,7 @@ def run_cell(
     memory_mb: float,
     max_output: int,
     max_file_mb: int,
+    disk_mb: int,
     site_packages: bool,
     isolation: Isolation,
 ) -> CellOutput:
@@ -164,11 +219,15 @@ def run_cell(
             f.write(code)
         if seatbelt:
             command = _seatbelt.wrap(command, root)
-        limits = [math.ceil(timeout) + 1, int(memory_mb * 2**20), max_file_mb * 2**20, MAX_PROCESSES]
+        plan = memory_plan(memory_mb, isolation)
+        nproc = plan.processes + _OVERHEAD if plan.processes else 0
+        limits = [math.ceil(timeout) + 1, plan.address_space, max_file_mb * 2**20, nproc]
+        program, no_seccomp = unix_socket_filter() if isolation != "process" else (b"", "")
+        extra = [str(disk_mb * 2**20), program.hex() or "-", plan.cgroup or "-"]
         report_r, report_w = os.pipe()
         try:
             proc = subprocess.Popen(
-                [*command, _CHILD, cell, isolation, *map(str, limits), str(report_w)],
+                [*command, _CHILD, cell, isolation, *map(str, limits), str(report_w), *extra],
                 cwd=work,
                 env=_environment(work),
                 stdin=subprocess.DEVNULL,
@@ -177,24 +236,35 @@ def run_cell(
                 start_new_session=True,
                 pass_fds=(report_w,),
             )
+        except BaseException:
+            if plan.cgroup:
+                _cgroup.remove_cell(plan.cgroup)
+            raise
         finally:
             os.close(report_w)
-        text, note = _collect(proc, timeout, max_output)
-        data = _read_report(report_r)
-    guards, cell_status = _parse_report(data, isolation, seatbelt)
+        try:
+            text, note = _collect(proc, timeout, max_output)
+            data = _read_report(report_r)
+        finally:
+            if plan.cgroup:
+                oom = _cgroup.oom_killed(plan.cgroup)
+                _cgroup.remove_cell(plan.cgroup)
+    guards, cell_status = _parse_report(data, isolation, seatbelt, plan, no_seccomp)
     if isolation == "strict" and guards.isolation != "strict" and (data or not note):
         raise SandboxUnavailableError(
             "isolation='strict' refused to run the code: this machine lacks "
             + "; ".join(f"{k} ({v})" for k, v in guards.missing.items())
             + ". Use isolation='auto' to run with the guards available, or run chainform in a container."
         )
-    if isolation == "auto" and guards.isolation != "strict":
+    if (isolation == "auto" and guards.isolation != "strict") or (isolation != "process" and guards.notes):
         _warn_once(guards)
     if not note:
         if cell_status is not None:  # a wait status, reported by the sandbox's init
             note = _exit_note(os.WTERMSIG(cell_status) if os.WIFSIGNALED(cell_status) else 0)
         else:  # the child itself ran the cell: Popen's return code is minus the signal
             note = _exit_note(-proc.returncode)
+    if plan.cgroup and oom and "memory" not in note:
+        note = f"{note}{chr(10) if note else ''}[a process of the cell was killed by its memory limit (cgroup)]"
     if note:
         text = f"{text}{'' if not text or text.endswith(chr(10)) else chr(10)}{note}"
     out = CellOutput(text)

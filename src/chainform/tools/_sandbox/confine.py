@@ -1,11 +1,13 @@
 """The sandboxed child: confine this process, then run the cell like a notebook cell.
 
 Loaded by ``child.py``, started as ``python -I -S -u child.py CELL ISOLATION CPU_S MEMORY_B FILE_B
-NPROC STATUS_FD``: no site-packages, no user site, ``PYTHON*`` variables ignored, so it imports only
-the standard library and its sibling modules (their directory is on ``sys.path`` for the import
-only; a module, unlike the script, loads from cached bytecode). Few imports: each costs every call. Guards are applied before the
-cell's code is read; which ones took hold is written to STATUS_FD as ``got=``/``missing=`` lines,
-and with isolation "strict" the cell does not run at all when one is missing.
+NPROC STATUS_FD DISK_B SECCOMP_HEX CGROUP`` (``-`` for no seccomp program or no cgroup): no
+site-packages, no user site, ``PYTHON*`` variables ignored, so it imports only the standard library
+and its sibling modules (their directory is on ``sys.path`` for the import only; a module, unlike
+the script, loads from cached bytecode). Few imports: each costs every call. The cell's code is
+read first (its folder is then covered by the cell's own tmpfs) and runs after every guard is
+applied; which ones took hold is written to STATUS_FD as ``got=``/``missing=`` lines, and with
+isolation "strict" the cell does not run at all when one is missing.
 """
 
 import os
@@ -109,8 +111,21 @@ def _rlimits(cpu: int, memory: int, fsize: int, nproc: int) -> None:
             pass
 
 
+def _join_cgroup(cgroup: str, got: list[str], missing: dict[str, str]) -> None:
+    """Move this process (and so all it starts) into the cell's cgroup, made by the parent."""
+    try:
+        fd = os.open(os.path.join(cgroup, "cgroup.procs"), os.O_WRONLY)
+        try:
+            os.write(fd, b"0")
+        finally:
+            os.close(fd)
+        got.append("memory-cgroup")
+    except OSError as exc:
+        missing["memory-total"] = f"could not join the cell's cgroup ({exc.strerror})"
+
+
 def _confine_linux(
-    root: str, limits: tuple[int, int, int, int], status_fd: int
+    root: str, limits: tuple[int, int, int, int], status_fd: int, disk: int, seccomp: bytes, cgroup: str
 ) -> tuple[list[str], dict[str, str]]:
     """Every guard the kernel offers; returns in the process that runs the cell."""
     import landlock  # type: ignore[import-not-found]  # siblings: child.py put them on sys.path
@@ -118,6 +133,8 @@ def _confine_linux(
 
     got: list[str] = []
     missing: dict[str, str] = {}
+    if cgroup:
+        _join_cgroup(cgroup, got, missing)
     try:
         linux.no_new_privs()
         got.append("no-new-privs")
@@ -128,8 +145,14 @@ def _confine_linux(
     if "pid-ns" in got:
         linux.fork_init(status_fd)  # returns in PID 1 of the new namespace
         linux.die_with_parent()
+    list_only: set[str] = set()
+    read_only = _read_only_paths(list_only)
     if "mount-ns" in got:
-        linux.private_mounts(got, missing, fresh_proc="pid-ns" in got)
+        keep = [p for p in (*read_only, *list_only) if p.startswith("/tmp/")]  # a venv under /tmp
+        linux.private_mounts(got, missing, "pid-ns" in got, root, disk, keep)
+    else:
+        for name in ("private-tmp", "disk-limit"):
+            missing[name] = "needs a mount namespace"
     cpu, memory, fsize, nproc = limits
     # RLIMIT_NPROC counts per user: only inside a user namespace does it count the sandbox alone.
     _rlimits(cpu, memory, fsize, nproc if "user-ns" in got else 0)
@@ -144,12 +167,19 @@ def _confine_linux(
             got.append("no-capabilities")
         except OSError as exc:
             missing["no-capabilities"] = exc.strerror or str(exc)
+    if seccomp and "no-new-privs" in got:
+        try:
+            linux.seccomp_filter(seccomp)
+            got.append("seccomp-unix")
+        except OSError as exc:
+            missing["seccomp-unix"] = f"the kernel refused the filter ({exc.strerror})"
+    elif seccomp:
+        missing["seccomp-unix"] = "needs no-new-privs"
     abi = landlock.abi_version()
     if not abi:
         missing["landlock-fs"] = "Landlock is not enabled in this kernel"
     elif "no-new-privs" in got:
-        list_only: set[str] = set()
-        read_only = _read_only_paths(list_only) + (["/proc"] if "private-proc" in got else [])
+        read_only += ["/proc"] if "private-proc" in got else []
         try:
             writable = [root, "/dev/null", "/dev/zero", "/dev/full"]
             got += landlock.restrict(read_only, writable, abi, tuple(sorted(list_only)))
@@ -166,12 +196,10 @@ def _report(status_fd: int, got: list[str], missing: dict[str, str]) -> None:
 _ONLY_AST = 0x400  # ast.PyCF_ONLY_AST: the `ast` module itself (enum, contextlib) costs milliseconds
 
 
-def _run_cell(path: str) -> None:
+def _run_cell(src: str) -> None:
     """Run the cell; print the last expression's repr, or the traceback of the cell's own frames."""
     import _ast
 
-    with open(path, encoding="utf-8") as f:
-        src = f.read()
     ns = {"__name__": "__main__", "__builtins__": __builtins__}
     try:
         tree = compile(src, "<cell>", "exec", _ONLY_AST)
@@ -211,14 +239,18 @@ def main() -> None:
     sys.stdout.reconfigure(encoding="utf-8", errors="backslashreplace")  # type: ignore[union-attr]
     cell, isolation = sys.argv[1], sys.argv[2]
     limits = (int(sys.argv[3]), int(sys.argv[4]), int(sys.argv[5]), int(sys.argv[6]))
-    status_fd = int(sys.argv[7])
+    status_fd, disk = int(sys.argv[7]), int(sys.argv[8])
+    seccomp = b"" if sys.argv[9] == "-" else bytes.fromhex(sys.argv[9])
+    cgroup = "" if sys.argv[10] == "-" else sys.argv[10]
     root = os.path.dirname(cell)
+    with open(cell, encoding="utf-8") as f:
+        src = f.read()
     got: list[str] = ["rlimits"]
     missing: dict[str, str] = {}
     if isolation == "process" or sys.platform != "linux":
         _rlimits(*limits[:3], 0)
     else:
-        got, missing = _confine_linux(root, limits, status_fd)
+        got, missing = _confine_linux(root, limits, status_fd, disk, seccomp, cgroup)
     _report(status_fd, got, missing)
     if isolation == "strict" and missing:
         os._exit(0)  # the parent reads the report and raises; no code runs half-confined
@@ -231,4 +263,4 @@ def main() -> None:
     sys.path.remove(os.path.dirname(os.path.abspath(__file__)))
     for name in ("confine", "landlock", "linux"):  # the cell's own `import linux` must not find ours
         sys.modules.pop(name, None)
-    _run_cell(cell)
+    _run_cell(src)

@@ -10,6 +10,8 @@ Process tree: the bootstrap (stage 0) enters new user, network, IPC, UTS and mou
 creates a PID namespace; its child is PID 1 there (``init``), mounts a fresh /proc that shows only
 the sandbox's processes, and runs the cell as PID 2. When the cell ends, init exits and the kernel
 kills every process left in the namespace (a ``setsid`` or double-forked grandchild included).
+The mount namespace gets a private /proc, /run and /tmp, and the cell's folder becomes a
+size-limited tmpfs; a seccomp filter (`seccomp_filter`) refuses unix sockets.
 """
 
 from __future__ import annotations
@@ -19,8 +21,10 @@ import os
 
 CLONE_NEWNS, CLONE_NEWUTS, CLONE_NEWIPC = 0x00020000, 0x04000000, 0x08000000
 CLONE_NEWUSER, CLONE_NEWPID, CLONE_NEWNET = 0x10000000, 0x20000000, 0x40000000
-_MS_NOSUID, _MS_NODEV, _MS_NOEXEC, _MS_REC, _MS_PRIVATE = 2, 4, 8, 0x4000, 0x40000
+_MS_NOSUID, _MS_NODEV, _MS_NOEXEC, _MS_BIND, _MS_REC, _MS_PRIVATE = 2, 4, 8, 0x1000, 0x4000, 0x40000
 _PR_SET_PDEATHSIG, _PR_SET_DUMPABLE, _PR_CAPBSET_DROP, _PR_SET_NO_NEW_PRIVS = 1, 4, 24, 38
+_PR_SET_SECCOMP, _SECCOMP_MODE_FILTER = 22, 2
+_INODES = 16384  # files in the cell's tmpfs: each costs kernel memory that `size=` does not count
 _CAP_VERSION_3 = 0x20080522
 _SIGKILL = 9  # not `signal.SIGKILL`: importing signal (and enum) costs milliseconds per cell
 NOBODY = 65534
@@ -94,26 +98,81 @@ def enter_namespaces(got: list[str], missing: dict[str, str]) -> None:
             missing[name] = f"unshare failed ({exc.strerror})"
 
 
-def private_mounts(got: list[str], missing: dict[str, str], fresh_proc: bool) -> None:
+def private_mounts(
+    got: list[str], missing: dict[str, str], fresh_proc: bool, root: str, disk: int, keep: list[str]
+) -> None:
     """In the new mount namespace: nothing propagates out, /proc shows only the sandbox's processes,
-    /run (service sockets: D-Bus, Docker, systemd) is an empty tmpfs."""
-    steps: list[tuple[str, bytes | None, bytes, bytes | None, int, bytes | None]] = [
-        ("private-mounts", None, b"/", None, _MS_REC | _MS_PRIVATE, None)
+    /run and /tmp (service and agent sockets: D-Bus, Docker, ssh-agent, X11) are empty but for the
+    ``keep`` paths under /tmp (an interpreter or packages there), bound back, and the cell's own
+    folder ``root`` is a fresh tmpfs of ``disk`` bytes (its writable space), holding an empty
+    ``work`` folder that becomes the current directory."""
+    kept = _open_paths(keep)
+    steps: list[tuple[str, bytes | None, str, bytes | None, int, bytes | None]] = [
+        ("private-mounts", None, "/", None, _MS_REC | _MS_PRIVATE, None)
     ]
     if fresh_proc:
-        steps.append(("private-proc", b"proc", b"/proc", b"proc", _MS_NOSUID | _MS_NODEV | _MS_NOEXEC, None))
-    if os.path.isdir("/run"):
-        steps.append(
-            ("private-run", b"tmpfs", b"/run", b"tmpfs", _MS_NOSUID | _MS_NODEV, b"size=1m,mode=755")
-        )
+        steps.append(("private-proc", b"proc", "/proc", b"proc", _MS_NOSUID | _MS_NODEV | _MS_NOEXEC, None))
+    for name, target in (("private-run", "/run"), ("private-tmp", "/tmp")):
+        if os.path.isdir(target):
+            steps.append((name, b"tmpfs", target, b"tmpfs", _MS_NOSUID | _MS_NODEV, b"size=1m,mode=755"))
+    size = f"size={disk},nr_inodes={_INODES},mode=700".encode()
+    steps.append(("disk-limit", b"tmpfs", root, b"tmpfs", _MS_NOSUID | _MS_NODEV, size))
     for name, source, target, kind, flags, options in steps:
         try:
-            _check(_libc.mount(source, target, kind, flags, options))
+            if name == "disk-limit":
+                os.makedirs(root, 0o700, exist_ok=True)  # hidden by the private /tmp: made again
+            _check(_libc.mount(source, target.encode(), kind, flags, options))
             got.append(name)
+            if name == "private-tmp":
+                _bind_back(kept)
         except OSError as exc:
             missing[name] = f"mount failed ({exc.strerror})"
             if name == "private-mounts":
                 return  # a mount made now could propagate to the caller's namespace
+    for fd in kept.values():
+        os.close(fd)
+    work = os.path.join(root, "work")
+    os.makedirs(work, 0o700, exist_ok=True)
+    os.chdir(work)  # the old current directory lies under the mounts
+
+
+def _open_paths(paths: list[str]) -> dict[str, int]:
+    """``O_PATH`` descriptors of the outermost of ``paths`` (a folder's entries come with it)."""
+    kept: dict[str, int] = {}
+    for path in sorted(paths):
+        if any(path.startswith(os.path.join(k, "")) for k in kept):
+            continue
+        try:
+            kept[path] = os.open(path, os.O_PATH | os.O_CLOEXEC)
+        except OSError:
+            continue
+    return kept
+
+
+def _bind_back(kept: dict[str, int]) -> None:
+    """Bind each kept path (by its descriptor, from before /tmp was covered) to its old place."""
+    for path, fd in kept.items():
+        try:
+            if os.path.isdir(f"/proc/self/fd/{fd}"):
+                os.makedirs(path, exist_ok=True)
+            else:
+                os.makedirs(os.path.dirname(path), exist_ok=True)
+                os.close(os.open(path, os.O_CREAT | os.O_WRONLY, 0o600))
+            source = f"/proc/self/fd/{fd}".encode()
+            _check(_libc.mount(source, path.encode(), None, _MS_BIND | _MS_REC, None))
+        except OSError:
+            continue  # a path the cell then cannot read: its import fails, nothing more
+
+
+class _SockFprog(ctypes.Structure):
+    _fields_ = (("len", ctypes.c_ushort), ("filter", ctypes.c_char_p))
+
+
+def seccomp_filter(program: bytes) -> None:
+    """Load a seccomp BPF program (built by libseccomp in chainform, `_seccomp`) on this process
+    and every process it starts; needs ``PR_SET_NO_NEW_PRIVS``."""
+    prog = _SockFprog(len(program) // 8, program)
+    _check(_libc.prctl(_PR_SET_SECCOMP, _SECCOMP_MODE_FILTER, ctypes.byref(prog), 0, 0))
 
 
 class _CapHeader(ctypes.Structure):
