@@ -48,7 +48,7 @@ def test_the_divided_budget_is_said_in_the_result_and_a_warning(no_cgroup: None)
 @linux
 def test_strict_refuses_without_the_seccomp_filter(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(_run, "unix_socket_filter", lambda: (b"", "libseccomp is not available (test)"))
-    with pytest.raises(SandboxUnavailableError, match="seccomp-unix .libseccomp is not available"):
+    with pytest.raises(SandboxUnavailableError, match=r"seccomp-unix \(libseccomp is not available"):
         python("1", isolation="strict")
     _run._warned.clear()
     with pytest.warns(RuntimeWarning, match="seccomp-unix"):
