@@ -27,6 +27,7 @@ _PUBLIC: dict[str, tuple[str, ...]] = {
     "chainform.clients.registry": ("ModelInfo", "list_models", "register_alias"),
     "chainform.errors": (
         "AllModelsFailedError",
+        "AttachmentError",
         "Attempt",
         "ChainError",
         "ChainformError",
@@ -62,6 +63,7 @@ _PUBLIC: dict[str, tuple[str, ...]] = {
     "chainform.schema.dsl": ("resolve_schema", "schema_dsl"),
     "chainform.tools": ("Tool", "Toolbox", "get_schema"),
     "chainform.types": (
+        "Attachment",
         "ChatOptions",
         "ChatResponse",
         "ChatResponseUpdate",
@@ -123,6 +125,7 @@ if TYPE_CHECKING:  # what type checkers and editors see: the same names, importe
     from chainform.clients.registry import list_models as list_models
     from chainform.clients.registry import register_alias as register_alias
     from chainform.errors import AllModelsFailedError as AllModelsFailedError
+    from chainform.errors import AttachmentError as AttachmentError
     from chainform.errors import Attempt as Attempt
     from chainform.errors import ChainError as ChainError
     from chainform.errors import ChainformError as ChainformError
@@ -160,6 +163,7 @@ if TYPE_CHECKING:  # what type checkers and editors see: the same names, importe
     from chainform.tools import Tool as Tool
     from chainform.tools import Toolbox as Toolbox
     from chainform.tools import get_schema as get_schema
+    from chainform.types import Attachment as Attachment
     from chainform.types import ChatOptions as ChatOptions
     from chainform.types import ChatResponse as ChatResponse
     from chainform.types import ChatResponseUpdate as ChatResponseUpdate

@@ -108,10 +108,11 @@ class Agent:
             "retries": self.retries,
         }
 
-    def run(self, input: Any) -> Any:
+    def run(self, input: Any, *, attachments: Sequence[Any] | None = None, convert: bool = True) -> Any:
         """Validate `input` and start the agent's chain: a ChainResponse (an AsyncChainResponse,
-        to await, when the model is async). Bad input raises ToolArgumentError."""
-        return self.model.chain(self._prompt(input), **self._options())
+        to await, when the model is async). Bad input raises ToolArgumentError. `attachments`
+        (chainform.Attachment) go beside it, as for `model.chain`."""
+        return self.model.chain(self._prompt(input), attachments=attachments, convert=convert, **self._options())
 
     # -- as a tool ------------------------------------------------------------------------------
 

@@ -10,6 +10,7 @@ from typing import Any, Generic, TypeVar
 
 from chainform import _sync
 from chainform._map._api import amap, map_sync
+from chainform.chain._attachments import PendingPrompt, Prepared, PromptInput, prepare_request, user_prompt
 from chainform.chain._engine import ChainRequest, ChainRun
 from chainform.chain._events import EventLog
 from chainform.chain._fallback import FallbackPlan
@@ -22,32 +23,11 @@ from chainform.output import STRATEGIES, OutputSpec
 from chainform.output._fallbacks import Fallbacks
 from chainform.output.strategies._context import ContextPolicy
 from chainform.response import AsyncChainResponse, ChainResponse, RunFactory
-from chainform.types import ChatOptions, Content, Message, ModelProfile
-from chainform.types._options import OPTION_NAMES
-
-PromptInput = str | Message | Sequence[Content] | None
+from chainform.types import Attachment, ChatOptions, Message, ModelProfile
+from chainform.types._options import as_options
 
 R = TypeVar("R", ChainResponse, AsyncChainResponse)
 M = TypeVar("M", "Model", "AsyncModel")
-
-
-def as_options(options: ChatOptions | dict[str, Any] | None) -> ChatOptions:
-    """ChatOptions from a dict (`-o KEY VALUE` style); unknown keys become provider extras."""
-    if options is None:
-        return ChatOptions()
-    if isinstance(options, ChatOptions):
-        return options
-    known = {k: v for k, v in options.items() if k in OPTION_NAMES}
-    extra = {k: v for k, v in options.items() if k not in OPTION_NAMES}
-    return ChatOptions(**known, additional_properties=extra)
-
-
-def _prompt_message(prompt: PromptInput) -> Message | None:
-    if prompt is None:
-        return None
-    if isinstance(prompt, Message):
-        return prompt
-    return Message.user(prompt if isinstance(prompt, str) else list(prompt))
 
 
 def _new_id() -> str:
@@ -122,8 +102,15 @@ class _Base(Generic[R]):
         log: bool = True,
         conversation_id: str | None = None,
         history: Sequence[Message] = (),
+        attachments: Sequence[Attachment] | None = None,
+        convert: bool = True,
+        allow_private_urls: bool = False,
+        attachments_store: str = "copy",
     ) -> R:
         """Run a tool chain whose final answer matches `schema` (when given); see docs/strategies.md.
+
+        `attachments` (or Attachments in `prompt=[...]`) are made ready for this model before
+        anything is sent: as they are, or converted locally (docs/attachments.md).
 
         The sync Model starts the chain at once on a background loop; AsyncModel starts it when
         first awaited or iterated.
@@ -131,8 +118,12 @@ class _Base(Generic[R]):
         if strategy not in STRATEGIES:
             raise ValueError(f"unknown strategy {strategy!r}; choose one of {', '.join(STRATEGIES)}")
         sources = [t for t in tools or () if is_tool_source(t)]
+        message = user_prompt(
+            prompt, attachments, convert=convert, allow_private_urls=allow_private_urls, store=attachments_store
+        )
+        pending = message if isinstance(message, PendingPrompt) else None
         request = ChainRequest(
-            prompt=_prompt_message(prompt),
+            prompt=message if isinstance(message, Message) else None,
             system=system,
             tools=normalize_tools(t for t in tools or () if not is_tool_source(t)),
             output=OutputSpec.from_user(schema) if schema is not None else None,
@@ -148,8 +139,10 @@ class _Base(Generic[R]):
             history=list(history),
         )
         if sources:
-            return self._respond(lambda events: self._leased(sources, request, conversation_id, log, events))
-        return self._respond(lambda events: self._run_logged(request, conversation_id, log, events))
+            return self._respond(
+                lambda events: self._leased(sources, request, conversation_id, log, events, pending)
+            )
+        return self._respond(lambda events: self._run_logged(request, conversation_id, log, events, pending))
 
     async def _leased(
         self,
@@ -158,6 +151,7 @@ class _Base(Generic[R]):
         conversation_id: str | None,
         log: bool,
         events: EventLog,
+        pending: PendingPrompt | None,
     ) -> ChainResult:
         """Run a chain whose tools include MCP servers: their sessions stay open for the chain."""
         leased: list[Any] = []
@@ -166,7 +160,7 @@ class _Base(Generic[R]):
                 offered: list[Any] = await asyncio.to_thread(source.acquire)
                 leased.append(source)
                 request.tools = normalize_tools([*request.tools, *offered])
-            return await self._run_logged(request, conversation_id, log, events)
+            return await self._run_logged(request, conversation_id, log, events, pending)
         finally:
             events.close()
             for source in leased:
@@ -182,27 +176,14 @@ class _Base(Generic[R]):
         retries: int = 2,
         stream: bool = True,
         log: bool = True,
+        **attaching: Any,
     ) -> R:
-        """A single call (no tools); with a schema, validated and retried like a chain."""
+        """A single call (no tools); with a schema, validated and retried like a chain.
+        `attachments=`, `convert=`, `allow_private_urls=`, `attachments_store=` as for `chain`."""
         return self.chain(
-            prompt, system=system, schema=schema, options=options, retries=retries, stream=stream, log=log
-        )
-
-    def _run(
-        self, request: ChainRequest, conversation_id: str | None, log: bool, events: EventLog
-    ) -> ChainRun:
-        return ChainRun(
-            self.client,
-            request,
-            profile=self.profile,
-            model_name=self.name,
-            conversation_id=conversation_id or _new_id(),
-            chain_id=_new_id(),
-            events=events,
-            logger=self._logger(request) if log else None,
-            fallbacks=self.fallbacks,
-            fallback=self.fallback,
-        )
+            prompt, system=system, schema=schema, options=options, retries=retries, stream=stream, log=log,
+            **attaching,
+        )  # fmt: skip
 
     # -- logging ----------------------------------------------------------------------------
 
@@ -222,7 +203,7 @@ class _Base(Generic[R]):
                 warnings.warn(f"chainform: logging disabled: {exc}{way_on}", stacklevel=3)
         return self._store
 
-    def _logger(self, request: ChainRequest) -> Any:
+    def _logger(self, request: ChainRequest, prepared: Prepared | None = None) -> Any:
         from chainform.store import ChainLogger, logging_enabled
 
         store = self._open_store()
@@ -233,26 +214,48 @@ class _Base(Generic[R]):
         return ChainLogger(
             store,
             self.name,
-            prompt=request.prompt.text if request.prompt else None,
+            prompt=prepared.text if prepared else request.prompt.text if request.prompt else None,
             system=request.system,
             schema=request.output.schema if request.output else None,
             schema_content=request.output.content if request.output else None,
             format_context_policy=request.format_context.name,
+            attachments=prepared.attachments if prepared else (),
+            attachments_store=prepared.store if prepared else "copy",
         )
 
     async def _run_logged(
-        self, request: ChainRequest, conversation_id: str | None, log: bool, events: EventLog
+        self,
+        request: ChainRequest,
+        conversation_id: str | None,
+        log: bool,
+        events: EventLog,
+        pending: PendingPrompt | None = None,
     ) -> ChainResult:
         """Run a chain; it returns (or raises) only once the log has committed its calls."""
         from chainform.store import ChainLogger
 
-        run = self._run(request, conversation_id, log, events)
+        prepared = await prepare_request(request, pending, self.profile, events)  # before any call
+        run = ChainRun(
+            self.client,
+            request,
+            profile=self.profile,
+            model_name=self.name,
+            conversation_id=conversation_id or _new_id(),
+            chain_id=_new_id(),
+            events=events,
+            logger=self._logger(request, prepared) if log else None,
+            fallbacks=self.fallbacks,
+            fallback=self.fallback,
+        )
         with _sync.chain_running():
             try:
-                return await traced(run)
+                result = await traced(run)
             finally:
                 if isinstance(run.logger, ChainLogger):
                     await run.logger.committed(in_place=_sync.only_chain())
+        if prepared is not None:
+            result.attachments = prepared.conversions
+        return result
 
 
 def _history_after(history: list[Message], result: ChainResult) -> list[Message]:

@@ -12,6 +12,7 @@ from chainform import _sync
 from chainform._lineage import AgentRun
 from chainform.chain._events import ChainEvent, EventLog, FinalText, PartialObjects
 from chainform.chain._records import ChainResult, ChainUsage, ModelCall
+from chainform.documents import Conversion
 from chainform.output import StrategyChoice
 
 RunFactory = Callable[[EventLog], Coroutine[Any, Any, ChainResult]]
@@ -46,6 +47,11 @@ class _ResultView:
             return self._finished().agent_runs
         except Exception as exc:
             return list(getattr(exc, "agent_runs", []))
+
+    @property
+    def attachments(self) -> list[Conversion]:
+        """How each attachment reached the model: as is, or converted ("receipt.png: OCR, 14 lines")."""
+        return self._finished().attachments
 
     @property
     def strategy(self) -> StrategyChoice | None:

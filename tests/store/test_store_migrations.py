@@ -55,6 +55,29 @@ def test_store_migrates_older_schema(tmp_path: Path, version: int) -> None:
     db.close()
 
 
+def test_a_log_from_before_attachments_keeps_its_inline_bytes_and_takes_new_files(tmp_path: Path) -> None:
+    path = tmp_path / "old.db"
+    db = sqlite3.connect(path, isolation_level=None)
+    db.execute("BEGIN")
+    migrate(db, upto=5)
+    db.execute("INSERT INTO conversations VALUES ('c1', 'old-model', NULL, ?)", (time.time(),))
+    inline = [{"role": "user", "contents": [{"type": "data", "data": "aGk=", "media_type": "text/plain"}]}]
+    db.execute(
+        """INSERT INTO responses (id, conversation_id, chain_id, seq, purpose, model, messages, options,
+           text, created_at) VALUES ('r1', 'c1', 'k1', 0, 'chain', 'old-model', ?, '{}', 'ok', ?)""",
+        (json.dumps(inline), time.time()),
+    )
+    db.execute("COMMIT")
+    db.close()
+    with Store(path) as store:
+        [old] = store.recent()
+        assert old.messages[0].contents[0].data == b"hi" and old.attachments == []  # type: ignore[union-attr]
+    db = sqlite3.connect(path)
+    assert user_version(db) == len(MIGRATIONS)
+    assert db.execute("SELECT COUNT(*) FROM attachments").fetchone() == (0,)
+    db.close()
+
+
 def test_store_refuses_newer_schema(tmp_path: Path) -> None:
     path = tmp_path / "new.db"
     db = sqlite3.connect(path)

@@ -10,7 +10,7 @@ from typing import Any, Literal
 
 from chainform.schema.partial import PartialJSON
 
-EventKind = Literal["text", "partial", "tool_call", "tool_result", "call_end"]
+EventKind = Literal["text", "partial", "tool_call", "tool_result", "call_end", "attachment"]
 
 
 @dataclass(frozen=True)
@@ -18,6 +18,8 @@ class ChainEvent:
     """Something that happened while a chain ran; `purpose` says which kind of model call it belongs to.
 
     `call_end` closes each model call; its `value` is True when that call produced the final answer.
+    `attachment` (before any call) says how an attachment reached the model (`value`: a
+    documents.Conversion; `text`: "receipt.png: OCR, 14 lines").
     A `text` event that builds a structured answer carries its `JsonSource` as `value`.
     """
 

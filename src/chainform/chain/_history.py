@@ -113,22 +113,29 @@ def of_log(rows: Sequence[LoggedResponse]) -> list[ChainSteps]:
     out = []
     for calls in chains.values():
         calls.sort(key=lambda c: c.seq)
+        asked = next((m for m in reversed(calls[0].messages) if m.role == Role.USER), None)
+        if calls[0].attachments and asked is not None:  # its files (or their converted text) again
+            out.append(ChainSteps(asked, _steps(calls)))
+            continue
         prompt = next((c.prompt for c in calls if c.prompt is not None), None)
-        if prompt is None:
-            prompt = next((m.text for m in reversed(calls[0].messages) if m.role == Role.USER), None)
-        steps = [
-            Step(
-                c.purpose,
-                c.text,
-                [_call(t.call_id, t.name, t.arguments) for t in c.tool_calls],
-                [FunctionResultContent(r.call_id, r.output, r.error, r.name) for r in c.tool_results],
-                c.parsed,
-                c.error is not None,
-            )
-            for c in calls
-        ]
-        out.append(ChainSteps(Message.user(prompt) if prompt else None, steps))
+        if prompt is None and asked is not None:
+            prompt = asked.text
+        out.append(ChainSteps(Message.user(prompt) if prompt else None, _steps(calls)))
     return out
+
+
+def _steps(calls: list[LoggedResponse]) -> list[Step]:
+    return [
+        Step(
+            c.purpose,
+            c.text,
+            [_call(t.call_id, t.name, t.arguments) for t in c.tool_calls],
+            [FunctionResultContent(r.call_id, r.output, r.error, r.name) for r in c.tool_results],
+            c.parsed,
+            c.error is not None,
+        )
+        for c in calls
+    ]
 
 
 def _call(call_id: str, name: str, arguments: Any) -> FunctionCallContent:

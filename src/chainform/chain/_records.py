@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from chainform._lineage import AgentRun
+from chainform.documents import Conversion
 from chainform.output import StrategyChoice
 from chainform.types import ChatOptions, ChatResponse, FunctionResultContent, Message, UsageDetails
 
@@ -104,6 +105,7 @@ class ChainResult:
     cut_off: bool = False
     prompt: Message | None = None
     agent_runs: list[AgentRun] = field(default_factory=list)  # subagents this chain called
+    attachments: list[Conversion] = field(default_factory=list)  # how each attachment reached the model
 
     def json_text(self) -> str:
         return json.dumps(self.data, ensure_ascii=False)

@@ -30,7 +30,9 @@ def exit_code_for(exc: BaseException) -> int:
     from chainform import errors
     from chainform.store import StoreError
 
-    if isinstance(exc, errors.SchemaError | click.UsageError | StoreError | errors.HomeError):
+    if isinstance(
+        exc, errors.SchemaError | click.UsageError | StoreError | errors.HomeError | errors.AttachmentError
+    ):
         return EXIT_USAGE
     if isinstance(exc, errors.ProviderError | errors.MissingKeyError | errors.ModelNotFoundError):
         return EXIT_PROVIDER

@@ -44,6 +44,12 @@ def render(row: LoggedResponse, *, usage: bool, format_context: bool) -> str:
         lines += ["", "### System", "", row.system]
     if row.prompt is not None:
         lines += ["", "### Prompt", "", row.prompt]
+    if row.attachments:
+        lines += ["", "### Attachments", ""]
+        lines += [
+            f"- {a.summary()} · sha256 `{a.sha256[:12]}`" + (f" · ref {a.ref}" if a.ref else "")
+            for a in row.attachments
+        ]
     if row.format_context is not None:
         policy = row.format_context_policy or "?"
         if format_context:

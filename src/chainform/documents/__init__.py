@@ -8,9 +8,9 @@ reports each conversion so the CLI, the log and the chain's records can show it.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Any
 
 from chainform.documents._convert import Conversion, can_convert, prepare, to_text
-from chainform.documents._fetch import fetch
 from chainform.errors import AttachmentError
 from chainform.types import Content, ModelProfile, TextContent
 from chainform.types._attachment import Attachment
@@ -43,6 +43,8 @@ def prepare_parts(
             parts.append(TextContent(item))
         elif isinstance(item, Attachment):
             if item.is_remote and not _provider_fetches(item, profile):
+                from chainform.documents._fetch import fetch  # httpx (and what it imports) on need
+
                 fetch(item, allow_private=allow_private_urls)
             part, conversion = prepare(item, profile, convert=convert)
             parts.append(part)
@@ -50,6 +52,14 @@ def prepare_parts(
         else:
             parts.append(item)
     return parts, conversions
+
+
+def __getattr__(name: str) -> Any:
+    if name == "fetch":
+        from chainform.documents._fetch import fetch
+
+        return fetch
+    raise AttributeError(f"module 'chainform.documents' has no attribute {name!r}")
 
 
 def _provider_fetches(attachment: Attachment, profile: ModelProfile) -> bool:

@@ -23,10 +23,13 @@ import atexit
 import time
 import warnings
 import weakref
+from collections.abc import Sequence
 from contextvars import ContextVar
+from pathlib import Path
 from typing import TYPE_CHECKING, Any, NamedTuple, Protocol
 
 from chainform._lineage import Lineage, current_chain
+from chainform.store._attachments import Attached, url_key
 from chainform.store._records import ToolCallRecord, ToolResultRecord, new_id
 from chainform.store._rows import Rows, known_schema, rows_of, schema_id
 from chainform.store._serialize import to_jsonable
@@ -75,6 +78,8 @@ class ChainLogger:
         schema: dict[str, Any] | None,
         format_context_policy: str | None,
         schema_content: tuple[str, str] | None = None,
+        attachments: Sequence[tuple[Any, Any]] = (),
+        attachments_store: str = "copy",
     ) -> None:
         self.store = store
         self.model = model
@@ -89,6 +94,28 @@ class ChainLogger:
         else:
             self.schema_id = schema_id(schema)
         self._calls: list[_Noted] = []
+        self._attached: list[Attached] = []
+        self.attach(attachments, store=attachments_store)
+
+    def attach(self, attachments: Sequence[tuple[Any, Any]], *, store: str = "copy") -> None:
+        """The chain's attachments (chainform Attachment, documents Conversion pairs): logged once
+        each, linked to every call. `store="ref"` keeps a file's path or URL, not its bytes."""
+        for attachment, conversion in attachments:
+            remote = attachment.is_remote
+            ref = attachment.url if remote else str(attachment.path) if attachment.path is not None else None
+            keep_ref = remote or (store == "ref" and ref is not None)
+            self._attached.append(
+                Attached(
+                    url_key(attachment.url) if remote else attachment.sha256(),
+                    conversion.media_type,
+                    attachment.size(),
+                    conversion.name,
+                    conversion.method,
+                    conversion.detail,
+                    None if keep_ref else attachment.read(),
+                    str(Path(ref).resolve()) if keep_ref and not remote and ref else ref if keep_ref else None,
+                )
+            )
 
     def __call__(self, call: LoggableCall, run: Any) -> None:
         """Note `call` (it has its tool results) with what only this moment knows: its id, place,
@@ -124,7 +151,7 @@ class ChainLogger:
         return noted
 
     def _rows(self, noted: list[_Noted]) -> Rows:
-        return rows_of([_Call(self, n) for n in noted])
+        return rows_of([_Call(self, n) for n in noted], self._attached)
 
     async def committed(self, in_place: bool = False) -> None:
         """Write this chain's calls in one transaction; return once it is committed, without

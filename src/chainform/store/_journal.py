@@ -29,7 +29,12 @@ FORMAT = 1
 
 
 def stage(db: sqlite3.Connection, rows: Rows) -> None:
-    """Journal `rows` (inside the caller's transaction)."""
+    """Journal `rows` (inside the caller's transaction). Attached files are written at once (their
+    bytes do not travel as JSON, and nothing they reference waits in the journal)."""
+    files = rows.get("attachments")
+    if files:
+        write_rows(db, {"attachments": files})
+        rows = {name: params for name, params in rows.items() if name != "attachments"}
     db.execute("INSERT INTO journal (format, rows) VALUES (?, ?)", (FORMAT, to_json(rows).decode()))
 
 

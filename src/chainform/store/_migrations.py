@@ -136,12 +136,42 @@ def _m005_lighter_writes(db: sqlite3.Connection) -> None:
     db.execute("CREATE TABLE journal (id INTEGER PRIMARY KEY, format INTEGER NOT NULL, rows TEXT NOT NULL)")
 
 
+def _m006_attachments(db: sqlite3.Connection) -> None:
+    """Attached files, each once by the sha256 of its bytes (store/_attachments.py), and which
+    calls sent them; a call's messages name a file by that key instead of holding its bytes. Calls
+    logged before keep their inline bytes and read as they did."""
+    _script(
+        db,
+        """
+        CREATE TABLE attachments (
+            sha256 TEXT PRIMARY KEY,
+            media_type TEXT NOT NULL,
+            size INTEGER,
+            content BLOB,
+            ref TEXT,
+            created_at REAL NOT NULL
+        );
+        CREATE TABLE response_attachments (
+            response_id TEXT NOT NULL REFERENCES responses(id),
+            position INTEGER NOT NULL,
+            sha256 TEXT NOT NULL REFERENCES attachments(sha256),
+            name TEXT,
+            method TEXT,
+            detail TEXT,
+            PRIMARY KEY (response_id, position)
+        );
+        CREATE INDEX response_attachments_file ON response_attachments(sha256);
+        """,
+    )
+
+
 MIGRATIONS: list[Migration] = [
     _m001_core,
     _m002_schemas_and_format_contexts,
     _m003_full_text_search,
     _m004_subagent_links,
     _m005_lighter_writes,
+    _m006_attachments,
 ]
 
 

@@ -14,6 +14,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field
 
 from chainform.errors import ChainformError
+from chainform.store._attachments import AttachmentRecord
 from chainform.store._ids import new_id as new_id  # the record's id (store/_ids.py)
 from chainform.store._serialize import StoredMessage
 from chainform.types import UsageDetails
@@ -80,6 +81,7 @@ class CallRecord(BaseModel):
     parent_chain_id: str | None = None
     parent_tool_call_id: str | None = None
     agent_name: str | None = None
+    attachments: list[AttachmentRecord] = Field(default_factory=list)  # files the call sent (stored once)
 
     @property
     def schema(self) -> dict[str, Any] | None:  # type: ignore[override]

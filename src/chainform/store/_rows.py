@@ -13,6 +13,8 @@ from typing import Any, Protocol
 
 from chainform._json import content_id
 from chainform.keys import mentions_secret
+from chainform.store._attachments import Attached, Blobs, of_call, restore
+from chainform.store._attachments import rows as attachment_rows
 from chainform.store._records import CallRecord, StoreError, ToolCallRecord, ToolResultRecord
 from chainform.store._serialize import (
     Encoded,
@@ -77,7 +79,11 @@ STATEMENTS = {  # in foreign-key order: a conversation and a schema before the c
     "conversations": "INSERT OR IGNORE INTO conversations (id, model, name, created_at) VALUES (?, ?, ?, ?)",
     "conversation_names": "UPDATE conversations SET name = ? WHERE id = ? AND name IS NULL",
     "schemas": "INSERT OR IGNORE INTO schemas (id, content, created_at) VALUES (?, ?, ?)",
+    "attachments": "INSERT OR IGNORE INTO attachments (sha256, media_type, size, content, ref, created_at) "
+    "VALUES (?, ?, ?, ?, ?, ?)",
     "responses": _INSERT_RESPONSE,
+    "response_attachments": "INSERT OR IGNORE INTO response_attachments "
+    "(response_id, position, sha256, name, method, detail) VALUES (?, ?, ?, ?, ?, ?)",
     "tool_calls": "INSERT INTO tool_calls (response_id, call_id, name, arguments) VALUES (?, ?, ?, ?)",
     "tool_results": "INSERT INTO tool_results (response_id, call_id, name, output, error) VALUES (?, ?, ?, ?, ?)",
     "format_contexts": "INSERT INTO format_contexts (response_id, policy, context) VALUES (?, ?, ?)",
@@ -151,13 +157,15 @@ class LoggedCall(Protocol):
     def schema(self) -> dict[str, Any] | None: ...
 
 
-def rows_of(records: Sequence[LoggedCall]) -> Rows:
+def rows_of(records: Sequence[LoggedCall], attached: Sequence[Attached] = ()) -> Rows:
     """The rows of calls (a chain's): each conversation and schema once, each message encoded
-    once. Every loaded key value is masked in them (`storable_rows`)."""
+    once, each attachment (`attached`, and any inline bytes of the messages) once, linked to every
+    call. Every loaded key value is masked in them (`storable_rows`)."""
     rows: Rows = {}
     conversations: set[tuple[str, str, str | None]] = set()
     schemas: set[str] = set()  # a chain's calls share one schema (the logger gave its id)
     encoded: Encoded = {}
+    blobs: Blobs = {}
     for record in records:
         conversation = (record.conversation_id, record.model, record.conversation_name)
         if conversation not in conversations:
@@ -170,7 +178,9 @@ def rows_of(records: Sequence[LoggedCall]) -> Rows:
                 schemas.add(sid)
                 text = _TEXTS.get(sid) or canonical_json(record.schema)
                 rows.setdefault("schemas", []).append((sid, text, time.time()))
-        _response_rows(rows, record, sid, encoded)
+        _response_rows(rows, record, sid, encoded, blobs)
+    if attached or blobs:
+        rows.update(attachment_rows(list(attached), blobs, [r.id for r in records]))
     return storable_rows(rows)
 
 
@@ -203,7 +213,7 @@ def _conversation_rows(rows: Rows, cid: str, model: str, name: str | None) -> Ro
     return rows
 
 
-def _response_rows(rows: Rows, record: LoggedCall, sid: str | None, encoded: Encoded) -> None:
+def _response_rows(rows: Rows, record: LoggedCall, sid: str | None, encoded: Encoded, blobs: Blobs) -> None:
     usage = record.usage
     rows.setdefault("responses", []).append(
         (
@@ -216,7 +226,7 @@ def _response_rows(rows: Rows, record: LoggedCall, sid: str | None, encoded: Enc
             record.model,
             record.prompt,
             record.system,
-            messages_to_json(record.messages, encoded),
+            messages_to_json(record.messages, encoded, blobs),
             dumps(redact(record.options)),
             sid,
             record.text or "",
@@ -252,7 +262,8 @@ def read_call(db: sqlite3.Connection, row: tuple[Any, ...]) -> CallRecord:
         data["usage"] = UsageDetails(
             counts[0], counts[1], counts[2], json.loads(counts[3]) if counts[3] else {}
         )
-    data["messages"] = messages_from_json(data["messages"])
+    data["messages"] = messages_from_json(restore(db, data["messages"]) if data["messages"] else None)
+    data["attachments"] = of_call(db, rid)
     for key in ("options", "schema", "parsed"):
         data[key] = json.loads(data[key]) if data[key] is not None else None
     data["options"] = data["options"] or {}

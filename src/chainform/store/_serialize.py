@@ -18,8 +18,9 @@ from pydantic import ConfigDict, Field, PlainSerializer, PlainValidator, TypeAda
 from chainform._json import canonical_json as canonical_json  # the log's form of a schema
 from chainform.keys import mentions_secret
 from chainform.keys import redact as mask_keys
+from chainform.store._attachments import Blobs, stored_contents
 from chainform.types import Message, encodable_text
-from chainform.types._content import Content
+from chainform.types._content import Content, DataContent
 
 REDACTED = "[redacted]"
 
@@ -125,22 +126,27 @@ Encoded = dict[int, tuple[Message, str]]
 """Messages already encoded while writing one chain's rows: id -> (the message, its JSON)."""
 
 
-def messages_to_json(messages: list[Message], encoded: Encoded | None = None) -> str:
+def messages_to_json(messages: list[Message], encoded: Encoded | None = None, blobs: Blobs | None = None) -> str:
     """The stored JSON of a list of messages. A chain's later calls resend every message of the
     earlier ones: with `encoded` (one per write of a chain's rows, while the messages cannot
-    change) each message is encoded once, not once per call it was sent with."""
+    change) each message is encoded once, not once per call it was sent with. With `blobs`, inline
+    bytes are stored by their sha256 and kept in `blobs` for the attachments table."""
     if encoded is None:
         encoded = {}
     parts = []
     for message in messages:
         known = encoded.get(id(message))
         if known is None:
-            known = encoded[id(message)] = (message, _message_json(message))
+            known = encoded[id(message)] = (message, _message_json(message, blobs))
         parts.append(known[1])
     return "[" + ",".join(parts) + "]"
 
 
-def _message_json(message: Message) -> str:
+def _message_json(message: Message, blobs: Blobs | None = None) -> str:
+    if blobs is not None and any(isinstance(c, DataContent) and c.data for c in message.contents):
+        stored = _MESSAGE.dump_python(message, mode="json")
+        stored_contents(stored["contents"], message.contents, blobs)
+        return dumps(stored)
     try:
         return _MESSAGE.dump_json(message).decode()
     except ValueError:  # lone surrogates (see `dumps`)

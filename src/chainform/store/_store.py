@@ -318,13 +318,14 @@ class Store:
 
         def delete(db: sqlite3.Connection) -> int:
             spread(db)
-            for table in ("tool_calls", "tool_results", "format_contexts"):
+            for table in ("tool_calls", "tool_results", "format_contexts", "response_attachments"):
                 db.execute(f"DELETE FROM {table} WHERE response_id IN ({selected})", args)
             count = db.execute(f"DELETE FROM responses WHERE id IN ({selected})", args).rowcount
             db.execute("DELETE FROM conversations WHERE id NOT IN (SELECT conversation_id FROM responses)")
             db.execute(
                 "DELETE FROM schemas WHERE id NOT IN (SELECT schema_id FROM responses WHERE schema_id IS NOT NULL)"
             )
+            db.execute("DELETE FROM attachments WHERE sha256 NOT IN (SELECT sha256 FROM response_attachments)")
             return int(count)
 
         self.flush()

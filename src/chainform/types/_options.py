@@ -130,6 +130,17 @@ _VALUE_OPTIONS = {"bool": bool, "int": int, "float": float, "list[str]": list}
 _OPTION_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_.-]*")
 
 
+def as_options(options: ChatOptions | dict[str, Any] | None) -> ChatOptions:
+    """ChatOptions from a dict (`-o KEY VALUE` style); unknown keys become provider extras."""
+    if options is None:
+        return ChatOptions()
+    if isinstance(options, ChatOptions):
+        return options
+    known = {k: v for k, v in options.items() if k in OPTION_NAMES}
+    extra = {k: v for k, v in options.items() if k not in OPTION_NAMES}
+    return ChatOptions(**known, additional_properties=extra)
+
+
 def check_option(name: str, value: Any) -> Any:
     """`value` (as JSON gives it) for the option `name`, checked against the ChatOptions field's
     type and range and converted (an integral 5.0 for an int, one string for a list of them);

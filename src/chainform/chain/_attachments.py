@@ -1,0 +1,140 @@
+"""A chain's attachments made ready for its model, before anything is sent.
+
+The prompt a user gives may mix text, content parts and `Attachment`s (`prompt=[...]`, or
+`attachments=[...]` beside it). Before the first call, each attachment is checked against the
+answering model's profile (`ModelProfile.media`) and sent as it is, or converted locally
+(chainform.documents: PDF text, OCR, text files) unless `convert=False`; anything that cannot be
+sent is an `AttachmentError` and no call is made. The engine never sees an `Attachment`: the
+chain starts from the prepared message, and the conversions ride on the chain's events (`--td`),
+its result (`ChainResult.attachments`) and its log rows.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Sequence
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+from chainform.chain._engine import ChainRequest
+from chainform.chain._events import ChainEvent, EventLog
+from chainform.documents import Conversion, prepare_parts
+from chainform.errors import AttachmentError
+from chainform.types import Content, Message, ModelProfile, TextContent
+from chainform.types._attachment import Attachment
+
+logger = logging.getLogger("chainform.attachments")
+
+
+@dataclass
+class PendingPrompt:
+    """A prompt whose attachments are not prepared yet: its parts in order."""
+
+    items: list[str | Attachment | Content]
+    convert: bool = True
+    allow_private_urls: bool = False
+    store: str = "copy"  # how the log keeps the files: "copy" (their bytes) or "ref" (path or URL)
+
+    @property
+    def text(self) -> str:
+        """The prompt's own text (what the log's prompt column shows, not the converted files)."""
+        return "\n".join(item for item in self.items if isinstance(item, str))
+
+
+@dataclass
+class Prepared:
+    """What the model receives, and each attachment with how it got there (for the log)."""
+
+    message: Message
+    attachments: list[tuple[Attachment, Conversion]] = field(default_factory=list)
+    text: str = ""  # the prompt's own text (the log's prompt column: not the converted files)
+    store: str = "copy"  # how the log keeps the files
+
+    @property
+    def conversions(self) -> list[Conversion]:
+        return [conversion for _, conversion in self.attachments]
+
+
+PromptInput = str | Message | Attachment | Sequence[str | Attachment | Content] | None
+"""What `model.chain(prompt)` takes: text, a message, or parts (text, content, attachments)."""
+
+
+def user_prompt(
+    prompt: PromptInput,
+    attachments: Sequence[Any] | None,
+    *,
+    convert: bool,
+    allow_private_urls: bool = False,
+    store: str = "copy",
+) -> Message | PendingPrompt | None:
+    """The user message as it is sent; a PendingPrompt when it holds an attachment (prepared for
+    the answering model when the chain starts)."""
+    if store not in ("copy", "ref"):
+        raise ValueError(f"attachments_store is 'copy' or 'ref', not {store!r}")
+    extra = list(attachments or ())
+    for item in extra:
+        if not isinstance(item, Attachment):
+            raise AttachmentError(
+                f"attachments= takes chainform.Attachment objects, not {type(item).__name__} "
+                "(e.g. cf.Attachment(path='receipt.png'))"
+            )
+    if isinstance(prompt, Message):
+        if extra:
+            raise AttachmentError("give attachments inside the Message's contents or with a text prompt")
+        return prompt
+    if prompt is None:
+        items: list[Any] = []
+    elif isinstance(prompt, str | Attachment):
+        items = [prompt]
+    else:
+        items = list(prompt)
+    items += extra
+    if not any(isinstance(item, Attachment) for item in items):
+        if prompt is None:
+            return None
+        return Message.user(prompt if isinstance(prompt, str) else [_part(item) for item in items])
+    return PendingPrompt(items, convert=convert, allow_private_urls=allow_private_urls, store=store)
+
+
+def _part(item: Any) -> Content:
+    return TextContent(item) if isinstance(item, str) else item
+
+
+async def prepare_prompt(pending: PendingPrompt, profile: ModelProfile, events: EventLog) -> Prepared:
+    """The user message `profile`'s model can take; every check and conversion (downloads, OCR)
+    runs in a thread, before any call. Each conversion is an `attachment` event and a log line."""
+    parts, conversions = await asyncio.to_thread(
+        prepare_parts,
+        pending.items,
+        profile,
+        convert=pending.convert,
+        allow_private_urls=pending.allow_private_urls,
+    )
+    attachments = [item for item in pending.items if isinstance(item, Attachment)]
+    conversions = [
+        replace(c, sha256=None if a.is_remote else a.sha256())
+        for a, c in zip(attachments, conversions, strict=True)
+    ]
+    for conversion in conversions:
+        events.append(ChainEvent("attachment", text=conversion.summary(), value=conversion))
+        if conversion.method != "as is":
+            logger.info("%s (for %s/%s)", conversion.summary(), profile.provider, profile.name)
+    pairs = list(zip(attachments, conversions, strict=True))
+    return Prepared(Message.user(parts), pairs, pending.text, pending.store)
+
+
+async def prepare_request(
+    request: ChainRequest, pending: PendingPrompt | None, profile: ModelProfile, events: EventLog
+) -> Prepared | None:
+    """Prepare a chain's pending prompt (when it has one) into `request.prompt`; on failure the
+    chain's events are closed (no call was made) and the error raised."""
+    if pending is None:
+        return None
+    try:
+        prepared = await prepare_prompt(pending, profile, events)
+    except BaseException:
+        events.close()
+        raise
+    request.prompt = prepared.message
+    return prepared

@@ -1,0 +1,157 @@
+"""Attachments in the log: each file once, keyed by the sha256 of its bytes, linked to every call
+that sent it.
+
+A chain resends its prompt with every call, and a map may attach one file to many rows: stored
+inline in each call's messages, a 5 MB scan would be written once per call. So a message's inline
+bytes (`DataContent`) are stored as `{"type": "data", "media_type": ..., "data": "", "sha256": ...}`
+and their bytes once in `attachments` (`INSERT OR IGNORE`); reading a call puts them back. With
+`--attachments-store ref` a file is kept as its path or URL only (content NULL): the log stays
+small and a replay reads the file again, refused if it changed or is gone. A URL the provider
+fetched itself (never downloaded) is keyed by the sha256 of the URL.
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import json
+import sqlite3
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel
+
+Blobs = dict[str, tuple[str, bytes]]
+"""sha256 -> (media type, bytes) of the inline parts met while encoding one chain's messages."""
+
+
+class AttachmentRecord(BaseModel):
+    """An attachment of a logged call, as `logs --json` shows it."""
+
+    name: str | None = None
+    media_type: str
+    sha256: str
+    bytes: int | None = None
+    method: str | None = None  # "as is", "OCR", "PDF text"...
+    detail: str | None = None  # "14 lines", "3 pages", "1.2 MB"
+    stored: str = "copy"  # "copy": the bytes are in the log; "ref": only `ref` (a path or URL)
+    ref: str | None = None
+
+    def summary(self) -> str:
+        how = f": {self.method}, {self.detail}" if self.method and self.detail else ""
+        size = f", {self.bytes:,} bytes" if self.bytes is not None else ""
+        return f"{self.name or self.sha256[:12]} ({self.media_type}{size}){how}"
+
+
+@dataclass(frozen=True)
+class Attached:
+    """What a chain's logger knows of one attachment: its key, how it is stored, how it was sent."""
+
+    sha256: str
+    media_type: str
+    size: int | None
+    name: str | None
+    method: str
+    detail: str
+    data: bytes | None  # None: stored as a reference
+    ref: str | None
+
+
+def sha256(data: bytes) -> str:
+    return hashlib.sha256(data).hexdigest()
+
+
+def url_key(url: str) -> str:
+    return sha256(url.encode("utf-8"))
+
+
+def stored_contents(contents: list[dict[str, Any]], raw: list[Any], blobs: Blobs) -> None:
+    """Swap the inline bytes of `contents` (a message's parts as JSON, `raw` the parts themselves)
+    for their sha256, keeping the bytes in `blobs`."""
+    for part, content in zip(contents, raw, strict=True):
+        if part.get("type") == "data" and getattr(content, "data", None):
+            key = sha256(content.data)
+            blobs.setdefault(key, (content.media_type, content.data))
+            part["data"], part["sha256"] = "", key
+
+
+def rows(attached: list[Attached], blobs: Blobs, response_ids: list[str]) -> dict[str, list[tuple[Any, ...]]]:
+    """The attachment rows of a chain: each file once (bytes or reference), and a link from every
+    call of the chain to each attachment it sent."""
+    now = time.time()
+    files: dict[str, tuple[Any, ...]] = {}
+    for a in attached:
+        files[a.sha256] = (a.sha256, a.media_type, a.size, a.data, a.ref, now)
+    for key, (media_type, data) in blobs.items():
+        if key not in files:
+            files[key] = (key, media_type, len(data), data, None, now)
+        elif files[key][3] is None and files[key][4] is None:
+            files[key] = (*files[key][:3], data, None, now)
+    links = [
+        (rid, position, a.sha256, a.name, a.method, a.detail)
+        for rid in response_ids
+        for position, a in enumerate(attached)
+    ]
+    out: dict[str, list[tuple[Any, ...]]] = {}
+    if files:
+        out["attachments"] = list(files.values())
+    if links:
+        out["response_attachments"] = links
+    return out
+
+
+def of_call(db: sqlite3.Connection, response_id: str) -> list[AttachmentRecord]:
+    """The attachments a logged call sent, in order."""
+    found = db.execute(
+        """SELECT l.name, a.media_type, a.sha256, a.size, l.method, l.detail, a.content IS NULL, a.ref
+           FROM response_attachments l JOIN attachments a ON a.sha256 = l.sha256
+           WHERE l.response_id = ? ORDER BY l.position""",
+        (response_id,),
+    ).fetchall()
+    return [
+        AttachmentRecord(
+            name=r[0],
+            media_type=r[1],
+            sha256=r[2],
+            bytes=r[3],
+            method=r[4],
+            detail=r[5],
+            stored="ref" if r[6] else "copy",
+            ref=r[7],
+        )
+        for r in found
+    ]
+
+
+def restore(db: sqlite3.Connection, text: str) -> str:
+    """A call's stored messages (JSON) with the bytes of each attachment put back, read from the
+    log, or from the file or URL a reference names (left empty when that is gone or changed)."""
+    if '"sha256"' not in text:
+        return text
+    messages = json.loads(text)
+    for message in messages:
+        for part in message.get("contents") or []:
+            key = part.get("sha256") if isinstance(part, dict) else None
+            if part.get("type") == "data" and isinstance(key, str):
+                data = content_of(db, key)
+                part["data"] = base64.b64encode(data).decode("ascii") if data else ""
+    return json.dumps(messages, ensure_ascii=False)
+
+
+def content_of(db: sqlite3.Connection, key: str) -> bytes | None:
+    """The bytes logged under `key`; a reference is read again and must still hash to it."""
+    row = db.execute("SELECT content, ref FROM attachments WHERE sha256 = ?", (key,)).fetchone()
+    if row is None:
+        return None
+    if row[0] is not None:
+        return bytes(row[0])
+    ref = row[1]
+    if not ref or "://" in ref:
+        return None
+    try:
+        data = Path(ref).read_bytes()
+    except OSError:
+        return None
+    return data if sha256(data) == key else None
