@@ -158,7 +158,9 @@ class ChainRun(CallRunner):
                     raise
                 choice = StrategyChoice(again.name, f"fell back at run time: {reason}", fallback=reason)
 
-    async def formatted(self, transcript: list[Message], strategy: Strategy, formatting: Formatting) -> Outcome:
+    async def formatted(
+        self, transcript: list[Message], strategy: Strategy, formatting: Formatting
+    ) -> Outcome:
         """The tool phase (unless the transcript already ends in an answer), then the formatting call."""
         cut_off = not answered(transcript)
         if cut_off and self.turns_left() > 0:  # not answered yet (e.g. after a run-time fallback)

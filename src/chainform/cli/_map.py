@@ -15,14 +15,8 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
-from chainform.cli._prompt import (
-    FALLBACK_HELP,
-    STRATEGY_CHOICES,
-    fallback_kwargs,
-    model_name_value,
-    open_log,
-    parse_options,
-)
+from chainform.cli._options import chain_limit_option, count_option, model_option, strategy_option
+from chainform.cli._prompt import FALLBACK_HELP, fallback_kwargs, open_log, parse_options
 
 if TYPE_CHECKING:
     from chainform._map._inputs import Row
@@ -118,26 +112,19 @@ async def _run_local(model: AsyncModel, source: Iterator[Row], commit: Any, **kw
 @click.option(
     "-p", "--prompt", "template", help="Prompt template filled from each row, e.g. 'Sum up: {text}'."
 )
-@click.option(
-    "-m",
-    "--model",
-    "model_name",
-    callback=model_name_value,
-    help="Model name or alias (default as for `chainform`).",
-)
+@model_option("Model name or alias (default as for `chainform`).")
 @click.option("--fallback", "fallback", multiple=True, help=FALLBACK_HELP)
 @click.option("-s", "--system", help="System prompt.")
 @click.option("--schema", help="Output schema: JSON, a .json file, the concise DSL or a saved schema id.")
 @click.option("-T", "--tool", "tool_names", multiple=True, help="Tool by name; repeatable.")
 @click.option("--functions", multiple=True, help="Python file or code whose functions become tools.")
-@click.option("--concurrency", type=click.IntRange(min=1), default=8, show_default=True, help="Rows at once.")
+@count_option("--concurrency", minimum=1, default=8, help="Rows at once.")
 @click.option("--rpm", type=click.FloatRange(min=0, min_open=True), help="Requests per minute, all workers.")
 @click.option("--tpm", type=click.FloatRange(min=0, min_open=True), help="Tokens per minute, all workers.")
-@click.option(
+@count_option(
     "--retries",
-    type=click.IntRange(min=0),
+    minimum=0,
     default=2,
-    show_default=True,
     help="Retries of one model call after a 429, 5xx, timeout or dropped connection.",
 )
 @click.option("--id-field", help="Key rows by this field (default: the row's position).")
@@ -150,10 +137,8 @@ async def _run_local(model: AsyncModel, source: Iterator[Row], commit: Any, **kw
     "--keep-errors", is_flag=True, help="With --resume: keep error rows as they are (do not retry them)."
 )
 @click.option("--format", "fmt", type=click.Choice(["jsonl", "csv", "lines"]), help="INPUT format.")
-@click.option("--strategy", type=click.Choice(STRATEGY_CHOICES), default="auto", show_default=True)
-@click.option(
-    "--cl", "--chain-limit", "chain_limit", type=click.IntRange(min=1), default=5, show_default=True
-)
+@strategy_option
+@chain_limit_option
 @click.option("--option", "option_pairs", type=(str, str), multiple=True, help="Model option KEY VALUE.")
 @click.option("--key", help="API key (else environment, else `chainform keys set`).")
 @click.option("--base-url", help="Provider endpoint (OpenAI-compatible servers, proxies).")
@@ -167,12 +152,8 @@ async def _run_local(model: AsyncModel, source: Iterator[Row], commit: Any, **kw
     metavar="[ADDRESS]",
     help="Run through Ray Data: a local Ray (bare --ray) or a cluster ADDRESS.",
 )
-@click.option(
-    "--ray-workers",
-    type=click.IntRange(min=1),
-    default=2,
-    show_default=True,
-    help="Ray workers, each running --concurrency rows at once.",
+@count_option(
+    "--ray-workers", minimum=1, default=2, help="Ray workers, each running --concurrency rows at once."
 )
 def map_command(
     input_path: str,

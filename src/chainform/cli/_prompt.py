@@ -15,6 +15,14 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
+from chainform.cli._options import (
+    CONTEXT_CHOICES,
+    chain_limit_option,
+    choice_option,
+    count_option,
+    model_option,
+    strategy_option,
+)
 from chainform.cli._output import console, echo_json, format_json, shorten
 from chainform.cli._tools import MCP_HELP, python_isolation_option
 
@@ -24,8 +32,6 @@ if TYPE_CHECKING:
     from chainform.store import Store
     from chainform.types import FunctionCallContent, FunctionResultContent, UsageDetails
 
-STRATEGY_CHOICES = ("auto", "native", "tool", "prompted", "deferred")
-CONTEXT_CHOICES = ("full", "compact", "last")
 _OPTION_ALIASES = {"max_tokens": "max_output_tokens", "stop": "stop_sequences"}
 
 
@@ -95,13 +101,6 @@ def read_prompt(prompt: str | None, *, stdin_reserved: bool) -> str:
             raise click.UsageError("the prompt is empty (only whitespace): nothing to send")
         raise click.UsageError("no prompt given: pass PROMPT or pipe text on stdin")
     return "\n\n".join(parts)
-
-
-def model_name_value(ctx: click.Context, param: click.Parameter, value: str | None) -> str | None:
-    """`-m NAME`: an empty or blank name is a usage error, not the default model."""
-    if value is not None and not value.strip():
-        raise click.BadParameter("the model name is empty (leave -m out for the default model)")
-    return value
 
 
 class _Approver:
@@ -225,13 +224,7 @@ def _summary(response: ChainResponse, has_schema: bool) -> dict[str, Any]:
 
 @click.command(name="prompt")
 @click.argument("prompt", required=False)
-@click.option(
-    "-m",
-    "--model",
-    "model_name",
-    callback=model_name_value,
-    help="Model name or alias (default: $CHAINFORM_MODEL, `models default`, else local).",
-)
+@model_option("Model name or alias (default: $CHAINFORM_MODEL, `models default`, else local).")
 @click.option("--fallback", "fallback", multiple=True, help=FALLBACK_HELP)
 @click.option("-s", "--system", help="System prompt.")
 @click.option(
@@ -250,40 +243,19 @@ def _summary(response: ChainResponse, has_schema: bool) -> dict[str, Any]:
     "--functions", multiple=True, help="Python file or code whose public functions become tools; repeatable."
 )
 @click.option("--mcp", "mcp_values", multiple=True, help=MCP_HELP)
-@click.option(
-    "--cl",
-    "--chain-limit",
-    "chain_limit",
-    type=click.IntRange(min=1),
-    default=5,
-    show_default=True,
-    help="Most model calls in the tool phase.",
-)
-@click.option(
-    "--strategy",
-    type=click.Choice(STRATEGY_CHOICES),
-    default="auto",
-    show_default=True,
-    help="How the schema is enforced.",
-)
+@chain_limit_option
+@strategy_option
 @click.option(
     "--format-prompt",
     help="Instruction for the deferred formatting call ({schema} and {context} are filled in).",
 )
-@click.option(
+@choice_option(
     "--format-context",
-    type=click.Choice(CONTEXT_CHOICES),
+    choices=CONTEXT_CHOICES,
     default="compact",
-    show_default=True,
     help="What the deferred formatting call sees.",
 )
-@click.option(
-    "--retries",
-    type=click.IntRange(min=0),
-    default=2,
-    show_default=True,
-    help="Re-asks after output that fails validation.",
-)
+@count_option("--retries", minimum=0, default=2, help="Re-asks after output that fails validation.")
 @click.option(
     "--td", "--tools-debug", "tools_debug", is_flag=True, help="Show each tool call and result (stderr)."
 )

@@ -17,10 +17,11 @@ import types
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, NoReturn, TypeVar
+from typing import TYPE_CHECKING, Any, NoReturn
 
 import click
 
+from chainform.cli._options import F, choice_option
 from chainform.cli._output import echo_json, shorten
 
 if TYPE_CHECKING:
@@ -28,18 +29,13 @@ if TYPE_CHECKING:
 
 ENTRY_POINT_GROUP = "chainform.tools"
 _snippets = itertools.count(1)
-F = TypeVar("F", bound=Callable[..., Any])
 MCP_HELP = "MCP server: a command ('python -m server --flag') or an https://…/mcp URL; repeatable."
 
 
 def python_isolation_option(help: str) -> Callable[[F], F]:
     """`--python-isolation`, shared by prompts and `mcp serve`."""
-    return click.option(
-        "--python-isolation",
-        type=click.Choice(["auto", "strict", "process"]),
-        default="auto",
-        show_default=True,
-        help=help,
+    return choice_option(
+        "--python-isolation", choices=("auto", "strict", "process"), default="auto", help=help
     )
 
 
