@@ -6,9 +6,12 @@ machine), median. Peers for scale: the bare interpreter (``python -I -S -c``,
 the floor any fresh-interpreter tool pays) and util-linux ``unshare`` wrapping it (namespaces by
 shelling out, without Landlock), where that binary exists.
 
-    .venv/bin/python bench/bench_sandbox.py [--repeats 30 --readme --out FILE]
+    .venv/bin/python bench/bench_sandbox.py [--repeats 30 --readme --against SRC --out FILE]
 
-``--readme`` also times the README's first command (embedded model, one python call) once with
+``--against SRC`` adds rows for isolation auto and strict from another source tree (e.g. a
+``git worktree`` of the commit before a change to the guards): each tree runs in its own worker
+process, which times its calls itself, interleaved with the rest, so the table gives the per-call
+cost of a change as a ratio. ``--readme`` also times the README's first command (embedded model, one python call) once with
 ``--python-isolation process`` and once with ``auto`` (model time dominates; informational).
 """
 
@@ -47,6 +50,44 @@ def _tool(level: str) -> Callable[[], None]:
     return run
 
 
+_WORKER = """
+import resource, sys, time, warnings
+from chainform.tools import python
+warnings.simplefilter("ignore")
+def cpu():
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return usage.ru_utime + usage.ru_stime
+for line in sys.stdin:
+    c0, t0 = cpu(), time.perf_counter()
+    out = python(sys.argv[1], isolation=line.strip())
+    wall = time.perf_counter() - t0
+    assert out == "1048576\\n", out
+    print(wall * 1000, (cpu() - c0) * 1000, flush=True)
+"""
+
+
+def _worker(src: str, level: str, workers: dict[str, subprocess.Popen[str]]) -> Callable[[], tuple[float, float]]:
+    """A call in a long-lived process that imports chainform from ``src``; it reports (wall ms, CPU ms)."""
+    if src not in workers:
+        workers[src] = subprocess.Popen(
+            [sys.executable, "-c", _WORKER, CELL],
+            env={**os.environ, "PYTHONPATH": src},
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            text=True,
+        )
+    proc = workers[src]
+
+    def run() -> tuple[float, float]:
+        assert proc.stdin is not None and proc.stdout is not None
+        proc.stdin.write(level + "\n")
+        proc.stdin.flush()
+        wall, cpu = proc.stdout.readline().split()
+        return float(wall), float(cpu)
+
+    return run
+
+
 def _process(argv: list[str]) -> Callable[[], None]:
     def run() -> None:
         subprocess.run(argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, check=True)
@@ -54,15 +95,23 @@ def _process(argv: list[str]) -> Callable[[], None]:
     return run
 
 
-def rows() -> dict[str, Callable[[], None]]:
+def rows(against: str = "") -> dict[str, Callable[[], object]]:
     bare = [sys.executable, "-I", "-S", "-c", f"print({CELL})"]
-    out: dict[str, Callable[[], None]] = {"python -I -S (floor)": _process(bare)}
+    out: dict[str, Callable[[], object]] = {"python -I -S (floor)": _process(bare)}
     unshare = shutil.which("unshare")
     if unshare and sys.platform == "linux":
         out["unshare -Urnpf + python (peer)"] = _process([unshare, "-Urnpf", "--mount-proc", *bare])
     for level in ("process", "auto", "strict"):
         out[f"chainform python, isolation={level}"] = _tool(level)
+    if against:
+        here, workers = str(Path(__file__).resolve().parents[1] / "src"), _WORKERS
+        for level in ("auto", "strict"):
+            out[f"isolation={level}, this tree (worker)"] = _worker(here, level, workers)
+            out[f"isolation={level}, --against tree (worker)"] = _worker(against, level, workers)
     return out
+
+
+_WORKERS: dict[str, subprocess.Popen[str]] = {}
 
 
 def _readme(level: str) -> float:
@@ -101,6 +150,11 @@ def table(result: dict[str, Any]) -> str:
             f"| {name} | {r['median_ms']:.0f} | {r['min_ms']:.0f} | {r['vs_process']:.2f} | {r['added_ms']:+.0f} "
             f"| {r['child_cpu_ms']:.0f} |"
         )
+    for level, ratio in (result.get("against") or {}).items():
+        lines.append(
+            f"\nisolation={level}, this tree vs the --against tree, per call (medians): "
+            f"{ratio['wall']:.2f}x wall clock, {ratio['cpu']:.2f}x child CPU"
+        )
     for level, seconds in (result.get("readme_seconds") or {}).items():
         lines.append(f"\nREADME command (embedded model, one python call), isolation={level}: {seconds} s")
     lines += [f"\n- {name}: not measured: `{err[:300]}`" for name, err in result.get("errors", {}).items()]
@@ -111,9 +165,10 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeats", type=int, default=30)
     parser.add_argument("--readme", action="store_true")
+    parser.add_argument("--against", default="", help="another source tree's src folder")
     parser.add_argument("--out")
     args = parser.parse_args()
-    runs = rows()
+    runs = rows(args.against)
     samples: dict[str, list[float]] = {}
     errors: dict[str, str] = {}
     for name, run in runs.items():
@@ -126,9 +181,12 @@ def main() -> None:
     for _ in range(args.repeats):
         for name in samples:
             c0, t0 = _children_cpu(), time.perf_counter()
-            runs[name]()
-            samples[name].append((time.perf_counter() - t0) * 1000)
-            cpu[name].append((_children_cpu() - c0) * 1000)
+            timed = runs[name]()
+            wall, used = (time.perf_counter() - t0) * 1000, (_children_cpu() - c0) * 1000
+            if isinstance(timed, tuple):  # a worker timed the call itself
+                wall, used = timed
+            samples[name].append(wall)
+            cpu[name].append(used)
     base = median(samples.get("chainform python, isolation=process", []))
     table: dict[str, Any] = {
         name: {
@@ -150,6 +208,21 @@ def main() -> None:
         "errors": errors,
         "versions": versions("chainform"),
     }
+    for proc in _WORKERS.values():
+        if proc.stdin is not None:
+            proc.stdin.close()
+        proc.wait(timeout=30)
+    if args.against:
+        pairs = [(level, f"isolation={level}, this tree (worker)", f"isolation={level}, --against tree (worker)")
+                 for level in ("auto", "strict")]  # fmt: skip
+        result["against"] = {
+            level: {
+                "wall": round(median(samples[new]) / median(samples[old]), 2),
+                "cpu": round(median(cpu[new]) / median(cpu[old]), 2),
+            }
+            for level, new, old in pairs
+            if new in samples and old in samples
+        }
     if args.readme:
         result["readme_seconds"] = {level: _readme(level) for level in ("process", "auto")}
     emit(result, args.out)

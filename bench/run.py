@@ -115,6 +115,9 @@ def main() -> None:
     parser.add_argument("--only", default=",".join(SECTIONS), help=f"comma list of {', '.join(SECTIONS)}")
     parser.add_argument("--quick", action="store_true", help="few rounds: checks the plumbing only")
     parser.add_argument("--no-install", action="store_true", help="use bench/.venv as it is")
+    parser.add_argument(
+        "--sandbox-against", default="", help="sandbox: also time another source tree's src (the tree before a change)"
+    )
     args = parser.parse_args()
     only = [s.strip() for s in args.only.split(",") if s.strip()]
     unknown = sorted(set(only) - set(SECTIONS))
@@ -162,6 +165,8 @@ def main() -> None:
                 )
             elif name == "sandbox":
                 repeats = ["--repeats", "3" if args.quick else "30"]
+                if args.sandbox_against:
+                    repeats += ["--against", args.sandbox_against]
                 result = run_section(
                     [str(project_python()), str(bench / "bench_sandbox.py"), *repeats], timeout=600, out=out
                 )

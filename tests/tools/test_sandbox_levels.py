@@ -51,17 +51,17 @@ _NO_USERNS = (
     'echo 0 > /proc/sys/user/max_user_namespaces && exec "$0" -c '
     "'import sys; from chainform.tools import python\n"
     "try:\n"
-    '    out = python("2 ** 20", isolation=sys.argv[1])\n'
+    "    out = python(sys.argv[2], isolation=sys.argv[1])\n"
     "    print(repr(str(out)), out.metadata)\n"
     "except Exception as exc:\n"
-    '    print(type(exc).__name__, exc)\' "$1"'
+    '    print(type(exc).__name__, exc)\' "$1" "$2"'
 )
 
 
-def _without_user_namespaces(level: str) -> str:
+def _without_user_namespaces(level: str, code: str = "2 ** 20") -> str:
     """Run a cell where the kernel refuses new user namespaces (a limit of 0 set in an outer one)."""
     done = subprocess.run(
-        ["unshare", "-U", "-r", "sh", "-c", _NO_USERNS, sys.executable, level],
+        ["unshare", "-U", "-r", "sh", "-c", _NO_USERNS, sys.executable, level, code],
         capture_output=True,
         text=True,
         timeout=60,
@@ -83,6 +83,16 @@ def test_auto_degrades_and_says_what_is_missing() -> None:
     assert "landlock-fs" in out  # what the kernel still offers is used
     assert "RuntimeWarning: chainform: the python tool runs with isolation partial (missing: " in out
     assert "user-ns: unprivileged user namespaces unavailable" in out
+
+
+@needs_unshare
+def test_without_a_process_cap_the_memory_budget_is_not_divided() -> None:
+    """The divided budget needs the process cap (a user namespace); without it a process keeps
+    the whole budget, and the result says total memory is not bounded."""
+    out = _without_user_namespaces("auto", "import resource\nresource.getrlimit(resource.RLIMIT_AS)[0] >> 20")
+    assert out.startswith("'1024\\n'"), out
+    assert "'memory-total': " in out and "no process limit to divide the budget over" in out
+    assert "seccomp-unix" in out  # needs only no-new-privs, which holds
 
 
 @needs_unshare

@@ -221,9 +221,10 @@ def run_cell(
             command = _seatbelt.wrap(command, root)
         plan = memory_plan(memory_mb, isolation)
         nproc = plan.processes + _OVERHEAD if plan.processes else 0
-        limits = [math.ceil(timeout) + 1, plan.address_space, max_file_mb * 2**20, nproc]
+        limits = [math.ceil(timeout) + 1, int(memory_mb * 2**20), max_file_mb * 2**20, nproc]
         program, no_seccomp = unix_socket_filter() if isolation != "process" else (b"", "")
-        extra = [str(disk_mb * 2**20), program.hex() or "-", plan.cgroup or "-"]
+        share = plan.address_space if plan.split_note else 0  # applied only with the process cap
+        extra = [str(disk_mb * 2**20), program.hex() or "-", plan.cgroup or "-", str(share)]
         report_r, report_w = os.pipe()
         try:
             proc = subprocess.Popen(

@@ -1,7 +1,8 @@
 """The sandboxed child: confine this process, then run the cell like a notebook cell.
 
 Loaded by ``child.py``, started as ``python -I -S -u child.py CELL ISOLATION CPU_S MEMORY_B FILE_B
-NPROC STATUS_FD DISK_B SECCOMP_HEX CGROUP`` (``-`` for no seccomp program or no cgroup): no
+NPROC STATUS_FD DISK_B SECCOMP_HEX CGROUP SHARE_B`` (``-`` for no seccomp program or no cgroup;
+SHARE_B, when not 0, the memory of one process where the budget is divided over NPROC): no
 site-packages, no user site, ``PYTHON*`` variables ignored, so it imports only the standard library
 and its sibling modules (their directory is on ``sys.path`` for the import only; a module, unlike
 the script, loads from cached bytecode). Few imports: each costs every call. The cell's code is
@@ -125,7 +126,13 @@ def _join_cgroup(cgroup: str, got: list[str], missing: dict[str, str]) -> None:
 
 
 def _confine_linux(
-    root: str, limits: tuple[int, int, int, int], status_fd: int, disk: int, seccomp: bytes, cgroup: str
+    root: str,
+    limits: tuple[int, int, int, int],
+    status_fd: int,
+    disk: int,
+    seccomp: bytes,
+    cgroup: str,
+    share: int,
 ) -> tuple[list[str], dict[str, str]]:
     """Every guard the kernel offers; returns in the process that runs the cell."""
     import landlock  # type: ignore[import-not-found]  # siblings: child.py put them on sys.path
@@ -154,6 +161,8 @@ def _confine_linux(
         for name in ("private-tmp", "disk-limit"):
             missing[name] = "needs a mount namespace"
     cpu, memory, fsize, nproc = limits
+    if share and "user-ns" in got:  # the divided budget holds only with the process cap
+        memory = share
     # RLIMIT_NPROC counts per user: only inside a user namespace does it count the sandbox alone.
     _rlimits(cpu, memory, fsize, nproc if "user-ns" in got else 0)
     got.append("rlimits")
@@ -242,6 +251,7 @@ def main() -> None:
     status_fd, disk = int(sys.argv[7]), int(sys.argv[8])
     seccomp = b"" if sys.argv[9] == "-" else bytes.fromhex(sys.argv[9])
     cgroup = "" if sys.argv[10] == "-" else sys.argv[10]
+    share = int(sys.argv[11])
     root = os.path.dirname(cell)
     with open(cell, encoding="utf-8") as f:
         src = f.read()
@@ -250,7 +260,7 @@ def main() -> None:
     if isolation == "process" or sys.platform != "linux":
         _rlimits(*limits[:3], 0)
     else:
-        got, missing = _confine_linux(root, limits, status_fd, disk, seccomp, cgroup)
+        got, missing = _confine_linux(root, limits, status_fd, disk, seccomp, cgroup, share)
     _report(status_fd, got, missing)
     if isolation == "strict" and missing:
         os._exit(0)  # the parent reads the report and raises; no code runs half-confined
