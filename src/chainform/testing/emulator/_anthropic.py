@@ -13,19 +13,11 @@ import base64
 from typing import Any, ClassVar
 
 from chainform.testing.emulator._script import Fault, Reply, Usage
-from chainform.testing.emulator._wire import RecordedRequest, StreamEvent, WireFormat
+from chainform.testing.emulator._wire import ERROR_TYPES, RecordedRequest, StreamEvent, WireFormat
 from chainform.types import FunctionCallContent, TextReasoningContent
 
 _STOP = {"stop": "end_turn", "tool_calls": "tool_use", "length": "max_tokens", "content_filter": "refusal"}
-_ERROR_TYPES = {
-    400: "invalid_request_error",
-    401: "authentication_error",
-    403: "permission_error",
-    404: "not_found_error",
-    413: "request_too_large",
-    429: "rate_limit_error",
-    529: "overloaded_error",
-}
+_ERROR_TYPES = {**ERROR_TYPES, 413: "request_too_large", 429: "rate_limit_error", 529: "overloaded_error"}
 
 
 def _usage(usage: Usage) -> dict[str, Any]:

@@ -13,16 +13,10 @@ import time
 from typing import Any, ClassVar
 
 from chainform.testing.emulator._script import Fault, Reply, Usage
-from chainform.testing.emulator._wire import RecordedRequest, StreamEvent, WireFormat
+from chainform.testing.emulator._wire import ERROR_TYPES, RecordedRequest, StreamEvent, WireFormat
 from chainform.types import FunctionCallContent, TextReasoningContent
 
-_ERROR_TYPES = {
-    400: "invalid_request_error",
-    401: "authentication_error",
-    403: "permission_error",
-    404: "not_found_error",
-    429: "rate_limit_exceeded",
-}
+_ERROR_TYPES = {**ERROR_TYPES, 429: "rate_limit_exceeded"}
 
 
 def _usage(usage: Usage) -> dict[str, Any]:

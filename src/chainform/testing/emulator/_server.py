@@ -26,7 +26,6 @@ from chainform.testing.emulator._script import (
     Fault,
     FaultItem,
     MalformedEvent,
-    Reply,
     ReplyItem,
     ScriptItem,
     Stall,
@@ -295,36 +294,24 @@ class _Handler(BaseHTTPRequestHandler):
         reply.chunk_size = reply.chunk_size or emulator.chunk_size
         if reply.usage is None:
             reply.usage = estimate_usage(reply, raw)
-        if not fmt.is_stream(request) and not (emulator.quirks and emulator.quirks.streams_always):
-            self._answer_whole(fmt, reply, request, fault, rid)
-        else:
-            self._answer_stream(fmt, reply, request, fault, rid)
-
-    def _answer_whole(
-        self,
-        fmt: WireFormat,
-        reply: Reply,
-        request: RecordedRequest,
-        fault: MalformedEvent | DropConnection | None,
-        rid: dict[str, str],
-    ) -> None:
-        if isinstance(fault, DropConnection):
+        if fmt.is_stream(request) or (emulator.quirks and emulator.quirks.streams_always):
+            self._answer_stream(
+                fmt, [fmt.encode_event(e) for e in fmt.render_stream(reply, request)], fault, rid
+            )
+        elif isinstance(fault, DropConnection):
             self._drop()
-            return
-        if isinstance(fault, MalformedEvent):
+        elif isinstance(fault, MalformedEvent):
             self._send_bytes(200, fault.body, fault.content_type, rid)
-            return
-        self._send_json(200, fmt.render(reply, request), rid)
+        else:
+            self._send_json(200, fmt.render(reply, request), rid)
 
     def _answer_stream(
         self,
         fmt: WireFormat,
-        reply: Reply,
-        request: RecordedRequest,
+        events: list[bytes],
         fault: MalformedEvent | DropConnection | None,
         rid: dict[str, str],
     ) -> None:
-        events = [fmt.encode_event(e) for e in fmt.render_stream(reply, request)]
         if isinstance(fault, DropConnection) and fault.after_events <= 0:
             self._drop()
             return

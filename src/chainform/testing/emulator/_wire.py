@@ -32,7 +32,15 @@ from typing import Any, ClassVar
 
 from chainform.testing.emulator._script import Fault, RecordedRequest, Reply
 
-__all__ = ["RecordedRequest", "StreamEvent", "WireFormat"]
+__all__ = ["ERROR_TYPES", "RecordedRequest", "StreamEvent", "WireFormat"]
+
+# The `type` OpenAI's and Anthropic's APIs both give the body of these client errors.
+ERROR_TYPES = {
+    400: "invalid_request_error",
+    401: "authentication_error",
+    403: "permission_error",
+    404: "not_found_error",
+}
 
 _CORE_MODULES = frozenset({"_server", "_script", "_wire"})
 
