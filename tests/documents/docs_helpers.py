@@ -44,6 +44,20 @@ def receipt_png(path: Path | None = None) -> bytes:
     return buffer.getvalue()
 
 
+PNG = receipt_png()
+
+
+def encrypted_pdf() -> bytes:
+    from fpdf import FPDF
+
+    pdf = FPDF()
+    pdf.add_page()
+    pdf.set_font("Helvetica", size=12)
+    pdf.cell(0, 10, "secret")
+    pdf.set_encryption(owner_password="o", user_password="u")
+    return bytes(pdf.output())
+
+
 PAGES = [
     ["INVOICE", "Invoice number: INV-2041", "Customer: Harbor Tools Ltd"],
     ["Item: Hex bolts", "Quantity: 400"],

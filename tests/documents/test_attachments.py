@@ -68,7 +68,9 @@ def test_one_source_only_and_safe_schemes() -> None:
         Attachment(url="file:///etc/passwd")
 
 
-def test_a_file_over_the_limit_is_refused_before_it_is_read(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_file_over_the_limit_is_refused_before_it_is_read(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     path = tmp_path / "big.pdf"
     path.write_bytes(text_pdf() + b"\n" * 5000)
     reads: list[int] = []

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import pytest
-from docs_helpers import image_pdf, receipt_png, text_pdf
+from docs_helpers import encrypted_pdf, image_pdf, receipt_png, text_pdf
 
 from chainform.clients.profiles.anthropic import KNOWN_MODELS as ANTHROPIC
 from chainform.clients.profiles.local import local_profile
@@ -52,15 +52,8 @@ def test_corrupt_files_are_attachment_errors(data: bytes, message: str) -> None:
 
 
 def test_encrypted_pdf_is_named_as_such() -> None:
-    from fpdf import FPDF
-
-    pdf = FPDF()
-    pdf.add_page()
-    pdf.set_font("Helvetica", size=12)
-    pdf.cell(0, 10, "secret")
-    pdf.set_encryption(owner_password="o", user_password="u")
     with pytest.raises(AttachmentError, match="encrypted"):
-        to_text(Attachment(content=bytes(pdf.output()), name="locked.pdf"))
+        to_text(Attachment(content=encrypted_pdf(), name="locked.pdf"))
 
 
 def test_a_model_that_reads_the_type_gets_the_file_itself() -> None:
@@ -73,7 +66,9 @@ def test_a_text_only_model_gets_converted_text_or_a_clear_error() -> None:
     part, conversion = prepare(Attachment(content=text_pdf(), name="invoice.pdf"), LOCAL)
     assert conversion.method == "PDF text"
     assert isinstance(part, TextContent) and part.text.startswith("[invoice.pdf: PDF text, 3 pages]")
-    with pytest.raises(AttachmentError, match=r"cannot read application/pdf and conversion is off; it accepts text only"):
+    with pytest.raises(
+        AttachmentError, match=r"cannot read application/pdf and conversion is off; it accepts text only"
+    ):
         prepare(Attachment(content=text_pdf(), name="invoice.pdf"), LOCAL, convert=False)
     with pytest.raises(AttachmentError, match="no local converter"):
         prepare(Attachment(content=b"ID3\x03" + b"\x00" * 64, name="a.mp3", type="audio/mpeg"), LOCAL)

@@ -2,54 +2,12 @@
 
 from __future__ import annotations
 
-import threading
-from collections.abc import Iterator
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-
 import pytest
-from docs_helpers import receipt_png
+from docs_helpers import PNG
 
 from chainform.documents import fetch
 from chainform.errors import AttachmentError
 from chainform.types import Attachment
-
-PNG = receipt_png()
-
-
-class _Handler(BaseHTTPRequestHandler):
-    def do_GET(self) -> None:
-        if self.path == "/receipt":
-            self.send_response(200)
-            self.send_header("Content-Type", "image/png")
-            self.send_header("Content-Length", str(len(PNG)))
-            self.end_headers()
-            self.wfile.write(PNG)
-        elif self.path == "/loop":
-            self.send_response(302)
-            self.send_header("Location", "/loop")
-            self.end_headers()
-        elif self.path == "/endless":  # no Content-Length: the cap is enforced while reading
-            self.send_response(200)
-            self.end_headers()
-            for _ in range(64):
-                self.wfile.write(b"x" * 4096)
-        else:
-            self.send_error(404)
-
-    def log_message(self, *args: object) -> None:
-        pass
-
-
-@pytest.fixture
-def server() -> Iterator[str]:
-    httpd = ThreadingHTTPServer(("127.0.0.1", 0), _Handler)
-    thread = threading.Thread(target=httpd.serve_forever, daemon=True)
-    thread.start()
-    try:
-        yield f"http://127.0.0.1:{httpd.server_address[1]}"
-    finally:
-        httpd.shutdown()
-        httpd.server_close()
 
 
 def test_download_keeps_bytes_and_type(server: str) -> None:
@@ -71,7 +29,9 @@ def test_loopback_is_refused_unless_allowed(server: str) -> None:
         ("/endless", {"max_bytes": 10_000}, "more than 10,000 bytes"),
     ],
 )
-def test_bad_downloads_are_attachment_errors(server: str, path: str, kwargs: dict[str, int], message: str) -> None:
+def test_bad_downloads_are_attachment_errors(
+    server: str, path: str, kwargs: dict[str, int], message: str
+) -> None:
     with pytest.raises(AttachmentError, match=message):
         fetch(Attachment(url=f"{server}{path}"), allow_private=True, **kwargs)
 

@@ -17,6 +17,7 @@ from collections.abc import (
     Iterator,
     Sequence,
 )
+from pathlib import Path
 from typing import TYPE_CHECKING, Any, Concatenate, Literal, ParamSpec
 
 from chainform import _sync
@@ -48,6 +49,8 @@ def amap(
     ordered: bool = False,
     id_field: str | None = None,
     run_id: str | None = None,
+    attach: str | None = None,
+    attach_base: str | Path | None = None,
     **chain_options: Any,
 ) -> AsyncGenerator[MapResult, None]:
     """Run a chain for every input and yield a MapResult per row as it finishes.
@@ -59,7 +62,9 @@ def amap(
     `retries`: re-tries of one model call after a transient failure (429, 5xx, timeout, dropped
     connection). `on_error="record"` puts a typed `RowError` on the row; "raise" stops the run.
     `ordered=True` yields in input order. `id_field` keys rows by a field (else by position);
-    other keyword arguments go to `chain` (strategy, chain_limit, options, ...).
+    `attach` names a field of path(s) or URL(s) (comma-separated) each row attaches, paths taken
+    relative to `attach_base`; other keyword arguments go to `chain` (strategy, chain_limit,
+    options, convert, ...).
     """
     from chainform._map._run import MapRun
 
@@ -89,6 +94,8 @@ def amap(
         log=log,
         run_id=run_id,
         chain_options=chain_options,
+        attach=attach,
+        attach_base=Path(attach_base) if attach_base is not None else None,
     )
     return run.results(source, concurrency=concurrency, ordered=ordered)
 

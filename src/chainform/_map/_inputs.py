@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import IO, Any
 
 from chainform.errors import ChainformError
+from chainform.types import Attachment
 
 
 class MapInputError(ChainformError, ValueError):
@@ -53,6 +54,24 @@ class Row:
             raise MapInputError(f"the prompt template names {exc}, which this row does not have") from None
         except (ValueError, IndexError, AttributeError, TypeError) as exc:
             raise MapInputError(f"cannot fill the prompt template: {exc}") from None
+
+
+    def attachments(self, field: str | None, base: Path | None) -> list[Attachment]:
+        """The files or URLs in `field` (several separated by commas), a path taken relative to
+        `base` (the input file's folder); MapInputError when the row has none."""
+        if field is None:
+            return []
+        value = self.data.get(field) if isinstance(self.data, dict) else None
+        if not isinstance(value, str) or not value.strip():
+            raise MapInputError(f"the row has no {field!r} to attach (a path or URL, several separated by commas)")
+        out = []
+        for item in (part.strip() for part in value.split(",")):
+            if "://" in item:
+                out.append(Attachment(url=item))
+            elif item:
+                path = Path(item).expanduser()
+                out.append(Attachment(path=path if path.is_absolute() or base is None else base / path))
+        return out
 
 
 @functools.lru_cache(maxsize=32)

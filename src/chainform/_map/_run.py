@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import AsyncGenerator, AsyncIterable, Iterable, Sequence
+from pathlib import Path
 from typing import Any, Protocol
 
 from chainform._map._gate import GatedClient, GateStats, RateGate
@@ -65,6 +66,8 @@ class MapRun:
         log: bool,
         run_id: str | None,
         chain_options: dict[str, Any],
+        attach: str | None = None,
+        attach_base: Path | None = None,
     ) -> None:
         self.model = model
         self.template = prompt
@@ -78,6 +81,7 @@ class MapRun:
         self.on_error = on_error
         self.log = log
         self.run_id = run_id or _new_id()
+        self.attach = (attach, attach_base)  # the field whose paths/URLs each row attaches
         # Nobody watches a map row's text arrive: a whole response costs the SDK less than a stream.
         self.chain_options = {"stream": False, **chain_options}
         self.stats = GateStats()
@@ -112,8 +116,10 @@ class MapRun:
         response = None
         named = _naming.set((cid, f"map {self.run_id} {row.key}")) if self.log else None
         try:
+            attachments = row.attachments(*self.attach)
             response = model.chain(
                 row.prompt(self.template),
+                attachments=attachments or None,
                 system=self.system,
                 tools=self.tools,
                 schema=self.schema,

@@ -11,10 +11,12 @@ import sys
 import time
 from collections.abc import Iterator
 from contextlib import aclosing
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import click
 
+from chainform.cli._attach import conversion_options
 from chainform.cli._options import chain_limit_option, count_option, model_option, strategy_option
 from chainform.cli._prompt import FALLBACK_HELP, fallback_kwargs, open_log, parse_options
 
@@ -106,6 +108,11 @@ async def _run_local(model: AsyncModel, source: Iterator[Row], commit: Any, **kw
             commit(result)
 
 
+ATTACH_HELP = (
+    "Attach the path(s) or URL(s) in this field of each row (comma-separated; paths relative to INPUT)."
+)
+
+
 @click.command(name="map")
 @click.argument("input_path", metavar="INPUT")
 @click.option("-o", "--output", required=True, help="Output JSONL: each input row plus value or error.")
@@ -155,6 +162,8 @@ async def _run_local(model: AsyncModel, source: Iterator[Row], commit: Any, **kw
 @count_option(
     "--ray-workers", minimum=1, default=2, help="Ray workers, each running --concurrency rows at once."
 )
+@click.option("--attach", "attach_field", metavar="FIELD", help=ATTACH_HELP)
+@conversion_options
 def map_command(
     input_path: str,
     output: str,
@@ -181,6 +190,10 @@ def map_command(
     no_log: bool,
     ray_address: str | None,
     ray_workers: int,
+    attach_field: str | None,
+    no_convert: bool,
+    attachments_store: str,
+    allow_private_urls: bool,
 ) -> None:
     """Run a chain for every row of INPUT (JSONL, CSV, or `-`: one prompt per line)."""
     from chainform._map._inputs import MapInputError, check_template, count_rows, read_file, record_of, rows
@@ -203,6 +216,8 @@ def map_command(
     name = model_name or default_model()
     if fallback and ray_address is not None:
         raise click.UsageError("--fallback does not run with --ray yet")
+    if attach_field is not None and ray_address is not None:
+        raise click.UsageError("--attach does not run with --ray yet")
     model = None if ray_address else map_model(name, key=key, base_url=base_url, **fallback_kwargs(fallback))
     sink = JsonlSink(output)
     if keep_errors and not resume:
@@ -228,6 +243,10 @@ def map_command(
         "chain_limit": chain_limit,
         "options": parse_options(option_pairs) or None,
     }
+    if attach_field is not None:
+        base = Path(input_path).resolve().parent if input_path != "-" else Path.cwd()
+        settings |= {"attach": attach_field, "attach_base": base, "convert": not no_convert}
+        settings |= {"attachments_store": attachments_store, "allow_private_urls": allow_private_urls}
     tracker = Tracker(count_rows(input_path, fmt), len(sink.done), sink.retried)
 
     def commit(result: MapResult) -> None:

@@ -9,12 +9,12 @@ from __future__ import annotations
 
 import json
 import sys
-import threading
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 import click
 
+from chainform.cli._attach import attachment_options, attachments_from_cli
 from chainform.cli._options import (
     CONTEXT_CHOICES,
     chain_limit_option,
@@ -23,14 +23,13 @@ from chainform.cli._options import (
     model_option,
     strategy_option,
 )
-from chainform.cli._output import console, echo_json, format_json, shorten
+from chainform.cli._output import echo_json, format_json
+from chainform.cli._show import Approver, show_tool_event, summary, usage_text
 from chainform.cli._tools import MCP_HELP, python_isolation_option
 
 if TYPE_CHECKING:
     from chainform.models import Model
-    from chainform.response import ChainResponse
     from chainform.store import Store
-    from chainform.types import FunctionCallContent, FunctionResultContent, UsageDetails
 
 _OPTION_ALIASES = {"max_tokens": "max_output_tokens", "stop": "stop_sequences"}
 
@@ -103,55 +102,6 @@ def read_prompt(prompt: str | None, *, stdin_reserved: bool) -> str:
     return "\n\n".join(parts)
 
 
-class _Approver:
-    """`--ta`: ask before each tool call. Parallel calls ask one at a time."""
-
-    def __init__(self) -> None:
-        self._lock = threading.Lock()
-
-    def __call__(self, tool: Any, call: FunctionCallContent) -> bool:
-        with self._lock:
-            args = json.dumps(call.arguments, ensure_ascii=False)
-            return click.confirm(f"Run tool {call.name}({shorten(args, 300)})?", default=False, err=True)
-
-
-def _show_tool_event(kind: str, value: Any) -> None:
-    from rich.text import Text
-
-    err = console(err=True)
-    if kind == "tool_call":
-        call: FunctionCallContent = value
-        args = (
-            json.dumps(call.arguments, ensure_ascii=False)
-            if call.arguments is not None
-            else call.raw_arguments
-        )
-        err.print(
-            Text.assemble(("Tool call: ", "bold cyan"), f"{call.name}({args}) ", (f"[{call.call_id}]", "dim"))
-        )
-    else:
-        result: FunctionResultContent = value
-        if result.error is not None:
-            body = Text(f"error: {shorten(result.error, 500)}", style="red")
-        else:
-            body = Text(shorten(result.result_text(), 500))
-        err.print(
-            Text.assemble(
-                ("  result: ", "bold green"), f"{result.name} ", (f"[{result.call_id}] ", "dim"), body
-            )
-        )
-
-
-def _usage_text(usage: UsageDetails, by_purpose: dict[str, UsageDetails]) -> str:
-    def one(u: UsageDetails) -> str:
-        return f"{u.input_tokens or 0} input, {u.output_tokens or 0} output, {u.total_tokens or 0} total"
-
-    text = f"Token usage: {one(usage)}"
-    if len(by_purpose) > 1:
-        text += " (" + "; ".join(f"{p}: {one(u)}" for p, u in by_purpose.items()) + ")"
-    return text
-
-
 def _conversation(store: Store | None, continue_: bool, cid: str | None) -> tuple[str | None, list[Any]]:
     if not continue_ and cid is None:
         return None, []
@@ -192,34 +142,6 @@ def open_log(*, required: bool, wanted: bool) -> Store | None:
             "is created) or run with --no-log."
         ) from None
     return store
-
-
-def _summary(response: ChainResponse, has_schema: bool) -> dict[str, Any]:
-    strategy = response.strategy
-    return {
-        "conversation_id": response.conversation_id,
-        "strategy": {"name": strategy.name, "requested": strategy.requested, "reason": strategy.reason}
-        if strategy
-        else None,
-        "text": response.text(),
-        "value": response.json() if has_schema else None,
-        "cut_off": response.cut_off,
-        "usage": response.usage.to_dict(),
-        "format_context": response.format_context,
-        "responses": [
-            {
-                "purpose": call.purpose,
-                "model": call.model,
-                "strategy": call.strategy,
-                "response_id": call.response_id,
-                "text": call.text,
-                "error": call.error,
-                "duration_ms": call.duration_ms,
-                "usage": call.usage.to_dict(),
-            }
-            for call in response.responses
-        ],
-    }
 
 
 @click.command(name="prompt")
@@ -278,6 +200,7 @@ def _summary(response: ChainResponse, has_schema: bool) -> dict[str, Any]:
 @click.option(
     "--json", "as_json", is_flag=True, help="Print one JSON document: answer, value, strategy, usage, calls."
 )
+@attachment_options
 def prompt_command(
     prompt: str | None,
     model_name: str | None,
@@ -305,6 +228,7 @@ def prompt_command(
     base_url: str | None,
     show_usage: bool,
     as_json: bool,
+    **attaching: Any,
 ) -> None:
     """Run PROMPT (or stdin) on a model, with tools and a schema if given."""
     from chainform.cli._models import default_model
@@ -321,7 +245,8 @@ def prompt_command(
             utf8_text(value, where)
     if schema_text is not None and not schema_text.strip():
         raise click.BadParameter("the schema is empty", param_hint="--schema")
-    text = read_prompt(prompt, stdin_reserved=tools_approve)
+    attach = attachments_from_cli(prompt, **attaching)  # before stdin: `-a -` reads it as a file
+    text = read_prompt(prompt, stdin_reserved=tools_approve or attach.reads_stdin)
     options = parse_options(option_pairs)
     tools: list[Any] = resolve_tools(tool_names, python_isolation=python_isolation)
     tools += [t for code in functions for t in load_functions(code)]
@@ -342,7 +267,7 @@ def prompt_command(
         strategy=strategy,
         chain_limit=chain_limit,
         retries=retries,
-        before_call=_Approver() if tools_approve else None,
+        before_call=Approver() if tools_approve else None,
         format_prompt=format_prompt,
         format_context=format_context,
         options=options or None,
@@ -350,17 +275,18 @@ def prompt_command(
         log=not no_log,
         conversation_id=conversation_id,
         history=history,
+        **attach.chain_kwargs(),
     )
     stream_text = not (as_json or output is not None or no_stream)
     printed = ""  # the last chunk printed: does the output end with a newline?
     for event in response.events(partials=False):
-        if event.kind in ("tool_call", "tool_result") and tools_debug:
-            _show_tool_event(event.kind, event.value)
+        if event.kind in ("tool_call", "tool_result", "attachment") and tools_debug:
+            show_tool_event(event.kind, event.value)
         elif event.kind == "text" and stream_text and event.purpose == "chain" and event.text:
             click.echo(event.text, nl=False)
             printed = event.text
     if as_json:
-        echo_json(_summary(response, output is not None))
+        echo_json(summary(response, output is not None))
     elif output is not None:
         click.echo(format_json(response.json()))
     elif not stream_text:
@@ -372,4 +298,4 @@ def prompt_command(
         click.echo(f"Strategy: {choice.name} ({choice.reason})", err=True)
     if show_usage:
         usage = response.usage
-        click.echo(_usage_text(usage, usage.by_purpose), err=True)
+        click.echo(usage_text(usage, usage.by_purpose), err=True)

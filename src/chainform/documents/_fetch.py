@@ -24,11 +24,14 @@ _MAX_REDIRECTS = 5
 def fetch(
     attachment: Attachment,
     *,
-    max_bytes: int = MAX_BYTES,
-    timeout: float = TIMEOUT,
+    max_bytes: int | None = None,
+    timeout: float | None = None,
     allow_private: bool = False,
 ) -> Attachment:
-    """Download `attachment.url` into the attachment (its bytes and the server's content type)."""
+    """Download `attachment.url` into the attachment (its bytes and the server's content type);
+    `max_bytes` and `timeout` default to MAX_BYTES and TIMEOUT as they are at the call."""
+    max_bytes = MAX_BYTES if max_bytes is None else max_bytes
+    timeout = TIMEOUT if timeout is None else timeout
     if not attachment.is_remote:
         return attachment
     url = attachment.url or ""

@@ -3,10 +3,12 @@ and read by OCR (chainform.documents._ocr)."""
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 
 from chainform.errors import AttachmentError
 
+_NO_PAGES = re.compile(rb"/Count\s*0\s*/Kids\s*\[\s*\]|/Kids\s*\[\s*\]\s*/Count\s*0\b")
 _RENDER_SCALE = 2.0  # 144 dpi: small print stays legible to the OCR model
 
 
@@ -29,8 +31,13 @@ def pdf_text(data: bytes, name: str) -> PdfText:
     try:
         document = pdfium.PdfDocument(data)
     except pdfium.PdfiumError as exc:
-        reason = "is encrypted (password protected)" if "password" in str(exc).lower() else "is not a readable PDF"
-        raise AttachmentError(f"{name}: {reason} ({exc})") from None
+        # PDFium's error code is a process-wide "last error" (stale when threads share it), and a
+        # document without pages fails with none: the bytes say which it was.
+        if b"/Encrypt" in data:
+            raise AttachmentError(f"{name}: is encrypted (password protected)") from None
+        if _NO_PAGES.search(data):
+            raise AttachmentError(f"{name}: the PDF has no pages") from None
+        raise AttachmentError(f"{name}: is not a readable PDF ({exc})") from None
     try:
         if len(document) == 0:
             raise AttachmentError(f"{name}: the PDF has no pages")

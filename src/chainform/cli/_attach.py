@@ -1,0 +1,141 @@
+"""`-a/--attachment PATH|URL|-`, `--at PATH MIME`, `--no-convert`, `--attachments-store` (and
+`map --attach FIELD`): files for the model, checked here before any model call or log row.
+
+A path is checked for what can be told without reading it whole (there, a file, not empty, a type
+its bytes and name agree on); `-` reads stdin's bytes as one attachment (the prompt is then the
+argument). What the answering model can take, and converting what it cannot, is the chain's step
+(chain/_attachments.py): its errors are the same typed AttachmentError, one `Error:` line, exit 2.
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, TypeVar
+
+import click
+
+if TYPE_CHECKING:
+    from chainform.types import Attachment
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+STORE_HELP = "How the log keeps attached files: their bytes (once each), or only their path or URL."
+
+
+def conversion_options(function: F) -> F:
+    """`--no-convert`, `--attachments-store`, `--allow-private-urls`: shared by prompt and map."""
+    for option in reversed(
+        [
+            click.option(
+                "--no-convert",
+                is_flag=True,
+                help="Refuse a file the model cannot read instead of converting it to text locally.",
+            ),
+            click.option(
+                "--attachments-store",
+                type=click.Choice(["copy", "ref"]),
+                default="copy",
+                show_default=True,
+                help=STORE_HELP,
+            ),
+            click.option(
+                "--allow-private-urls",
+                is_flag=True,
+                help="Download attached URLs on private or loopback addresses too.",
+            ),
+        ]
+    ):
+        function = option(function)
+    return function
+
+
+def attachment_options(function: F) -> F:
+    """The prompt command's attachment options."""
+    function = conversion_options(function)
+    function = click.option(
+        "--at",
+        "typed_attachments",
+        type=(str, str),
+        multiple=True,
+        metavar="PATH MIME",
+        help="Attach PATH as content type MIME (e.g. --at scan.bin application/pdf); repeatable.",
+    )(function)
+    return click.option(
+        "-a",
+        "--attachment",
+        "attachment_values",
+        multiple=True,
+        metavar="PATH|URL|-",
+        help="Attach a file, a URL or stdin's bytes (-); repeatable. See docs/attachments.md.",
+    )(function)
+
+
+@dataclass
+class CliAttachments:
+    """The attachments of one command line and how they are to be sent and logged."""
+
+    attachments: list[Attachment] = field(default_factory=list)
+    convert: bool = True
+    store: str = "copy"
+    allow_private_urls: bool = False
+    reads_stdin: bool = False
+
+    def chain_kwargs(self) -> dict[str, Any]:
+        if not self.attachments:
+            return {}
+        return {
+            "attachments": self.attachments,
+            "convert": self.convert,
+            "attachments_store": self.store,
+            "allow_private_urls": self.allow_private_urls,
+        }
+
+
+def attachments_from_cli(
+    prompt: str | None,
+    *,
+    attachment_values: tuple[str, ...] = (),
+    typed_attachments: tuple[tuple[str, str], ...] = (),
+    no_convert: bool = False,
+    attachments_store: str = "copy",
+    allow_private_urls: bool = False,
+) -> CliAttachments:
+    """Each `-a` and `--at`, checked as far as it can be without the model (nothing is read whole)."""
+    from chainform.types import Attachment
+
+    out = CliAttachments(
+        convert=not no_convert, store=attachments_store, allow_private_urls=allow_private_urls
+    )
+    if attachment_values.count("-") > 1:
+        raise click.UsageError("-a - (stdin) can be given once")
+    for value in attachment_values:
+        if value == "-":
+            if prompt is None:
+                raise click.UsageError("with -a - the file comes on stdin: give the prompt as an argument")
+            data = sys.stdin.buffer.read() if hasattr(sys.stdin, "buffer") else sys.stdin.read().encode()
+            out.attachments.append(_checked(Attachment(content=data, name="stdin")))
+            out.reads_stdin = True
+        elif "://" in value or value.startswith("data:"):
+            out.attachments.append(_checked(Attachment(url=value)))
+        else:
+            out.attachments.append(_checked(Attachment(path=value)))
+    for path, mime in typed_attachments:
+        if "/" not in mime:
+            raise click.BadParameter(f"{mime!r} is not a content type such as image/png", param_hint="--at")
+        out.attachments.append(_checked(Attachment(path=path, type=mime)))
+    return out
+
+
+def _checked(attachment: Attachment) -> Attachment:
+    """Fail now on what needs no model: a missing, empty or unreadable file, a directory, an
+    unknown or contradicted type (a URL's type is told once downloaded)."""
+    from chainform.errors import AttachmentError
+
+    if attachment.is_remote:
+        return attachment
+    if not attachment.size():
+        raise AttachmentError(f"{attachment.name}: is empty")
+    attachment.media_type()
+    return attachment
