@@ -47,6 +47,7 @@ _PUBLIC: dict[str, tuple[str, ...]] = {
         "ToolArgumentError",
         "ToolDefinitionError",
         "ToolError",
+        "TracingSetupError",
         "UnknownToolError",
         "UnsupportedOptionError",
     ),
@@ -58,6 +59,7 @@ _PUBLIC: dict[str, tuple[str, ...]] = {
         "get_async_model",
         "get_model",
     ),
+    "chainform.otel": ("instrument", "uninstrument"),
     "chainform.output": ("OutputSpec", "StrategyChoice"),
     "chainform.response": ("AsyncChainResponse", "ChainResponse"),
     "chainform.schema.dsl": ("resolve_schema", "schema_dsl"),
@@ -145,6 +147,7 @@ if TYPE_CHECKING:  # what type checkers and editors see: the same names, importe
     from chainform.errors import ToolArgumentError as ToolArgumentError
     from chainform.errors import ToolDefinitionError as ToolDefinitionError
     from chainform.errors import ToolError as ToolError
+    from chainform.errors import TracingSetupError as TracingSetupError
     from chainform.errors import UnknownToolError as UnknownToolError
     from chainform.errors import UnsupportedOptionError as UnsupportedOptionError
     from chainform.models import AsyncConversation as AsyncConversation
@@ -153,6 +156,8 @@ if TYPE_CHECKING:  # what type checkers and editors see: the same names, importe
     from chainform.models import Model as Model
     from chainform.models import get_async_model as get_async_model
     from chainform.models import get_model as get_model
+    from chainform.otel import instrument as instrument
+    from chainform.otel import uninstrument as uninstrument
     from chainform.output import OutputSpec as OutputSpec
     from chainform.output import StrategyChoice as StrategyChoice
     from chainform.output.strategies._context import ContextPolicy as ContextPolicy

@@ -38,6 +38,10 @@ class AttachmentError(ChainformError, ValueError):
     """An attachment cannot be read, recognised, converted or sent to this model; nothing was sent."""
 
 
+class TracingSetupError(ChainformError):
+    """Tracing cannot start: OpenTelemetry's packages are missing or no collector is named."""
+
+
 class ModelNotFoundError(ChainformError, LookupError):
     """No model is registered under the requested name or alias."""
 

@@ -74,4 +74,6 @@ def test_import_chainform_defers_heavy_modules(tmp_path) -> None:
     probe = "import json, sys\nimport chainform as cf\ncf.Model\nprint(json.dumps(sorted(sys.modules)))"
     loaded = _imported(tmp_path, probe)
     assert "chainform.models" in loaded
-    assert not {"openai", "anthropic", "torch", "transformers", "rich"} & {m.split(".")[0] for m in loaded}
+    assert not {"openai", "anthropic", "torch", "transformers", "rich", "opentelemetry"} & {
+        m.split(".")[0] for m in loaded
+    }

@@ -27,6 +27,7 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
     ("store", ("chainform.store",)),
     ("providers", ("chainform.clients", "chainform.local", "chainform.testing", "chainform.documents")),
     ("tools", ("chainform.tools", "chainform.mcp")),
+    ("tracing", ("chainform.otel",)),
     ("types", ("chainform.types",)),
     ("schema", ("chainform.schema",)),
     (
@@ -37,6 +38,7 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
             "chainform._lineage",
             "chainform._paths",
             "chainform._sync",
+            "chainform._trace",
             "chainform._version",
             "chainform.keys",
         ),

@@ -15,6 +15,7 @@ from collections.abc import AsyncGenerator, AsyncIterable, Iterable, Sequence
 from pathlib import Path
 from typing import Any, Protocol
 
+from chainform import _trace
 from chainform._map._gate import GatedClient, GateStats, RateGate
 from chainform._map._inputs import Row
 from chainform._map._pool import Pool
@@ -86,6 +87,7 @@ class MapRun:
         self.chain_options = {"stream": False, **chain_options}
         self.stats = GateStats()
         self._gated: MapModel | None = None
+        self.trace: Any = None  # the run's span, when tracing is on (chainform/_trace.py)
 
     def _gated_model(self) -> MapModel:
         """The model on a GatedClient; built inside the run's loop (the limiters belong to it)."""
@@ -102,9 +104,19 @@ class MapRun:
         self, source: Iterable[Row] | AsyncIterable[Row], *, concurrency: int, ordered: bool
     ) -> AsyncGenerator[MapResult, None]:
         self._gated_model()
+        hooks = _trace.hooks
+        self.trace = hooks.map_run(getattr(self.model, "name", "model"), self.run_id) if hooks else None
         pool = Pool(source, self.run_row, concurrency=concurrency, ordered=ordered)
-        async for _row, result in pool.results():
-            yield result
+        failed: BaseException | None = None
+        try:
+            async for _row, result in pool.results():
+                yield result
+        except Exception as exc:
+            failed = exc
+            raise
+        finally:
+            if hooks is not None:
+                hooks.map_done(self.trace, failed)
 
     async def run_row(self, row: Row) -> MapResult:
         result = MapResult(row.index, row.key, row.data)
@@ -117,17 +129,18 @@ class MapRun:
         named = _naming.set((cid, f"map {self.run_id} {row.key}")) if self.log else None
         try:
             attachments = row.attachments(*self.attach)
-            response = model.chain(
-                row.prompt(self.template),
-                attachments=attachments or None,
-                system=self.system,
-                tools=self.tools,
-                schema=self.schema,
-                log=self.log,
-                conversation_id=cid,
-                **self.chain_options,
-            )
-            done = (await response)._finished()  # one wait; the rest is read from the result
+            with _trace.map_row(self.trace, row.key):
+                response = model.chain(
+                    row.prompt(self.template),
+                    attachments=attachments or None,
+                    system=self.system,
+                    tools=self.tools,
+                    schema=self.schema,
+                    log=self.log,
+                    conversation_id=cid,
+                    **self.chain_options,
+                )
+                done = (await response)._finished()  # one wait; the rest is read from the result
             result.text = done.text
             if self.schema is not None:
                 result.value, result.data = done.value, done.data

@@ -10,6 +10,7 @@ import time
 from collections.abc import Callable
 from typing import Any
 
+from chainform import _trace
 from chainform.chain._events import ChainEvent, EventLog
 from chainform.chain._records import ModelCall
 from chainform.chain._tap import CallTap
@@ -134,6 +135,8 @@ class CallRunner:
             model=self.model_name,
             failed=failed,
         )
+        if _trace.hooks is not None:
+            _trace.hooks.call(call)
         self.flush_log()
         self.calls.append(call)
         self._pending.append(call)

@@ -93,8 +93,11 @@ class ChainRun(CallRunner):
         self.req = request
         self.profile = profile
         self.model_name = model_name
-        first = Candidate(client, profile, model_name, self.fallbacks)
-        self.route = Route(first, fallback) if fallback is not None else None
+        self.route = (
+            Route(Candidate(client, profile, model_name, self.fallbacks), fallback)
+            if fallback is not None
+            else None
+        )
         self.conversation_id = conversation_id
         self.chain_id = chain_id
         self.tools = {t.name: t for t in request.tools}

@@ -3,7 +3,7 @@
 
 from __future__ import annotations
 
-from chainform import _lineage
+from chainform import _lineage, _trace
 from chainform.chain._engine import ChainRun
 from chainform.chain._records import ChainResult
 from chainform.errors import ChainformError
@@ -26,7 +26,8 @@ async def traced(run: ChainRun) -> ChainResult:
     token = _lineage.current_chain.set(lineage)
     starting = _lineage.starting_agent.set(None)
     try:
-        result = await run.run()
+        with _trace.chain(run, agent[0] if agent else None):
+            result = await run.run()
     except ChainformError as exc:
         exc.agent_runs = lineage.children
         raise

@@ -9,6 +9,7 @@ import time
 from collections.abc import Awaitable, Callable, Iterable, Sequence
 from typing import Any, Union
 
+from chainform import _trace
 from chainform._lineage import current_tool_call
 from chainform.errors import ToolDefinitionError, UnknownToolError
 from chainform.keys import scrub
@@ -106,7 +107,8 @@ async def run_call(
             elif isinstance(verdict, FunctionCallContent):
                 call = verdict
         current_tool_call.set(call)  # this task's own context: subagents link to their call
-        value = await tool.ainvoke(call.arguments)
+        work = tool.ainvoke(call.arguments)
+        value = await (work if _trace.hooks is None else _trace.hooks.tool(call, work))
         result = FunctionResultContent(call.call_id, result=value, name=call.name)
     except CancelToolCall as exc:
         result = FunctionResultContent(call.call_id, error=f"Cancelled: {exc}", name=call.name)

@@ -18,6 +18,7 @@ import click
 
 from chainform.cli._attach import conversion_options
 from chainform.cli._options import chain_limit_option, count_option, model_option, strategy_option
+from chainform.cli._otel import otel_option, start_tracing
 from chainform.cli._prompt import FALLBACK_HELP, fallback_kwargs, open_log, parse_options
 
 if TYPE_CHECKING:
@@ -121,6 +122,7 @@ ATTACH_HELP = (
 )
 @model_option("Model name or alias (default as for `chainform`).")
 @click.option("--fallback", "fallback", multiple=True, help=FALLBACK_HELP)
+@otel_option
 @click.option("-s", "--system", help="System prompt.")
 @click.option("--schema", help="Output schema: JSON, a .json file, the concise DSL or a saved schema id.")
 @click.option("-T", "--tool", "tool_names", multiple=True, help="Tool by name; repeatable.")
@@ -170,6 +172,7 @@ def map_command(
     template: str | None,
     model_name: str | None,
     fallback: tuple[str, ...],
+    otel: bool,
     system: str | None,
     schema: str | None,
     tool_names: tuple[str, ...],
@@ -214,6 +217,7 @@ def map_command(
     spec = resolve_cli_schema(schema, store=store) if schema else None
     tools = resolve_tools(tool_names) + [t for code in functions for t in load_functions(code)]
     name = model_name or default_model()
+    start_tracing(otel)
     if fallback and ray_address is not None:
         raise click.UsageError("--fallback does not run with --ray yet")
     if attach_field is not None and ray_address is not None:

@@ -23,6 +23,7 @@ from chainform.cli._options import (
     model_option,
     strategy_option,
 )
+from chainform.cli._otel import otel_option, start_tracing
 from chainform.cli._output import echo_json, format_json
 from chainform.cli._show import Approver, show_tool_event, summary, usage_text
 from chainform.cli._tools import MCP_HELP, python_isolation_option
@@ -148,6 +149,7 @@ def open_log(*, required: bool, wanted: bool) -> Store | None:
 @click.argument("prompt", required=False)
 @model_option("Model name or alias (default: $CHAINFORM_MODEL, `models default`, else local).")
 @click.option("--fallback", "fallback", multiple=True, help=FALLBACK_HELP)
+@otel_option
 @click.option("-s", "--system", help="System prompt.")
 @click.option(
     "--schema",
@@ -205,6 +207,7 @@ def prompt_command(
     prompt: str | None,
     model_name: str | None,
     fallback: tuple[str, ...],
+    otel: bool,
     system: str | None,
     schema: str | None,
     schema_multi: str | None,
@@ -248,6 +251,7 @@ def prompt_command(
     attach = attachments_from_cli(prompt, **attaching)  # before stdin: `-a -` reads it as a file
     text = read_prompt(prompt, stdin_reserved=tools_approve or attach.reads_stdin)
     options = parse_options(option_pairs)
+    start_tracing(otel)
     tools: list[Any] = resolve_tools(tool_names, python_isolation=python_isolation)
     tools += [t for code in functions for t in load_functions(code)]
     tools += mcp_servers(mcp_values)

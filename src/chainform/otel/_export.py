@@ -1,0 +1,85 @@
+"""The CLI's `--otel` (or CHAINFORM_OTEL=1): spans and metrics sent over OTLP/HTTP to the collector
+that OTEL_EXPORTER_OTLP_ENDPOINT names, with opentelemetry-sdk's providers and exporters.
+
+The providers are this command's own (no global is set, so a library user's are never replaced)
+and are shut down, flushing what is left, when the command ends. A collector that cannot be
+reached costs one warning: the chain still answers and is logged. The exporters' own log lines
+are silenced in favour of that warning, and their timeout is short unless the environment sets one.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import warnings
+from collections.abc import Callable
+from typing import Any
+
+from chainform.errors import TracingSetupError
+
+_PACKAGES = "opentelemetry-sdk opentelemetry-exporter-otlp-proto-http"
+_ENDPOINTS = ("OTEL_EXPORTER_OTLP_ENDPOINT", "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT")
+_TIMEOUTS = ("OTEL_EXPORTER_OTLP_TIMEOUT", "OTEL_EXPORTER_OTLP_TRACES_TIMEOUT")
+_DEFAULT_TIMEOUT = 3.0  # seconds; the exporter's own default (10 s) would hold a CLI's exit that long
+
+
+def wanted(flag: bool) -> bool:
+    """Whether the command was asked to trace (`--otel`, or CHAINFORM_OTEL=1/true/yes)."""
+    return flag or os.environ.get("CHAINFORM_OTEL", "").strip().lower() in ("1", "true", "yes", "on")
+
+
+def start(include_content: bool = False) -> Callable[[], None]:
+    """Instrument chainform with OTLP/HTTP exporters; returns the function that flushes and stops."""
+    try:
+        from opentelemetry.exporter.otlp.proto.http.metric_exporter import OTLPMetricExporter
+        from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
+        from opentelemetry.sdk.metrics import MeterProvider
+        from opentelemetry.sdk.metrics.export import PeriodicExportingMetricReader
+        from opentelemetry.sdk.resources import Resource
+        from opentelemetry.sdk.trace import TracerProvider
+        from opentelemetry.sdk.trace.export import BatchSpanProcessor
+    except ImportError as exc:
+        raise TracingSetupError(
+            f"--otel needs the chainform[otel-export] extra ({_PACKAGES}; {exc.name} is missing): "
+            "pip install 'chainform[otel-export]'"
+        ) from None
+    endpoint = next((os.environ[v] for v in _ENDPOINTS if os.environ.get(v)), None)
+    if endpoint is None:
+        raise TracingSetupError(
+            "--otel needs a collector: set OTEL_EXPORTER_OTLP_ENDPOINT (e.g. http://localhost:4318)"
+        )
+    from chainform.otel import instrument, uninstrument
+
+    logging.getLogger("opentelemetry").setLevel(logging.CRITICAL)  # one warning of ours instead
+    timeout = None if any(os.environ.get(v) for v in _TIMEOUTS) else _DEFAULT_TIMEOUT
+    resource = Resource.create({"service.name": os.environ.get("OTEL_SERVICE_NAME") or "chainform"})
+    told: list[bool] = []  # one warning for traces and metrics together
+    spans = _warned(OTLPSpanExporter(timeout=timeout), endpoint, told)
+    tracer_provider = TracerProvider(resource=resource)
+    tracer_provider.add_span_processor(BatchSpanProcessor(spans))
+    metrics = _warned(OTLPMetricExporter(timeout=timeout), endpoint, told)
+    reader = PeriodicExportingMetricReader(metrics, export_interval_millis=60_000)
+    meter_provider = MeterProvider(resource=resource, metric_readers=[reader])
+    instrument(tracer_provider, include_content, meter_provider=meter_provider)
+
+    def stop() -> None:
+        uninstrument()
+        tracer_provider.shutdown()
+        meter_provider.shutdown()
+
+    return stop
+
+
+def _warned(exporter: Any, endpoint: str, told: list[bool]) -> Any:
+    """`exporter` whose failed exports warn once (naming the endpoint) instead of logging each."""
+    export = exporter.export
+
+    def checked(*args: Any, **kwargs: Any) -> Any:
+        result = export(*args, **kwargs)
+        if getattr(result, "name", "") == "FAILURE" and not told:
+            told.append(True)
+            warnings.warn(f"chainform: could not send traces to {endpoint}", stacklevel=2)
+        return result
+
+    exporter.export = checked
+    return exporter

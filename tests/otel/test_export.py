@@ -1,0 +1,151 @@
+"""The CLI's `--otel`: spans over OTLP/HTTP to a loopback receiver the test starts, decoded as a
+collector would; a missing package or an unreachable collector."""
+
+from __future__ import annotations
+
+import json
+import socket
+import sys
+import threading
+from collections.abc import Iterator
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+
+import pytest
+from click.testing import CliRunner
+from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
+
+from chainform import _trace
+from chainform.cli import cli
+from chainform.store import Store
+from chainform.testing import tool_call
+from chainform.testing.emulator import Emulator
+
+KEY = "sk-test-otel-0123456789abcdef"
+
+
+class Receiver(ThreadingHTTPServer):
+    """An OTLP/HTTP collector on 127.0.0.1: keeps each POST's path and body."""
+
+    def __init__(self) -> None:
+        self.posts: list[tuple[str, bytes]] = []
+        received = self.posts
+
+        class Handler(BaseHTTPRequestHandler):
+            def log_message(self, format: str, *args: Any) -> None:
+                pass
+
+            def do_POST(self) -> None:
+                body = self.rfile.read(int(self.headers.get("content-length") or 0))
+                received.append((self.path, body))
+                self.send_response(200)
+                self.send_header("content-type", "application/x-protobuf")
+                self.send_header("content-length", "0")
+                self.end_headers()
+
+        super().__init__(("127.0.0.1", 0), Handler)
+
+
+@pytest.fixture
+def receiver() -> Iterator[Receiver]:
+    server = Receiver()
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield server
+    finally:
+        server.shutdown()
+        server.server_close()
+        thread.join(5)
+
+
+def weather(city: str) -> dict[str, object]:
+    """Current weather for a city."""
+    return {"city": city, "temp_c": 21}
+
+
+def _argv(emulator: Emulator, tmp_path: Any, *extra: str) -> list[str]:
+    tools = tmp_path / "tools.py"
+    tools.write_text('def weather(city: str) -> dict:\n    "Weather."\n    return {"temp_c": 21}\n')
+    return [
+        "Weather in Paris?",
+        "-m",
+        "openai/gpt-4.1-mini",
+        "--base-url",
+        emulator.base_url + "/v1",
+        "--key",
+        KEY,
+        "--functions",
+        str(tools),
+        "--schema",
+        "temp_c int",
+        *extra,
+    ]
+
+
+def test_spans_reach_a_collector_over_otlp_http(
+    emulator: Emulator, receiver: Receiver, tmp_path: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("OTEL_EXPORTER_OTLP_ENDPOINT", f"http://127.0.0.1:{receiver.server_port}")
+    monkeypatch.setenv("OTEL_SERVICE_NAME", "weather-service")
+    emulator.add(tool_call("weather", city="Paris"), '{"temp_c": 21}')
+    done = CliRunner().invoke(cli, _argv(emulator, tmp_path, "--otel"))
+    assert done.exit_code == 0, done.output
+    assert _trace.hooks is None  # the command stopped its tracing when it ended
+    traces = [body for path, body in receiver.posts if path == "/v1/traces"]
+    assert traces, receiver.posts
+    assert all(KEY.encode() not in body for _, body in receiver.posts)
+    spans, service = [], None
+    for body in traces:
+        request = ExportTraceServiceRequest.FromString(body)
+        for resource in request.resource_spans:
+            service = {a.key: a.value.string_value for a in resource.resource.attributes}["service.name"]
+            spans += [span for scope in resource.scope_spans for span in scope.spans]
+    assert service == "weather-service"
+    names = sorted(span.name for span in spans)
+    assert names == [
+        "chain openai/gpt-4.1-mini",
+        "chat gpt-4.1-mini",
+        "chat gpt-4.1-mini",
+        "execute_tool weather",
+    ]
+    (root,) = [s for s in spans if s.name.startswith("chain")]
+    assert all(s.parent_span_id == root.span_id for s in spans if s is not root)
+    chat = next(s for s in spans if s.name.startswith("chat"))
+    attrs = {a.key: a.value for a in chat.attributes}
+    assert attrs["gen_ai.provider.name"].string_value == "openai"
+    assert attrs["gen_ai.request.model"].string_value == "gpt-4.1-mini"
+    assert attrs["gen_ai.usage.input_tokens"].int_value > 0
+    assert any(path == "/v1/metrics" for path, _ in receiver.posts)
+
+
+def test_an_unreachable_collector_warns_and_the_chain_still_answers(
+    emulator: Emulator, tmp_path: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    with socket.socket() as s:  # a port nobody listens on
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    monkeypatch.setenv("OTEL_EXPORTER_OTLP_ENDPOINT", f"http://127.0.0.1:{port}")
+    monkeypatch.setenv("OTEL_EXPORTER_OTLP_TIMEOUT", "1")
+    monkeypatch.setenv("CHAINFORM_OTEL", "1")
+    emulator.add(tool_call("weather", city="Paris"), '{"temp_c": 21}')
+    with pytest.warns(UserWarning, match=f"could not send traces to http://127.0.0.1:{port}"):
+        done = CliRunner().invoke(cli, _argv(emulator, tmp_path))
+    assert done.exit_code == 0, done.output
+    assert json.loads(done.output) == {"temp_c": 21}
+    with Store() as store:
+        assert len(store.recent(n=None)) == 2
+
+
+def test_otel_without_the_packages_or_a_collector_is_a_usage_error(
+    emulator: Emulator, tmp_path: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.delenv("OTEL_EXPORTER_OTLP_ENDPOINT", raising=False)
+    monkeypatch.delenv("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT", raising=False)
+    done = CliRunner().invoke(cli, _argv(emulator, tmp_path, "--otel"))
+    assert done.exit_code == 2 and "OTEL_EXPORTER_OTLP_ENDPOINT" in done.output
+    monkeypatch.setenv("OTEL_EXPORTER_OTLP_ENDPOINT", "http://127.0.0.1:9")
+    monkeypatch.setitem(sys.modules, "opentelemetry.sdk.trace", None)  # as if it were not installed
+    done = CliRunner().invoke(cli, _argv(emulator, tmp_path, "--otel"))
+    assert done.exit_code == 2 and "chainform[otel-export]" in done.output
+    assert emulator.requests == []  # nothing was sent
