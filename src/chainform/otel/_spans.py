@@ -92,17 +92,27 @@ class Spans:
         if agent:
             attributes["gen_ai.agent.name"] = agent
         name = f"invoke_agent {agent}" if agent else f"chain {run.model_name}"
+        with self._current(name, attributes) as span:
+            try:
+                yield span
+            finally:
+                _chain_totals(span, run)
+
+    @contextmanager
+    def _current(self, name: str, attributes: dict[str, Any], context: Any = None) -> Iterator[Any]:
+        """A span current in this context while the block runs; an exception marks it failed."""
         with self.tracer.start_as_current_span(
-            name, kind=SpanKind.INTERNAL, attributes=attributes, end_on_exit=True,
-            record_exception=False, set_status_on_exception=False,
-        ) as span:  # fmt: skip
+            name,
+            context=context,
+            attributes=attributes,
+            record_exception=False,
+            set_status_on_exception=False,
+        ) as span:
             try:
                 yield span
             except BaseException as exc:
                 _failed(span, exc)
                 raise
-            finally:
-                _chain_totals(span, run)
 
     # -- a model call -------------------------------------------------------------------------
 
@@ -155,15 +165,8 @@ class Spans:
         }
         if self.content:
             attributes["gen_ai.tool.call.arguments"] = _json(call.arguments)
-        with self.tracer.start_as_current_span(
-            f"execute_tool {call.name}", kind=SpanKind.INTERNAL, attributes=attributes,
-            record_exception=False, set_status_on_exception=False,
-        ) as span:  # fmt: skip
-            try:
-                value = await work
-            except BaseException as exc:
-                _failed(span, exc)
-                raise
+        with self._current(f"execute_tool {call.name}", attributes) as span:
+            value = await work
             if self.content:
                 span.set_attribute("gen_ai.tool.call.result", _json(value))
             return value
@@ -181,16 +184,10 @@ class Spans:
 
     @contextmanager
     def map_row(self, run: Any, key: str) -> Iterator[Any]:
-        context = trace.set_span_in_context(run)
-        with self.tracer.start_as_current_span(
-            f"map row {key}", context=context, attributes={"chainform.map.row": key},
-            record_exception=False, set_status_on_exception=False,
-        ) as span:  # fmt: skip
-            try:
-                yield span
-            except BaseException as exc:
-                _failed(span, exc)
-                raise
+        with self._current(
+            f"map row {key}", {"chainform.map.row": key}, trace.set_span_in_context(run)
+        ) as span:
+            yield span
 
     def map_done(self, run: Any, error: BaseException | None) -> None:
         if error is not None:
