@@ -18,7 +18,7 @@ from chainform.clients.base import Middleware
 from chainform.clients.profiles.openai import COMPAT_SERVERS, is_foreign_url, openai_profile
 from chainform.errors import ProviderError, SchemaError, UnsupportedOptionError
 from chainform.keys import get_key, remember_url, require_key
-from chainform.types import FinishReason, ModelProfile, ResponseFormat, ToolSpec
+from chainform.types import ChatOptions, FinishReason, ModelProfile, ResponseFormat, ToolSpec
 
 
 @dataclass(frozen=True)
@@ -183,6 +183,14 @@ class OpenAIBaseClient(AdapterClient):
 
             return openai.AsyncOpenAI(api_key=bearer, base_url=s.base_url, **common)
         return openai.AsyncOpenAI(api_key=s.key, base_url=s.base_url, **common)
+
+    def request_body(
+        self, options: ChatOptions, turns_key: str, turns: list[Any], **extra: Any
+    ) -> dict[str, Any]:
+        """How both OpenAI APIs' requests start, once the options are checked: the model, the
+        conversation under `turns_key`, streamed; then the API's own `extra` fields."""
+        self.check_options(options)
+        return {"model": options.model_id or self.model, turns_key: turns, "stream": True, **extra}
 
     def convert_schema(self, schema: dict[str, Any]) -> tuple[dict[str, Any], bool]:
         """The schema in this model's dialect, and whether strict mode may be asked for.

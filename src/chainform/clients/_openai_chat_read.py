@@ -11,17 +11,11 @@ from typing import Any
 
 from pydantic_core import from_json
 
-from chainform.clients._common import StreamState, finish_reason, usage_details
+from chainform import types
+from chainform.clients import _common
+from chainform.clients._common import StreamState
 from chainform.clients._errors import StreamGuard
 from chainform.clients._openai_base import OPENAI_FINISH, request_id
-from chainform.types import (
-    ChatResponseUpdate,
-    Content,
-    FunctionCallContent,
-    TextContent,
-    TextReasoningContent,
-    UsageContent,
-)
 
 _EVENT_STREAM_STARTS = (b"data:", b"event:", b"id:", b":")
 
@@ -50,7 +44,7 @@ def read_whole(response: Any, guard: StreamGuard) -> dict[str, Any] | None:
     )
 
 
-def translate_chunk(chunk: Any, refusal: list[str]) -> list[ChatResponseUpdate]:
+def translate_chunk(chunk: Any, refusal: list[str]) -> list[types.ChatResponseUpdate]:
     """One chunk of a stream, or a whole completion, as updates (text, reasoning, tool calls, usage).
 
     Both arrive as the JSON's own dicts (a stream's events as the SDK decoded them, a whole body
@@ -60,7 +54,7 @@ def translate_chunk(chunk: Any, refusal: list[str]) -> list[ChatResponseUpdate]:
     a crash.
     """
     chunk = _mapping(chunk)
-    contents: list[Content] = []
+    contents: list[types.Content] = []
     reason = None
     choices = chunk.get("choices")
     for choice in choices if isinstance(choices, list) else ():
@@ -69,7 +63,7 @@ def translate_chunk(chunk: Any, refusal: list[str]) -> list[ChatResponseUpdate]:
             continue
         delta = _mapping(choice.get("delta") or choice.get("message"))
         if thought := _text(delta.get("reasoning_content") or delta.get("reasoning")):
-            contents.append(TextReasoningContent(thought))
+            contents.append(types.TextReasoningContent(thought))
         contents.extend(_content_parts(delta.get("content")))
         if text := _text(delta.get("refusal")):
             refusal.append(text)
@@ -79,26 +73,26 @@ def translate_chunk(chunk: Any, refusal: list[str]) -> list[ChatResponseUpdate]:
             fn = _mapping(call.get("function"))
             index = call.get("index")
             contents.append(
-                FunctionCallContent(
+                types.FunctionCallContent(
                     _text(call.get("id")),
                     _text(fn.get("name")),
                     raw_arguments=_text(fn.get("arguments")),
                     index=index if isinstance(index, int) else position,
                 )
             )
-        reason = finish_reason(_text(choice.get("finish_reason")), OPENAI_FINISH) or reason
+        reason = _common.finish_reason(_text(choice.get("finish_reason")), OPENAI_FINISH) or reason
     usage = chunk.get("usage")
     if isinstance(usage, dict):
         cached = _mapping(usage.get("prompt_tokens_details")).get("cached_tokens")
         reasoning = _mapping(usage.get("completion_tokens_details")).get("reasoning_tokens")
-        details = usage_details(
+        details = _common.usage_details(
             _count(usage.get("prompt_tokens")),
             _count(usage.get("completion_tokens")),
             _count(usage.get("total_tokens")),
             cache_read=_count(cached),
             reasoning=_count(reasoning),
         )
-        contents.append(UsageContent(details))
+        contents.append(types.UsageContent(details))
     if not contents and reason is None:
         return []
     state = StreamState(_text(chunk.get("model")) or None)
@@ -108,22 +102,22 @@ def translate_chunk(chunk: Any, refusal: list[str]) -> list[ChatResponseUpdate]:
     return [state.update(contents, finish_reason=reason, created_at=when, raw_representation=chunk)]
 
 
-def _content_parts(content: Any) -> list[Content]:
+def _content_parts(content: Any) -> list[types.Content]:
     """A message's `content`: a string, or (Mistral and others) a list of parts read one by one:
     `text` parts are text, `thinking` parts (their own text or a list of text parts) reasoning."""
     if isinstance(content, str):
-        return [TextContent(content)] if content else []
-    out: list[Content] = []
+        return [types.TextContent(content)] if content else []
+    out: list[types.Content] = []
     for part in content if isinstance(content, list) else ():
         part = _mapping(part)
         kind = part.get("type")
         if kind == "text" and (text := _text(part.get("text"))):
-            out.append(TextContent(text))
+            out.append(types.TextContent(text))
         elif kind in ("thinking", "reasoning"):
             inner = part.get("thinking", part.get("text"))
             pieces = inner if isinstance(inner, list) else [{"text": inner}]
             if thought := "".join(_text(_mapping(p).get("text")) for p in pieces):
-                out.append(TextReasoningContent(thought))
+                out.append(types.TextReasoningContent(thought))
     return out
 
 

@@ -10,45 +10,20 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from chainform.clients._common import (
-    CLAUDE_FINISH,
-    AdapterClient,
-    StreamState,
-    finish_reason,
-    merge_turns,
-    replay_reasoning,
-    split_system,
-    tool_mode,
-    usage_details,
-)
+from chainform import types
+from chainform.clients import _common
+from chainform.clients._common import CLAUDE_FINISH, AdapterClient, StreamState
 from chainform.clients._errors import StreamGuard, retry_after
 from chainform.clients._provider import Provider
 from chainform.clients.profiles.anthropic import KNOWN_MODELS, PROVIDER, SAMPLING, UNKNOWN
 from chainform.errors import ChainformError, UnsupportedOptionError
-from chainform.types import (
-    ChatOptions,
-    ChatResponseUpdate,
-    Content,
-    DataContent,
-    FinishReason,
-    FunctionCallContent,
-    FunctionResultContent,
-    Message,
-    ServerToolContent,
-    TextContent,
-    TextReasoningContent,
-    UriContent,
-    UsageContent,
-    UsageDetails,
-    parse_arguments,
-)
 
 __all__ = ["KNOWN_MODELS", "AnthropicClient", "create_client"]
 
 DEFAULT_MAX_TOKENS = 8192
 _IMAGE_TYPES = frozenset({"image/jpeg", "image/png", "image/gif", "image/webp"})
 
-_FINISH = {**CLAUDE_FINISH, "refusal": FinishReason.CONTENT_FILTER}
+_FINISH = {**CLAUDE_FINISH, "refusal": types.FinishReason.CONTENT_FILTER}
 
 
 def _sdk(
@@ -78,14 +53,14 @@ class AnthropicClient(AdapterClient):
         cap = self.profile.max_output_tokens or DEFAULT_MAX_TOKENS
         self.default_max_tokens = default_max_tokens or min(DEFAULT_MAX_TOKENS, cap)
 
-    def build_request(self, messages: Sequence[Message], options: ChatOptions) -> dict[str, Any]:
+    def build_request(self, messages: Sequence[types.Message], options: types.ChatOptions) -> dict[str, Any]:
         """The keyword arguments of `messages.create` (public so tests and logs can inspect it)."""
         self.check_options(options)
-        system, rest = split_system(messages)
+        system, rest = _common.split_system(messages)
         request: dict[str, Any] = {
             "model": options.model_id or self.model,
             "max_tokens": options.max_output_tokens or self.default_max_tokens,
-            "messages": merge_turns(rest, _blocks),
+            "messages": _common.merge_turns(rest, _blocks),
         }
         if system:
             request["system"] = system
@@ -104,8 +79,8 @@ class AnthropicClient(AdapterClient):
             request["extra_body"] = extra
         return request
 
-    def _tools(self, options: ChatOptions) -> dict[str, Any]:
-        mode = tool_mode(options)
+    def _tools(self, options: types.ChatOptions) -> dict[str, Any]:
+        mode = _common.tool_mode(options)
         if mode is None or not options.tools:
             return {}
         tools = [
@@ -127,7 +102,7 @@ class AnthropicClient(AdapterClient):
             choice["disable_parallel_tool_use"] = True
         return {"tools": tools, "tool_choice": choice}
 
-    def _output_format(self, options: ChatOptions) -> dict[str, Any] | None:
+    def _output_format(self, options: types.ChatOptions) -> dict[str, Any] | None:
         fmt = options.response_format
         if fmt is None or fmt.kind == "text":
             return None
@@ -179,7 +154,7 @@ class _StreamState(StreamState):
         self.server_uses: dict[int, tuple[dict[str, Any], list[str]]] = {}
         """Server-side tool use blocks (by index) and their input's JSON pieces, until they stop."""
 
-    def translate_one(self, event: Any) -> ChatResponseUpdate | None:
+    def translate_one(self, event: Any) -> types.ChatResponseUpdate | None:
         kind = getattr(event, "type", None)
         if kind == "message_start":
             message = event.message
@@ -195,46 +170,48 @@ class _StreamState(StreamState):
             block, parts = self.server_uses.pop(event.index)
             if parts:
                 raw = "".join(parts)
-                parsed = parse_arguments(raw)
+                parsed = types.parse_arguments(raw)
                 block["input"] = raw if parsed is None else parsed
-            return self.update([ServerToolContent(block["type"], block)])
+            return self.update([types.ServerToolContent(block["type"], block)])
         if kind == "message_delta":
             usage = _usage(self.start_usage, event.usage)
-            finish = finish_reason(event.delta.stop_reason, _FINISH)
-            return self.update([UsageContent(usage)], finish_reason=finish, raw_representation=event)
+            finish = _common.finish_reason(event.delta.stop_reason, _FINISH)
+            return self.update([types.UsageContent(usage)], finish_reason=finish, raw_representation=event)
         if kind == "message_stop":
             self.finished = True
         return None
 
-    def _block_start(self, index: int, block: Any) -> ChatResponseUpdate | None:
+    def _block_start(self, index: int, block: Any) -> types.ChatResponseUpdate | None:
         kind = block.type
         if kind == "text" and block.text:
-            return self.update([TextContent(block.text)])
+            return self.update([types.TextContent(block.text)])
         if kind == "tool_use":
             arguments = dict(block.input) if block.input else None
-            return self.update([FunctionCallContent(block.id, block.name, arguments, index=index)])
+            return self.update([types.FunctionCallContent(block.id, block.name, arguments, index=index)])
         if kind == "thinking":
-            return self.update([TextReasoningContent(block.thinking, block.signature or None)])
+            return self.update([types.TextReasoningContent(block.thinking, block.signature or None)])
         if kind == "redacted_thinking":
-            return self.update([TextReasoningContent("", block.data)])
+            return self.update([types.TextReasoningContent("", block.data)])
         if kind in _SERVER_TOOL_USES:
             self.server_uses[index] = (_block_json(block), [])
         elif kind.endswith("_tool_result"):  # web_search_tool_result, mcp_tool_result, ...
-            return self.update([ServerToolContent(kind, _block_json(block))])
+            return self.update([types.ServerToolContent(kind, _block_json(block))])
         return None
 
-    def _block_delta(self, index: int, delta: Any) -> ChatResponseUpdate | None:
+    def _block_delta(self, index: int, delta: Any) -> types.ChatResponseUpdate | None:
         kind = delta.type
         if kind == "text_delta":
-            return self.update([TextContent(delta.text)])
+            return self.update([types.TextContent(delta.text)])
         if kind == "input_json_delta" and index in self.server_uses:
             self.server_uses[index][1].append(delta.partial_json)
         elif kind == "input_json_delta" and delta.partial_json:
-            return self.update([FunctionCallContent("", "", raw_arguments=delta.partial_json, index=index)])
+            return self.update(
+                [types.FunctionCallContent("", "", raw_arguments=delta.partial_json, index=index)]
+            )
         if kind == "thinking_delta":
-            return self.update([TextReasoningContent(delta.thinking)])
+            return self.update([types.TextReasoningContent(delta.thinking)])
         if kind == "signature_delta":
-            return self.update([TextReasoningContent("", delta.signature)])
+            return self.update([types.TextReasoningContent("", delta.signature)])
         return None
 
 
@@ -248,7 +225,7 @@ def _block_json(block: Any) -> dict[str, Any]:
     return dict(data) if isinstance(data, dict) else {"type": str(getattr(block, "type", ""))}
 
 
-def _usage(start: Any, final: Any) -> UsageDetails:
+def _usage(start: Any, final: Any) -> types.UsageDetails:
     """Totals of one message: input as billed (fresh + cache reads + cache writes), cache counts apart."""
 
     def pick(name: str) -> int:
@@ -260,25 +237,25 @@ def _usage(start: Any, final: Any) -> UsageDetails:
 
     read, written = pick("cache_read_input_tokens"), pick("cache_creation_input_tokens")
     billed = pick("input_tokens") + read + written
-    return usage_details(billed, pick("output_tokens"), cache_read=read, cache_written=written)
+    return _common.usage_details(billed, pick("output_tokens"), cache_read=read, cache_written=written)
 
 
-def _blocks(message: Message, role: str) -> list[dict[str, Any]]:
+def _blocks(message: types.Message, role: str) -> list[dict[str, Any]]:
     """One turn's content blocks (tool results ride in user turns)."""
     return [b for c in message.contents if (b := _block(c, role)) is not None]
 
 
-def _block(content: Content, role: str) -> dict[str, Any] | None:
-    if isinstance(content, TextContent):
+def _block(content: types.Content, role: str) -> dict[str, Any] | None:
+    if isinstance(content, types.TextContent):
         return {"type": "text", "text": content.text} if content.text else None
-    if isinstance(content, FunctionCallContent):
+    if isinstance(content, types.FunctionCallContent):
         return {
             "type": "tool_use",
             "id": content.call_id,
             "name": content.name,
             "input": content.arguments or {},
         }
-    if isinstance(content, FunctionResultContent):
+    if isinstance(content, types.FunctionResultContent):
         block: dict[str, Any] = {
             "type": "tool_result",
             "tool_use_id": content.call_id,
@@ -287,29 +264,29 @@ def _block(content: Content, role: str) -> dict[str, Any] | None:
         if content.error is not None:
             block["is_error"] = True
         return block
-    if isinstance(content, TextReasoningContent):
-        return replay_reasoning(
+    if isinstance(content, types.TextReasoningContent):
+        return _common.replay_reasoning(
             content,
             role,
             signed=lambda text, signature: {"type": "thinking", "thinking": text, "signature": signature},
             redacted=lambda data: {"type": "redacted_thinking", "data": data},
         )
-    if isinstance(content, DataContent):
+    if isinstance(content, types.DataContent):
         return _media({"type": "base64", "media_type": content.media_type, "data": content.base64}, content)
-    if isinstance(content, UriContent):
+    if isinstance(content, types.UriContent):
         return _media({"type": "url", "url": content.uri}, content)
-    if isinstance(content, ServerToolContent):
+    if isinstance(content, types.ServerToolContent):
         return dict(content.block)  # the provider's own block goes back as it came
     return None  # usage and error parts are bookkeeping, not conversation
 
 
-def _media(source: dict[str, Any], content: DataContent | UriContent) -> dict[str, Any]:
+def _media(source: dict[str, Any], content: types.DataContent | types.UriContent) -> dict[str, Any]:
     media = content.media_type or ""
-    if media in _IMAGE_TYPES or (isinstance(content, UriContent) and not media):
+    if media in _IMAGE_TYPES or (isinstance(content, types.UriContent) and not media):
         return {"type": "image", "source": source}
     if media == "application/pdf":
         return {"type": "document", "source": source}
-    if media == "text/plain" and isinstance(content, DataContent):
+    if media == "text/plain" and isinstance(content, types.DataContent):
         return {
             "type": "document",
             "source": {"type": "text", "media_type": media, "data": content.data.decode()},

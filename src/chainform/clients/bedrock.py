@@ -15,37 +15,14 @@ import json
 from collections.abc import AsyncIterator, Sequence
 from typing import Any
 
-from chainform.clients._common import (
-    CLAUDE_FINISH,
-    AdapterClient,
-    StreamState,
-    finish_reason,
-    merge_turns,
-    replay_reasoning,
-    split_system,
-    tool_mode,
-    usage_details,
-)
+from chainform import types
+from chainform.clients import _common
+from chainform.clients._common import CLAUDE_FINISH, AdapterClient, StreamState
 from chainform.clients._errors import StreamGuard
 from chainform.clients._provider import Provider
 from chainform.clients.profiles import family_stem
 from chainform.clients.profiles.bedrock import KNOWN_MODELS, PROVIDER, UNKNOWN
 from chainform.errors import ChainformError, MissingKeyError, UnsupportedOptionError
-from chainform.types import (
-    ChatOptions,
-    ChatResponse,
-    ChatResponseUpdate,
-    Content,
-    DataContent,
-    FinishReason,
-    FunctionCallContent,
-    FunctionResultContent,
-    Message,
-    TextContent,
-    TextReasoningContent,
-    UsageContent,
-    UsageDetails,
-)
 
 __all__ = ["KNOWN_MODELS", "BedrockClient", "create_client"]
 
@@ -62,8 +39,8 @@ _STREAM_ERROR_STATUS = {
 }
 _FINISH = {
     **CLAUDE_FINISH,
-    "guardrail_intervened": FinishReason.CONTENT_FILTER,
-    "content_filtered": FinishReason.CONTENT_FILTER,
+    "guardrail_intervened": types.FinishReason.CONTENT_FILTER,
+    "content_filtered": types.FinishReason.CONTENT_FILTER,
 }
 
 
@@ -116,11 +93,11 @@ class BedrockClient(AdapterClient):
     known_models = KNOWN_MODELS
     unknown_profile = UNKNOWN
 
-    def build_request(self, messages: Sequence[Message], options: ChatOptions) -> dict[str, Any]:
+    def build_request(self, messages: Sequence[types.Message], options: types.ChatOptions) -> dict[str, Any]:
         """The keyword arguments of `converse(_stream)` (public so tests can inspect them)."""
         self.check_options(options)
         model = options.model_id or self.model
-        system, rest = split_system(messages)
+        system, rest = _common.split_system(messages)
         tool_config = self._tool_config(options)
         request: dict[str, Any] = {
             "modelId": model,
@@ -156,8 +133,8 @@ class BedrockClient(AdapterClient):
             request["additionalModelRequestFields"] = extra
         return request
 
-    def _tool_config(self, options: ChatOptions) -> dict[str, Any] | None:
-        mode = tool_mode(options)
+    def _tool_config(self, options: types.ChatOptions) -> dict[str, Any] | None:
+        mode = _common.tool_mode(options)
         # Converse has no "none" choice: leaving the tools out is how a turn forbids calls.
         if mode is None or mode.mode == "none" or not options.tools:
             return None
@@ -180,7 +157,7 @@ class BedrockClient(AdapterClient):
             config["toolChoice"] = {"auto": {}}
         return config
 
-    def _output_config(self, options: ChatOptions) -> dict[str, Any] | None:
+    def _output_config(self, options: types.ChatOptions) -> dict[str, Any] | None:
         fmt = options.response_format
         if fmt is None or fmt.kind == "text":
             return None
@@ -197,7 +174,7 @@ class BedrockClient(AdapterClient):
             definition["description"] = fmt.description
         return {"textFormat": {"type": "json_schema", "structure": {"jsonSchema": definition}}}
 
-    async def _respond(self, messages: list[Message], options: ChatOptions) -> ChatResponse:
+    async def _respond(self, messages: list[types.Message], options: types.ChatOptions) -> types.ChatResponse:
         request = self.build_request(messages, options)
         try:
             result = await asyncio.to_thread(self.sdk.converse, **request)
@@ -209,10 +186,10 @@ class BedrockClient(AdapterClient):
         contents = [c for block in message.get("content") or () for c in _block_contents(block)]
         state = StreamState(request["modelId"])
         state.response_id = (result.get("ResponseMetadata") or {}).get("RequestId")
-        usage = UsageContent(_usage(result.get("usage") or {}))
-        finish = finish_reason(result.get("stopReason"), _FINISH)
+        usage = types.UsageContent(_usage(result.get("usage") or {}))
+        finish = _common.finish_reason(result.get("stopReason"), _FINISH)
         update = state.update([*contents, usage], finish_reason=finish, raw_representation=result)
-        return ChatResponse.from_updates([update])
+        return types.ChatResponse.from_updates([update])
 
     def stream_state(self, request: dict[str, Any]) -> StreamState:
         return _StreamState(request["modelId"])
@@ -256,31 +233,33 @@ class _StreamState(StreamState):
 
     closing_event = "messageStop"
 
-    def translate_one(self, event: dict[str, Any]) -> ChatResponseUpdate | None:
+    def translate_one(self, event: dict[str, Any]) -> types.ChatResponseUpdate | None:
         if "contentBlockStart" in event:
             body = event["contentBlockStart"]
             tool = body.get("start", {}).get("toolUse")
             if tool:
-                call = FunctionCallContent(tool["toolUseId"], tool["name"], index=body["contentBlockIndex"])
+                call = types.FunctionCallContent(
+                    tool["toolUseId"], tool["name"], index=body["contentBlockIndex"]
+                )
                 return self.update([call])
         elif "contentBlockDelta" in event:
             body = event["contentBlockDelta"]
             delta, index = body["delta"], body["contentBlockIndex"]
             if "text" in delta:
-                return self.update([TextContent(delta["text"])])
+                return self.update([types.TextContent(delta["text"])])
             if "toolUse" in delta and delta["toolUse"].get("input"):
                 return self.update(
-                    [FunctionCallContent("", "", raw_arguments=delta["toolUse"]["input"], index=index)]
+                    [types.FunctionCallContent("", "", raw_arguments=delta["toolUse"]["input"], index=index)]
                 )
             if "reasoningContent" in delta:
                 return self.update([_reasoning(delta["reasoningContent"])])
         elif "messageStop" in event:
             self.finished = True
             return self.update(
-                [], finish_reason=finish_reason(event["messageStop"].get("stopReason"), _FINISH)
+                [], finish_reason=_common.finish_reason(event["messageStop"].get("stopReason"), _FINISH)
             )
         elif "metadata" in event:
-            return self.update([UsageContent(_usage(event["metadata"].get("usage") or {}))])
+            return self.update([types.UsageContent(_usage(event["metadata"].get("usage") or {}))])
         return None
 
 
@@ -291,62 +270,66 @@ def _top_k_field(model: str, top_k: int) -> dict[str, Any]:
     return {"top_k": top_k}
 
 
-def _usage(usage: dict[str, Any]) -> UsageDetails:
+def _usage(usage: dict[str, Any]) -> types.UsageDetails:
     """Input as billed (fresh + cache reads + cache writes); the cache counts also kept apart."""
     read, written = int(usage.get("cacheReadInputTokens") or 0), int(usage.get("cacheWriteInputTokens") or 0)
     billed = int(usage.get("inputTokens") or 0) + read + written
-    return usage_details(billed, int(usage.get("outputTokens") or 0), cache_read=read, cache_written=written)
+    return _common.usage_details(
+        billed, int(usage.get("outputTokens") or 0), cache_read=read, cache_written=written
+    )
 
 
-def _reasoning(block: dict[str, Any]) -> TextReasoningContent:
+def _reasoning(block: dict[str, Any]) -> types.TextReasoningContent:
     if "redactedContent" in block:
-        return TextReasoningContent("", base64.b64encode(block["redactedContent"]).decode("ascii"))
+        return types.TextReasoningContent("", base64.b64encode(block["redactedContent"]).decode("ascii"))
     text = block.get("reasoningText", block)
-    return TextReasoningContent(text.get("text", ""), text.get("signature"))
+    return types.TextReasoningContent(text.get("text", ""), text.get("signature"))
 
 
-def _block_contents(block: dict[str, Any]) -> list[Content]:
+def _block_contents(block: dict[str, Any]) -> list[types.Content]:
     if "text" in block:
-        return [TextContent(block["text"])]
+        return [types.TextContent(block["text"])]
     if "toolUse" in block:
         tool = block["toolUse"]
-        return [FunctionCallContent(tool["toolUseId"], tool["name"], dict(tool.get("input") or {}))]
+        return [types.FunctionCallContent(tool["toolUseId"], tool["name"], dict(tool.get("input") or {}))]
     if "reasoningContent" in block:
         return [_reasoning(block["reasoningContent"])]
     return []
 
 
 def _messages(
-    messages: Sequence[Message], *, tools_declared: bool, error_status: bool
+    messages: Sequence[types.Message], *, tools_declared: bool, error_status: bool
 ) -> list[dict[str, Any]]:
     """Chainform turns as Converse turns. Without a toolConfig Converse rejects tool blocks in the
     history, so then past calls and results are told as text."""
 
-    def blocks(message: Message, role: str) -> list[dict[str, Any]]:
+    def blocks(message: types.Message, role: str) -> list[dict[str, Any]]:
         encoded = (_block(c, role, tools_declared, error_status) for c in message.contents)
         return [b for b in encoded if b is not None]
 
-    return merge_turns(messages, blocks)
+    return _common.merge_turns(messages, blocks)
 
 
-def _block(content: Content, role: str, tools_declared: bool, error_status: bool) -> dict[str, Any] | None:
-    if isinstance(content, TextContent):
+def _block(
+    content: types.Content, role: str, tools_declared: bool, error_status: bool
+) -> dict[str, Any] | None:
+    if isinstance(content, types.TextContent):
         return {"text": content.text} if content.text else None
-    if isinstance(content, FunctionCallContent):
+    if isinstance(content, types.FunctionCallContent):
         if not tools_declared:
             return {"text": f"[called tool {content.name} with {content.arguments_json()}]"}
         return {
             "toolUse": {"toolUseId": content.call_id, "name": content.name, "input": content.arguments or {}}
         }
-    if isinstance(content, FunctionResultContent):
+    if isinstance(content, types.FunctionResultContent):
         if not tools_declared:
             return {"text": f"[tool {content.name or content.call_id} returned: {content.result_text()}]"}
         result: dict[str, Any] = {"toolUseId": content.call_id, "content": [{"text": content.result_text()}]}
         if content.error is not None and error_status:
             result["status"] = "error"
         return {"toolResult": result}
-    if isinstance(content, TextReasoningContent):
-        return replay_reasoning(
+    if isinstance(content, types.TextReasoningContent):
+        return _common.replay_reasoning(
             content,
             role,
             signed=lambda text, signature: {
@@ -354,7 +337,7 @@ def _block(content: Content, role: str, tools_declared: bool, error_status: bool
             },
             redacted=lambda data: {"reasoningContent": {"redactedContent": base64.b64decode(data)}},
         )
-    if isinstance(content, DataContent):
+    if isinstance(content, types.DataContent):
         if content.media_type in _IMAGE_FORMATS:
             return {
                 "image": {"format": _IMAGE_FORMATS[content.media_type], "source": {"bytes": content.data}}

@@ -14,51 +14,29 @@ import uuid
 from collections.abc import Sequence
 from typing import Any
 
-from chainform.clients._common import (
-    AdapterClient,
-    StreamState,
-    call_names,
-    finish_reason,
-    merge_turns,
-    split_system,
-    tool_mode,
-    usage_details,
-)
+from chainform import types
+from chainform.clients import _common
+from chainform.clients._common import AdapterClient, StreamState
 from chainform.clients._errors import StreamGuard
 from chainform.clients._provider import Provider
 from chainform.clients.profiles import family_stem
 from chainform.clients.profiles.gemini import KNOWN_MODELS, LEGACY_SCHEMA_FAMILIES, PROVIDER, UNKNOWN
 from chainform.errors import ChainformError, UnsupportedOptionError
-from chainform.types import (
-    ChatOptions,
-    ChatResponseUpdate,
-    Content,
-    DataContent,
-    FinishReason,
-    FunctionCallContent,
-    FunctionResultContent,
-    Message,
-    TextContent,
-    TextReasoningContent,
-    UriContent,
-    UsageContent,
-    UsageDetails,
-)
 
 __all__ = ["KNOWN_MODELS", "GeminiClient", "create_client"]
 
 _GENERATED_ID = "gcall_"  # call ids we invent (the Gemini API may send none) are not sent back
 
 _FINISH = {
-    "STOP": FinishReason.STOP,
-    "MAX_TOKENS": FinishReason.LENGTH,
-    "SAFETY": FinishReason.CONTENT_FILTER,
-    "RECITATION": FinishReason.CONTENT_FILTER,
-    "BLOCKLIST": FinishReason.CONTENT_FILTER,
-    "PROHIBITED_CONTENT": FinishReason.CONTENT_FILTER,
-    "SPII": FinishReason.CONTENT_FILTER,
-    "IMAGE_SAFETY": FinishReason.CONTENT_FILTER,
-    "BLOCKED": FinishReason.CONTENT_FILTER,  # the prompt was blocked (prompt_feedback)
+    "STOP": types.FinishReason.STOP,
+    "MAX_TOKENS": types.FinishReason.LENGTH,
+    "SAFETY": types.FinishReason.CONTENT_FILTER,
+    "RECITATION": types.FinishReason.CONTENT_FILTER,
+    "BLOCKLIST": types.FinishReason.CONTENT_FILTER,
+    "PROHIBITED_CONTENT": types.FinishReason.CONTENT_FILTER,
+    "SPII": types.FinishReason.CONTENT_FILTER,
+    "IMAGE_SAFETY": types.FinishReason.CONTENT_FILTER,
+    "BLOCKED": types.FinishReason.CONTENT_FILTER,  # the prompt was blocked (prompt_feedback)
 }
 
 
@@ -78,11 +56,11 @@ def _sdk(
     Retries (429, 5xx, connection errors) are the SDK's: exponential from `retry_initial_delay`
     seconds plus up to `retry_jitter` seconds of jitter. google-genai does not read Retry-After.
     """
-    types = genai.types
-    retry = types.HttpRetryOptions(
+    genai_types = genai.types
+    retry = genai_types.HttpRetryOptions(
         attempts=max_retries + 1, initial_delay=retry_initial_delay, jitter=retry_jitter
     )
-    options = types.HttpOptions(
+    options = genai_types.HttpOptions(
         base_url=base_url,
         retry_options=retry,
         timeout=int(timeout * 1000) if timeout is not None else None,
@@ -102,12 +80,12 @@ class GeminiClient(AdapterClient):
         """google-genai closes its async connections through `client.aio`."""
         await sdk.aio.aclose()
 
-    def build_request(self, messages: Sequence[Message], options: ChatOptions) -> dict[str, Any]:
+    def build_request(self, messages: Sequence[types.Message], options: types.ChatOptions) -> dict[str, Any]:
         """The keyword arguments of `generate_content(_stream)` (public so tests can inspect them)."""
         self.check_options(options)
         model = options.model_id or self.model
         legacy = family_stem(model).startswith(LEGACY_SCHEMA_FAMILIES)
-        system, rest = split_system(messages)
+        system, rest = _common.split_system(messages)
         config: dict[str, Any] = {"candidate_count": 1}
         if system:
             config["system_instruction"] = system
@@ -126,8 +104,8 @@ class GeminiClient(AdapterClient):
             config.update(extra)
         return {"model": model, "contents": _contents(rest), "config": config}
 
-    def _tools(self, options: ChatOptions, legacy: bool) -> dict[str, Any]:
-        mode = tool_mode(options)
+    def _tools(self, options: types.ChatOptions, legacy: bool) -> dict[str, Any]:
+        mode = _common.tool_mode(options)
         if mode is None or not options.tools:
             return {}
         field = "parameters" if legacy else "parameters_json_schema"
@@ -147,7 +125,7 @@ class GeminiClient(AdapterClient):
             "tool_config": {"function_calling_config": calling},
         }
 
-    def _response_format(self, options: ChatOptions, legacy: bool) -> dict[str, Any]:
+    def _response_format(self, options: types.ChatOptions, legacy: bool) -> dict[str, Any]:
         fmt = options.response_format
         if fmt is None or fmt.kind == "text":
             return {}
@@ -196,7 +174,7 @@ class _StreamState(StreamState):
         self.usage: Any = None
         self.finish: str | None = None
 
-    def translate(self, chunk: Any) -> list[ChatResponseUpdate]:
+    def translate(self, chunk: Any) -> list[types.ChatResponseUpdate]:
         self.response_id = chunk.response_id or self.response_id
         self.model_id = chunk.model_version or self.model_id
         if chunk.usage_metadata is not None:
@@ -204,7 +182,7 @@ class _StreamState(StreamState):
         feedback = chunk.prompt_feedback
         if feedback is not None and feedback.block_reason is not None:
             self.finish = "BLOCKED"
-        contents: list[Content] = []
+        contents: list[types.Content] = []
         for candidate in chunk.candidates or ():
             if candidate.finish_reason is not None:
                 self.finish = _enum_name(candidate.finish_reason)
@@ -213,31 +191,41 @@ class _StreamState(StreamState):
                 contents.extend(self._part(part))
         return [self.update(contents, raw_representation=chunk)] if contents else []
 
-    def _part(self, part: Any) -> list[Content]:
-        out: list[Content] = []
+    def _part(self, part: Any) -> list[types.Content]:
+        out: list[types.Content] = []
         if part.thought_signature:
-            out.append(TextReasoningContent("", base64.b64encode(part.thought_signature).decode("ascii")))
+            out.append(
+                types.TextReasoningContent("", base64.b64encode(part.thought_signature).decode("ascii"))
+            )
         if part.function_call is not None:
             call = part.function_call
             call_id = call.id or f"{_GENERATED_ID}{uuid.uuid4().hex[:12]}"
-            out.append(FunctionCallContent(call_id, call.name or "", dict(call.args or {}), index=self.calls))
+            out.append(
+                types.FunctionCallContent(call_id, call.name or "", dict(call.args or {}), index=self.calls)
+            )
             self.calls += 1
         elif part.text:
-            out.append(TextReasoningContent(part.text) if part.thought else TextContent(part.text))
+            out.append(
+                types.TextReasoningContent(part.text) if part.thought else types.TextContent(part.text)
+            )
         elif part.inline_data is not None and part.inline_data.data:
             out.append(
-                DataContent(part.inline_data.data, part.inline_data.mime_type or "application/octet-stream")
+                types.DataContent(
+                    part.inline_data.data, part.inline_data.mime_type or "application/octet-stream"
+                )
             )
         return out
 
-    def end(self, guard: StreamGuard) -> list[ChatResponseUpdate]:
+    def end(self, guard: StreamGuard) -> list[types.ChatResponseUpdate]:
         """The finish reason and the last usage report, once the stream is over."""
         if self.finish is None:
             raise guard.error("stream ended without a finish reason")
-        reason = finish_reason(self.finish, _FINISH)
-        if reason == FinishReason.STOP and self.calls:
-            reason = FinishReason.TOOL_CALLS
-        contents: list[Content] = [UsageContent(_usage(self.usage))] if self.usage is not None else []
+        reason = _common.finish_reason(self.finish, _FINISH)
+        if reason == types.FinishReason.STOP and self.calls:
+            reason = types.FinishReason.TOOL_CALLS
+        contents: list[types.Content] = (
+            [types.UsageContent(_usage(self.usage))] if self.usage is not None else []
+        )
         return [self.update(contents, finish_reason=reason)]
 
 
@@ -245,28 +233,30 @@ def _enum_name(value: Any) -> str:
     return str(getattr(value, "value", value))
 
 
-def _usage(meta: Any) -> UsageDetails:
+def _usage(meta: Any) -> types.UsageDetails:
     """Input includes tool-use prompt tokens; output includes thinking tokens (both are billed)."""
     prompt = (meta.prompt_token_count or 0) + (meta.tool_use_prompt_token_count or 0)
     thoughts = meta.thoughts_token_count or 0
     output = (meta.candidates_token_count or 0) + thoughts
     cached = meta.cached_content_token_count
-    return usage_details(prompt, output, meta.total_token_count, cache_read=cached, reasoning=thoughts)
+    return _common.usage_details(
+        prompt, output, meta.total_token_count, cache_read=cached, reasoning=thoughts
+    )
 
 
-def _contents(messages: Sequence[Message]) -> list[dict[str, Any]]:
+def _contents(messages: Sequence[types.Message]) -> list[dict[str, Any]]:
     """Chainform turns as Gemini contents (roles user/model); same roles merge."""
-    names = call_names(messages)
-    return merge_turns(
+    names = _common.call_names(messages)
+    return _common.merge_turns(
         messages, lambda message, _: _parts(message.contents, names), assistant="model", key="parts"
     )
 
 
-def _parts(contents: Sequence[Content], names: dict[str, str]) -> list[dict[str, Any]]:
+def _parts(contents: Sequence[types.Content], names: dict[str, str]) -> list[dict[str, Any]]:
     parts: list[dict[str, Any]] = []
     signature: bytes | None = None
     for content in contents:
-        if isinstance(content, TextReasoningContent):
+        if isinstance(content, types.TextReasoningContent):
             # Thought text is not sent back; its signature belongs to the part that follows.
             if content.protected_data:
                 signature = base64.b64decode(content.protected_data)
@@ -281,15 +271,15 @@ def _parts(contents: Sequence[Content], names: dict[str, str]) -> list[dict[str,
     return parts
 
 
-def _part(content: Content, names: dict[str, str]) -> dict[str, Any] | None:
-    if isinstance(content, TextContent):
+def _part(content: types.Content, names: dict[str, str]) -> dict[str, Any] | None:
+    if isinstance(content, types.TextContent):
         return {"text": content.text} if content.text else None
-    if isinstance(content, FunctionCallContent):
+    if isinstance(content, types.FunctionCallContent):
         call: dict[str, Any] = {"name": content.name, "args": content.arguments or {}}
         if not content.call_id.startswith(_GENERATED_ID):
             call["id"] = content.call_id
         return {"function_call": call}
-    if isinstance(content, FunctionResultContent):
+    if isinstance(content, types.FunctionResultContent):
         name = content.name or names.get(content.call_id)
         if not name:
             raise UnsupportedOptionError(
@@ -304,9 +294,9 @@ def _part(content: Content, names: dict[str, str]) -> dict[str, Any] | None:
         if not content.call_id.startswith(_GENERATED_ID):
             response["id"] = content.call_id
         return {"function_response": response}
-    if isinstance(content, DataContent):
+    if isinstance(content, types.DataContent):
         return {"inline_data": {"data": content.data, "mime_type": content.media_type}}
-    if isinstance(content, UriContent):
+    if isinstance(content, types.UriContent):
         return {"file_data": {"file_uri": content.uri, "mime_type": content.media_type}}
     return None
 

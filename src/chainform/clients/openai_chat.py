@@ -11,7 +11,9 @@ from __future__ import annotations
 from collections.abc import Awaitable, Sequence
 from typing import Any, cast
 
-from chainform.clients._common import StreamState, import_sdk
+from chainform import types
+from chainform.clients import _common
+from chainform.clients._common import StreamState
 from chainform.clients._errors import StreamGuard
 from chainform.clients._openai_base import (
     ClientSettings,
@@ -22,24 +24,6 @@ from chainform.clients._openai_base import (
 from chainform.clients._openai_chat_read import read_whole, translate_chunk
 from chainform.clients.base import Middleware
 from chainform.clients.profiles.openai import COMPAT_SERVERS
-from chainform.types import (
-    ChatOptions,
-    ChatResponse,
-    ChatResponseUpdate,
-    Content,
-    DataContent,
-    ErrorContent,
-    FunctionCallContent,
-    FunctionResultContent,
-    Message,
-    ModelProfile,
-    Role,
-    ServerToolContent,
-    TextContent,
-    TextReasoningContent,
-    UriContent,
-    UsageContent,
-)
 
 
 class OpenAIChatClient(OpenAIBaseClient):
@@ -57,7 +41,7 @@ class OpenAIChatClient(OpenAIBaseClient):
         model: str,
         *,
         settings: ClientSettings | None = None,
-        profile: ModelProfile | None = None,
+        profile: types.ModelProfile | None = None,
         max_tokens_param: str = "max_completion_tokens",
         sdk_client: Any = None,
         middleware: Sequence[Middleware] = (),
@@ -68,15 +52,10 @@ class OpenAIChatClient(OpenAIBaseClient):
         self.max_tokens_param = max_tokens_param
         self._tool_turn_text = "" if self.profile.empty_tool_turn_content else None
 
-    def build_request(self, messages: Sequence[Message], options: ChatOptions) -> dict[str, Any]:
+    def build_request(self, messages: Sequence[types.Message], options: types.ChatOptions) -> dict[str, Any]:
         """The keyword arguments of `chat.completions.create` (public for tests and debugging)."""
-        self.check_options(options)
-        body: dict[str, Any] = {
-            "model": options.model_id or self.model,
-            "messages": [m for message in messages for m in self._message(message)],
-            "stream": True,
-            "stream_options": {"include_usage": True},
-        }
+        turns = [m for message in messages for m in self._message(message)]
+        body = self.request_body(options, "messages", turns, stream_options={"include_usage": True})
         extra: dict[str, Any] = {}
         if options.tools:
             body["tools"] = [
@@ -132,17 +111,17 @@ class OpenAIChatClient(OpenAIBaseClient):
             body["extra_body"] = extra
         return body
 
-    def _message(self, message: Message) -> list[dict[str, Any]]:
+    def _message(self, message: types.Message) -> list[dict[str, Any]]:
         """One chainform message as Chat Completions messages (tool results become `tool` messages)."""
         out: list[dict[str, Any]] = [
             {"role": "tool", "tool_call_id": r.call_id, "content": r.result_text()}
             for r in message.function_results
         ]
-        rest = [c for c in message.contents if not isinstance(c, FunctionResultContent)]
+        rest = [c for c in message.contents if not isinstance(c, types.FunctionResultContent)]
         role = str(message.role)
-        if role == Role.ASSISTANT:
-            calls = [c for c in rest if isinstance(c, FunctionCallContent)]
-            text = "".join(c.text for c in rest if isinstance(c, TextContent))
+        if role == types.Role.ASSISTANT:
+            calls = [c for c in rest if isinstance(c, types.FunctionCallContent)]
+            text = "".join(c.text for c in rest if isinstance(c, types.TextContent))
             if not calls and not text:
                 return out
             entry: dict[str, Any] = {"role": "assistant", "content": text or self._tool_turn_text}
@@ -159,7 +138,7 @@ class OpenAIChatClient(OpenAIBaseClient):
         parts = [p for c in rest if (p := self._part(c, role)) is not None]
         if not parts:
             return out
-        if role == Role.TOOL:  # plain text addressed to no call: send it as user text
+        if role == types.Role.TOOL:  # plain text addressed to no call: send it as user text
             role = "user"
         if all(p["type"] == "text" for p in parts) or role != "user":
             content: Any = "".join(p.get("text", "") for p in parts)
@@ -170,21 +149,24 @@ class OpenAIChatClient(OpenAIBaseClient):
             entry["name"] = message.author_name
         return [*out, entry]
 
-    def _part(self, content: Content, role: str) -> dict[str, Any] | None:
+    def _part(self, content: types.Content, role: str) -> dict[str, Any] | None:
         provider = self.settings.provider
-        if isinstance(content, TextContent):
+        if isinstance(content, types.TextContent):
             return {"type": "text", "text": content.text}
-        if isinstance(content, TextReasoningContent | ErrorContent | UsageContent | ServerToolContent):
+        if isinstance(
+            content,
+            types.TextReasoningContent | types.ErrorContent | types.UsageContent | types.ServerToolContent,
+        ):
             return None  # not sent back to Chat Completions
         if role != "user":
             raise reject_unsupported_content(type(content).__name__, provider)
-        if isinstance(content, DataContent):
+        if isinstance(content, types.DataContent):
             if content.media_type.startswith("image/"):
                 return {"type": "image_url", "image_url": {"url": content.uri}}
             if content.media_type == "application/pdf":
                 return {"type": "file", "file": {"filename": "document.pdf", "file_data": content.uri}}
             raise reject_unsupported_content(content.media_type, provider)
-        if isinstance(content, UriContent):
+        if isinstance(content, types.UriContent):
             if content.media_type is None or content.media_type.startswith("image/"):
                 return {"type": "image_url", "image_url": {"url": content.uri}}
             raise reject_unsupported_content(content.media_type, provider)
@@ -205,7 +187,7 @@ class OpenAIChatClient(OpenAIBaseClient):
         response (`cast_to=httpx2.Response`, the SDK's documented raw route; `_read_whole` parses
         it), a stream's events as the dicts the SDK decoded (`AsyncStream[object]`: the SDK skips
         building a `ChatCompletionChunk` per event, and its error events still raise)."""
-        openai = import_sdk("openai", "openai")
+        openai = _common.import_sdk("openai", "openai")
         body = dict(request)
         options: dict[str, Any] = {"security": {"bearer_auth": True}}
         extra = body.pop("extra_body", None)
@@ -218,13 +200,13 @@ class OpenAIChatClient(OpenAIBaseClient):
                 "/chat/completions",
                 body=body,
                 options=options,
-                cast_to=object if stream else import_sdk("httpx2", "openai").Response,
+                cast_to=object if stream else _common.import_sdk("httpx2", "openai").Response,
                 stream=stream,
                 stream_cls=openai.AsyncStream[object],
             ),
         )
 
-    async def _respond(self, messages: list[Message], options: ChatOptions) -> ChatResponse:
+    async def _respond(self, messages: list[types.Message], options: types.ChatOptions) -> types.ChatResponse:
         """Unstreamed, a request is sent whole: when nobody reads the stream (cheaper for the SDK
         and the loop than SSE), or when a server cannot stream tool calls (llama-cpp-python under
         "auto"). The body is parsed into plain dicts, not the SDK's models (about 0.2 ms less a
@@ -247,7 +229,7 @@ class OpenAIChatClient(OpenAIBaseClient):
         state = _StreamState()
         updates = state.translate(completion)
         state.finished = True  # a whole body is the whole answer, finish reason or not
-        return ChatResponse.from_updates([*updates, *state.end(guard)])
+        return types.ChatResponse.from_updates([*updates, *state.end(guard)])
 
 
 class _StreamState(StreamState):
@@ -260,17 +242,17 @@ class _StreamState(StreamState):
         super().__init__()
         self.refusal: list[str] = []
 
-    def translate(self, event: Any) -> list[ChatResponseUpdate]:
+    def translate(self, event: Any) -> list[types.ChatResponseUpdate]:
         updates = translate_chunk(event, self.refusal)
         if any(u.finish_reason is not None for u in updates):
             self.finished = True
         return updates
 
-    def end(self, guard: StreamGuard) -> list[ChatResponseUpdate]:
+    def end(self, guard: StreamGuard) -> list[types.ChatResponseUpdate]:
         super().end(guard)
         if not self.refusal:
             return []
-        return [ChatResponseUpdate([ErrorContent("".join(self.refusal), error_code="refusal")])]
+        return [types.ChatResponseUpdate([types.ErrorContent("".join(self.refusal), error_code="refusal")])]
 
 
 def create_client(
@@ -279,7 +261,7 @@ def create_client(
     key: str | None = None,
     base_url: str | None = None,
     provider: str = "openai",
-    profile: ModelProfile | None = None,
+    profile: types.ModelProfile | None = None,
     middleware: Sequence[Middleware] = (),
     **settings: Any,
 ) -> OpenAIChatClient:

@@ -10,7 +10,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from chainform.clients._common import StreamState, usage_details
+from chainform import types
+from chainform.clients import _common
+from chainform.clients._common import StreamState
 from chainform.clients._errors import StreamGuard
 from chainform.clients._openai_base import (
     OpenAIBaseClient,
@@ -18,42 +20,24 @@ from chainform.clients._openai_base import (
     reject_unsupported_content,
 )
 from chainform.clients.profiles.openai import openai_profile, responses_profile
-from chainform.types import (
-    ChatOptions,
-    ChatResponseUpdate,
-    Content,
-    DataContent,
-    FinishReason,
-    FunctionCallContent,
-    FunctionResultContent,
-    Message,
-    ModelProfile,
-    Role,
-    TextContent,
-    TextReasoningContent,
-    UriContent,
-    UsageContent,
-)
 
-_INCOMPLETE = {"max_output_tokens": FinishReason.LENGTH, "content_filter": FinishReason.CONTENT_FILTER}
+_INCOMPLETE = {
+    "max_output_tokens": types.FinishReason.LENGTH,
+    "content_filter": types.FinishReason.CONTENT_FILTER,
+}
 
 
 class OpenAIResponsesClient(OpenAIBaseClient):
     """A ChatClient speaking the Responses API through the official `openai` SDK."""
 
-    def default_profile(self, model: str) -> ModelProfile:
+    def default_profile(self, model: str) -> types.ModelProfile:
         """The model's OpenAI family profile, less what the Responses API has no field for."""
         return responses_profile(openai_profile(model, self.settings.provider))
 
-    def build_request(self, messages: Sequence[Message], options: ChatOptions) -> dict[str, Any]:
+    def build_request(self, messages: Sequence[types.Message], options: types.ChatOptions) -> dict[str, Any]:
         """The keyword arguments of `responses.create` (public for tests and debugging)."""
-        self.check_options(options)
-        body: dict[str, Any] = {
-            "model": options.model_id or self.model,
-            "input": [item for message in messages for item in self._items(message)],
-            "stream": True,
-            "store": False,
-        }
+        items = [item for message in messages for item in self._items(message)]
+        body = self.request_body(options, "input", items, store=False)
         if options.tools:
             body["tools"] = [
                 {
@@ -100,7 +84,7 @@ class OpenAIResponsesClient(OpenAIBaseClient):
             body["extra_body"] = extra
         return body
 
-    def _items(self, message: Message) -> list[dict[str, Any]]:
+    def _items(self, message: types.Message) -> list[dict[str, Any]]:
         """One chainform message as Responses input items, in content order."""
         role = str(message.role)
         items: list[dict[str, Any]] = []
@@ -108,12 +92,12 @@ class OpenAIResponsesClient(OpenAIBaseClient):
 
         def flush() -> None:
             if parts:
-                speaker = "user" if role == Role.TOOL else role
+                speaker = "user" if role == types.Role.TOOL else role
                 items.append({"type": "message", "role": speaker, "content": list(parts)})
                 parts.clear()
 
         for content in message.contents:
-            if isinstance(content, FunctionResultContent):
+            if isinstance(content, types.FunctionResultContent):
                 flush()
                 items.append(
                     {
@@ -122,7 +106,7 @@ class OpenAIResponsesClient(OpenAIBaseClient):
                         "output": content.result_text(),
                     }
                 )
-            elif isinstance(content, FunctionCallContent):
+            elif isinstance(content, types.FunctionCallContent):
                 flush()
                 items.append(
                     {
@@ -137,11 +121,14 @@ class OpenAIResponsesClient(OpenAIBaseClient):
         flush()
         return items
 
-    def _part(self, content: Content, role: str) -> dict[str, Any] | None:
+    def _part(self, content: types.Content, role: str) -> dict[str, Any] | None:
         provider = self.settings.provider
-        if isinstance(content, TextContent):
-            return {"type": "output_text" if role == Role.ASSISTANT else "input_text", "text": content.text}
-        if not isinstance(content, DataContent | UriContent):
+        if isinstance(content, types.TextContent):
+            return {
+                "type": "output_text" if role == types.Role.ASSISTANT else "input_text",
+                "text": content.text,
+            }
+        if not isinstance(content, types.DataContent | types.UriContent):
             return None  # reasoning, errors and usage are not sent back
         if role not in ("user", "tool"):
             raise reject_unsupported_content(type(content).__name__, provider)
@@ -149,7 +136,7 @@ class OpenAIResponsesClient(OpenAIBaseClient):
         url = content.uri
         if media.startswith("image/"):
             return {"type": "input_image", "image_url": url, "detail": "auto"}
-        if isinstance(content, DataContent):
+        if isinstance(content, types.DataContent):
             return {"type": "input_file", "filename": "attachment", "file_data": url}
         return {"type": "input_file", "file_url": url}
 
@@ -170,54 +157,56 @@ class _StreamState(StreamState):
 
     closing_event = "response.completed"
 
-    def end(self, guard: StreamGuard) -> list[ChatResponseUpdate]:
+    def end(self, guard: StreamGuard) -> list[types.ChatResponseUpdate]:
         if self.failure is not None:
             raise guard.error(self.failure, interrupted=True)
         return super().end(guard)
 
-    def translate(self, event: Any) -> list[ChatResponseUpdate]:
+    def translate(self, event: Any) -> list[types.ChatResponseUpdate]:
         if self.failure is not None:
             return []
         kind = getattr(event, "type", "")
-        contents: list[Content] = []
-        reason: FinishReason | None = None
+        contents: list[types.Content] = []
+        reason: types.FinishReason | None = None
         if kind in ("response.created", "response.in_progress"):
             self.response_id, self.model_id = event.response.id, event.response.model
         elif kind == "response.output_text.delta":
-            contents.append(TextContent(event.delta))
+            contents.append(types.TextContent(event.delta))
         elif kind in ("response.reasoning_summary_text.delta", "response.reasoning_text.delta"):
-            contents.append(TextReasoningContent(event.delta))
+            contents.append(types.TextReasoningContent(event.delta))
         elif kind == "response.output_item.added" and event.item.type == "function_call":
             self.has_calls = True
             item = event.item
             contents.append(
-                FunctionCallContent(
+                types.FunctionCallContent(
                     item.call_id, item.name, raw_arguments=item.arguments or "", index=event.output_index
                 )
             )
         elif kind == "response.function_call_arguments.delta":
-            contents.append(FunctionCallContent("", "", raw_arguments=event.delta, index=event.output_index))
+            contents.append(
+                types.FunctionCallContent("", "", raw_arguments=event.delta, index=event.output_index)
+            )
         elif kind in ("response.completed", "response.incomplete"):
             self.finished = True
             response = event.response
             details = response.incomplete_details
             reason = _INCOMPLETE.get(details.reason if details else "")
             if reason is None:
-                reason = FinishReason.TOOL_CALLS if self.has_calls else FinishReason.STOP
+                reason = types.FinishReason.TOOL_CALLS if self.has_calls else types.FinishReason.STOP
             usage = response.usage
             if usage is not None:
                 cached = usage.input_tokens_details.cached_tokens if usage.input_tokens_details else None
                 thought = (
                     usage.output_tokens_details.reasoning_tokens if usage.output_tokens_details else None
                 )
-                details = usage_details(
+                details = _common.usage_details(
                     usage.input_tokens,
                     usage.output_tokens,
                     usage.total_tokens,
                     cache_read=cached,
                     reasoning=thought,
                 )
-                contents.append(UsageContent(details))
+                contents.append(types.UsageContent(details))
         elif kind in ("response.failed", "error"):
             error = getattr(getattr(event, "response", None), "error", None) or event
             self.failure = f"the response failed: {getattr(error, 'message', None) or 'no reason given'}"
