@@ -121,7 +121,19 @@ async def prepare_prompt(pending: PendingPrompt, profile: ModelProfile, events: 
         if conversion.method != "as is":
             logger.info("%s (for %s/%s)", conversion.summary(), profile.provider, profile.name)
     pairs = list(zip(attachments, conversions, strict=True))
-    return Prepared(Message.user(parts), pairs, pending.text, pending.store)
+    return Prepared(Message.user(_joined(parts)), pairs, pending.text, pending.store)
+
+
+def _joined(parts: list[Content]) -> list[Content]:
+    """Neighbouring text parts as one, a blank line between them: a model that reads text only
+    gets the question and each converted file as paragraphs, not run together."""
+    out: list[Content] = []
+    for part in parts:
+        if isinstance(part, TextContent) and out and isinstance(out[-1], TextContent):
+            out[-1] = TextContent(f"{out[-1].text.rstrip()}\n\n{part.text.lstrip()}")
+        else:
+            out.append(part)
+    return out
 
 
 async def prepare_request(
