@@ -1,63 +1,33 @@
 """The one vocabulary shared by every layer: messages, content, responses, options, profiles."""
 
-from chainform.types._attachment import Attachment
-from chainform.types._content import (
-    Content,
-    DataContent,
-    ErrorContent,
-    FunctionCallContent,
-    FunctionResultContent,
-    ServerToolContent,
-    TextContent,
-    TextReasoningContent,
-    UriContent,
-    UsageContent,
-    arguments_error,
-    encodable_text,
-    parse_arguments,
-)
-from chainform.types._messages import ChatResponse, ChatResponseUpdate, Message, encodable_messages
-from chainform.types._options import (
-    ChatOptions,
-    FunctionSpec,
-    MediaSupport,
-    ModelProfile,
-    ResponseFormat,
-    SchemaDialect,
-    ToolMode,
-    ToolSpec,
-)
-from chainform.types._usage import UsageDetails
-from chainform.types._values import FinishReason, Role
+from chainform.types._attachment import Attachment as Attachment
+from chainform.types._content import Content as Content
+from chainform.types._content import DataContent as DataContent
+from chainform.types._content import ErrorContent as ErrorContent
+from chainform.types._content import FunctionCallContent as FunctionCallContent
+from chainform.types._content import FunctionResultContent as FunctionResultContent
+from chainform.types._content import ServerToolContent as ServerToolContent
+from chainform.types._content import TextContent as TextContent
+from chainform.types._content import TextReasoningContent as TextReasoningContent
+from chainform.types._content import UriContent as UriContent
+from chainform.types._content import UsageContent as UsageContent
+from chainform.types._content import arguments_error as arguments_error
+from chainform.types._content import encodable_text as encodable_text
+from chainform.types._content import parse_arguments as parse_arguments
+from chainform.types._messages import ChatResponse as ChatResponse
+from chainform.types._messages import ChatResponseUpdate as ChatResponseUpdate
+from chainform.types._messages import Message as Message
+from chainform.types._messages import encodable_messages as encodable_messages
+from chainform.types._options import ChatOptions as ChatOptions
+from chainform.types._options import FunctionSpec as FunctionSpec
+from chainform.types._options import MediaSupport as MediaSupport
+from chainform.types._options import ModelProfile as ModelProfile
+from chainform.types._options import ResponseFormat as ResponseFormat
+from chainform.types._options import SchemaDialect as SchemaDialect
+from chainform.types._options import ToolMode as ToolMode
+from chainform.types._options import ToolSpec as ToolSpec
+from chainform.types._usage import UsageDetails as UsageDetails
+from chainform.types._values import FinishReason as FinishReason
+from chainform.types._values import Role as Role
 
-__all__ = [
-    "Attachment",
-    "ChatOptions",
-    "ChatResponse",
-    "ChatResponseUpdate",
-    "Content",
-    "DataContent",
-    "ErrorContent",
-    "FinishReason",
-    "FunctionCallContent",
-    "FunctionResultContent",
-    "FunctionSpec",
-    "MediaSupport",
-    "Message",
-    "ModelProfile",
-    "ResponseFormat",
-    "Role",
-    "SchemaDialect",
-    "ServerToolContent",
-    "TextContent",
-    "TextReasoningContent",
-    "ToolMode",
-    "ToolSpec",
-    "UriContent",
-    "UsageContent",
-    "UsageDetails",
-    "arguments_error",
-    "encodable_messages",
-    "encodable_text",
-    "parse_arguments",
-]
+__all__ = sorted(name for name in dir() if not name.startswith("_"))  # each name above, once

@@ -2,13 +2,21 @@
 
 from __future__ import annotations
 
+import inspect
 from typing import ClassVar
 
 
 class _OpenStr(str):
-    """A str subclass whose known values are class constants; unknown values pass through."""
+    """A str subclass whose known values are class constants; unknown values pass through.
+
+    A subclass declares each constant once, `NAME: ClassVar[Cls]`; its value is "name".
+    """
 
     __slots__ = ()
+
+    def __init_subclass__(cls) -> None:
+        for name in inspect.get_annotations(cls):
+            setattr(cls, name, cls(name.lower()))
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}({str.__repr__(self)})"
@@ -23,12 +31,6 @@ class Role(_OpenStr):
     TOOL: ClassVar[Role]
 
 
-Role.SYSTEM = Role("system")
-Role.USER = Role("user")
-Role.ASSISTANT = Role("assistant")
-Role.TOOL = Role("tool")
-
-
 class FinishReason(_OpenStr):
     """Why the model stopped. Provider-specific reasons are kept verbatim."""
 
@@ -36,9 +38,3 @@ class FinishReason(_OpenStr):
     LENGTH: ClassVar[FinishReason]
     TOOL_CALLS: ClassVar[FinishReason]
     CONTENT_FILTER: ClassVar[FinishReason]
-
-
-FinishReason.STOP = FinishReason("stop")
-FinishReason.LENGTH = FinishReason("length")
-FinishReason.TOOL_CALLS = FinishReason("tool_calls")
-FinishReason.CONTENT_FILTER = FinishReason("content_filter")
