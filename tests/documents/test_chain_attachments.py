@@ -54,8 +54,9 @@ def test_a_text_only_model_gets_ocr_text_and_the_event_says_so(tmp_path: Path) -
     events = [e for e in response.events() if e.kind == "attachment"]
     assert len(events) == 1 and events[0].text.startswith("receipt.png: OCR, ")
     assert response.attachments[0].method == "OCR"
-    converted = _sent(client)[1]
-    assert isinstance(converted, TextContent) and "Coffee" in converted.text and "9.80" in converted.text
+    [joined] = _sent(client)  # the question and the converted file, one paragraph each
+    assert isinstance(joined, TextContent) and joined.text.startswith("Extract\n\n[receipt.png: OCR, ")
+    assert "Coffee 3.20" in joined.text and "9.80" in joined.text
 
 
 def test_convert_false_is_a_typed_error_and_nothing_is_sent() -> None:
@@ -115,7 +116,7 @@ def test_agent_run_takes_attachments() -> None:
     model, client = _model(TEXT_ONLY)
     agent = cf.Agent(model, name="extractor", description="Extracts fields.")
     agent.run("the receipt", attachments=[cf.Attachment(content=text_pdf(), name="inv.pdf")]).text()
-    assert "INV-2041" in _sent(client)[1].text  # type: ignore[attr-defined]
+    assert "INV-2041" in _sent(client)[0].text  # type: ignore[attr-defined]
 
 
 def test_the_log_keeps_each_file_once_and_a_continued_conversation_resends_it() -> None:

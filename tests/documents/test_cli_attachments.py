@@ -48,7 +48,8 @@ def test_a_receipt_reaches_a_text_only_model_as_ocr_text_and_td_says_so(model: A
     assert json.loads(result.stdout) == {"merchant": "Corner Bakery", "total": 9.8}
     assert "Attachment: receipt.png: OCR, " in result.stderr
     sent = client.requests[0][0][-1].contents
-    assert sent[0] == TextContent("Extract") and "9.80" in sent[1].text  # type: ignore[attr-defined]
+    assert len(sent) == 1 and sent[0].text.startswith("Extract\n\n[receipt.png: OCR, ")  # type: ignore[attr-defined]
+    assert "9.80" in sent[0].text  # type: ignore[attr-defined]
     [record] = Store().recent(1)
     assert record.prompt == "Extract" and record.attachments[0].method == "OCR"
 
