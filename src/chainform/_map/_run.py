@@ -23,12 +23,24 @@ from chainform._map._results import MapResult, RowError
 from chainform.chain._tools import normalize_tools
 from chainform.output import OutputSpec
 from chainform.store._chainlog import naming as _naming
+from chainform.types._options import ChatOptions, as_options
 
 
 def _new_id() -> str:
     from chainform.store import new_id
 
     return new_id()
+
+
+def _cached(chain_options: dict[str, Any], run_id: str) -> ChatOptions:
+    """The rows' options: every row repeats the prompt's prefix, so caching is asked for (unless the
+    caller said otherwise) under one key for the whole run (clients/_cache.py)."""
+    options = as_options(chain_options.get("options"))
+    if options.cache is None:
+        options = options.replace(cache=True)
+    if options.cache_key is None:
+        options = options.replace(cache_key=f"chainform-map-{run_id}")
+    return options
 
 
 class MapModel(Protocol):
@@ -84,7 +96,7 @@ class MapRun:
         self.run_id = run_id or _new_id()
         self.attach = (attach, attach_base)  # the field whose paths/URLs each row attaches
         # Nobody watches a map row's text arrive: a whole response costs the SDK less than a stream.
-        self.chain_options = {"stream": False, **chain_options}
+        self.chain_options = {"stream": False, **chain_options, "options": _cached(chain_options, self.run_id)}
         self.stats = GateStats()
         self._gated: MapModel | None = None
         self.trace: Any = None  # the run's span, when tracing is on (chainform/_trace.py)

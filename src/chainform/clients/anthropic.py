@@ -12,6 +12,7 @@ from typing import Any
 
 from chainform import types
 from chainform.clients import _common
+from chainform.clients._cache import anthropic_breakpoints
 from chainform.clients._common import CLAUDE_FINISH, AdapterClient, StreamState
 from chainform.clients._errors import StreamGuard, retry_after
 from chainform.clients._provider import Provider
@@ -77,6 +78,7 @@ class AnthropicClient(AdapterClient):
             extra.update(provider_extra)
         if extra:
             request["extra_body"] = extra
+        anthropic_breakpoints(request, options)
         return request
 
     def _tools(self, options: types.ChatOptions) -> dict[str, Any]:

@@ -17,6 +17,7 @@ from typing import Any
 
 from chainform import types
 from chainform.clients import _common
+from chainform.clients._cache import bedrock_points
 from chainform.clients._common import CLAUDE_FINISH, AdapterClient, StreamState
 from chainform.clients._errors import StreamGuard
 from chainform.clients._provider import Provider
@@ -131,6 +132,7 @@ class BedrockClient(AdapterClient):
             extra.update(_top_k_field(model, options.top_k))
         if extra:
             request["additionalModelRequestFields"] = extra
+        bedrock_points(request, options, self.profile)
         return request
 
     def _tool_config(self, options: types.ChatOptions) -> dict[str, Any] | None:

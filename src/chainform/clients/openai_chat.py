@@ -13,6 +13,7 @@ from typing import Any, cast
 
 from chainform import types
 from chainform.clients import _common
+from chainform.clients._cache import openai_key
 from chainform.clients._common import StreamState
 from chainform.clients._errors import StreamGuard
 from chainform.clients._openai_base import (
@@ -109,6 +110,7 @@ class OpenAIChatClient(OpenAIBaseClient):
         extra.update(options.additional_properties)
         if extra:
             body["extra_body"] = extra
+        body.update(openai_key(options, self.profile))
         return body
 
     def _message(self, message: types.Message) -> list[dict[str, Any]]:

@@ -12,6 +12,7 @@ from typing import Any
 
 from chainform import types
 from chainform.clients import _common
+from chainform.clients._cache import openai_key
 from chainform.clients._common import StreamState
 from chainform.clients._errors import StreamGuard
 from chainform.clients._openai_base import (
@@ -82,6 +83,7 @@ class OpenAIResponsesClient(OpenAIBaseClient):
             body["store"] = extra.pop("store")
         if extra:
             body["extra_body"] = extra
+        body.update(openai_key(options, self.profile))
         return body
 
     def _items(self, message: types.Message) -> list[dict[str, Any]]:

@@ -274,6 +274,8 @@ def options_summary(
     row. Secrets are redacted when the row is written (`_rows`)."""
     out: dict[str, Any] = {}
     for key, value in options.set_fields().items():
+        if key == "cache_key":  # the conversation's (or map run's) id again
+            continue
         if key == "tools":
             out[key] = [t.name for t in value]
         elif key == "response_format":

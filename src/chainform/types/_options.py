@@ -107,6 +107,10 @@ class ChatOptions:
     tools: Sequence[ToolSpec] | None = None
     top_k: int | None = field(default=None, metadata={"min": 1})
     top_p: float | None = field(default=None, metadata={"min": 0, "max": 1})
+    # prompt caching (docs/production.md): True marks the stable prefix for providers that charge
+    # for cache writes (Anthropic, Bedrock); False sends no cache hint at all; None: the default
+    cache: bool | None = None
+    cache_key: str | None = None  # OpenAI's prompt_cache_key (chainform sends the conversation id)
     additional_properties: dict[str, Any] = field(default_factory=dict)
 
     def replace(self, **changes: Any) -> ChatOptions:
@@ -229,6 +233,10 @@ class ModelProfile:
     # the assistant turn that calls tools is sent with content "" instead of null (servers whose
     # request model types content as a string, e.g. llama-cpp-python, refuse null)
     empty_tool_turn_content: bool = False
+    # the request takes OpenAI's prompt_cache_key (routes requests that share a prefix together)
+    prompt_cache_key: bool = False
+    # Bedrock Converse takes cachePoint blocks for this model (Claude 3.7 on, Nova)
+    cache_points: bool = False
     schema_dialect: SchemaDialect = "jsonschema"
     # tool names the provider accepts; others are renamed on the wire and back (clients/_tool_names.py)
     tool_name_pattern: str = r"[A-Za-z0-9_-]{1,64}"

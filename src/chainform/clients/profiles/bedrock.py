@@ -24,13 +24,17 @@ _CONVERSE = TOOLS_ONLY.replace(
     unsupported_options=_NO_SAMPLING,
 )
 _CLAUDE = _CONVERSE.replace(media=_VISION, context_window=200_000, max_output_tokens=8192)
-_CLAUDE_THINKING = _CLAUDE.replace(supports_reasoning=True, max_output_tokens=64_000)
+_CLAUDE_THINKING = _CLAUDE.replace(supports_reasoning=True, max_output_tokens=64_000, cache_points=True)
 # Converse's outputConfig.textFormat (native JSON schema) is offered for the Claude 4.5 generation on.
 _CLAUDE_NATIVE = _CLAUDE_THINKING.replace(
     supports_json_schema=True, supports_tools_with_schema=True, supports_strict_schema=True
 )
 _NOVA = _CONVERSE.replace(
-    supports_parallel_tool_calls=False, media=_VISION, context_window=300_000, max_output_tokens=10_000
+    supports_parallel_tool_calls=False,
+    media=_VISION,
+    context_window=300_000,
+    max_output_tokens=10_000,
+    cache_points=True,
 )
 UNKNOWN = _CONVERSE.replace(
     supports_parallel_tool_calls=False,

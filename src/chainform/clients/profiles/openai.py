@@ -20,6 +20,7 @@ _NO_TOP_K = frozenset({"top_k"})
 _OPENAI = CAPABLE.replace(
     name="openai",
     provider="openai",
+    prompt_cache_key=True,
     # images inline or by URL (fetched by OpenAI); PDFs inline as file data (32 MB, 100 pages)
     media=MediaSupport(
         types=IMAGE_TYPES | {PDF},

@@ -82,6 +82,22 @@ class AnthropicFormat(WireFormat):
         events.append(_event("message_stop"))
         return events
 
+    def cache_prefixes(self, request: RecordedRequest) -> list[Any]:
+        """Tools, then system, then messages, up to each block with cache_control."""
+        body = request.json
+        system = body.get("system")
+        blocks = [
+            *(body.get("tools") or []),
+            *(system if isinstance(system, list) else []),
+            *(
+                block
+                for message in body.get("messages") or []
+                for block in (message.get("content") if isinstance(message.get("content"), list) else [])
+            ),
+        ]
+        marked = [i for i, block in enumerate(blocks) if isinstance(block, dict) and "cache_control" in block]
+        return [blocks[: i + 1] for i in marked]
+
     def render_error(self, fault: Fault, request: RecordedRequest) -> dict[str, Any]:
         kind = _ERROR_TYPES.get(fault.status, "api_error")
         return {

@@ -103,6 +103,19 @@ class OpenAIChatFormat(WireFormat):
         events.append(StreamEvent("[DONE]"))
         return events
 
+    def cache_prefixes(self, request: RecordedRequest) -> list[Any]:
+        """With a prompt_cache_key: the key, the tools and the leading system messages (what
+        OpenAI's automatic cache would find again for requests routed together by the key)."""
+        body = request.json
+        if not body.get("prompt_cache_key"):
+            return []
+        lead = []
+        for message in body.get("messages") or []:
+            if message.get("role") not in ("system", "developer"):
+                break
+            lead.append(message)
+        return [[body["prompt_cache_key"], body.get("tools"), lead]]
+
     def render_error(self, fault: Fault, request: RecordedRequest) -> dict[str, Any]:
         kind = _ERROR_TYPES.get(fault.status, "server_error" if fault.status >= 500 else "api_error")
         return {"error": {"message": fault.text, "type": kind, "param": None, "code": kind}}

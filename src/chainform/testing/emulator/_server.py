@@ -9,6 +9,7 @@ body that ended early, never as a clean end of stream.
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import itertools
 import json
 import re
@@ -29,6 +30,7 @@ from chainform.testing.emulator._script import (
     ReplyItem,
     ScriptItem,
     Stall,
+    Usage,
     estimate_usage,
     to_reply,
 )
@@ -112,8 +114,22 @@ class Emulator:
         self._lock = threading.Lock()
         self._stopping = threading.Event()
         self._counter = itertools.count(1)
+        self._cached: set[str] = set()  # prompt-cache prefixes seen (WireFormat.cache_prefix)
         self._server: _Server | None = None
         self._thread: threading.Thread | None = None
+
+    def _cache_read(self, prefixes: list[Any], usage: Usage) -> int:
+        """Input tokens read from the emulated prompt cache: the longest prefix seen before counts
+        as cached (4 bytes a token, at most the request's input); each is written for next time."""
+        read = 0
+        for prefix in prefixes:
+            text = json.dumps(prefix, sort_keys=True)
+            key = hashlib.sha256(text.encode()).hexdigest()
+            with self._lock:
+                if key in self._cached:
+                    read = max(read, len(text) // 4)
+                self._cached.add(key)
+        return min(read, usage.input_tokens)
 
     # lifecycle -----------------------------------------------------------------------------
     def start(self) -> Emulator:
@@ -294,6 +310,7 @@ class _Handler(BaseHTTPRequestHandler):
         reply.chunk_size = reply.chunk_size or emulator.chunk_size
         if reply.usage is None:
             reply.usage = estimate_usage(reply, raw)
+            reply.usage.cached_input_tokens = emulator._cache_read(fmt.cache_prefixes(request), reply.usage)
         if fmt.is_stream(request) or (emulator.quirks and emulator.quirks.streams_always):
             self._answer_stream(
                 fmt, [fmt.encode_event(e) for e in fmt.render_stream(reply, request)], fault, rid

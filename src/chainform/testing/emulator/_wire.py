@@ -81,6 +81,12 @@ class WireFormat:
     def malformed_event(self) -> bytes:
         return b'data: {"broken": \n\n'
 
+    def cache_prefixes(self, request: RecordedRequest) -> list[Any]:
+        """The parts of `request` its cache markers ask the provider to cache (JSON-able, one per
+        marker; none: no caching asked). The longest one the emulator saw before is reported as
+        cached input tokens (`Usage.cached_input_tokens`), as the provider's cache would."""
+        return []
+
 
 def discover_formats() -> list[WireFormat]:
     """Every `WIRE_FORMATS` declared by a private module of this package."""
