@@ -62,8 +62,24 @@ class Events:
         self.closed = True
 
 
+class Whole:
+    """The HTTP response of an SDK stream whose server answered whole (`stream.response`)."""
+
+    def __init__(self, body: bytes, content_type: str = "application/json") -> None:
+        self.headers = {"content-type": content_type}
+        self.body = body
+
+    async def aread(self) -> bytes:
+        return self.body
+
+
 class State(StreamState):
     closing_event = "done"
+
+    def whole(self, body: Any) -> list[ChatResponseUpdate] | None:
+        if not isinstance(body, dict) or "text" not in body:
+            return None
+        return [self.update([TextContent(body["text"])])]
 
     def translate_one(self, event: str) -> ChatResponseUpdate | None:
         if event == "done":
@@ -137,6 +153,25 @@ async def test_skeleton_stream_without_its_closing_event_is_an_error() -> None:
     with pytest.raises(ProviderError, match="empty stream") as empty:  # no event: not an answer
         await Adapter(Events([])).get_response([Message.user("hi")])
     assert empty.value.kind == "streaming_rejected" and type(empty.value) is ProviderError
+
+
+async def test_skeleton_reads_a_whole_body_that_answered_a_streamed_request() -> None:
+    """A gateway that ignores `stream: true` sends the whole answer: read whole, not taken for an
+    empty stream; a JSON body that is no answer, or no JSON, is a typed error; an event stream
+    whose content type is not JSON is read as events."""
+    events = Events([])
+    events.response = Whole(b'{"text": "all at once"}')  # type: ignore[attr-defined]
+    assert (await Adapter(events).get_response([Message.user("hi")])).text == "all at once"
+    assert events.closed
+    for body in (b'{"error": "no"}', b"<html>"):
+        events = Events([])
+        events.response = Whole(body)  # type: ignore[attr-defined]
+        with pytest.raises(ProviderError, match="malformed response body") as info:
+            await Adapter(events).get_response([Message.user("hi")])
+        assert type(info.value) is ProviderError and events.closed
+    streamed = Events(["Hi", "done"])
+    streamed.response = Whole(b"", "text/event-stream")  # type: ignore[attr-defined]
+    assert (await Adapter(streamed).get_response([Message.user("hi")])).text == "Hi"
 
 
 async def test_skeleton_translation_bug_is_not_disguised_as_a_provider_failure() -> None:

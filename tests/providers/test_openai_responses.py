@@ -140,3 +140,64 @@ def test_openai_responses_stream_without_completed_is_interrupted() -> None:
     assert "response.completed" in str(caught.value)
     partial = caught.value.partial_response
     assert partial is not None and partial.text == "Half"
+
+
+def _refusing_response(**extra: object) -> dict[str, object]:
+    refusal = {"type": "refusal", "refusal": "I can't help with that."}
+    message = {
+        "type": "message",
+        "id": "msg_1",
+        "role": "assistant",
+        "status": "completed",
+        "content": [refusal],
+    }
+    usage = {"input_tokens": 9, "output_tokens": 6, "total_tokens": 15}
+    return {
+        "id": "resp_1",
+        "object": "response",
+        "model": "gpt-4.1-mini",
+        "status": "completed",
+        "output": [message],
+        "usage": usage,
+        **extra,
+    }
+
+
+async def test_openai_responses_refusal_is_told_streamed_and_whole(emulator: Emulator) -> None:
+    """A refusal (its own content part, streamed as `response.refusal.delta`) is an ErrorContent
+    of code "refusal", as on Chat Completions, whether the answer streamed or came whole."""
+    import json
+
+    from chainform.testing.emulator import RawResponse
+    from chainform.types import ErrorContent
+
+    whole = _refusing_response()
+    started = {**whole, "status": "in_progress", "output": [], "usage": None}
+    events = [
+        {"type": "response.created", "sequence_number": 0, "response": started},
+        {
+            "type": "response.refusal.delta",
+            "sequence_number": 1,
+            "item_id": "msg_1",
+            "output_index": 0,
+            "content_index": 0,
+            "delta": "I can't ",
+        },
+        {
+            "type": "response.refusal.delta",
+            "sequence_number": 2,
+            "item_id": "msg_1",
+            "output_index": 0,
+            "content_index": 0,
+            "delta": "help with that.",
+        },
+        {"type": "response.completed", "sequence_number": 3, "response": whole},
+    ]
+    stream = "".join(f"event: {e['type']}\ndata: {json.dumps(e)}\n\n" for e in events).encode()
+    emulator.add(RawResponse(200, stream, "text/event-stream"), RawResponse(200, json.dumps(whole).encode()))
+    for _ in range(2):
+        response = await client(emulator).get_response([Message.user("Something forbidden")])
+        refusals = [c for m in response.messages for c in m.contents if isinstance(c, ErrorContent)]
+        assert [(r.message, r.error_code) for r in refusals] == [("I can't help with that.", "refusal")]
+        assert response.text == "" and response.finish_reason == FinishReason.STOP
+        assert response.usage_details is not None and response.usage_details.total_tokens == 15

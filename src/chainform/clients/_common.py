@@ -20,8 +20,10 @@ from __future__ import annotations
 
 import importlib
 import inspect
-from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Mapping, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
 from typing import Any, ClassVar
+
+from pydantic_core import from_json
 
 from chainform.clients._errors import StreamGuard
 from chainform.clients.base import BaseChatClient, Middleware
@@ -30,6 +32,7 @@ from chainform.types import (
     ChatOptions,
     ChatResponseUpdate,
     Content,
+    ErrorContent,
     FinishReason,
     FunctionCallContent,
     Message,
@@ -173,7 +176,7 @@ class AdapterClient(BaseChatClient):
         request = self.build_request(messages, options)
         guard = self.guard()
         state = self.stream_state(request)
-        async for update in self.pump(guard, self.open_stream(request, state, guard), state.translate):
+        async for update in self.pump(guard, self.open_stream(request, state, guard), state):
             yield update
         for update in state.end(guard):
             yield guard.seen(update)
@@ -183,16 +186,12 @@ class AdapterClient(BaseChatClient):
         raise NotImplementedError
 
     async def pump(
-        self,
-        guard: StreamGuard,
-        open_stream: Awaitable[Any],
-        translate: Callable[[Any], Iterable[ChatResponseUpdate]],
+        self, guard: StreamGuard, open_stream: Awaitable[Any], state: StreamState
     ) -> AsyncIterator[ChatResponseUpdate]:
-        """Open the SDK stream, translate each event, and turn SDK failures into typed errors.
-
-        Only SDK calls sit inside the `try`s, so a bug in translation is never disguised as a
-        provider failure. The stream is closed however the loop ends.
-        """
+        """Open the SDK stream, translate each event (`state.translate`; a whole JSON body, from a
+        gateway that ignored `stream: true`, by `state.whole`), and turn SDK failures into typed
+        errors. Only SDK calls sit inside the `try`s, so a bug in translation is never disguised
+        as a provider failure. The stream is closed however the loop ends."""
         try:
             stream = await open_stream
         except ChainformError:
@@ -200,9 +199,13 @@ class AdapterClient(BaseChatClient):
         except Exception as exc:
             raise self.error(exc, guard, False) from None  # no chained SDK error: it may quote the key
         guard.request_id = guard.request_id or getattr(stream, "request_id", None)
-        iterator = stream.__aiter__()
         events = 0
         try:
+            if (body := await whole_body(stream, guard)) is not None:
+                for update in self.whole_updates(state, body, guard):
+                    yield guard.seen(update)
+                return
+            iterator = stream.__aiter__()
             while True:
                 try:
                     event = await iterator.__anext__()
@@ -219,12 +222,35 @@ class AdapterClient(BaseChatClient):
                 except Exception as exc:
                     raise self.error(exc, guard, True) from None
                 events += 1
-                for update in translate(event):
+                for update in state.translate(event):
                     yield guard.seen(update)
         finally:
             close = getattr(stream, "aclose", None) or getattr(stream, "close", None)
             if close is not None and inspect.isawaitable(result := close()):
                 await result
+
+    def whole_updates(self, state: StreamState, body: Any, guard: StreamGuard) -> list[ChatResponseUpdate]:
+        """A whole answer read by `state.whole`, or the typed error of a malformed answer."""
+        updates = state.whole(body)
+        if updates is None:
+            raise guard.error("malformed response body: not an answer of this API", interrupted=False)
+        state.finished = True
+        return updates
+
+
+async def whole_body(stream: Any, guard: StreamGuard) -> Any:
+    """The JSON body of a streamed request's answer when it came whole (by its content type, on
+    the SDK stream's HTTP `response`), else None. A body that is not JSON is a malformed answer."""
+    response = getattr(stream, "response", None)
+    content_type = str(getattr(response, "headers", {}).get("content-type", ""))
+    if response is None or not content_type.startswith("application/json"):
+        return None
+    try:
+        return from_json(await response.aread())
+    except ValueError as exc:
+        raise guard.error(f"malformed response body: not JSON ({exc})", interrupted=False) from None
+    except Exception as exc:  # the connection broke while the body was read
+        raise guard.error(f"reading the body failed: {type(exc).__name__}: {exc}", interrupted=False) from None
 
 
 def tool_mode(options: ChatOptions) -> ToolMode | None:
@@ -327,8 +353,9 @@ def finish_reason(reason: str | None, table: Mapping[str, FinishReason]) -> Fini
 
 
 class StreamState:
-    """Per-call translation state: the ids every update of one response carries, and whether the
-    event that closes a stream (`closing_event`, when the API has one) arrived."""
+    """Per-call translation state: the ids every update of one response carries, whether the
+    event that closes a stream (`closing_event`, when the API has one) arrived, and the refusal
+    text gathered (told at the end as one `ErrorContent`, code "refusal")."""
 
     closing_event: str | None = None
 
@@ -337,6 +364,12 @@ class StreamState:
         self.message_id: str | None = None
         self.model_id = model_id
         self.finished = False
+        self.refusal: list[str] = []
+
+    def whole(self, body: Any) -> list[ChatResponseUpdate] | None:
+        """A whole answer's JSON `body` (what a non-streamed request gets) as updates; None when the
+        body is no answer of this API (the caller raises the typed error of a malformed answer)."""
+        return None
 
     def translate(self, event: Any) -> list[ChatResponseUpdate]:
         """One SDK event as updates (often none); by default `translate_one`'s update, if any."""
@@ -350,7 +383,9 @@ class StreamState:
         """Updates due when the stream ends, or `guard.error(...)` raised when it stopped short."""
         if self.closing_event is not None and not self.finished:
             raise guard.error(f"stream ended before {self.closing_event}")
-        return []
+        if not self.refusal:
+            return []
+        return [ChatResponseUpdate([ErrorContent("".join(self.refusal), error_code="refusal")])]
 
     def update(self, contents: list[Content], **extra: Any) -> ChatResponseUpdate:
         return ChatResponseUpdate(

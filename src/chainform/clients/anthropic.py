@@ -168,13 +168,8 @@ class _StreamState(StreamState):
             return self._block_start(event.index, event.content_block)
         if kind == "content_block_delta":
             return self._block_delta(event.index, event.delta)
-        if kind == "content_block_stop" and event.index in self.server_uses:
-            block, parts = self.server_uses.pop(event.index)
-            if parts:
-                raw = "".join(parts)
-                parsed = types.parse_arguments(raw)
-                block["input"] = raw if parsed is None else parsed
-            return self.update([types.ServerToolContent(block["type"], block)])
+        if kind == "content_block_stop":
+            return self._block_stop(event.index)
         if kind == "message_delta":
             usage = _usage(self.start_usage, event.usage)
             finish = _common.finish_reason(event.delta.stop_reason, _FINISH)
@@ -182,6 +177,36 @@ class _StreamState(StreamState):
         if kind == "message_stop":
             self.finished = True
         return None
+
+    def whole(self, body: Any) -> list[types.ChatResponseUpdate] | None:
+        """A whole Message (a gateway that ignored `stream: true`): its blocks as the events of a
+        stream would give them, then its usage and stop reason."""
+        if not isinstance(body, dict) or body.get("type") != "message":
+            return None
+        from anthropic.types import Message as Reply
+
+        message = Reply.construct(**body)  # the SDK's lenient build, as for stream events
+        self.response_id = self.message_id = message.id
+        self.model_id = message.model
+        updates: list[types.ChatResponseUpdate] = []
+        for index, block in enumerate(message.content or ()):
+            started = self._block_start(index, block)
+            stopped = self._block_stop(index)
+            updates.extend(u for u in (started, stopped) if u is not None)
+        finish = _common.finish_reason(message.stop_reason, _FINISH)
+        updates.append(self.update([types.UsageContent(_usage(None, message.usage))], finish_reason=finish))
+        return updates
+
+    def _block_stop(self, index: int) -> types.ChatResponseUpdate | None:
+        """A server-side tool use block is told once whole, its input joined."""
+        if index not in self.server_uses:
+            return None
+        block, parts = self.server_uses.pop(index)
+        if parts:
+            raw = "".join(parts)
+            parsed = types.parse_arguments(raw)
+            block["input"] = raw if parsed is None else parsed
+        return self.update([types.ServerToolContent(block["type"], block)])
 
     def _block_start(self, index: int, block: Any) -> types.ChatResponseUpdate | None:
         kind = block.type

@@ -229,20 +229,16 @@ class OpenAIChatClient(OpenAIBaseClient):
             self.streams_anyway = True
             return await super()._respond(messages, options)
         state = _StreamState()
-        updates = state.translate(completion)
-        state.finished = True  # a whole body is the whole answer, finish reason or not
+        updates = self.whole_updates(state, completion, guard)
         return types.ChatResponse.from_updates([*updates, *state.end(guard)])
 
 
 class _StreamState(StreamState):
     """Chat Completions chunks carry their own ids; a refusal is gathered and told at the end.
-    A stream is complete once a finish reason came: one that stops before is interrupted."""
+    A stream is complete once a finish reason came: one that stops before is interrupted. A
+    whole completion reads as one chunk and is the whole answer, finish reason or not."""
 
     closing_event = "a finish reason"
-
-    def __init__(self) -> None:
-        super().__init__()
-        self.refusal: list[str] = []
 
     def translate(self, event: Any) -> list[types.ChatResponseUpdate]:
         updates = translate_chunk(event, self.refusal)
@@ -250,11 +246,10 @@ class _StreamState(StreamState):
             self.finished = True
         return updates
 
-    def end(self, guard: StreamGuard) -> list[types.ChatResponseUpdate]:
-        super().end(guard)
-        if not self.refusal:
-            return []
-        return [types.ChatResponseUpdate([types.ErrorContent("".join(self.refusal), error_code="refusal")])]
+    def whole(self, body: Any) -> list[types.ChatResponseUpdate] | None:
+        if not isinstance(body, dict) or not isinstance(body.get("choices"), list):
+            return None
+        return translate_chunk(body, self.refusal)
 
 
 def create_client(

@@ -150,7 +150,8 @@ class OpenAIResponsesClient(OpenAIBaseClient):
 
 
 class _StreamState(StreamState):
-    """Per-call translation state: which outputs were function calls, and a failure if one came."""
+    """Per-call translation state: which outputs were function calls, and a failure if one came.
+    A whole `Response` (a server that ignored `stream: true`) is read item by item, the same way."""
 
     def __init__(self) -> None:
         super().__init__()
@@ -174,48 +175,81 @@ class _StreamState(StreamState):
             self.response_id, self.model_id = event.response.id, event.response.model
         elif kind == "response.output_text.delta":
             contents.append(types.TextContent(event.delta))
+        elif kind == "response.refusal.delta":
+            self.refusal.append(event.delta)
         elif kind in ("response.reasoning_summary_text.delta", "response.reasoning_text.delta"):
             contents.append(types.TextReasoningContent(event.delta))
         elif kind == "response.output_item.added" and event.item.type == "function_call":
-            self.has_calls = True
-            item = event.item
-            contents.append(
-                types.FunctionCallContent(
-                    item.call_id, item.name, raw_arguments=item.arguments or "", index=event.output_index
-                )
-            )
+            contents.append(self._call(event.item, event.output_index))
         elif kind == "response.function_call_arguments.delta":
             contents.append(
                 types.FunctionCallContent("", "", raw_arguments=event.delta, index=event.output_index)
             )
         elif kind in ("response.completed", "response.incomplete"):
-            self.finished = True
-            response = event.response
-            details = response.incomplete_details
-            reason = _INCOMPLETE.get(details.reason if details else "")
-            if reason is None:
-                reason = types.FinishReason.TOOL_CALLS if self.has_calls else types.FinishReason.STOP
-            usage = response.usage
-            if usage is not None:
-                cached = usage.input_tokens_details.cached_tokens if usage.input_tokens_details else None
-                thought = (
-                    usage.output_tokens_details.reasoning_tokens if usage.output_tokens_details else None
-                )
-                details = _common.usage_details(
-                    usage.input_tokens,
-                    usage.output_tokens,
-                    usage.total_tokens,
-                    cache_read=cached,
-                    reasoning=thought,
-                )
-                contents.append(types.UsageContent(details))
+            reason = self._completed(event.response, contents)
         elif kind in ("response.failed", "error"):
-            error = getattr(getattr(event, "response", None), "error", None) or event
-            self.failure = f"the response failed: {getattr(error, 'message', None) or 'no reason given'}"
+            self.failure = _failure(getattr(getattr(event, "response", None), "error", None) or event)
             return []
         if not contents and reason is None:
             return []
         return [self.update(contents, finish_reason=reason, raw_representation=event)]
+
+    def whole(self, body: Any) -> list[types.ChatResponseUpdate] | None:
+        if not isinstance(body, dict) or not isinstance(body.get("output"), list):
+            return None
+        from openai.types.responses import Response
+
+        response = Response.construct(**body)  # the SDK's lenient build, as for stream events
+        self.response_id, self.model_id = response.id, response.model
+        if response.status == "failed":
+            self.failure = _failure(response.error)
+            return []
+        contents: list[types.Content] = []
+        for index, item in enumerate(response.output):
+            if item.type == "message":
+                for part in item.content or ():
+                    if part.type == "output_text" and part.text:
+                        contents.append(types.TextContent(part.text))
+                    elif part.type == "refusal" and part.refusal:
+                        self.refusal.append(part.refusal)
+            elif item.type == "function_call":
+                contents.append(self._call(item, index))
+            elif item.type == "reasoning":
+                texts = [*(item.summary or ()), *(getattr(item, "content", None) or ())]
+                contents.extend(types.TextReasoningContent(t.text) for t in texts if getattr(t, "text", None))
+        reason = self._completed(response, contents)
+        return [self.update(contents, finish_reason=reason, raw_representation=body)]
+
+    def _call(self, item: Any, index: int) -> types.FunctionCallContent:
+        self.has_calls = True
+        return types.FunctionCallContent(
+            item.call_id, item.name, raw_arguments=item.arguments or "", index=index
+        )
+
+    def _completed(self, response: Any, contents: list[types.Content]) -> types.FinishReason:
+        """The finish reason of a completed (or incomplete) response; its usage added to `contents`."""
+        self.finished = True
+        details = response.incomplete_details
+        reason = _INCOMPLETE.get(details.reason if details else "")
+        if reason is None:
+            reason = types.FinishReason.TOOL_CALLS if self.has_calls else types.FinishReason.STOP
+        usage = response.usage
+        if usage is not None:
+            cached = usage.input_tokens_details.cached_tokens if usage.input_tokens_details else None
+            thought = usage.output_tokens_details.reasoning_tokens if usage.output_tokens_details else None
+            counts = _common.usage_details(
+                usage.input_tokens,
+                usage.output_tokens,
+                usage.total_tokens,
+                cache_read=cached,
+                reasoning=thought,
+            )
+            contents.append(types.UsageContent(counts))
+        return reason
+
+
+def _failure(error: Any) -> str:
+    return f"the response failed: {getattr(error, 'message', None) or 'no reason given'}"
 
 
 def create_client(model: str, *, provider: str = "openai", **kwargs: Any) -> OpenAIResponsesClient:

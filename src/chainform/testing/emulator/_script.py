@@ -136,8 +136,20 @@ class Stall:
     reply: ReplyItem = "an answer that came too late"
 
 
+@dataclass
+class RawResponse:
+    """An HTTP response sent exactly as given: `status`, `body` bytes (a recorded JSON body, an
+    event stream, an AWS event stream) under `content_type`, plus `headers`. For replaying what
+    a real server said, byte for byte, whatever the request asked."""
+
+    status: int
+    body: bytes
+    content_type: str = "application/json"
+    headers: dict[str, str] = field(default_factory=dict)
+
+
 ReplyItem = Union[Part, Sequence[Part], Reply]
-FaultItem = Union[Fault, MalformedEvent, DropConnection, Stall]
+FaultItem = Union[Fault, MalformedEvent, DropConnection, Stall, RawResponse]
 ScriptItem = Union[ReplyItem, FaultItem, Callable[[RecordedRequest], Union[ReplyItem, FaultItem]]]
 
 

@@ -27,6 +27,7 @@ from chainform.testing.emulator._script import (
     Fault,
     FaultItem,
     MalformedEvent,
+    RawResponse,
     ReplyItem,
     ScriptItem,
     Stall,
@@ -82,7 +83,8 @@ class Emulator:
 
     Each request (whatever its route) takes the next script item: a str, `tool_call(...)`,
     `TextReasoningContent`, a list of those, a `Reply`, a `Fault`, `MalformedEvent`,
-    `DropConnection`, or a callable `(RecordedRequest) -> item`. Every request is recorded in
+    `DropConnection`, a `RawResponse` (bytes as given), or a callable `(RecordedRequest) -> item`.
+    Every request is recorded in
     `requests` (`record=False` keeps none, for long load runs). `quirks` plays a real server's
     departures from the reference (`_quirks.py`). A request past the end of the
     script gets `default` when given (e.g. a callable answering from the request, for load tests),
@@ -290,6 +292,9 @@ class _Handler(BaseHTTPRequestHandler):
                 self.close_connection = True
                 return
             item = item.reply
+        if isinstance(item, RawResponse):
+            self._send_bytes(item.status, item.body, item.content_type, {**rid, **item.headers})
+            return
         if isinstance(item, Fault):
             headers = dict(rid)
             if item.retry_after is not None:
