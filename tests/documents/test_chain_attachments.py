@@ -16,7 +16,7 @@ from chainform.clients.profiles import IMAGES
 from chainform.errors import AttachmentError
 from chainform.models import AsyncModel, Model
 from chainform.store import Store
-from chainform.testing import ScriptedClient
+from chainform.testing import ScriptedClient, tool_call
 from chainform.types import DataContent, ModelProfile, TextContent
 
 TEXT_ONLY = ModelProfile(name="scripted", provider="testing", supports_json_schema=True)
@@ -163,3 +163,29 @@ def test_removing_the_calls_removes_the_files_no_call_uses() -> None:
     store.remove(conversation_id=first.conversation_id)
     with sqlite3.connect(store.path) as db:
         assert db.execute("SELECT media_type FROM attachments").fetchall() == [("text/plain",)]
+
+
+def _receipt_tool() -> list[object]:
+    """Look at the receipt."""
+    return ["the receipt:", cf.Attachment(content=receipt_png(), name="receipt.png")]
+
+
+def test_a_tool_returning_an_image_shows_it_to_a_vision_model() -> None:
+    model, client = _model(VISION, [tool_call("_receipt_tool"), "seen"])
+    response = model.chain("Check the receipt", tools=[_receipt_tool])
+    assert response.text() == "seen"
+    messages = client.requests[1][0]
+    tool, files = messages[-2], messages[-1]
+    assert tool.role == "tool" and "receipt.png (image/png): in the next message" in tool.contents[0].result
+    assert files.role == "user" and isinstance(files.contents[1], DataContent)
+    assert [c.method for c in response.attachments] == []  # the prompt had none; the event says it
+    assert Store().recent(1)[0].messages[-1].contents[1].data == receipt_png()  # type: ignore[union-attr]
+
+
+def test_a_tool_returning_an_image_gives_a_text_only_model_its_ocr_text() -> None:
+    model, client = _model(TEXT_ONLY, [tool_call("_receipt_tool"), "seen"])
+    response = model.chain("Check the receipt", tools=[_receipt_tool])
+    events = [e.text for e in response.events() if e.kind == "attachment"]
+    assert events and events[0].startswith("receipt.png: OCR, ")
+    [result] = client.requests[1][0][-1].contents
+    assert result.result.startswith("the receipt:\n[receipt.png: OCR, ") and "9.80" in result.result  # type: ignore[union-attr]

@@ -97,8 +97,13 @@ def test_http_server_content_mapping_and_errors(http_server: str) -> None:
         tools = {t.name: t for t in server.tools()}
         assert tools["add"].invoke({"a": 1, "b": 2}) == {"sum": 3}
         assert tools["whoami"].invoke({}) == "x-test=hello"
-        picture = tools["picture"].invoke({})
-        assert picture.startswith("a red dot:\n[image image/png")
+        text, picture = tools["picture"].invoke({})  # an image is a file for the chain to send on
+        assert text == "a red dot:" and isinstance(picture, cf.Attachment)
+        assert (picture.read(), picture.media_type(), picture.name) == (
+            b"\x89PNG\r\n\x1a\n",
+            "image/png",
+            "image.png",
+        )
         with pytest.raises(cf.ToolError, match="the database is down"):
             tools["fails"].invoke({})
         with pytest.raises(cf.ToolError, match=r"(?i)structured content"):

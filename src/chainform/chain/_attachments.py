@@ -12,16 +12,16 @@ its result (`ChainResult.attachments`) and its log rows.
 from __future__ import annotations
 
 import asyncio
+import json
 import logging
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
-from typing import Any
+from typing import Any, Protocol
 
-from chainform.chain._engine import ChainRequest
 from chainform.chain._events import ChainEvent, EventLog
 from chainform.documents import Conversion, prepare_parts
 from chainform.errors import AttachmentError
-from chainform.types import Content, Message, ModelProfile, TextContent
+from chainform.types import Content, FunctionResultContent, Message, ModelProfile, TextContent
 from chainform.types._attachment import Attachment
 
 logger = logging.getLogger("chainform.attachments")
@@ -136,8 +136,14 @@ def _joined(parts: list[Content]) -> list[Content]:
     return out
 
 
+class _Request(Protocol):
+    """A ChainRequest as this step sees it (the engine imports this module, not the reverse)."""
+
+    prompt: Message | None
+
+
 async def prepare_request(
-    request: ChainRequest, pending: PendingPrompt | None, profile: ModelProfile, events: EventLog
+    request: _Request, pending: PendingPrompt | None, profile: ModelProfile, events: EventLog
 ) -> Prepared | None:
     """Prepare a chain's pending prompt (when it has one) into `request.prompt`; on failure the
     chain's events are closed (no call was made) and the error raised."""
@@ -150,3 +156,45 @@ async def prepare_request(
         raise
     request.prompt = prepared.message
     return prepared
+
+
+async def tool_files(
+    results: list[FunctionResultContent], profile: ModelProfile, events: EventLog
+) -> Message | None:
+    """Tool results that hold Attachments (`cf.Attachment`, or a list of text and Attachments):
+    a file the model reads is sent in a user message after the tool turn (tool results are text
+    on most wires), its result saying so; any other is converted locally into the result's text.
+    A file that cannot be sent at all becomes a note in the result: the chain goes on."""
+    shown: list[Content] = []
+    for result in results:
+        items = _files_in(result.result)
+        if items is None:
+            continue
+        texts: list[str] = []
+        for item in items:
+            if not isinstance(item, Attachment):
+                texts.append(
+                    item if isinstance(item, str) else json.dumps(item, ensure_ascii=False, default=str)
+                )
+                continue
+            try:
+                parts, conversions = await asyncio.to_thread(prepare_parts, [item], profile)
+            except AttachmentError as exc:
+                texts.append(f"[{item.name}: not sent: {exc}]")
+                continue
+            events.append(ChainEvent("attachment", text=conversions[0].summary(), value=conversions[0]))
+            if isinstance(parts[0], TextContent):
+                texts.append(parts[0].text)
+            else:
+                texts.append(f"[{item.name} ({conversions[0].media_type}): in the next message]")
+                shown.append(parts[0])
+        result.result = "\n".join(texts)
+    return Message.user([TextContent("Files the tools returned:"), *shown]) if shown else None
+
+
+def _files_in(value: Any) -> list[Any] | None:
+    if isinstance(value, Attachment):
+        return [value]
+    if isinstance(value, list | tuple) and any(isinstance(v, Attachment) for v in value):
+        return list(value)
+    return None

@@ -17,6 +17,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field, replace
 from typing import Any
 
+from chainform.chain._attachments import tool_files
 from chainform.chain._calls import CallLogger, CallRunner, plain_data
 from chainform.chain._events import ChainEvent, EventLog
 from chainform.chain._fallback import Candidate, FallbackPlan, Route
@@ -244,8 +245,8 @@ class ChainRun(CallRunner):
                 refused = "Not run: the tool-call limit was reached."
                 results = [FunctionResultContent(c.call_id, error=refused, name=c.name) for c in calls]
                 transcript.append(Message(Role.TOOL, list(results)))
-            if feedback.results and calls:
-                transcript[-1].contents.extend(feedback.results)
+            if feedback.results and calls:  # the tool turn (a message of returned files may follow it)
+                next(m for m in reversed(transcript) if m.role == Role.TOOL).contents.extend(feedback.results)
             elif feedback.results:
                 transcript.append(Message(Role.TOOL, list(feedback.results)))
             if feedback.message:
@@ -261,11 +262,14 @@ class ChainRun(CallRunner):
             after_call=self.req.after_call,
             restore_arguments=self._restore_tool_arguments,
         )
+        files = await tool_files(results, self.profile, self.events)  # tools that returned files
         for result in results:
             self.events.append(ChainEvent("tool_result", value=result, purpose="chain"))
         if self.calls:
             self.calls[-1].tool_results.extend(results)
         transcript.append(Message(Role.TOOL, list(results)))
+        if files is not None:
+            transcript.append(files)
 
     def _restore_tool_arguments(self, tool: Any, arguments: dict[str, Any]) -> dict[str, Any]:
         restored = self.profile.dialect.restore(arguments, tool.parameters)

@@ -79,7 +79,7 @@ def stored_contents(contents: list[dict[str, Any]], raw: list[Any], blobs: Blobs
 
 def rows(attached: list[Attached], blobs: Blobs, response_ids: list[str]) -> dict[str, list[tuple[Any, ...]]]:
     """The attachment rows of a chain: each file once (bytes or reference), and a link from every
-    call of the chain to each attachment it sent."""
+    call of the chain to each file of the chain (so `logs rm` keeps a file while a call names it)."""
     now = time.time()
     files: dict[str, tuple[Any, ...]] = {}
     for a in attached:
@@ -89,11 +89,12 @@ def rows(attached: list[Attached], blobs: Blobs, response_ids: list[str]) -> dic
             files[key] = (key, media_type, len(data), data, None, now)
         elif files[key][3] is None and files[key][4] is None:
             files[key] = (*files[key][:3], data, None, now)
-    links = [
-        (rid, position, a.sha256, a.name, a.method, a.detail)
-        for rid in response_ids
-        for position, a in enumerate(attached)
+    named: list[tuple[str, str | None, str | None, str | None]] = [
+        (a.sha256, a.name, a.method, a.detail) for a in attached
     ]
+    known = {a.sha256 for a in attached}  # inline bytes of the messages (a file a tool returned...)
+    named += [(key, None, None, None) for key in blobs if key not in known]
+    links = [(rid, position, *link) for rid in response_ids for position, link in enumerate(named)]
     out: dict[str, list[tuple[Any, ...]]] = {}
     if files:
         out["attachments"] = list(files.values())
