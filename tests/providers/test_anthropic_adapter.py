@@ -240,5 +240,5 @@ def test_anthropic_server_tool_blocks_are_kept_never_calls_to_run() -> None:
         ("web_search_tool_result", None),
     ]
     assert kept[1].block["content"][0]["url"] == "https://e.x"
-    assert _block(kept[0], "assistant") == {**use, "input": {"query": "weather"}}
+    assert _block(kept[0], "assistant", lambda media: {}) == {**use, "input": {"query": "weather"}}
     assert message_from_dict(message_to_dict(response.messages[0])).contents == response.messages[0].contents

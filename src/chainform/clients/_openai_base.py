@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from chainform._json import copy_json
+from chainform.clients import _inline
 from chainform.clients._common import AdapterClient, import_sdk
 from chainform.clients._errors import StreamGuard, is_rejection, retry_after
 from chainform.clients.base import Middleware
@@ -162,7 +163,12 @@ class OpenAIBaseClient(AdapterClient):
         common: dict[str, Any] = {
             "max_retries": s.max_retries,
             "default_headers": s.default_headers or None,
-            "http_client": openai.DefaultAsyncHttpxClient(event_hooks={"response": [_no_retry_on_rejection]}),
+            "http_client": openai.DefaultAsyncHttpxClient(
+                event_hooks={
+                    "request": [_inline.httpx_hook(import_sdk("httpx2", "openai"))],
+                    "response": [_no_retry_on_rejection],
+                }
+            ),
         }
         if s.timeout is not None:
             common["timeout"] = s.timeout

@@ -7,11 +7,11 @@ dropped connections before the body) are the SDK's own, tuned with `max_retries`
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from chainform import types
-from chainform.clients import _common
+from chainform.clients import _common, _inline
 from chainform.clients._cache import anthropic_breakpoints
 from chainform.clients._common import CLAUDE_FINISH, AdapterClient, StreamState
 from chainform.clients._errors import StreamGuard, retry_after
@@ -38,7 +38,12 @@ def _sdk(
     """`anthropic.AsyncAnthropic`; extra keyword arguments are its own."""
     if timeout is not None:
         kwargs["timeout"] = timeout
-    return anthropic.AsyncAnthropic(api_key=key, base_url=base_url, max_retries=max_retries, **kwargs)
+    spliced = "http_client" not in kwargs  # a client of the caller's is left as it is
+    if spliced:
+        hook = _inline.httpx_hook(_common.import_sdk("httpx2", "anthropic"))
+        kwargs["http_client"] = anthropic.DefaultAsyncHttpxClient(event_hooks={"request": [hook]})
+    sdk = anthropic.AsyncAnthropic(api_key=key, base_url=base_url, max_retries=max_retries, **kwargs)
+    return _inline.mark(sdk) if spliced else sdk
 
 
 class AnthropicClient(AdapterClient):
@@ -61,7 +66,9 @@ class AnthropicClient(AdapterClient):
         request: dict[str, Any] = {
             "model": options.model_id or self.model,
             "max_tokens": options.max_output_tokens or self.default_max_tokens,
-            "messages": _common.merge_turns(rest, _blocks),
+            "messages": _common.merge_turns(
+                rest, lambda message, role: _blocks(message, role, self.media_block)
+            ),
         }
         if system:
             request["system"] = system
@@ -119,6 +126,25 @@ class AnthropicClient(AdapterClient):
                 provider=PROVIDER,
             )
         return {"type": "json_schema", "schema": self.dialect_schema(fmt.schema)}
+
+    def media_block(self, content: types.DataContent | types.UriContent) -> dict[str, Any]:
+        """An image or document block: base64 (spliced as sent) or URL source; plain text as a
+        document with a text source. Documents carry the file name as their title."""
+        media = content.media_type or ""
+        if isinstance(content, types.UriContent):
+            source: dict[str, Any] = {"type": "url", "url": content.uri}
+        elif media == "text/plain":
+            source = {"type": "text", "media_type": media, "data": content.data.decode("utf-8", "replace")}
+        else:
+            source = {"type": "base64", "media_type": media, "data": self.inline_base64(content)}
+        if media in _IMAGE_TYPES or (isinstance(content, types.UriContent) and not media):
+            return {"type": "image", "source": source}
+        if media in ("application/pdf", "text/plain"):
+            block = {"type": "document", "source": source}
+            if content.name:
+                block["title"] = content.name
+            return block
+        raise UnsupportedOptionError(f"Anthropic cannot take {media!r} content", provider=PROVIDER)
 
     def stream_state(self, request: dict[str, Any]) -> StreamState:
         return _StreamState()
@@ -267,12 +293,15 @@ def _usage(start: Any, final: Any) -> types.UsageDetails:
     return _common.usage_details(billed, pick("output_tokens"), cache_read=read, cache_written=written)
 
 
-def _blocks(message: types.Message, role: str) -> list[dict[str, Any]]:
+MediaBlock = Callable[[types.DataContent | types.UriContent], dict[str, Any]]
+
+
+def _blocks(message: types.Message, role: str, media: MediaBlock) -> list[dict[str, Any]]:
     """One turn's content blocks (tool results ride in user turns)."""
-    return [b for c in message.contents if (b := _block(c, role)) is not None]
+    return [b for c in message.contents if (b := _block(c, role, media)) is not None]
 
 
-def _block(content: types.Content, role: str) -> dict[str, Any] | None:
+def _block(content: types.Content, role: str, media: MediaBlock) -> dict[str, Any] | None:
     if isinstance(content, types.TextContent):
         return {"type": "text", "text": content.text} if content.text else None
     if isinstance(content, types.FunctionCallContent):
@@ -298,27 +327,11 @@ def _block(content: types.Content, role: str) -> dict[str, Any] | None:
             signed=lambda text, signature: {"type": "thinking", "thinking": text, "signature": signature},
             redacted=lambda data: {"type": "redacted_thinking", "data": data},
         )
-    if isinstance(content, types.DataContent):
-        return _media({"type": "base64", "media_type": content.media_type, "data": content.base64}, content)
-    if isinstance(content, types.UriContent):
-        return _media({"type": "url", "url": content.uri}, content)
+    if isinstance(content, types.DataContent | types.UriContent):
+        return media(content)
     if isinstance(content, types.ServerToolContent):
         return dict(content.block)  # the provider's own block goes back as it came
     return None  # usage and error parts are bookkeeping, not conversation
-
-
-def _media(source: dict[str, Any], content: types.DataContent | types.UriContent) -> dict[str, Any]:
-    media = content.media_type or ""
-    if media in _IMAGE_TYPES or (isinstance(content, types.UriContent) and not media):
-        return {"type": "image", "source": source}
-    if media == "application/pdf":
-        return {"type": "document", "source": source}
-    if media == "text/plain" and isinstance(content, types.DataContent):
-        return {
-            "type": "document",
-            "source": {"type": "text", "media_type": media, "data": content.data.decode()},
-        }
-    raise UnsupportedOptionError(f"Anthropic cannot take {media!r} content", provider=PROVIDER)
 
 
 PROVIDER_SPEC = Provider(

@@ -97,6 +97,10 @@ class BaseChatClient:
         """The provider call. Subclasses yield updates as they arrive."""
         raise NotImplementedError
 
+    async def _prepare(self, messages: list[Message]) -> list[Message]:
+        """The messages as this client sends them; adapters check attachments here."""
+        return messages
+
     async def _respond(self, messages: list[Message], options: ChatOptions) -> ChatResponse:
         """Non-streaming provider call; by default the join of `_stream`."""
         return ChatResponse.from_updates([u async for u in self._stream(messages, options)])
@@ -111,6 +115,7 @@ class BaseChatClient:
             await self._check_input(c)
             c.messages = encodable_messages(c.messages)
             messages, options, names = to_wire(c.messages, c.options, self.profile.tool_name_pattern)
+            messages = await self._prepare(messages)
             if c.stream:
                 updates: list[ChatResponseUpdate] = []
                 async for update in self._stream(messages, options):

@@ -10,13 +10,13 @@ from __future__ import annotations
 
 import asyncio
 import base64
-import hashlib
 import json
-from collections.abc import AsyncIterator, Sequence
+import re
+from collections.abc import AsyncIterator, Callable, Sequence
 from typing import Any
 
 from chainform import types
-from chainform.clients import _common
+from chainform.clients import _common, _inline
 from chainform.clients._cache import bedrock_points
 from chainform.clients._common import CLAUDE_FINISH, AdapterClient, StreamState
 from chainform.clients._errors import StreamGuard
@@ -28,7 +28,21 @@ from chainform.errors import ChainformError, MissingKeyError, UnsupportedOptionE
 __all__ = ["KNOWN_MODELS", "BedrockClient", "create_client"]
 
 _IMAGE_FORMATS = {"image/png": "png", "image/jpeg": "jpeg", "image/gif": "gif", "image/webp": "webp"}
-_DOC_FORMATS = {"application/pdf": "pdf", "text/plain": "txt", "text/csv": "csv", "text/markdown": "md"}
+_DOC_FORMATS = {
+    "application/pdf": "pdf",
+    "text/plain": "txt",
+    "text/csv": "csv",
+    "text/markdown": "md",
+    "text/html": "html",
+    "application/msword": "doc",
+    "application/vnd.openxmlformats-officedocument.wordprocessingml.document": "docx",
+    "application/vnd.ms-excel": "xls",
+    "application/vnd.openxmlformats-officedocument.spreadsheetml.sheet": "xlsx",
+}
+# A document's name: letters, digits, single spaces, hyphens, parentheses, square brackets.
+_NAME_REFUSED = re.compile(r"[^A-Za-z0-9\s\-()\[\]]+")
+# Converse refuses a turn holding a document but no text.
+_DOCUMENT_TEXT = "The attached document."
 # Only these families accept `status: "error"` on a tool result.
 _ERROR_STATUS_FAMILIES = ("anthropic.", "amazon.nova")
 _STREAM_ERROR_STATUS = {
@@ -78,13 +92,16 @@ def _sdk(
     config_kwargs: dict[str, Any] = {"retries": {"total_max_attempts": max_retries + 1, "mode": "standard"}}
     if timeout is not None:
         config_kwargs.update(connect_timeout=timeout, read_timeout=timeout)
-    return session.client(
+    client = session.client(
         "bedrock-runtime",
         region_name=region or session.region_name or "us-east-1",
         endpoint_url=base_url,
         config=Config(**config_kwargs),
         **client_kwargs,
     )
+    # inline data spliced into the body before it is signed (clients/_inline.py)
+    client.meta.events.register("before-sign.bedrock-runtime", _inline.botocore_hook)
+    return _inline.mark(client)
 
 
 class BedrockClient(AdapterClient):
@@ -104,6 +121,7 @@ class BedrockClient(AdapterClient):
             "modelId": model,
             "messages": _messages(
                 rest,
+                media=self.inline_bytes,
                 tools_declared=tool_config is not None,
                 error_status=family_stem(model).startswith(_ERROR_STATUS_FAMILIES),
             ),
@@ -300,16 +318,61 @@ def _block_contents(block: dict[str, Any]) -> list[types.Content]:
 
 
 def _messages(
-    messages: Sequence[types.Message], *, tools_declared: bool, error_status: bool
+    messages: Sequence[types.Message],
+    *,
+    media: Callable[[types.DataContent], bytes],
+    tools_declared: bool,
+    error_status: bool,
 ) -> list[dict[str, Any]]:
     """Chainform turns as Converse turns. Without a toolConfig Converse rejects tool blocks in the
-    history, so then past calls and results are told as text."""
+    history, so then past calls and results are told as text. `media` gives an image's or
+    document's bytes (a placeholder spliced as the body is signed)."""
+    names: set[str] = set()
 
     def blocks(message: types.Message, role: str) -> list[dict[str, Any]]:
-        encoded = (_block(c, role, tools_declared, error_status) for c in message.contents)
-        return [b for b in encoded if b is not None]
+        encoded = [
+            _media_block(c, media, names)
+            if isinstance(c, types.DataContent)
+            else _block(c, role, tools_declared, error_status)
+            for c in message.contents
+        ]
+        out = [b for b in encoded if b is not None]
+        if any("document" in b for b in out) and not any("text" in b for b in out):
+            out.append({"text": _DOCUMENT_TEXT})
+        return out
 
     return _common.merge_turns(messages, blocks)
+
+
+def _media_block(
+    content: types.DataContent, media: Callable[[types.DataContent], bytes], names: set[str]
+) -> dict[str, Any]:
+    if content.media_type in _IMAGE_FORMATS:
+        return {"image": {"format": _IMAGE_FORMATS[content.media_type], "source": {"bytes": media(content)}}}
+    fmt = _DOC_FORMATS.get(content.media_type)
+    if fmt is None:
+        raise UnsupportedOptionError(
+            f"Bedrock Converse cannot take {content.media_type!r} data", provider=PROVIDER
+        )
+    return {
+        "document": {
+            "format": fmt,
+            "name": _document_name(content.name, names),
+            "source": {"bytes": media(content)},
+        }
+    }
+
+
+def _document_name(name: str | None, taken: set[str]) -> str:
+    """The file name in the characters Converse allows, without its extension, unique in the request."""
+    stem = (name or "").rsplit(".", 1)[0]
+    base = " ".join(_NAME_REFUSED.sub(" ", stem).split())[:180] or "document"
+    chosen, n = base, 1
+    while chosen in taken:
+        n += 1
+        chosen = f"{base} ({n})"
+    taken.add(chosen)
+    return chosen
 
 
 def _block(
@@ -338,18 +401,6 @@ def _block(
                 "reasoningContent": {"reasoningText": {"text": text, "signature": signature}}
             },
             redacted=lambda data: {"reasoningContent": {"redactedContent": base64.b64decode(data)}},
-        )
-    if isinstance(content, types.DataContent):
-        if content.media_type in _IMAGE_FORMATS:
-            return {
-                "image": {"format": _IMAGE_FORMATS[content.media_type], "source": {"bytes": content.data}}
-            }
-        if content.media_type in _DOC_FORMATS:
-            fmt = _DOC_FORMATS[content.media_type]
-            name = f"document-{hashlib.sha1(content.data).hexdigest()[:10]}"  # unique per request
-            return {"document": {"format": fmt, "name": name, "source": {"bytes": content.data}}}
-        raise UnsupportedOptionError(
-            f"Bedrock Converse cannot take {content.media_type!r} data", provider=PROVIDER
         )
     if content.type == "uri":
         raise UnsupportedOptionError("Bedrock Converse takes media as bytes, not URLs", provider=PROVIDER)

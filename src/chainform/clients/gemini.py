@@ -11,11 +11,11 @@ from __future__ import annotations
 import base64
 import json
 import uuid
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from chainform import types
-from chainform.clients import _common
+from chainform.clients import _common, _inline
 from chainform.clients._common import AdapterClient, StreamState
 from chainform.clients._errors import StreamGuard
 from chainform.clients._provider import Provider
@@ -60,13 +60,22 @@ def _sdk(
     retry = genai_types.HttpRetryOptions(
         attempts=max_retries + 1, initial_delay=retry_initial_delay, jitter=retry_jitter
     )
+    # chainform's own async httpx client, whose request hook splices inline data (clients/_inline.py);
+    # a client or transport of the caller's is left as it is
+    spliced = not ({"httpx_async_client", "async_client_args"} & set(http_options))
+    if spliced:
+        httpx = _common.import_sdk("httpx", "gemini")
+        http_options["httpx_async_client"] = httpx.AsyncClient(
+            event_hooks={"request": [_inline.httpx_hook(httpx)]}
+        )
     options = genai_types.HttpOptions(
         base_url=base_url,
         retry_options=retry,
         timeout=int(timeout * 1000) if timeout is not None else None,
         **http_options,
     )
-    return genai.Client(api_key=key, http_options=options)
+    client = genai.Client(api_key=key, http_options=options)
+    return _inline.mark(client) if spliced else client
 
 
 class GeminiClient(AdapterClient):
@@ -102,7 +111,7 @@ class GeminiClient(AdapterClient):
         extra = options.additional_properties.get(PROVIDER)
         if isinstance(extra, dict):
             config.update(extra)
-        return {"model": model, "contents": _contents(rest), "config": config}
+        return {"model": model, "contents": _contents(rest, self.media_part), "config": config}
 
     def _tools(self, options: types.ChatOptions, legacy: bool) -> dict[str, Any]:
         mode = _common.tool_mode(options)
@@ -138,6 +147,13 @@ class GeminiClient(AdapterClient):
         schema = self.dialect_schema(fmt.schema)
         field = "response_schema" if legacy else "response_json_schema"
         return {"response_mime_type": "application/json", field: schema}
+
+    def media_part(self, content: types.DataContent | types.UriContent) -> dict[str, Any]:
+        """`inline_data` (bytes the SDK encodes URL-safe; spliced as sent) or `file_data` by URL."""
+        if isinstance(content, types.UriContent):
+            return {"file_data": {"file_uri": content.uri, "mime_type": content.media_type}}
+        data = self.inline_bytes(content, urlsafe=True)
+        return {"inline_data": {"data": data, "mime_type": content.media_type}}
 
     def stream_state(self, request: dict[str, Any]) -> StreamState:
         return _StreamState()
@@ -244,15 +260,20 @@ def _usage(meta: Any) -> types.UsageDetails:
     )
 
 
-def _contents(messages: Sequence[types.Message]) -> list[dict[str, Any]]:
+MediaPart = Callable[[types.DataContent | types.UriContent], dict[str, Any]]
+
+
+def _contents(messages: Sequence[types.Message], media: MediaPart) -> list[dict[str, Any]]:
     """Chainform turns as Gemini contents (roles user/model); same roles merge."""
     names = _common.call_names(messages)
     return _common.merge_turns(
-        messages, lambda message, _: _parts(message.contents, names), assistant="model", key="parts"
+        messages, lambda message, _: _parts(message.contents, names, media), assistant="model", key="parts"
     )
 
 
-def _parts(contents: Sequence[types.Content], names: dict[str, str]) -> list[dict[str, Any]]:
+def _parts(
+    contents: Sequence[types.Content], names: dict[str, str], media: MediaPart
+) -> list[dict[str, Any]]:
     parts: list[dict[str, Any]] = []
     signature: bytes | None = None
     for content in contents:
@@ -261,7 +282,11 @@ def _parts(contents: Sequence[types.Content], names: dict[str, str]) -> list[dic
             if content.protected_data:
                 signature = base64.b64decode(content.protected_data)
             continue
-        part = _part(content, names)
+        part = (
+            media(content)
+            if isinstance(content, types.DataContent | types.UriContent)
+            else _part(content, names)
+        )
         if part is None:
             continue
         if signature is not None:
@@ -294,10 +319,6 @@ def _part(content: types.Content, names: dict[str, str]) -> dict[str, Any] | Non
         if not content.call_id.startswith(_GENERATED_ID):
             response["id"] = content.call_id
         return {"function_response": response}
-    if isinstance(content, types.DataContent):
-        return {"inline_data": {"data": content.data, "mime_type": content.media_type}}
-    if isinstance(content, types.UriContent):
-        return {"file_data": {"file_uri": content.uri, "mime_type": content.media_type}}
     return None
 
 

@@ -164,11 +164,14 @@ class OpenAIChatClient(OpenAIBaseClient):
             raise reject_unsupported_content(type(content).__name__, provider)
         if isinstance(content, types.DataContent):
             if content.media_type.startswith("image/"):
-                return {"type": "image_url", "image_url": {"url": content.uri}}
+                return {"type": "image_url", "image_url": {"url": self.inline_uri(content)}}
             if content.media_type == "application/pdf":
-                return {"type": "file", "file": {"filename": "document.pdf", "file_data": content.uri}}
+                name = content.name or "document.pdf"
+                return {"type": "file", "file": {"filename": name, "file_data": self.inline_uri(content)}}
             raise reject_unsupported_content(content.media_type, provider)
-        if isinstance(content, types.UriContent):
+        if isinstance(
+            content, types.UriContent
+        ):  # the profile fetches only images by URL (clients/_media.py)
             if content.media_type is None or content.media_type.startswith("image/"):
                 return {"type": "image_url", "image_url": {"url": content.uri}}
             raise reject_unsupported_content(content.media_type, provider)

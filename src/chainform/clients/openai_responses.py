@@ -135,11 +135,11 @@ class OpenAIResponsesClient(OpenAIBaseClient):
         if role not in ("user", "tool"):
             raise reject_unsupported_content(type(content).__name__, provider)
         media = content.media_type or "image/*"
-        url = content.uri
+        url = self.inline_uri(content) if isinstance(content, types.DataContent) else content.uri
         if media.startswith("image/"):
             return {"type": "input_image", "image_url": url, "detail": "auto"}
         if isinstance(content, types.DataContent):
-            return {"type": "input_file", "filename": "attachment", "file_data": url}
+            return {"type": "input_file", "filename": content.name or "document.pdf", "file_data": url}
         return {"type": "input_file", "file_url": url}
 
     def stream_state(self, request: dict[str, Any]) -> StreamState:

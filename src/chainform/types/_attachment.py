@@ -185,8 +185,8 @@ class Attachment:
     def to_content(self) -> DataContent | UriContent:
         """The content part a provider receives as it is (no conversion)."""
         if self.is_remote:
-            return UriContent(uri=self.url or "", media_type=self.media_type())
-        return DataContent(data=self.read(), media_type=self.media_type())
+            return UriContent(uri=self.url or "", media_type=self.media_type(), name=self.name)
+        return DataContent(data=self.read(), media_type=self.media_type(), name=self.name)
 
     def describe(self) -> dict[str, Any]:
         return {"name": self.name, "media_type": self.media_type(), "bytes": self.size()}

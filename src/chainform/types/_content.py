@@ -55,10 +55,12 @@ class TextReasoningContent:
 
 @dataclass
 class DataContent:
-    """Inline binary data (an image, a PDF...), given as bytes or as a data URI."""
+    """Inline binary data (an image, a PDF...), given as bytes or as a data URI. `name` is the file
+    name a provider is told where it takes one (OpenAI's filename, a Bedrock document's name)."""
 
     data: bytes
     media_type: str
+    name: str | None = None
 
     type: Literal["data"] = field(default="data", init=False)
 
@@ -86,6 +88,7 @@ class UriContent:
 
     uri: str
     media_type: str | None = None
+    name: str | None = None
     type: Literal["uri"] = field(default="uri", init=False)
 
 

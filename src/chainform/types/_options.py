@@ -187,7 +187,8 @@ class MediaSupport:
     `types` are the media types it takes (anything else is converted to text locally, or refused);
     `max_bytes` bounds one inline attachment, `max_count` the attachments of one request;
     `url_types` are the types the provider downloads itself when given a URL (others are
-    downloaded by chainform and sent inline).
+    downloaded by chainform and sent inline). The adapter layer checks every part against these
+    before sending (clients/_media.py).
     """
 
     types: frozenset[str] = frozenset()
@@ -196,6 +197,8 @@ class MediaSupport:
     url_types: frozenset[str] = frozenset()
     # tighter limits for some types, e.g. (("image/png", 5_000_000),)
     type_limits: tuple[tuple[str, int], ...] = ()
+    # at most n of these types in one request, e.g. ((frozenset({"application/pdf"}), 5),)
+    count_limits: tuple[tuple[frozenset[str], int], ...] = ()
 
     def accepts(self, media_type: str) -> bool:
         return media_type in self.types

@@ -13,10 +13,14 @@ SAMPLING = ("temperature", "top_p", "top_k")
 _BASE = TOOLS_ONLY.replace(
     provider=PROVIDER,
     supports_seed=False,
-    # image and document blocks, base64 or URL; images 5 MB each, a request 32 MB
+    # image and document blocks, base64 or URL (fetched by Anthropic); images 5 MB each, 100 a
+    # request; a request is at most 32 MB, base64 included: about 24 MB of file
     media=MediaSupport(
-        types=IMAGE_TYPES | {PDF, "text/plain"}, max_bytes=32_000_000, max_count=100,
-        url_types=IMAGE_TYPES | {PDF}, type_limits=tuple((t, 5_000_000) for t in sorted(IMAGE_TYPES)),
+        types=IMAGE_TYPES | {PDF, "text/plain"},
+        max_bytes=24_000_000,
+        max_count=100,
+        url_types=IMAGE_TYPES | {PDF},
+        type_limits=tuple((t, 5_000_000) for t in sorted(IMAGE_TYPES)),
     ),
     schema_dialect="anthropic",
     context_window=200_000,

@@ -7,14 +7,19 @@ depends on its family, not on the endpoint. Names are matched case-insensitively
 
 from __future__ import annotations
 
+import dataclasses
+
 from chainform.clients.profiles import CAPABLE, IMAGES, TOOLS_ONLY, longest_prefix
 from chainform.types import ModelProfile
 
 _NO_TOP_K = frozenset({"top_k"})
 
+# Images go inline as image_url data URLs (10 a request, 20 MB each, as Azure OpenAI); Foundry
+# fetching a URL is not relied on. Other attachments are converted.
+_IMAGES = dataclasses.replace(IMAGES, max_count=10)
 # GPT deployments on Foundry can do everything OpenAI models can; other families start from _BASE.
 _GPT = CAPABLE.replace(
-    provider="azure-ai", schema_dialect="openai-strict", unsupported_options=_NO_TOP_K, media=IMAGES
+    provider="azure-ai", schema_dialect="openai-strict", unsupported_options=_NO_TOP_K, media=_IMAGES
 )
 _BASE = TOOLS_ONLY.replace(
     provider="azure-ai",
@@ -38,6 +43,9 @@ FAMILIES: dict[str, ModelProfile] = {
     "phi-4": _BASE.replace(supports_tools=False),
     "phi-4-mini": _BASE,  # Phi-4-mini-instruct has function calling
     "gpt-": _GPT,
+    # the vision families read images
+    "llama-4": _BASE.replace(media=_IMAGES),
+    "phi-4-multimodal": _BASE.replace(supports_tools=False, media=_IMAGES),
 }
 
 EXAMPLES = ("Llama-3.3-70B-Instruct", "Mistral-Large-2411", "DeepSeek-R1", "DeepSeek-V3-0324", "Phi-4")

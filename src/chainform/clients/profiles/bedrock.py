@@ -6,11 +6,27 @@ from chainform.clients.profiles import PDF, TOOLS_ONLY, named
 from chainform.types import MediaSupport, ModelProfile
 from chainform.types._options import IMAGE_TYPES
 
-# Converse image and document blocks: images 3.75 MB, documents 4.5 MB, no URLs (S3 only).
-_DOCUMENTS = frozenset({PDF, "text/plain", "text/csv", "text/markdown", "text/html"})
+# Converse image and document blocks: images 3.75 MB and 20 a request, documents 4.5 MB and 5 a
+# request; no URLs (S3 only), so chainform downloads them and sends bytes.
+_DOCUMENTS = frozenset(
+    {
+        PDF,
+        "text/plain",
+        "text/csv",
+        "text/markdown",
+        "text/html",
+        "application/msword",
+        "application/vnd.openxmlformats-officedocument.wordprocessingml.document",
+        "application/vnd.ms-excel",
+        "application/vnd.openxmlformats-officedocument.spreadsheetml.sheet",
+    }
+)
 _VISION = MediaSupport(
-    types=IMAGE_TYPES | _DOCUMENTS, max_bytes=4_500_000, max_count=20,
+    types=IMAGE_TYPES | _DOCUMENTS,
+    max_bytes=4_500_000,
+    max_count=25,
     type_limits=tuple((t, 3_750_000) for t in sorted(IMAGE_TYPES)),
+    count_limits=((IMAGE_TYPES, 20), (_DOCUMENTS, 5)),
 )
 
 PROVIDER = "bedrock"

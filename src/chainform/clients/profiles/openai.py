@@ -7,6 +7,7 @@ and schema-with-tools off, because what they enforce depends on the server and t
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 
 from chainform.clients.profiles import CAPABLE, IMAGES, PDF, TOOLS_ONLY, longest_prefix
@@ -17,18 +18,20 @@ from chainform.types._options import IMAGE_TYPES
 _SAMPLING = frozenset({"temperature", "top_p", "frequency_penalty", "presence_penalty"})
 _NO_TOP_K = frozenset({"top_k"})
 
+_OPENAI_MEDIA = MediaSupport(
+    types=IMAGE_TYPES | {PDF}, max_bytes=50_000_000, max_count=500, url_types=IMAGE_TYPES
+)
+# Azure OpenAI's chat API (2024-10-21) takes images (20 MB, 10 a request), not files: PDFs are converted.
+_AZURE_MEDIA = MediaSupport(types=IMAGE_TYPES, max_bytes=20_000_000, max_count=10, url_types=IMAGE_TYPES)
+
 _OPENAI = CAPABLE.replace(
     name="openai",
     provider="openai",
     prompt_cache_key=True,
-    # images inline or by URL (fetched by OpenAI); PDFs inline as file data (32 MB, 100 pages)
-    media=MediaSupport(
-        types=IMAGE_TYPES | {PDF},
-        max_bytes=32_000_000,
-        max_count=500,
-        url_types=IMAGE_TYPES,
-        type_limits=tuple((t, 20_000_000) for t in sorted(IMAGE_TYPES)),
-    ),
+    # images inline or by URL (fetched by OpenAI), up to 500 a request; PDFs inline as file data
+    # (Chat Completions takes no file URL; the Responses API does: responses_profile); OpenAI caps
+    # a request's files at 50 MB
+    media=_OPENAI_MEDIA,
     schema_dialect="openai-strict",
     unsupported_options=_NO_TOP_K,
 )
@@ -73,6 +76,8 @@ def openai_profile(model: str, provider: str = "openai") -> ModelProfile:
     """The profile of an OpenAI model (or Azure deployment of one) by family prefix."""
     family = _family(model)
     changes = dict(_FAMILIES.get(family, {})) if family else {}
+    if provider == "azure":
+        changes["media"] = _AZURE_MEDIA
     if model.startswith(("o1-mini", "o3-mini")):
         changes["media"] = MediaSupport()
     return _OPENAI.replace(name=model, provider=provider, **changes)
@@ -86,9 +91,18 @@ def _family(model: str) -> str | None:
 
 
 def responses_profile(profile: ModelProfile) -> ModelProfile:
-    """The Responses API has no seed, stop or penalty parameters."""
+    """The Responses API has no seed, stop or penalty parameters; its `input_file` takes PDFs
+    inline (Azure's too) and, on OpenAI, by URL (`file_url`)."""
     extra = {"seed", "stop_sequences", "frequency_penalty", "presence_penalty"}
-    return profile.replace(supports_seed=False, unsupported_options=profile.unsupported_options | extra)
+    media = profile.media
+    if media.types:  # a model that reads images reads PDFs through input_file
+        fetched = media.url_types | ({PDF} if profile.provider == "openai" else set())
+        media = dataclasses.replace(
+            media, types=media.types | {PDF}, url_types=frozenset(fetched), max_bytes=_OPENAI_MEDIA.max_bytes
+        )
+    return profile.replace(
+        supports_seed=False, unsupported_options=profile.unsupported_options | extra, media=media
+    )
 
 
 @dataclass(frozen=True)

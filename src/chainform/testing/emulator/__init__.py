@@ -8,11 +8,13 @@ with Emulator(["Hello!", tool_call("get_weather", city="Paris"), Fault(429, retr
     client = openai.OpenAI(base_url=emu.base_url + "/v1", api_key="test")
     ...
     emu.requests[0].body  # what the SDK sent
+    emu.requests[0].media  # its images and documents, decoded (RecordedMedia)
 ```
 
 Wire formats are plugins (one private module each); `_server.py` documents the interface.
 """
 
+from chainform.testing.emulator._media import MediaRefused, RecordedMedia
 from chainform.testing.emulator._quirks import LLAMA_CPP_PYTHON, STREAMS_ALWAYS, Quirks
 from chainform.testing.emulator._script import (
     DropConnection,
@@ -39,8 +41,10 @@ __all__ = [
     "Emulator",
     "Fault",
     "MalformedEvent",
+    "MediaRefused",
     "Quirks",
     "RawResponse",
+    "RecordedMedia",
     "RecordedRequest",
     "Reply",
     "ScriptItem",

@@ -12,6 +12,7 @@ from __future__ import annotations
 import base64
 from typing import Any, ClassVar
 
+from chainform.testing.emulator._media import IMAGE_TYPES, MediaRefused, RecordedMedia, decode
 from chainform.testing.emulator._script import Fault, Reply, Usage
 from chainform.testing.emulator._wire import ERROR_TYPES, RecordedRequest, StreamEvent, WireFormat
 from chainform.types import FunctionCallContent, TextReasoningContent
@@ -39,6 +40,37 @@ class AnthropicFormat(WireFormat):
     name: ClassVar[str] = "anthropic"
     routes: ClassVar[tuple[str, ...]] = (r"(?:/anthropic)?/v1/messages",)
     request_id_header: ClassVar[str] = "request-id"
+
+    def media(self, request: RecordedRequest) -> list[RecordedMedia]:
+        """`image` and `document` blocks: base64 (images of four types, PDFs), url, or (documents)
+        plain text sources."""
+        found = []
+        for message in request.json.get("messages") or ():
+            blocks = message.get("content") if isinstance(message, dict) else None
+            for block in blocks if isinstance(blocks, list) else ():
+                kind = block.get("type") if isinstance(block, dict) else None
+                if kind not in ("image", "document"):
+                    continue
+                source = block.get("source") or {}
+                allowed = IMAGE_TYPES if kind == "image" else {"application/pdf"}
+                if source.get("type") == "url":
+                    found.append(RecordedMedia(kind, None, url=source.get("url"), name=block.get("title")))
+                elif source.get("type") == "base64" and source.get("media_type") in allowed:
+                    data = decode(source.get("data"), f"{kind}.source.data")
+                    found.append(RecordedMedia(kind, source["media_type"], data, name=block.get("title")))
+                elif (
+                    kind == "document"
+                    and source.get("type") == "text"
+                    and source.get("media_type") == "text/plain"
+                ):
+                    text = str(source.get("data") or "").encode()
+                    found.append(RecordedMedia(kind, "text/plain", text, name=block.get("title")))
+                else:
+                    raise MediaRefused(
+                        f"{kind}.source: unsupported source {source.get('type')!r} "
+                        f"of type {source.get('media_type')!r}"
+                    )
+        return found
 
     def _message(
         self, reply: Reply, request: RecordedRequest, content: list[dict[str, Any]]

@@ -11,10 +11,12 @@ Errors carry the AWS error code in the body's `__type`, as botocore reads it.
 from __future__ import annotations
 
 import json
+import re
 import struct
 import zlib
 from typing import Any, ClassVar
 
+from chainform.testing.emulator._media import MediaRefused, RecordedMedia, decode
 from chainform.testing.emulator._script import Fault, Reply, Usage
 from chainform.testing.emulator._wire import RecordedRequest, StreamEvent, WireFormat
 from chainform.types import FunctionCallContent, TextReasoningContent
@@ -36,6 +38,10 @@ _ERRORS = {
     503: "ServiceUnavailableException",
 }
 _STRING_HEADER = 7
+_IMAGE_FORMATS = frozenset({"png", "jpeg", "gif", "webp"})
+_DOC_FORMATS = frozenset({"pdf", "csv", "doc", "docx", "xls", "xlsx", "html", "txt", "md"})
+# letters, digits, hyphens, parentheses, square brackets; single whitespace characters between
+_DOC_NAME = re.compile(r"[A-Za-z0-9\-()\[\]]+(\s[A-Za-z0-9\-()\[\]]+)*")
 
 
 def signature(text: str) -> str:
@@ -78,6 +84,36 @@ class BedrockConverseFormat(WireFormat):
     )
     request_id_header: ClassVar[str] = "x-amzn-requestid"
     stream_content_type: ClassVar[str] = "application/vnd.amazon.eventstream"
+
+    def media(self, request: RecordedRequest) -> list[RecordedMedia]:
+        """`image` and `document` blocks with bytes sources, checked as Converse does: image
+        formats, document formats, document names, and a text block beside every document."""
+        found = []
+        for message in request.json.get("messages") or ():
+            blocks = [b for b in (message.get("content") or ()) if isinstance(b, dict)]
+            for block in blocks:
+                if "image" in block:
+                    image = block["image"]
+                    if image.get("format") not in _IMAGE_FORMATS:
+                        raise MediaRefused(
+                            f"image.format: {image.get('format')!r} is not one of {sorted(_IMAGE_FORMATS)}"
+                        )
+                    data = decode((image.get("source") or {}).get("bytes"), "image.source.bytes")
+                    found.append(RecordedMedia("image", "image/" + image["format"], data))
+                elif "document" in block:
+                    document = block["document"]
+                    if document.get("format") not in _DOC_FORMATS:
+                        raise MediaRefused(
+                            f"document.format: {document.get('format')!r} is not one of {sorted(_DOC_FORMATS)}"
+                        )
+                    name = document.get("name") or ""
+                    if not _DOC_NAME.fullmatch(name):
+                        raise MediaRefused(f"document.name: {name!r} has characters Converse does not allow")
+                    if not any("text" in b for b in blocks):
+                        raise MediaRefused("a message with a document needs a text block too")
+                    data = decode((document.get("source") or {}).get("bytes"), "document.source.bytes")
+                    found.append(RecordedMedia("document", document["format"], data, name=name))
+        return found
 
     def is_stream(self, request: RecordedRequest) -> bool:
         return request.path.endswith("/converse-stream")

@@ -13,6 +13,7 @@ from __future__ import annotations
 import base64
 from typing import Any, ClassVar
 
+from chainform.testing.emulator._media import MediaRefused, RecordedMedia, decode
 from chainform.testing.emulator._script import Fault, Reply, Usage
 from chainform.testing.emulator._wire import RecordedRequest, StreamEvent, WireFormat
 from chainform.types import FunctionCallContent, TextReasoningContent
@@ -53,6 +54,32 @@ class GeminiFormat(WireFormat):
         rf"/v1(?:beta|alpha)?/models/{_MODEL}:streamGenerateContent",
     )
     request_id_header: ClassVar[str] = "x-request-id"
+
+    def media(self, request: RecordedRequest) -> list[RecordedMedia]:
+        """`inlineData` (mimeType + base64 data) and `fileData` (mimeType + fileUri) parts, in
+        either case (the SDK writes some snake_case)."""
+        found = []
+        for content in request.json.get("contents") or ():
+            for part in (content.get("parts") if isinstance(content, dict) else None) or ():
+                inline = part.get("inlineData") or part.get("inline_data")
+                file = part.get("fileData") or part.get("file_data")
+                if inline is not None:
+                    media_type = inline.get("mimeType") or inline.get("mime_type")
+                    if not media_type:
+                        raise MediaRefused("inlineData: mimeType is required")
+                    found.append(
+                        RecordedMedia(
+                            "inline_data", media_type, decode(inline.get("data"), "inlineData.data")
+                        )
+                    )
+                elif file is not None:
+                    uri = file.get("fileUri") or file.get("file_uri")
+                    if not uri:
+                        raise MediaRefused("fileData: fileUri is required")
+                    found.append(
+                        RecordedMedia("file_data", file.get("mimeType") or file.get("mime_type"), url=uri)
+                    )
+        return found
 
     def is_stream(self, request: RecordedRequest) -> bool:
         return request.path.endswith(":streamGenerateContent")

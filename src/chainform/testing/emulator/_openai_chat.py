@@ -12,6 +12,7 @@ from __future__ import annotations
 import time
 from typing import Any, ClassVar
 
+from chainform.testing.emulator._media import IMAGE_TYPES, MediaRefused, RecordedMedia, data_url, url_or_data
 from chainform.testing.emulator._script import Fault, Reply, Usage
 from chainform.testing.emulator._wire import ERROR_TYPES, RecordedRequest, StreamEvent, WireFormat
 from chainform.types import FunctionCallContent, TextReasoningContent
@@ -43,6 +44,29 @@ class OpenAIChatFormat(WireFormat):
         r"(?:/openai)?(?:/v1)?/chat/completions",
         r"/openai/deployments/(?P<deployment>[^/]+)/chat/completions",
     )
+
+    def media(self, request: RecordedRequest) -> list[RecordedMedia]:
+        """`image_url` parts (a data URL or an http(s) URL) and PDF `file` parts (filename and a
+        data URL in file_data), in user messages only."""
+        found = []
+        for message in request.json.get("messages") or ():
+            parts = message.get("content") if isinstance(message, dict) else None
+            for part in parts if isinstance(parts, list) else ():
+                kind = part.get("type") if isinstance(part, dict) else None
+                if kind in ("image_url", "file") and message.get("role") != "user":
+                    raise MediaRefused(f"{kind} parts are only allowed in user messages")
+                if kind == "image_url":
+                    item = url_or_data((part.get("image_url") or {}).get("url"), kind, "image_url")
+                    if item.media_type is not None and item.media_type not in IMAGE_TYPES:
+                        raise MediaRefused(f"image_url: unsupported image type {item.media_type}")
+                    found.append(item)
+                elif kind == "file":
+                    file = part.get("file") or {}
+                    if not file.get("filename"):
+                        raise MediaRefused("file: filename is required with file_data")
+                    media_type, data = data_url(file.get("file_data"), "file.file_data")
+                    found.append(RecordedMedia(kind, media_type, data=data, name=file["filename"]))
+        return found
 
     def _envelope(self, request: RecordedRequest, obj: str) -> dict[str, Any]:
         model = request.json.get("model") or request.path_params.get("deployment") or "emulated"

@@ -13,6 +13,7 @@ from __future__ import annotations
 import time
 from typing import Any, ClassVar
 
+from chainform.testing.emulator._media import IMAGE_TYPES, MediaRefused, RecordedMedia, data_url, url_or_data
 from chainform.testing.emulator._script import Fault, Reply, Usage
 from chainform.testing.emulator._wire import RecordedRequest, StreamEvent, WireFormat
 from chainform.types import FunctionCallContent, TextReasoningContent
@@ -71,6 +72,29 @@ def _function_call(call: FunctionCallContent, item_id: str) -> dict[str, Any]:
 class OpenAIResponsesFormat(WireFormat):
     name: ClassVar[str] = "openai-responses"
     routes: ClassVar[tuple[str, ...]] = (r"(?:/openai)?(?:/v1)?/responses",)
+
+    def media(self, request: RecordedRequest) -> list[RecordedMedia]:
+        """`input_image` (image_url: data or http(s) URL) and `input_file` (filename + file_data
+        data URL, or file_url) parts of the input items."""
+        found = []
+        items = request.json.get("input")
+        for item in items if isinstance(items, list) else ():
+            parts = item.get("content") if isinstance(item, dict) else None
+            for part in parts if isinstance(parts, list) else ():
+                kind = part.get("type") if isinstance(part, dict) else None
+                if kind == "input_image":
+                    media = url_or_data(part.get("image_url"), kind, "input_image.image_url")
+                    if media.media_type is not None and media.media_type not in IMAGE_TYPES:
+                        raise MediaRefused(f"input_image: unsupported image type {media.media_type}")
+                    found.append(media)
+                elif kind == "input_file" and part.get("file_url"):
+                    found.append(RecordedMedia(kind, None, url=part["file_url"]))
+                elif kind == "input_file":
+                    if not part.get("filename"):
+                        raise MediaRefused("input_file: filename is required with file_data")
+                    media_type, data = data_url(part.get("file_data"), "input_file.file_data")
+                    found.append(RecordedMedia(kind, media_type, data=data, name=part["filename"]))
+        return found
 
     def _response(
         self, reply: Reply, request: RecordedRequest, output: list[dict[str, Any]], done: bool

@@ -10,6 +10,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Union
 
+from chainform.testing.emulator._media import RecordedMedia
 from chainform.types import FunctionCallContent, TextReasoningContent
 
 Part = Union[str, FunctionCallContent, TextReasoningContent]
@@ -29,6 +30,8 @@ class RecordedRequest:
     request_id: str
     wire_format: str | None = None
     path_params: dict[str, str] = field(default_factory=dict)
+    # the images and documents it carried, decoded (testing/emulator/_media.py)
+    media: list[RecordedMedia] = field(default_factory=list)
 
     @property
     def json(self) -> dict[str, Any]:

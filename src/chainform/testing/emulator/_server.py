@@ -22,6 +22,7 @@ from types import TracebackType
 from typing import TYPE_CHECKING, Any
 from urllib.parse import parse_qsl, urlsplit
 
+from chainform.testing.emulator._media import MediaRefused
 from chainform.testing.emulator._script import (
     DropConnection,
     Fault,
@@ -271,6 +272,11 @@ class _Handler(BaseHTTPRequestHandler):
             self._send_json(404, {"error": {"message": message}}, {"x-should-retry": "false"})
             return
         rid = {fmt.request_id_header: request.request_id}
+        try:
+            request.media = fmt.media(request)
+        except MediaRefused as exc:  # the provider's own refusal uses no script item
+            self._send_json(400, fmt.render_error(Fault(400, message=str(exc)), request), rid)
+            return
         if emulator.delay > 0:
             time.sleep(emulator.delay)
         refused = emulator.quirks.refuse(request) if emulator.quirks else None

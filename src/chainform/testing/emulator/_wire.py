@@ -17,6 +17,8 @@ The plugin interface (override what your provider needs):
 - `render_stream(reply, request) -> list[StreamEvent]`: the events of a streamed reply, last
   one included (e.g. OpenAI's `[DONE]`: pass a str as `data` to send it verbatim).
 - `render_error(fault, request) -> dict`: the provider's error body for a `Fault`.
+- `media(request) -> list[RecordedMedia]`: the request's images and documents as the provider
+  reads them (`_media.py`); raising `MediaRefused` answers HTTP 400, as the provider would.
 - `request_id_header`: the header carrying the request id (`x-request-id` by default).
 - `stream_content_type`, `encode_event(event) -> bytes`, `malformed_event() -> bytes`: framing;
   Server-Sent Events by default. Override for binary framings (Bedrock's event stream).
@@ -30,6 +32,7 @@ import pkgutil
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
+from chainform.testing.emulator._media import RecordedMedia
 from chainform.testing.emulator._script import Fault, RecordedRequest, Reply
 
 __all__ = ["ERROR_TYPES", "RecordedRequest", "StreamEvent", "WireFormat"]
@@ -42,7 +45,7 @@ ERROR_TYPES = {
     404: "not_found_error",
 }
 
-_CORE_MODULES = frozenset({"_server", "_script", "_wire"})
+_CORE_MODULES = frozenset({"_server", "_script", "_wire", "_media"})
 
 
 @dataclass
@@ -72,6 +75,9 @@ class WireFormat:
 
     def render_error(self, fault: Fault, request: RecordedRequest) -> dict[str, Any]:
         return {"error": {"message": fault.text, "code": fault.status}}
+
+    def media(self, request: RecordedRequest) -> list[RecordedMedia]:
+        return []
 
     def encode_event(self, event: StreamEvent) -> bytes:
         data = event.data if isinstance(event.data, str) else json.dumps(event.data)
