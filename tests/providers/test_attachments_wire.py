@@ -8,9 +8,9 @@ import os
 from typing import Any
 
 import pytest
-from adapter_fixtures import opened
+from adapter_fixtures import bedrock_client, gemini_client, opened
 
-from chainform.clients import anthropic, bedrock, gemini, openai_chat, openai_responses
+from chainform.clients import anthropic, bedrock, openai_chat, openai_responses
 from chainform.errors import AttachmentError
 from chainform.testing.emulator import Emulator, Fault, RecordedMedia
 from chainform.types import DataContent, Message, TextContent, UriContent
@@ -51,29 +51,11 @@ def claude(emu: Emulator, model: str = "claude-sonnet-4-5") -> Any:
 
 
 def gem(emu: Emulator, model: str = "gemini-2.5-flash") -> Any:
-    return opened(
-        gemini.create_client(
-            model,
-            key="g-test",
-            base_url=emu.base_url,
-            max_retries=1,
-            retry_initial_delay=0.01,
-            retry_jitter=0,
-        )
-    )
+    return gemini_client(emu, model)
 
 
 def converse(emu: Emulator, model: str = "anthropic.claude-sonnet-4-5-20250929-v1:0") -> Any:
-    return opened(
-        bedrock.create_client(
-            model,
-            base_url=emu.base_url,
-            region="us-east-1",
-            max_retries=1,
-            aws_access_key_id="AKIDTEST",
-            aws_secret_access_key="secret-test",
-        )
-    )
+    return opened(bedrock_client(emu, model))
 
 
 def served(files: dict[str, tuple[bytes, str]], path: str, data: bytes, kind: str) -> str:

@@ -9,7 +9,7 @@ import json
 from typing import Any
 
 import pytest
-from adapter_fixtures import SCHEMA, WEATHER
+from adapter_fixtures import SCHEMA, WEATHER, bedrock_client
 
 from chainform.clients.bedrock import KNOWN_MODELS, BedrockClient, create_client
 from chainform.errors import ProviderError, UnsupportedOptionError
@@ -43,15 +43,8 @@ def no_backoff(monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 def client(emu: Emulator, model: str = CLAUDE, **kwargs: Any) -> BedrockClient:
-    return create_client(
-        model,
-        base_url=emu.base_url,
-        region="us-east-1",
-        max_retries=1,
-        aws_access_key_id="AKIDTEST",
-        aws_secret_access_key="secret-test",
-        **kwargs,
-    )
+    made: BedrockClient = bedrock_client(emu, model, **kwargs)
+    return made
 
 
 async def test_bedrock_converse_text_request_shape_and_usage(emu: Emulator) -> None:

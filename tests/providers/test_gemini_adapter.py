@@ -7,7 +7,7 @@ import json
 from typing import Any
 
 import pytest
-from adapter_fixtures import SCHEMA, WEATHER, opened
+from adapter_fixtures import SCHEMA, WEATHER, gemini_client
 
 from chainform.clients.gemini import KNOWN_MODELS, GeminiClient, create_client
 from chainform.testing import tool_call
@@ -28,16 +28,8 @@ from chainform.types import (
 
 
 def client(emu: Emulator, model: str = "gemini-2.5-flash", **kwargs: Any) -> GeminiClient:
-    made = create_client(
-        model,
-        key="gemini-test-key",
-        base_url=emu.base_url,
-        max_retries=1,
-        retry_initial_delay=0.01,
-        retry_jitter=0,
-        **kwargs,
-    )
-    return opened(made)
+    made: GeminiClient = gemini_client(emu, model, **kwargs)
+    return made
 
 
 def config(emu: Emulator, n: int = 0) -> dict[str, Any]:

@@ -105,8 +105,5 @@ def _download(part: UriContent, kind: str | None, media: MediaSupport, allow_pri
     """The URL's bytes, fetched through the one guarded download, as inline data."""
     attachment = Attachment(url=part.uri, type=part.media_type, name=part.name)
     limit = media.limit(kind) if kind else media.max_bytes
-    if limit is not None:
-        fetch(attachment, max_bytes=limit, allow_private=allow_private)
-    else:
-        fetch(attachment, allow_private=allow_private)
+    fetch(attachment, max_bytes=limit, allow_private=allow_private)
     return DataContent(attachment.read(limit), attachment.media_type(), name=attachment.name)
