@@ -10,7 +10,8 @@ from typing import Any
 import pytest
 from adapter_fixtures import bedrock_client, gemini_client, opened
 
-from chainform.clients import anthropic, bedrock, openai_chat, openai_responses
+from chainform.clients import anthropic, openai_chat, openai_responses
+from chainform.clients._converse_media import DOCUMENT_TEXT
 from chainform.errors import AttachmentError
 from chainform.testing.emulator import Emulator, Fault, RecordedMedia
 from chainform.types import DataContent, Message, TextContent, UriContent
@@ -157,7 +158,7 @@ async def test_bedrock_image_and_document_blocks_with_names_and_text(emu: Emulat
         "Q3 report",
     ]
     assert [b["document"]["format"] for b in blocks if "document" in b] == ["pdf", "pdf", "pdf"]
-    assert {"text": bedrock._DOCUMENT_TEXT} in blocks
+    assert {"text": DOCUMENT_TEXT} in blocks
     assert [(m.kind, m.media_type, m.data) for m in emu.requests[0].media] == [
         ("image", "image/png", PNG),
         ("document", "pdf", PDF),

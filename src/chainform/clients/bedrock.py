@@ -11,7 +11,6 @@ from __future__ import annotations
 import asyncio
 import base64
 import json
-import re
 from collections.abc import AsyncIterator, Callable, Sequence
 from typing import Any
 
@@ -19,6 +18,7 @@ from chainform import types
 from chainform.clients import _common, _inline
 from chainform.clients._cache import bedrock_points
 from chainform.clients._common import CLAUDE_FINISH, AdapterClient, StreamState
+from chainform.clients._converse_media import DOCUMENT_TEXT, media_block
 from chainform.clients._errors import StreamGuard
 from chainform.clients._provider import Provider
 from chainform.clients.profiles import family_stem
@@ -27,22 +27,6 @@ from chainform.errors import ChainformError, MissingKeyError, UnsupportedOptionE
 
 __all__ = ["KNOWN_MODELS", "BedrockClient", "create_client"]
 
-_IMAGE_FORMATS = {"image/png": "png", "image/jpeg": "jpeg", "image/gif": "gif", "image/webp": "webp"}
-_DOC_FORMATS = {
-    "application/pdf": "pdf",
-    "text/plain": "txt",
-    "text/csv": "csv",
-    "text/markdown": "md",
-    "text/html": "html",
-    "application/msword": "doc",
-    "application/vnd.openxmlformats-officedocument.wordprocessingml.document": "docx",
-    "application/vnd.ms-excel": "xls",
-    "application/vnd.openxmlformats-officedocument.spreadsheetml.sheet": "xlsx",
-}
-# A document's name: letters, digits, single spaces, hyphens, parentheses, square brackets.
-_NAME_REFUSED = re.compile(r"[^A-Za-z0-9\s\-()\[\]]+")
-# Converse refuses a turn holding a document but no text.
-_DOCUMENT_TEXT = "The attached document."
 # Only these families accept `status: "error"` on a tool result.
 _ERROR_STATUS_FAMILIES = ("anthropic.", "amazon.nova")
 _STREAM_ERROR_STATUS = {
@@ -331,48 +315,17 @@ def _messages(
 
     def blocks(message: types.Message, role: str) -> list[dict[str, Any]]:
         encoded = [
-            _media_block(c, media, names)
+            media_block(c, media, names)
             if isinstance(c, types.DataContent)
             else _block(c, role, tools_declared, error_status)
             for c in message.contents
         ]
         out = [b for b in encoded if b is not None]
         if any("document" in b for b in out) and not any("text" in b for b in out):
-            out.append({"text": _DOCUMENT_TEXT})
+            out.append({"text": DOCUMENT_TEXT})
         return out
 
     return _common.merge_turns(messages, blocks)
-
-
-def _media_block(
-    content: types.DataContent, media: Callable[[types.DataContent], bytes], names: set[str]
-) -> dict[str, Any]:
-    if content.media_type in _IMAGE_FORMATS:
-        return {"image": {"format": _IMAGE_FORMATS[content.media_type], "source": {"bytes": media(content)}}}
-    fmt = _DOC_FORMATS.get(content.media_type)
-    if fmt is None:
-        raise UnsupportedOptionError(
-            f"Bedrock Converse cannot take {content.media_type!r} data", provider=PROVIDER
-        )
-    return {
-        "document": {
-            "format": fmt,
-            "name": _document_name(content.name, names),
-            "source": {"bytes": media(content)},
-        }
-    }
-
-
-def _document_name(name: str | None, taken: set[str]) -> str:
-    """The file name in the characters Converse allows, without its extension, unique in the request."""
-    stem = (name or "").rsplit(".", 1)[0]
-    base = " ".join(_NAME_REFUSED.sub(" ", stem).split())[:180] or "document"
-    chosen, n = base, 1
-    while chosen in taken:
-        n += 1
-        chosen = f"{base} ({n})"
-    taken.add(chosen)
-    return chosen
 
 
 def _block(
