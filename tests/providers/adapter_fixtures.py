@@ -41,7 +41,9 @@ def gemini_client(emu: Any, model: str = "gemini-2.5-flash", **kwargs: Any) -> A
     return opened(made)
 
 
-def bedrock_client(emu: Any, model: str = "anthropic.claude-sonnet-4-5-20250929-v1:0", **kwargs: Any) -> Any:
+def bedrock_client(
+    emu: Any, model: str = "anthropic.claude-sonnet-4-5-20250929-v1:0", max_retries: int = 1, **kwargs: Any
+) -> Any:
     """A Bedrock adapter on the emulator with test credentials."""
     from chainform.clients.bedrock import create_client
 
@@ -49,7 +51,7 @@ def bedrock_client(emu: Any, model: str = "anthropic.claude-sonnet-4-5-20250929-
         model,
         base_url=emu.base_url,
         region="us-east-1",
-        max_retries=1,
+        max_retries=max_retries,
         aws_access_key_id="AKIDTEST",
         aws_secret_access_key="secret-test",
         **kwargs,

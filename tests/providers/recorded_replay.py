@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from adapter_fixtures import bedrock_client
 from recorded_expect import READERS, Call, Expected
 from recorded_traffic import Exchange
 
@@ -33,16 +34,7 @@ def client_for(wire: str, model: str, emu: Emulator) -> Any:
         from chainform.clients.gemini import create_client as gemini
 
         return gemini(model, key="gemini-test", base_url=emu.base_url, max_retries=0, retry_jitter=0)
-    from chainform.clients.bedrock import create_client as bedrock
-
-    return bedrock(
-        model,
-        base_url=emu.base_url,
-        region="us-east-1",
-        max_retries=0,
-        aws_access_key_id="AKIDTEST",
-        aws_secret_access_key="secret-test",
-    )
+    return bedrock_client(emu, model, max_retries=0)
 
 
 def expected_kind(status: int) -> str:

@@ -25,15 +25,14 @@ from typing import Any, ClassVar
 
 from pydantic_core import from_json
 
-from chainform.clients import _inline, _media
 from chainform.clients._errors import StreamGuard
+from chainform.clients._media import MediaAdapter
 from chainform.clients.base import BaseChatClient, Middleware
 from chainform.errors import ChainformError, UnsupportedOptionError
 from chainform.types import (
     ChatOptions,
     ChatResponseUpdate,
     Content,
-    DataContent,
     ErrorContent,
     FinishReason,
     FunctionCallContent,
@@ -61,7 +60,7 @@ def resolve_key(provider: str, key: str | None, env_var: str) -> str:
     return require_key(provider, explicit=key, env_var=env_var)
 
 
-class AdapterClient(BaseChatClient):
+class AdapterClient(MediaAdapter, BaseChatClient):
     """Base of every provider adapter: model, SDK client (given, or built on first use), key hygiene,
     the profile (given, or looked up in the family's table), option checks, the guarded stream loop.
 
@@ -128,30 +127,6 @@ class AdapterClient(BaseChatClient):
             result = close()
             if inspect.isawaitable(result):
                 await result
-
-    allow_private_urls = False
-    """Whether a URL this provider does not fetch may be downloaded from a private address."""
-
-    async def _prepare(self, messages: list[Message]) -> list[Message]:
-        """Attachments checked against the profile before anything is sent; URLs the provider does
-        not fetch downloaded (clients/_media.py)."""
-        return await _media.checked(messages, self.profile, allow_private=self.allow_private_urls)
-
-    def _splicing(self) -> bool:
-        return self._owns_sdk or _inline.splices(self._sdk)
-
-    def inline_base64(self, content: DataContent) -> str:
-        """`content`'s base64 for the request: a token spliced in as the body is sent when this
-        adapter's SDK client splices (clients/_inline.py), else the base64 itself."""
-        return _inline.token(content) if self._splicing() else content.base64
-
-    def inline_uri(self, content: DataContent) -> str:
-        """`content` as a data URL for the request (its base64 spliced in when sent, as above)."""
-        return _inline.data_uri(content) if self._splicing() else content.uri
-
-    def inline_bytes(self, content: DataContent, *, urlsafe: bool = False) -> bytes:
-        """`content`'s bytes for SDKs that encode them: a placeholder whose base64 is spliced."""
-        return _inline.placeholder(content, urlsafe=urlsafe) if self._splicing() else content.data
 
     def in_dialect(self, schema: Mapping[str, Any]) -> dict[str, Any] | bool:
         """`schema` in this model's dialect (the engine restores outputs against the original);
