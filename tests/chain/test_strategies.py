@@ -8,10 +8,11 @@ import pytest
 from pydantic import BaseModel
 
 import chainform as cf
-from chainform.errors import ChainError, StructuredOutputGenerationError
+from chainform.errors import Attempt, ChainError, StructuredOutputError, StructuredOutputGenerationError
 from chainform.output import OutputSpec, StrategyChoice, select_strategy
 from chainform.output._fallbacks import Fallbacks
-from chainform.output.strategies import NOT_FINAL, Native, Plain, Prompted, Settings, Tool
+from chainform.output.strategies import NOT_FINAL, Deferred, Native, Plain, Prompted, Settings, Tool
+from chainform.output.strategies._context import ContextPolicy
 from chainform.testing import ScriptedClient, tool_call
 from chainform.types import ChatOptions, ChatResponse, Message, ModelProfile, TextContent, ToolMode
 
@@ -161,6 +162,26 @@ def test_plain_object_answers_in_text_and_cannot_retry() -> None:
         plain.feedback(StructuredOutputGenerationError("x", raw_text=""), _response(tool_call("f")))
     gather = Plain(NOTHING, Settings(), gather=True)
     assert gather.runs_last_tools and not gather.answers
+
+
+def test_deferred_object_is_its_tool_phase_and_describes_the_formatting_call_as_data() -> None:
+    """The engine runs deferred: the object gathers (plain, tools to the last turn) and says what
+    the formatting call carries; it never calls back into the chain."""
+    deferred = Deferred(SPEC, OPEN_WEIGHTS, Settings(chain_limit=3, policy=ContextPolicy("full")))
+    assert not hasattr(deferred, "run") and deferred.output is None and not deferred.validates
+    assert deferred.runs_last_tools and not deferred.answers
+    assert deferred.check(_response(tool_call("get_weather", city="Rome"))) is NOT_FINAL
+    assert deferred.check(_response("Rome: 21.5")) == "Rome: 21.5"
+    assert Native(SPEC, NATIVE_BOTH, Settings()).formatting is None
+    transcript = [Message.user("Rome?"), Message.assistant("Rome: 21.5")]
+    context, messages = deferred.formatting.messages(transcript, cut_off=True)
+    assert "Rome: 21.5" in context and "cut off by the chain limit (3 model calls)" in context
+    assert [m.role for m in messages] == ["system", "user"] and '"temp_c"' in messages[1].text
+    failed = deferred.formatting.error(
+        StructuredOutputError("x", attempts=[]), context, [Attempt("{}", "bad", "format")]
+    )
+    assert isinstance(failed, cf.FormattingError) and failed.context == context
+    assert "after 1 attempt(s): bad" in str(failed)
 
 
 def test_deferred_formatting_call_on_open_weights_profile_is_prompted() -> None:

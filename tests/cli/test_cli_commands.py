@@ -10,8 +10,9 @@ import types
 from pathlib import Path
 
 from cli_helpers import Scripted
+from click.testing import CliRunner
 
-from chainform.cli import _tools
+from chainform.cli import _tools, cli
 from chainform.store import Store
 from chainform.testing import tool_call
 
@@ -151,3 +152,15 @@ def test_cli_local_prepare(run, monkeypatch) -> None:
     monkeypatch.setitem(sys.modules, "chainform.local", types.ModuleType("chainform.local"))
     result = run("local", "prepare")
     assert result.exit_code == 1 and "chainform[local]" in result.stderr
+
+
+def test_prompt_and_map_share_one_definition_of_their_common_options(run) -> None:
+    """-m, --strategy and --chain-limit are declared once (cli/_options.py) for both commands."""
+    for command in (["prompt", "--help"], ["map", "--help"]):
+        out = " ".join(run(*command).stdout.split())
+        assert "--strategy [auto|native|tool|prompted|deferred]" in out, command
+        assert "How the schema is enforced. [default: auto]" in out, command
+        assert "--cl, --chain-limit INTEGER RANGE" in out and "Most model calls in the tool phase." in out
+    for command in (["prompt"], ["map", "in.jsonl", "-o", "out.jsonl"]):
+        bad = CliRunner().invoke(cli, [*command, "-m", " ", "x"])
+        assert bad.exit_code == 2 and "the model name is empty" in bad.output, command
