@@ -229,6 +229,7 @@ def markdown(report: dict[str, Any], images: list[str], image_dir: str) -> str:
         ("sandbox", "6. Python tool sandbox", lambda: peer_md(s["sandbox"], "bench_sandbox"), None),
         ("map", "7. Many inputs (model.map)", lambda: peer_md(s["map"], "bench_map"), None),
         ("stream", "8. Streaming a large answer", lambda: stream_md(s["stream"]), None),
+        ("documents", "9. Documents in (offline)", lambda: peer_md(s["documents"], "bench_documents"), None),
     ]
     for key, title, render, image in blocks:
         lines += [f"### {title}", ""]

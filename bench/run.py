@@ -8,7 +8,8 @@ Sections: chain (overhead per chain vs the openai SDK, pydantic-ai, llm), cli (s
 (embedded model, bench/bench_local.py), conformance (bench/bench_conformance.py), strategies,
 sandbox (the python tool's per-call cost by isolation level, bench/bench_sandbox.py), map
 (`model.amap` throughput vs an asyncio + AsyncOpenAI loop, concurrency scaling; bench/bench_map.py),
-stream (a 1 MB structured answer in 8-character deltas vs the bare openai SDK, bench/bench_stream.py).
+stream (a 1 MB structured answer in 8-character deltas vs the bare openai SDK, bench/bench_stream.py),
+documents (OCR / PDF text + extraction seconds per page on the embedded model, bench/bench_documents.py).
 The peers, matplotlib and chainform itself are installed into bench/.venv (created if missing).
 The embedded-model sections need torch: they use the project's .venv when it has chainform.local
 working, else chainform[local] (torch pinned to 2.13.0 by that extra) is added to bench/.venv.
@@ -35,7 +36,7 @@ from _common import REPO, RESULTS, machine, now
 VENV = REPO / "bench" / ".venv"
 VENV_PY = VENV / "bin" / "python"
 PROJECT_PY = REPO / ".venv" / "bin" / "python"
-SECTIONS = ("chain", "cli", "local", "conformance", "strategies", "sandbox", "map", "stream")
+SECTIONS = ("chain", "cli", "local", "conformance", "strategies", "sandbox", "map", "stream", "documents")
 PEERS = ["pydantic-ai-slim[openai]", "llm", "openai", "openai-agents", "matplotlib"]
 PROBE = "import chainform, openai, pydantic_ai, llm, agents, matplotlib"
 LOCAL_PROBE = "import torch, transformers, llguidance, onnxruntime_genai, chainform.local"
@@ -174,6 +175,11 @@ def main() -> None:
                 sizes = ["--rounds", "2", "--rows", "40", "--per-worker", "2"] if args.quick else []
                 result = run_section(
                     [str(project_python()), str(bench / "bench_map.py"), *sizes], timeout=900, out=out
+                )
+            elif name == "documents":
+                rounds = ["--rounds", "1" if args.quick else "5"]
+                result = run_section(
+                    [str(local_python()), str(bench / "bench_documents.py"), *rounds], timeout=1800, out=out
                 )
             elif name == "stream":
                 sizes = ["--sizes", "65536", "--rounds", "1"] if args.quick else []

@@ -90,3 +90,25 @@ def image_pdf(pages: list[list[str]] = PAGES) -> bytes:
     buffer = io.BytesIO()
     images[0].save(buffer, format="PDF", save_all=True, append_images=images[1:], resolution=100)
     return buffer.getvalue()
+
+
+# The documents the embedded-model tests and bench/bench_documents.py extract from. SmolLM2-135M
+# copies some names better than others: it read "Corner Bakery" as "Mercer" in every prompt layout
+# tried, and copies "Blue Bottle Cafe" (OCR: "BlueBottleCafe") exactly.
+CAFE_RECEIPT = [
+    ("Blue Bottle Cafe", None),
+    ("Coffee", "3.20"),
+    ("Croissant", "2.50"),
+    ("Orange juice", "4.10"),
+    ("TOTAL", "9.80"),
+]
+INVOICE = [
+    ["INVOICE", "Invoice number: INV-2041", "Customer: Harbor Tools"],
+    ["Item: Hex bolts", "Quantity: 400"],
+    ["Total due: 1234.50", "Due date: 2026-12-31"],
+]
+INVOICE_ASK = (
+    "Extract the invoice number, the quantity and the total due",
+    "invoice_number, quantity int, total float",
+)
+INVOICE_FIELDS = {"invoice_number": "INV-2041", "quantity": 400, "total": 1234.5}

@@ -9,29 +9,20 @@ from pathlib import Path
 
 import pytest
 from click.testing import CliRunner, Result
-from docs_helpers import image_pdf, receipt_image, text_pdf
+from docs_helpers import (
+    CAFE_RECEIPT,
+    INVOICE,
+    INVOICE_ASK,
+    INVOICE_FIELDS,
+    image_pdf,
+    receipt_image,
+    text_pdf,
+)
 
 from chainform.cli import cli
 from chainform.store import Store
 
 pytestmark = pytest.mark.integration
-
-# SmolLM2-135M copies some names better than others: it read "Corner Bakery" as "Mercer" in
-# every prompt layout tried, and copies "Blue Bottle Cafe" (OCR: "BlueBottleCafe") exactly.
-RECEIPT = [
-    ("Blue Bottle Cafe", None),
-    ("Coffee", "3.20"),
-    ("Croissant", "2.50"),
-    ("Orange juice", "4.10"),
-    ("TOTAL", "9.80"),
-]
-INVOICE = [
-    ["INVOICE", "Invoice number: INV-2041", "Customer: Harbor Tools"],
-    ["Item: Hex bolts", "Quantity: 400"],
-    ["Total due: 1234.50", "Due date: 2026-12-31"],
-]
-INVOICE_SCHEMA = "invoice_number, quantity int, total float"
-INVOICE_ASK = "Extract the invoice number, the quantity and the total due"
 
 
 @pytest.fixture(scope="module", autouse=True)
@@ -50,7 +41,7 @@ def _extract(path: Path, ask: str, schema: str) -> tuple[dict[str, object], Resu
 
 def test_receipt_png_gives_the_merchant_and_the_total(tmp_path: Path) -> None:
     path = tmp_path / "receipt.png"
-    receipt_image(RECEIPT).save(path)
+    receipt_image(CAFE_RECEIPT).save(path)
     value, result = _extract(path, "Extract the merchant and the total", "merchant, total float")
     assert str(value["merchant"]).replace(" ", "").lower() == "bluebottlecafe"
     assert value["total"] == pytest.approx(9.8)
@@ -65,6 +56,6 @@ def test_three_page_pdf_with_and_without_a_text_layer_gives_the_fields(
 ) -> None:
     path = tmp_path / "invoice.pdf"
     path.write_bytes(make(INVOICE))  # type: ignore[operator]
-    value, result = _extract(path, INVOICE_ASK, INVOICE_SCHEMA)
-    assert value == {"invoice_number": "INV-2041", "quantity": 400, "total": pytest.approx(1234.5)}
+    value, result = _extract(path, *INVOICE_ASK)
+    assert value == INVOICE_FIELDS
     assert f"Attachment: invoice.pdf: {how}" in result.stderr
