@@ -189,3 +189,18 @@ def test_a_tool_returning_an_image_gives_a_text_only_model_its_ocr_text() -> Non
     assert events and events[0].startswith("receipt.png: OCR, ")
     [result] = client.requests[1][0][-1].contents
     assert result.result.startswith("the receipt:\n[receipt.png: OCR, ") and "9.80" in result.result  # type: ignore[union-attr]
+
+
+def test_continuing_after_a_referenced_file_is_gone_is_a_clear_error(tmp_path: Path) -> None:
+    from chainform.chain._history import of_conversation
+
+    path = tmp_path / "receipt.png"
+    receipt_png(path)
+    model, _ = _model(VISION)
+    first = model.chain("Extract", attachments=[cf.Attachment(path=path)], attachments_store="ref")
+    first.text()
+    path.write_bytes(receipt_png() + b"changed")
+    with pytest.raises(
+        AttachmentError, match=r"receipt\.png \(.*\), logged as a reference; the file is gone or changed"
+    ):
+        of_conversation(Store(), first.conversation_id)

@@ -14,7 +14,16 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from chainform.types import Content, FunctionCallContent, FunctionResultContent, Message, Role, TextContent
+from chainform.errors import AttachmentError
+from chainform.types import (
+    Content,
+    DataContent,
+    FunctionCallContent,
+    FunctionResultContent,
+    Message,
+    Role,
+    TextContent,
+)
 
 if TYPE_CHECKING:
     from chainform.chain._records import ChainResult
@@ -115,6 +124,7 @@ def of_log(rows: Sequence[LoggedResponse]) -> list[ChainSteps]:
         calls.sort(key=lambda c: c.seq)
         asked = next((m for m in reversed(calls[0].messages) if m.role == Role.USER), None)
         if calls[0].attachments and asked is not None:  # its files (or their converted text) again
+            _check_files(asked, calls[0])
             out.append(ChainSteps(asked, _steps(calls)))
             continue
         prompt = next((c.prompt for c in calls if c.prompt is not None), None)
@@ -122,6 +132,17 @@ def of_log(rows: Sequence[LoggedResponse]) -> list[ChainSteps]:
             prompt = asked.text
         out.append(ChainSteps(Message.user(prompt) if prompt else None, _steps(calls)))
     return out
+
+
+def _check_files(message: Message, call: LoggedResponse) -> None:
+    """A file logged as a reference (`--attachments-store ref`) whose file is gone or changed has
+    no bytes to send again: say so rather than send an empty file."""
+    if any(isinstance(c, DataContent) and not c.data for c in message.contents):
+        refs = ", ".join(f"{a.name} ({a.ref})" for a in call.attachments if a.stored == "ref") or "a file"
+        raise AttachmentError(
+            f"the conversation sent {refs}, logged as a reference; the file is gone or changed, "
+            "so it cannot be sent again"
+        )
 
 
 def _steps(calls: list[LoggedResponse]) -> list[Step]:
