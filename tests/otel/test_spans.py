@@ -179,3 +179,19 @@ def test_content_only_when_asked_and_keys_never(traced: Traced) -> None:
 def test_off_means_no_hooks() -> None:
     assert _trace.hooks is None
     cf.Model(ScriptedClient(["hi"])).prompt("hello", log=False).text()
+
+
+def test_cost_is_recorded_when_the_usage_carries_one() -> None:
+    from decimal import Decimal
+    from types import SimpleNamespace
+
+    from chainform.otel._spans import _usage
+
+    usage = SimpleNamespace(input_tokens=10, output_tokens=2, additional_counts={}, cost=Decimal("0.00125"))
+    assert _usage(usage) == {
+        "gen_ai.usage.input_tokens": 10,
+        "gen_ai.usage.output_tokens": 2,
+        "chainform.cost": 0.00125,
+    }
+    unknown = SimpleNamespace(input_tokens=10, output_tokens=None, additional_counts={}, cost=None)
+    assert _usage(unknown) == {"gen_ai.usage.input_tokens": 10}

@@ -117,3 +117,28 @@ def test_a_map_of_100_rows_reads_its_prefix_from_the_cache(emulator: Emulator, p
         assert len(keys) == 1 and next(iter(keys)).startswith("chainform-map-")
     else:
         assert all(_marked(r.json) == ["system"] for r in emulator.requests)
+
+
+def test_cached_tokens_reach_the_spans(emulator: Emulator) -> None:
+    from opentelemetry.sdk.trace import TracerProvider
+    from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+    from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+
+    exporter = InMemorySpanExporter()
+    provider = TracerProvider()
+    provider.add_span_processor(SimpleSpanProcessor(exporter))
+    cf.instrument(provider)
+    try:
+        emulator.add(tool_call("weather", city="Paris"), "21 degrees")
+        chain = _anthropic(emulator).chain("Paris?", system=SYSTEM, tools=[weather], stream=False, log=False)
+        chain.text()
+    finally:
+        cf.uninstrument()
+    read = chain.responses[1].usage.additional_counts["cache_read_input_tokens"]
+    chats = sorted(
+        (s for s in exporter.get_finished_spans() if s.name.startswith("chat")),
+        key=lambda s: s.start_time or 0,
+    )
+    assert [(s.attributes or {}).get("gen_ai.usage.cache_read.input_tokens") for s in chats] == [None, read]
+    (root,) = [s for s in exporter.get_finished_spans() if s.name.startswith("chain")]
+    assert (root.attributes or {})["gen_ai.usage.cache_read.input_tokens"] == read

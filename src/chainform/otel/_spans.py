@@ -20,6 +20,7 @@ from collections.abc import Awaitable, Iterator
 from contextlib import contextmanager
 from typing import Any, TypeVar
 
+from opentelemetry import context as otel_context
 from opentelemetry import trace
 from opentelemetry.metrics import MeterProvider, get_meter_provider
 from opentelemetry.trace import SpanKind, Status, StatusCode, TracerProvider
@@ -38,6 +39,9 @@ _CACHE = {
     "cache_read_input_tokens": "gen_ai.usage.cache_read.input_tokens",
     "cache_creation_input_tokens": "gen_ai.usage.cache_creation.input_tokens",
 }
+# Metric points are recorded outside the span's context: the SDK's default exemplar filter would
+# otherwise keep an exemplar per point, which doubled a call's tracing cost.
+_NO_SPAN = otel_context.Context()
 _TOKEN_BUCKETS = [1, 4, 16, 64, 256, 1024, 4096, 16384, 65536, 262144, 1048576, 4194304]
 _SECOND_BUCKETS = [0.01, 0.02, 0.04, 0.08, 0.16, 0.32, 0.64, 1.28, 2.56, 5.12, 10.24, 20.48, 40.96, 81.92]
 
@@ -149,10 +153,10 @@ class Spans:
         if call.failed:
             span.set_status(Status(StatusCode.ERROR, scrub(call.error or call.failed)[:500]))
         span.end(end_time=end)
-        self.duration.record(call.duration_ms / 1000, base)
+        self.duration.record(call.duration_ms / 1000, base, context=_NO_SPAN)
         for kind, count in (("input", usage.input_tokens), ("output", usage.output_tokens)):
             if count is not None:
-                self.tokens.record(count, {**base, "gen_ai.token.type": kind})
+                self.tokens.record(count, {**base, "gen_ai.token.type": kind}, context=_NO_SPAN)
 
     # -- a tool call --------------------------------------------------------------------------
 
@@ -211,8 +215,8 @@ def _usage(usage: Any) -> dict[str, Any]:
     for key, name in _CACHE.items():
         if usage.additional_counts.get(key):
             out[name] = usage.additional_counts[key]
-    cost = getattr(usage, "cost", None)  # set by the price table when it knows the model
-    if isinstance(cost, int | float):
+    cost = getattr(usage, "cost", None)  # USD (a Decimal), set by the price table when it knows the model
+    if cost is not None:
         out["chainform.cost"] = float(cost)
     return out
 
