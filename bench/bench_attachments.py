@@ -1,6 +1,6 @@
 """Peak memory sending one large PDF through each cloud adapter (issue 25: at most 3x the file).
 
-    python3 bench/bench_attachments.py [--mb 40] [--adapters openai-chat,anthropic,...]
+    python3 bench/bench_attachments.py [--mb 40] [--adapters openai-chat,anthropic,...] [--out FILE]
 
 The emulator runs in this process; each adapter sends in a child process of its own, which
 measures the peak of Python's traced memory (tracemalloc, started before the file's bytes are
@@ -112,6 +112,7 @@ def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--mb", type=float, default=40.0)
     parser.add_argument("--adapters", default=",".join(ADAPTERS))
+    parser.add_argument("--out", type=Path, default=RESULTS / "attachments.json")
     args = parser.parse_args()
     sys.path.insert(0, str(REPO / "src"))
     from chainform.testing.emulator import Emulator
@@ -130,18 +131,29 @@ def main() -> None:
         "file_mb": args.mb,
         "rows": rows,
     }
-    RESULTS.mkdir(parents=True, exist_ok=True)
-    (RESULTS / "attachments.json").write_text(json.dumps(result, indent=2) + "\n")
-    print("| adapter | request | traced peak MB | x file | RSS growth MB | x file |")
-    print("|---|---|---|---|---|---|")
-    for row in rows:
+    args.out.parent.mkdir(parents=True, exist_ok=True)
+    args.out.write_text(json.dumps(result, indent=2) + "\n")
+    print(table(result))
+
+
+def table(result: dict[str, Any]) -> str:
+    """The markdown table of a run (bench/report.py shows it in docs/benchmarks.md)."""
+    lines = [
+        f"**A {result['file_mb']:g} MB PDF, one call per adapter** (peak memory over the call, the file "
+        'included; "eager": the base64 itself in the request, "spliced": what chainform sends)',
+        "",
+        "| adapter | request | traced peak MB | × file | peak RSS growth MB | × file |",
+        "|---|---|---|---|---|---|",
+    ]
+    for row in result["rows"]:
         if "error" in row:
-            print(f"| {row['adapter']} | {row['mode']} | error: {row['error']} | | | |")
+            lines.append(f"| {row['adapter']} | {row['mode']} | error: {row['error']} | | | |")
         else:
-            print(
+            lines.append(
                 f"| {row['adapter']} | {row['mode']} | {row['traced_peak_mb']} | {row['traced_ratio']} | "
                 f"{row['rss_growth_mb']} | {row['rss_ratio']} |"
             )
+    return "\n".join(lines)
 
 
 if __name__ == "__main__":

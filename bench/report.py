@@ -230,6 +230,7 @@ def markdown(report: dict[str, Any], images: list[str], image_dir: str) -> str:
         ("map", "7. Many inputs (model.map)", lambda: peer_md(s["map"], "bench_map"), None),
         ("stream", "8. Streaming a large answer", lambda: stream_md(s["stream"]), None),
         ("documents", "9. Documents in (offline)", lambda: peer_md(s["documents"], "bench_documents"), None),
+        ("attachments", "10. Sending a large PDF", lambda: peer_md(s["attachments"], "bench_attachments"), None),
     ]
     for key, title, render, image in blocks:
         lines += [f"### {title}", ""]

@@ -9,7 +9,8 @@ Sections: chain (overhead per chain vs the openai SDK, pydantic-ai, llm), cli (s
 sandbox (the python tool's per-call cost by isolation level, bench/bench_sandbox.py), map
 (`model.amap` throughput vs an asyncio + AsyncOpenAI loop, concurrency scaling; bench/bench_map.py),
 stream (a 1 MB structured answer in 8-character deltas vs the bare openai SDK, bench/bench_stream.py),
-documents (OCR / PDF text + extraction seconds per page on the embedded model, bench/bench_documents.py).
+documents (OCR / PDF text + extraction seconds per page on the embedded model, bench/bench_documents.py),
+attachments (peak memory sending a 40 MB PDF through each cloud adapter, bench/bench_attachments.py).
 The peers, matplotlib and chainform itself are installed into bench/.venv (created if missing).
 The embedded-model sections need torch: they use the project's .venv when it has chainform.local
 working, else chainform[local] (torch pinned to 2.13.0 by that extra) is added to bench/.venv.
@@ -36,7 +37,7 @@ from _common import REPO, RESULTS, machine, now
 VENV = REPO / "bench" / ".venv"
 VENV_PY = VENV / "bin" / "python"
 PROJECT_PY = REPO / ".venv" / "bin" / "python"
-SECTIONS = ("chain", "cli", "local", "conformance", "strategies", "sandbox", "map", "stream", "documents")
+SECTIONS = ("chain", "cli", "local", "conformance", "strategies", "sandbox", "map", "stream", "documents", "attachments")
 PEERS = ["pydantic-ai-slim[openai]", "llm", "openai", "openai-agents", "matplotlib"]
 PROBE = "import chainform, openai, pydantic_ai, llm, agents, matplotlib"
 LOCAL_PROBE = "import torch, transformers, llguidance, onnxruntime_genai, chainform.local"
@@ -185,6 +186,11 @@ def main() -> None:
                 sizes = ["--sizes", "65536", "--rounds", "1"] if args.quick else []
                 result = run_section(
                     [str(VENV_PY), str(bench / "bench_stream.py"), *sizes], timeout=1800, out=out
+                )
+            elif name == "attachments":
+                sizes = ["--mb", "8"] if args.quick else []
+                result = run_section(
+                    [str(project_python()), str(bench / "bench_attachments.py"), *sizes], timeout=600, out=out
                 )
             else:
                 extra = ["--models", "scripted-good,scripted-sloppy"] if args.quick else []
