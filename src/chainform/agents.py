@@ -127,7 +127,7 @@ class Agent:
             return self.model
         if self._twin is None:
             model = self.model
-            self._twin = AsyncModel(model.client, model._profile, name=model.name, log_path=model._log_path)
+            self._twin = model._twin()  # its profile, name, log and fallback models
             self._twin._store = model._open_store()
         return self._twin
 

@@ -148,3 +148,21 @@ def test_cli_prompt_and_map_take_fallbacks(
 
     bad = CliRunner().invoke(cli, ["Hi?", *first, "--fallback", "nosuch/model"])
     assert bad.exit_code != 0 and bad.output.startswith("Error:") and "nosuch/model" in bad.output
+
+
+def test_a_subagent_falls_back_like_any_chain(emulator: Emulator) -> None:
+    emulator.add(
+        tool_call("census", task="Rome?"),  # the parent (first model) calls the subagent
+        Fault(500),  # the subagent's first model fails (no SDK retry)...
+        "2.8 million",  # ...and its fallback answers
+        "Rome: 2.8 million",  # the parent's answer
+    )
+    url = emulator.base_url + "/v1"
+    second = cf.get_model("openai/gpt-4.1", key="k", base_url=url, max_retries=0)
+    sub = cf.get_model(FIRST, key="k", base_url=url, max_retries=0, fallback=[second])
+    agent = cf.Agent(sub, name="census", description="Population of a city")
+    parent = cf.get_model(FIRST, key="k", base_url=url, max_retries=0)
+    chain = parent.chain("How many in Rome?", tools=[agent], stream=False)
+    assert chain.text() == "Rome: 2.8 million"
+    (run,) = chain.agent_runs
+    assert [c.model for c in run.calls] == [FIRST, "openai/gpt-4.1"]
