@@ -82,6 +82,7 @@ _PUBLIC: dict[str, tuple[str, ...]] = {
         "Role",
         "TextContent",
         "TextReasoningContent",
+        "Timeout",
         "ToolMode",
         "ToolSpec",
         "UriContent",
@@ -185,6 +186,7 @@ if TYPE_CHECKING:  # what type checkers and editors see: the same names, importe
     from chainform.types import Role as Role
     from chainform.types import TextContent as TextContent
     from chainform.types import TextReasoningContent as TextReasoningContent
+    from chainform.types import Timeout as Timeout
     from chainform.types import ToolMode as ToolMode
     from chainform.types import ToolSpec as ToolSpec
     from chainform.types import UriContent as UriContent

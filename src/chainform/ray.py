@@ -91,8 +91,10 @@ def run_job(
     settings: dict[str, Any],
     *,
     chunk_rows: int = 2000,
+    model_settings: dict[str, Any] | None = None,
 ) -> Iterator[MapResult]:
     """`chainform map --ray`: the CLI's rows, chunk by chunk, through Ray Data; results as they come.
+    `model_settings`: more of the model's (timeout), beside key and base_url.
 
     The driver reads INPUT and keys the rows, so resume and exactly-once are the same as without
     Ray; each chunk becomes a dataset whose batches run on `workers` Ray workers.
@@ -113,7 +115,8 @@ def run_job(
         _ship_by_value(settings.get("tools") or ())
         options = {k: v for k, v in settings.items() if k not in ("run_id",) and v is not None}
         options["log"] = settings.get("log", False)
-        kwargs = {"model": model, "model_options": _model_options(key, base_url), **options}
+        model_options = {**_model_options(key, base_url), **(model_settings or {})}
+        kwargs = {"model": model, "model_options": model_options, **options}
         batch = max(1, int(settings.get("concurrency") or 8) * 4)
         for chunk in _chunks(rows, chunk_rows):
             items = [{_INDEX: r.index, _KEY: r.key, _ROW: json.dumps(r.data)} for r in chunk]

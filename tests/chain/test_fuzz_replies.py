@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import random
+import time
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -17,6 +18,7 @@ from pydantic import BaseModel, TypeAdapter
 import chainform as cf
 from chainform.store import Store, new_id
 from chainform.testing import ScriptedClient, tool_call
+from chainform.testing.emulator import CutStream, DropConnection, MalformedEvent, Stall
 
 SEED = 18
 CHAINS = 280
@@ -235,3 +237,93 @@ def test_each_strategy_recovers_from_a_bad_reply_then_answers(strategy):
     client = ScriptedClient(script, PROFILES[strategy])
     chain = cf.Model(client).chain("x", tools=[lookup], schema=Answer, strategy=strategy)
     assert chain.value == Answer(**GOOD)
+
+
+# Through the wire: each provider's real SDK against the emulator, with the breaks a server makes
+# (issue 28 items 1 and 2): a body that ends cleanly too soon (between events or in the middle of
+# one), a server that goes silent mid-stream or before answering, a reset, a bad event.
+WIRE = {
+    "openai-chat": ("openai/gpt-4.1-mini", "/v1", {}),
+    "openai-responses": ("openai-responses/gpt-4.1-mini", "/v1", {}),
+    "anthropic": ("anthropic/claude-haiku-4-5", "", {}),
+    "gemini": ("gemini/gemini-2.5-flash", "", {"retry_initial_delay": 0.01, "retry_jitter": 0}),
+    "bedrock": ("bedrock/anthropic.claude-sonnet-4-5-20250929-v1:0", "", {"region": "us-east-1"}),
+}
+WIRE_KEYS = {"bedrock": "AKIDFUZZ0123456789:fuzz-secret-0123456789"}
+WIRE_CHAINS = 45
+READ_S = 0.3
+
+
+def wire_fault(rng: random.Random) -> Any:
+    """A break early enough to land in the middle of the answer (GOOD_TEXT is 8+ events here)."""
+    after = rng.randint(1, 3)
+    return rng.choice(
+        [
+            CutStream(after, GOOD_TEXT, mid_event=False),
+            CutStream(after, GOOD_TEXT, mid_event=True),
+            Stall(5, GOOD_TEXT, after_events=after),
+            Stall(5, GOOD_TEXT),
+            DropConnection(after, GOOD_TEXT),
+            MalformedEvent(after, GOOD_TEXT),
+            GOOD_TEXT,
+        ]
+    )
+
+
+def wire_kind(fault: Any) -> str | None:
+    """The ProviderError kind a chain must end in (None: the value). Whether it is a
+    StreamInterruptedError depends on whether text had arrived, which the wire format decides."""
+    if isinstance(fault, str):
+        return None
+    return "timeout" if isinstance(fault, Stall) else "connection"
+
+
+def run_wire_case(emu: Any, rng: random.Random, store: Store) -> str | None:
+    """None when the case held; else what broke."""
+    transport = rng.choice(list(WIRE))
+    name, path, settings = WIRE[transport]
+    fault, streamed = wire_fault(rng), rng.random() < 0.7
+    emu.chunk_size = rng.choice([2, 3, 4])
+    emu.script, emu.position = [fault, GOOD_TEXT], 0
+    emu.requests.clear()
+    key = WIRE_KEYS.get(transport, "sk-fuzz-0123456789abcdef")
+    model = cf.get_model(
+        name, base_url=emu.base_url + path, key=key, max_retries=0, timeout=(READ_S, READ_S), **settings
+    )
+    cid = new_id()
+    chain = model.chain("Weather in Rome?", schema=Answer, conversation_id=cid, retries=0)
+    started = time.monotonic()
+    try:
+        if streamed:
+            for _ in chain:
+                pass
+        check_value(chain.value)
+        outcome: BaseException | None = None
+    except cf.ChainformError as exc:
+        outcome = exc
+    except Exception as exc:  # the break this test exists to find
+        return f"{transport} {fault!r}: {type(exc).__name__}: {str(exc)[:200]}"
+    took = time.monotonic() - started
+    what = f"{transport} {'streamed' if streamed else 'whole'} {fault!r}"
+    kind = wire_kind(fault)
+    if took > 5:
+        return f"{what}: took {took:.1f} s"
+    if kind is None and outcome is not None:
+        return f"{what}: {type(outcome).__name__}: {outcome}"
+    if kind is not None:
+        if not isinstance(outcome, cf.ProviderError) or outcome.kind != kind or not outcome.retryable:
+            return f"{what}: expected a retryable ProviderError ({kind}), got {type(outcome).__name__}: {outcome}"
+        partial = getattr(outcome, "partial_response", None)
+        if partial is not None and not GOOD_TEXT.startswith(partial.text):
+            return f"{what}: partial text {partial.text!r} is not what was sent"
+    if len(emu.requests) != 1:
+        return f"{what}: {len(emu.requests)} requests (a broken answer was retried or used)"
+    logged = len(store.recent(n=None, conversation_id=cid))
+    return None if logged == 1 else f"{what}: 1 model call, {logged} logged"
+
+
+def test_fuzzed_wire_breaks_end_typed_and_logged_on_every_sdk(emulator: Any) -> None:
+    rng = random.Random(SEED)
+    with Store() as store:
+        failures = [why for _ in range(WIRE_CHAINS) if (why := run_wire_case(emulator, rng, store))]
+    assert not failures, "\n".join(failures[:20])

@@ -7,12 +7,15 @@ merging, reasoning replay) is checked once, apart from any provider's wire forma
 
 from __future__ import annotations
 
+import asyncio
+import time
 from typing import Any
 
 import pytest
 
 from chainform.clients._common import AdapterClient, StreamState, merge_turns, replay_reasoning
 from chainform.clients._errors import StreamGuard
+from chainform.clients._timeouts import touch_current
 from chainform.errors import ChainformError, ProviderError, StreamInterruptedError, UnsupportedOptionError
 from chainform.types import (
     ChatOptions,
@@ -22,6 +25,7 @@ from chainform.types import (
     ModelProfile,
     TextContent,
     TextReasoningContent,
+    Timeout,
     ToolMode,
 )
 
@@ -223,3 +227,76 @@ def test_skeleton_merges_turns_and_replays_only_signed_reasoning() -> None:
     assert replay(TextReasoningContent("", "blob"), "assistant") == {"hidden": "blob"}
     assert replay(TextReasoningContent("why"), "assistant") is None  # unsigned: not accepted back
     assert replay(TextReasoningContent("why", "sig"), "user") is None
+
+
+class Paced(Events):
+    """An SDK stream that waits `gap` seconds before each event (forever after `hang_after`), and
+    touches the call's clock `pings` times during each wait, as an HTTP hook does for each chunk
+    of bytes that brings no event (a keep-alive the SDK hides)."""
+
+    def __init__(self, events: list[str], gap: float, hang_after: int | None = None, pings: int = 0) -> None:
+        super().__init__(events)
+        self.gap, self.hang_after, self.pings, self.sent = gap, hang_after, pings, 0
+
+    async def __anext__(self) -> str:
+        if self.hang_after is not None and self.sent >= self.hang_after:
+            await asyncio.Event().wait()  # a server that stopped sending, connection still open
+        for _ in range(self.pings + 1):
+            await asyncio.sleep(self.gap / (self.pings + 1))
+            touch_current()
+        self.sent += 1
+        return await super().__anext__()
+
+
+async def test_skeleton_ends_a_silent_stream_in_a_typed_timeout_keeping_what_arrived() -> None:
+    events = Paced(["Hel", "lo", "done"], gap=0.01, hang_after=2)
+    started = time.monotonic()
+    with pytest.raises(StreamInterruptedError) as info:
+        await Adapter(events, timeout=(1, 0.3)).get_response([Message.user("hi")])
+    assert 0.25 < time.monotonic() - started < 3
+    error = info.value
+    assert (error.kind, error.status, error.retryable) == ("timeout", None, True)
+    assert "sent nothing for 0.3 s" in str(error)
+    assert error.partial_response is not None and error.partial_response.text == "Hello"
+    assert events.closed
+
+
+async def test_skeleton_times_out_an_sdk_call_that_never_opens() -> None:
+    class Never(Adapter):
+        async def open_stream(self, request: dict[str, Any], state: StreamState, guard: StreamGuard) -> Events:
+            await asyncio.Event().wait()
+            raise AssertionError("unreachable")
+
+    with pytest.raises(ProviderError) as info:
+        await Never(Events([]), timeout=(0.1, 0.2)).get_response([Message.user("hi")])
+    assert type(info.value) is ProviderError and info.value.kind == "timeout" and info.value.retryable
+    assert "no answer within 0.3 s" in str(info.value)
+
+
+async def test_skeleton_read_timeout_is_silence_not_the_length_of_the_answer() -> None:
+    """Events 0.15 s apart under a 0.3 s read timeout: 1.2 s in all, never cut; a gap of 0.5 s
+    kept alive by a touch every 0.1 s (chunks of bytes without an event) is not silence either."""
+    steady = Paced(["a", "b", "c", "d", "e", "f", "g", "done"], gap=0.15)
+    assert (await Adapter(steady, timeout=(1, 0.3)).get_response([Message.user("hi")])).text == "abcdefg"
+    pinged = Paced(["a", "b", "done"], gap=0.5, pings=4)
+    assert (await Adapter(pinged, timeout=(1, 0.3)).get_response([Message.user("hi")])).text == "ab"
+
+
+async def test_skeleton_timeout_defaults_and_forms() -> None:
+    assert Adapter(Events([])).timeout == Timeout(10.0, 120.0)
+    assert Timeout.of(30) == Timeout(10.0, 30.0) and Timeout.of(5) == Timeout(5, 5)
+    assert Timeout.of((2, 60)) == Timeout(2, 60) == Timeout.parse("2,60")
+    assert Timeout.parse("45") == Timeout(10, 45)
+    for bad in (0, -1, float("nan"), (1, 2, 3), "10", True):
+        with pytest.raises(ValueError):
+            Timeout.of(bad)  # type: ignore[arg-type]
+    with pytest.raises(ValueError, match="CONNECT,READ"):
+        Timeout.parse("soon")
+
+
+async def test_skeleton_clock_leaves_the_callers_own_cancellation_alone() -> None:
+    task = asyncio.ensure_future(Adapter(Paced(["a", "done"], gap=5), timeout=(1, 60)).get_response([]))
+    await asyncio.sleep(0.05)
+    task.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await task

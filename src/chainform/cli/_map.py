@@ -17,7 +17,13 @@ from typing import TYPE_CHECKING, Any
 import click
 
 from chainform.cli._attach import conversion_options
-from chainform.cli._options import chain_limit_option, count_option, model_option, strategy_option
+from chainform.cli._options import (
+    chain_limit_option,
+    count_option,
+    model_option,
+    strategy_option,
+    timeout_option,
+)
 from chainform.cli._otel import otel_option, start_tracing
 from chainform.cli._prompt import FALLBACK_HELP, fallback_kwargs, open_log, parse_options
 
@@ -151,6 +157,7 @@ ATTACH_HELP = (
 @click.option("--option", "option_pairs", type=(str, str), multiple=True, help="Model option KEY VALUE.")
 @click.option("--key", help="API key (else environment, else `chainform keys set`).")
 @click.option("--base-url", help="Provider endpoint (OpenAI-compatible servers, proxies).")
+@timeout_option
 @click.option("-n", "--no-log", is_flag=True, help="Do not write the chains to the log.")
 @click.option(
     "--ray",
@@ -190,6 +197,7 @@ def map_command(
     option_pairs: tuple[tuple[str, str], ...],
     key: str | None,
     base_url: str | None,
+    timeout: Any,
     no_log: bool,
     ray_address: str | None,
     ray_workers: int,
@@ -222,7 +230,10 @@ def map_command(
         raise click.UsageError("--fallback does not run with --ray yet")
     if attach_field is not None and ray_address is not None:
         raise click.UsageError("--attach does not run with --ray yet")
-    model = None if ray_address else map_model(name, key=key, base_url=base_url, **fallback_kwargs(fallback))
+    provider_settings = {"timeout": timeout} if timeout is not None else {}
+    model = None
+    if ray_address is None:
+        model = map_model(name, key=key, base_url=base_url, **fallback_kwargs(fallback), **provider_settings)
     sink = JsonlSink(output)
     if keep_errors and not resume:
         raise click.UsageError("--keep-errors only applies with --resume")
@@ -262,7 +273,9 @@ def map_command(
             if ray_address is not None:
                 from chainform.ray import run_job
 
-                for result in run_job(ray_address, source, name, key, base_url, ray_workers, settings):
+                for result in run_job(
+                    ray_address, source, name, key, base_url, ray_workers, settings, model_settings=provider_settings
+                ):
                     commit(result)
             else:
                 import asyncio

@@ -1,13 +1,16 @@
-"""Option declarations the commands share: one definition of `-m`, `--strategy` and
-`--chain-limit` for `chainform` and `chainform map`, and the two shapes most options take (a
+"""Option declarations the commands share: one definition of `-m`, `--strategy`, `--chain-limit`
+and `--timeout` for `chainform` and `chainform map`, and the two shapes most options take (a
 bounded count, a choice), their default shown in `--help`."""
 
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import click
+
+if TYPE_CHECKING:
+    from chainform.types import Timeout
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -48,4 +51,29 @@ strategy_option = choice_option(
 )
 chain_limit_option = count_option(
     "--cl", "--chain-limit", "chain_limit", minimum=1, default=5, help="Most model calls in the tool phase."
+)
+
+
+class TimeoutParam(click.ParamType["Timeout"]):
+    """`--timeout`: READ or CONNECT,READ seconds, as a `chainform.types.Timeout`."""
+
+    name = "SECONDS"
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> Timeout:
+        from chainform.types import Timeout
+
+        if isinstance(value, Timeout):
+            return value
+        try:
+            return Timeout.parse(str(value))
+        except ValueError as exc:
+            self.fail(str(exc), param, ctx)
+
+
+timeout_option = click.option(
+    "--timeout",
+    type=TimeoutParam(),
+    default=None,
+    help="Provider call timeouts in seconds: READ (how long the server may send nothing; default 120) "
+    "or CONNECT,READ (connect default 10). A call past either fails with exit 3.",
 )

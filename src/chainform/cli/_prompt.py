@@ -22,6 +22,7 @@ from chainform.cli._options import (
     count_option,
     model_option,
     strategy_option,
+    timeout_option,
 )
 from chainform.cli._otel import otel_option, start_tracing
 from chainform.cli._output import echo_json, format_json
@@ -35,11 +36,14 @@ if TYPE_CHECKING:
 _OPTION_ALIASES = {"max_tokens": "max_output_tokens", "stop": "stop_sequences"}
 
 
-def resolve_model(name: str, *, key: str | None, base_url: str | None, fallback: Sequence[str] = ()) -> Model:
-    """Build the model (tests replace this to run the CLI on a ScriptedClient)."""
+def resolve_model(
+    name: str, *, key: str | None, base_url: str | None, fallback: Sequence[str] = (), **settings: Any
+) -> Model:
+    """Build the model (tests replace this to run the CLI on a ScriptedClient); `settings`: the
+    provider's (timeout), given only when set."""
     from chainform.models import get_model
 
-    return get_model(name, key=key, base_url=base_url, fallback=fallback)
+    return get_model(name, key=key, base_url=base_url, fallback=fallback, **settings)
 
 
 FALLBACK_HELP = (
@@ -198,6 +202,7 @@ def open_log(*, required: bool, wanted: bool) -> Store | None:
 @click.option("--cid", "--conversation", "cid", help="Continue the conversation with this id.")
 @click.option("--key", help="API key for this call (else environment, else `chainform keys set`).")
 @click.option("--base-url", help="Provider endpoint (OpenAI-compatible servers, proxies).")
+@timeout_option
 @click.option("-u", "--usage", "show_usage", is_flag=True, help="Print token usage (stderr).")
 @click.option(
     "--json", "as_json", is_flag=True, help="Print one JSON document: answer, value, strategy, usage, calls."
@@ -229,6 +234,7 @@ def prompt_command(
     cid: str | None,
     key: str | None,
     base_url: str | None,
+    timeout: Any,
     show_usage: bool,
     as_json: bool,
     **attaching: Any,
@@ -262,7 +268,8 @@ def prompt_command(
     conversation_id, history = _conversation(store, continue_, cid)
 
     name = model_name or default_model()
-    model = resolve_model(name, key=key, base_url=base_url, **fallback_kwargs(fallback))
+    settings = {"timeout": timeout} if timeout is not None else {}
+    model = resolve_model(name, key=key, base_url=base_url, **fallback_kwargs(fallback), **settings)
     response = model.chain(
         text,
         system=system,

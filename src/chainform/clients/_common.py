@@ -12,8 +12,9 @@ mapping only:
   applies the one retry/status policy and classifies `ProviderError.kind` (`_errors.py`).
 
 `AdapterClient._stream` runs them in that order; `pump` keeps translation bugs apart from SDK
-failures and closes the stream. Option checks, SDK import, key lookup, the lazily built SDK client,
-profile lookup and the partial response of a broken stream live here once.
+failures, bounds each wait on the SDK by `self.timeout` (`_timeouts.py`) and closes the stream.
+Option checks, SDK import, key lookup, the lazily built SDK client, profile lookup and the partial
+response of a broken stream live here once.
 """
 
 from __future__ import annotations
@@ -27,6 +28,10 @@ from pydantic_core import from_json
 
 from chainform.clients._errors import StreamGuard
 from chainform.clients._media import MediaAdapter
+from chainform.clients._reading import CLAUDE_FINISH as CLAUDE_FINISH  # the adapters' shared reading helpers
+from chainform.clients._reading import finish_reason as finish_reason
+from chainform.clients._reading import usage_details as usage_details
+from chainform.clients._timeouts import IdleClock
 from chainform.clients.base import BaseChatClient, Middleware
 from chainform.errors import ChainformError, UnsupportedOptionError
 from chainform.types import (
@@ -34,14 +39,14 @@ from chainform.types import (
     ChatResponseUpdate,
     Content,
     ErrorContent,
-    FinishReason,
     FunctionCallContent,
     Message,
     ModelProfile,
     Role,
     TextReasoningContent,
+    Timeout,
+    TimeoutLike,
     ToolMode,
-    UsageDetails,
 )
 
 
@@ -62,7 +67,8 @@ def resolve_key(provider: str, key: str | None, env_var: str) -> str:
 
 class AdapterClient(MediaAdapter, BaseChatClient):
     """Base of every provider adapter: model, SDK client (given, or built on first use), key hygiene,
-    the profile (given, or looked up in the family's table), option checks, the guarded stream loop.
+    the profile (given, or looked up in the family's table), option checks, the guarded stream loop
+    (`timeout`: the connect and idle-read timeouts of every call, `Timeout.of`; 10 s / 120 s).
 
     A subclass names its provider and its profile table (`clients/profiles/<family>.py`).
     """
@@ -81,8 +87,10 @@ class AdapterClient(MediaAdapter, BaseChatClient):
         secret: str | None = None,
         provider: str | None = None,
         base_url: str | None = None,
+        timeout: TimeoutLike = None,
     ) -> None:
         self.provider = provider or self.provider
+        self.timeout = Timeout.of(timeout)
         super().__init__(profile=profile or self.default_profile(model), middleware=middleware)
         self.model = model
         self.base_url = base_url
@@ -192,9 +200,11 @@ class AdapterClient(MediaAdapter, BaseChatClient):
         """Open the SDK stream, translate each event (`state.translate`; a whole JSON body, from a
         gateway that ignored `stream: true`, by `state.whole`), and turn SDK failures into typed
         errors. Only SDK calls sit inside the `try`s, so a bug in translation is never disguised
-        as a provider failure. The stream is closed however the loop ends."""
+        as a provider failure, and a wait on a silent server ends in a "timeout" one. The stream is
+        closed however the loop ends."""
+        clock = IdleClock(self.timeout, guard)
         try:
-            stream = await open_stream
+            stream = await clock.wait(open_stream, opening=True)
         except ChainformError:
             raise
         except Exception as exc:
@@ -202,14 +212,14 @@ class AdapterClient(MediaAdapter, BaseChatClient):
         guard.request_id = guard.request_id or getattr(stream, "request_id", None)
         events = 0
         try:
-            if (body := await whole_body(stream, guard)) is not None:
+            if (body := await clock.wait(whole_body(stream, guard), opening=True)) is not None:
                 for update in self.whole_updates(state, body, guard):
                     yield guard.seen(update)
                 return
             iterator = stream.__aiter__()
             while True:
                 try:
-                    event = await iterator.__anext__()
+                    event = await clock.wait(iterator.__anext__(), opening=events == 0)
                 except StopAsyncIteration:
                     if events == 0:  # headers, then nothing: the server refused to stream this
                         raise guard.error(
@@ -226,6 +236,7 @@ class AdapterClient(MediaAdapter, BaseChatClient):
                 for update in state.translate(event):
                     yield guard.seen(update)
         finally:
+            clock.close()
             close = getattr(stream, "aclose", None) or getattr(stream, "close", None)
             if close is not None and inspect.isawaitable(result := close()):
                 await result
@@ -312,45 +323,6 @@ def replay_reasoning(
     if not content.text:
         return redacted(content.protected_data)
     return signed(content.text, content.protected_data)
-
-
-def usage_details(
-    input_tokens: int | None,
-    output_tokens: int | None,
-    total_tokens: int | None = None,
-    *,
-    cache_read: int | None = None,
-    cache_written: int | None = None,
-    reasoning: int | None = None,
-) -> UsageDetails:
-    """Usage with the additional counts every adapter names alike (each only when non-zero)."""
-    counts = {
-        name: int(value)
-        for name, value in (
-            ("cache_read_input_tokens", cache_read),
-            ("cache_creation_input_tokens", cache_written),
-            ("reasoning_tokens", reasoning),
-        )
-        if value
-    }
-    return UsageDetails(input_tokens, output_tokens, total_tokens, counts)
-
-
-# Claude's stop reasons, which Bedrock's Converse API uses for every model family too.
-CLAUDE_FINISH = {
-    "end_turn": FinishReason.STOP,
-    "stop_sequence": FinishReason.STOP,
-    "tool_use": FinishReason.TOOL_CALLS,
-    "max_tokens": FinishReason.LENGTH,
-    "model_context_window_exceeded": FinishReason.LENGTH,
-}
-
-
-def finish_reason(reason: str | None, table: Mapping[str, FinishReason]) -> FinishReason | None:
-    """A provider's stop reason in chainform's words; an unknown one is kept verbatim (lower case)."""
-    if not reason:
-        return None
-    return table.get(reason) or FinishReason(reason.lower())
 
 
 class StreamState:

@@ -15,11 +15,20 @@ from chainform._json import copy_json
 from chainform.clients import _inline
 from chainform.clients._common import AdapterClient, import_sdk
 from chainform.clients._errors import StreamGuard, is_rejection, retry_after
+from chainform.clients._timeouts import http_hooks
 from chainform.clients.base import Middleware
 from chainform.clients.profiles.openai import COMPAT_SERVERS, is_foreign_url, openai_profile
 from chainform.errors import ProviderError, SchemaError, UnsupportedOptionError
 from chainform.keys import get_key, remember_url, require_key
-from chainform.types import ChatOptions, FinishReason, ModelProfile, ResponseFormat, ToolSpec
+from chainform.types import (
+    ChatOptions,
+    FinishReason,
+    ModelProfile,
+    ResponseFormat,
+    Timeout,
+    TimeoutLike,
+    ToolSpec,
+)
 
 
 @dataclass(frozen=True)
@@ -39,7 +48,7 @@ class ClientSettings:
     base_url: str | None = None
     key: str | None = field(default=None, repr=False)
     max_retries: int = 2
-    timeout: float | None = None
+    timeout: Timeout = field(default_factory=Timeout)
     default_headers: dict[str, str] = field(default_factory=dict)
     azure: AzureSettings | None = None
     token_provider: Callable[[], Any] | None = None  # Entra ID bearer tokens instead of a key
@@ -58,7 +67,7 @@ def make_settings(
     api_version: str | None = None,
     azure_ad_token_provider: Callable[[], Any] | None = None,
     max_retries: int = 2,
-    timeout: float | None = None,
+    timeout: TimeoutLike = None,
     default_headers: dict[str, str] | None = None,
     responses: bool = False,
 ) -> ClientSettings:
@@ -69,7 +78,7 @@ def make_settings(
     """
     common: dict[str, Any] = {
         "max_retries": max_retries,
-        "timeout": timeout,
+        "timeout": Timeout.of(timeout),
         "default_headers": dict(default_headers or {}),
     }
     if provider == "azure":
@@ -146,6 +155,7 @@ class OpenAIBaseClient(AdapterClient):
             secret=settings.key,
             provider=settings.provider,
             base_url=settings.base_url,
+            timeout=settings.timeout,
         )
 
     def default_profile(self, model: str) -> ModelProfile:
@@ -164,14 +174,13 @@ class OpenAIBaseClient(AdapterClient):
             "max_retries": s.max_retries,
             "default_headers": s.default_headers or None,
             "http_client": openai.DefaultAsyncHttpxClient(
-                event_hooks={
-                    "request": [_inline.httpx_hook(import_sdk("httpx2", "openai"))],
-                    "response": [_no_retry_on_rejection],
-                }
+                event_hooks=http_hooks(
+                    request=(_inline.httpx_hook(import_sdk("httpx2", "openai")),),
+                    response=(_no_retry_on_rejection,),
+                )
             ),
+            "timeout": openai.Timeout(s.timeout.read, connect=s.timeout.connect),
         }
-        if s.timeout is not None:
-            common["timeout"] = s.timeout
         if s.azure is not None:
             auth: dict[str, Any] = (
                 {"azure_ad_token_provider": s.azure.token_provider}

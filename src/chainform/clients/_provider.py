@@ -3,7 +3,7 @@ key, its SDK client factory and its adapter (which carries the profiles).
 
 The steps every adapter's `create_client` took by hand are here once: import the SDK on first use
 (naming the extra that installs it), resolve the key (argument, environment, keys file), build the
-SDK client with the provider's retry and timeout spelling, hand it to the adapter with the key as
+SDK client with the provider's retry and timeout spelling (a `Timeout`: connect and idle read), hand it to the adapter with the key as
 the secret to mask. An adapter module declares `PROVIDER_SPEC = Provider(...)` and exposes
 `create_client = PROVIDER_SPEC.create_client` for the registry.
 """
@@ -16,12 +16,12 @@ from typing import Any, Generic, TypeVar
 
 from chainform.clients._common import import_sdk, resolve_key
 from chainform.clients.base import ChatClient, Middleware
-from chainform.types import ModelProfile
+from chainform.types import ModelProfile, Timeout, TimeoutLike
 
 C = TypeVar("C", bound=ChatClient)
 
 SdkFactory = Callable[..., Any]
-"""`(sdk_module, key, base_url, max_retries, timeout, **kwargs) -> SDK client`."""
+"""`(sdk_module, key, base_url, max_retries, timeout: Timeout, **kwargs) -> SDK client`."""
 
 
 @dataclass(frozen=True)
@@ -49,7 +49,7 @@ class Provider(Generic[C]):
         key: str | None = None,
         base_url: str | None = None,
         max_retries: int | None = None,
-        timeout: float | None = None,
+        timeout: TimeoutLike = None,
         profile: ModelProfile | None = None,
         middleware: Sequence[Middleware] = (),
         **kwargs: Any,
@@ -59,10 +59,11 @@ class Provider(Generic[C]):
         secret = resolve_key(self.prefix, key, self.key_env) if self.key_env else None
         options = {name: kwargs.pop(name) for name in self.adapter_options if name in kwargs}
         retries = self.max_retries if max_retries is None else max_retries
-        client = self.sdk(module, secret if self.key_env else key, base_url, retries, timeout, **kwargs)
+        limits = Timeout.of(timeout)
+        client = self.sdk(module, secret if self.key_env else key, base_url, retries, limits, **kwargs)
         if secret is not None:
             options["secret"] = secret
-        return self.adapter(model, client, profile=profile, middleware=middleware, **options)
+        return self.adapter(model, client, profile=profile, middleware=middleware, timeout=limits, **options)
 
 
 __all__ = ["Provider"]

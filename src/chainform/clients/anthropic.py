@@ -16,6 +16,7 @@ from chainform.clients._cache import anthropic_breakpoints
 from chainform.clients._common import CLAUDE_FINISH, AdapterClient, StreamState
 from chainform.clients._errors import StreamGuard, retry_after
 from chainform.clients._provider import Provider
+from chainform.clients._timeouts import http_hooks
 from chainform.clients.profiles.anthropic import KNOWN_MODELS, PROVIDER, SAMPLING, UNKNOWN
 from chainform.errors import ChainformError, UnsupportedOptionError
 
@@ -32,16 +33,16 @@ def _sdk(
     key: str | None,
     base_url: str | None,
     max_retries: int,
-    timeout: float | None,
+    timeout: types.Timeout,
     **kwargs: Any,
 ) -> Any:
-    """`anthropic.AsyncAnthropic`; extra keyword arguments are its own."""
-    if timeout is not None:
-        kwargs["timeout"] = timeout
+    """`anthropic.AsyncAnthropic`; extra keyword arguments are its own. Its HTTP client (unless the
+    caller gave one) tells each attempt and chunk to the call's idle clock (`_timeouts.http_hooks`)."""
+    kwargs["timeout"] = anthropic.Timeout(timeout.read, connect=timeout.connect)
     spliced = "http_client" not in kwargs  # a client of the caller's is left as it is
     if spliced:
         hook = _inline.httpx_hook(_common.import_sdk("httpx2", "anthropic"))
-        kwargs["http_client"] = anthropic.DefaultAsyncHttpxClient(event_hooks={"request": [hook]})
+        kwargs["http_client"] = anthropic.DefaultAsyncHttpxClient(event_hooks=http_hooks(request=(hook,)))
     sdk = anthropic.AsyncAnthropic(api_key=key, base_url=base_url, max_retries=max_retries, **kwargs)
     return _inline.mark(sdk) if spliced else sdk
 

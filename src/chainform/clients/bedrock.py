@@ -21,6 +21,7 @@ from chainform.clients._common import CLAUDE_FINISH, AdapterClient, StreamState
 from chainform.clients._converse_media import DOCUMENT_TEXT, media_block
 from chainform.clients._errors import StreamGuard
 from chainform.clients._provider import Provider
+from chainform.clients._timeouts import touch_on_send
 from chainform.clients.profiles import family_stem
 from chainform.clients.profiles.bedrock import KNOWN_MODELS, PROVIDER, UNKNOWN
 from chainform.errors import ChainformError, MissingKeyError, UnsupportedOptionError
@@ -48,7 +49,7 @@ def _sdk(
     key: str | None,
     base_url: str | None,
     max_retries: int,
-    timeout: float | None,
+    timeout: types.Timeout,
     *,
     region: str | None = None,
     **client_kwargs: Any,
@@ -73,18 +74,21 @@ def _sdk(
 
     remember(client_kwargs.get("aws_secret_access_key"), client_kwargs.get("aws_session_token"))
     session = boto3.Session(**session_kwargs)
-    config_kwargs: dict[str, Any] = {"retries": {"total_max_attempts": max_retries + 1, "mode": "standard"}}
-    if timeout is not None:
-        config_kwargs.update(connect_timeout=timeout, read_timeout=timeout)
+    config = Config(
+        retries={"total_max_attempts": max_retries + 1, "mode": "standard"},
+        connect_timeout=timeout.connect,
+        read_timeout=timeout.read,
+    )
     client = session.client(
         "bedrock-runtime",
         region_name=region or session.region_name or "us-east-1",
         endpoint_url=base_url,
-        config=Config(**config_kwargs),
+        config=config,
         **client_kwargs,
     )
     # inline data spliced into the body before it is signed (clients/_inline.py)
     client.meta.events.register("before-sign.bedrock-runtime", _inline.botocore_hook)
+    client.meta.events.register("before-send.bedrock-runtime", touch_on_send)  # each attempt: the idle clock
     return _inline.mark(client)
 
 

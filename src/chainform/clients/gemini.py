@@ -19,6 +19,7 @@ from chainform.clients import _common, _inline
 from chainform.clients._common import AdapterClient, StreamState
 from chainform.clients._errors import StreamGuard
 from chainform.clients._provider import Provider
+from chainform.clients._timeouts import http_hooks
 from chainform.clients.profiles import family_stem
 from chainform.clients.profiles.gemini import KNOWN_MODELS, LEGACY_SCHEMA_FAMILIES, PROVIDER, UNKNOWN
 from chainform.errors import ChainformError, UnsupportedOptionError
@@ -45,7 +46,7 @@ def _sdk(
     key: str | None,
     base_url: str | None,
     max_retries: int,
-    timeout: float | None,
+    timeout: types.Timeout,
     *,
     retry_initial_delay: float = 1.0,
     retry_jitter: float = 1.0,
@@ -55,6 +56,9 @@ def _sdk(
 
     Retries (429, 5xx, connection errors) are the SDK's: exponential from `retry_initial_delay`
     seconds plus up to `retry_jitter` seconds of jitter. google-genai does not read Retry-After.
+    `timeout` is kept by the adapter skeleton: the SDK's own is a total (and a server-side
+    deadline header), which would cut a long answer that is still streaming; its HTTP client
+    (unless the caller gave one) tells each attempt and chunk to the call's idle clock.
     """
     genai_types = genai.types
     retry = genai_types.HttpRetryOptions(
@@ -66,14 +70,9 @@ def _sdk(
     if spliced:
         httpx = _common.import_sdk("httpx", "gemini")
         http_options["httpx_async_client"] = httpx.AsyncClient(
-            event_hooks={"request": [_inline.httpx_hook(httpx)]}
+            event_hooks=http_hooks(request=(_inline.httpx_hook(httpx),))
         )
-    options = genai_types.HttpOptions(
-        base_url=base_url,
-        retry_options=retry,
-        timeout=int(timeout * 1000) if timeout is not None else None,
-        **http_options,
-    )
+    options = genai_types.HttpOptions(base_url=base_url, retry_options=retry, **http_options)
     client = genai.Client(api_key=key, http_options=options)
     return _inline.mark(client) if spliced else client
 

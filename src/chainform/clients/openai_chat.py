@@ -23,8 +23,10 @@ from chainform.clients._openai_base import (
     reject_unsupported_content,
 )
 from chainform.clients._openai_chat_read import read_whole, translate_chunk
+from chainform.clients._timeouts import within
 from chainform.clients.base import Middleware
 from chainform.clients.profiles.openai import COMPAT_SERVERS
+from chainform.errors import ChainformError
 
 
 class OpenAIChatClient(OpenAIBaseClient):
@@ -222,7 +224,9 @@ class OpenAIChatClient(OpenAIBaseClient):
         request.pop("stream_options", None)
         guard = self.guard()
         try:
-            response = await self.create({**request, "stream": False})
+            response = await within(self.timeout, self.create({**request, "stream": False}), guard)
+        except ChainformError:
+            raise
         except Exception as exc:
             raise self.error(exc, guard, False) from None
         completion = read_whole(response, guard)

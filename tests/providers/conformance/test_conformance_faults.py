@@ -8,11 +8,21 @@ stream that breaks after it started keeps what arrived. One row per transport ru
 
 from __future__ import annotations
 
+import time
+
 import pytest
 from conformance_table import Row
 
 import chainform as cf
-from chainform.testing.emulator import DropConnection, Emulator, Fault, MalformedEvent, Reply, Stall
+from chainform.testing.emulator import (
+    CutStream,
+    DropConnection,
+    Emulator,
+    Fault,
+    MalformedEvent,
+    Reply,
+    Stall,
+)
 from chainform.types import TextReasoningContent
 
 TEXT = "0123456789abcdefghijklmnopqrstuvwxyz"
@@ -63,6 +73,59 @@ def test_timeout_is_retried_then_typed(transport: Row, emu: Emulator) -> None:
         model.prompt("x", log=False).text()
     assert (info.value.kind, info.value.status, info.value.retryable) == ("timeout", None, True)
     assert len(emu.requests) == 4
+
+
+def test_stall_mid_stream_is_a_typed_timeout_keeping_what_arrived(transport: Row, emu: Emulator) -> None:
+    """A server that goes silent in the middle of a stream ends in chainform's own read timeout,
+    whatever the SDK's: kind "timeout", retryable, the text already shown kept (issue 28 item 2)."""
+    emu.add(Stall(30, reply=TEXT, after_events=7))
+    chain = transport.model(emu, timeout=(1, 0.5)).prompt("x", log=False)
+    received: list[str] = []
+    started = time.monotonic()
+    with pytest.raises(cf.StreamInterruptedError) as info:
+        for chunk in chain:
+            received.append(chunk)
+    assert time.monotonic() - started < 10  # not the SDK's 60-600 s, nor the server's 30
+    error = info.value
+    assert (error.kind, error.status, error.retryable) == ("timeout", None, True)
+    assert "read timeout" in str(error)
+    partial = error.partial_response
+    assert partial is not None and partial.text and TEXT.startswith(partial.text) and partial.text != TEXT
+    assert "".join(received) == partial.text
+    assert len(emu.requests) == 1
+
+
+def test_stall_before_a_reply_without_streaming_is_a_typed_timeout(transport: Row, emu: Emulator) -> None:
+    emu.add(*[Stall(30)] * 2)
+    started = time.monotonic()
+    with pytest.raises(cf.ProviderError) as info:
+        transport.model(emu, timeout=0.4).prompt("x", stream=False, log=False).text()
+    assert time.monotonic() - started < 10
+    assert (info.value.kind, info.value.status, info.value.retryable) == ("timeout", None, True)
+    assert not isinstance(info.value, cf.StreamInterruptedError)
+
+
+def test_a_slow_steady_stream_longer_than_the_read_timeout_completes(transport: Row, emu: Emulator) -> None:
+    """The read timeout is the server's silence, not the answer's length: every event comes within
+    it, the whole answer takes several times it."""
+    emu.add(Stall(0.15, reply=TEXT, after_events=1, every=True))
+    started = time.monotonic()
+    assert "".join(transport.model(emu, timeout=0.6).prompt("x", log=False)) == TEXT
+    assert time.monotonic() - started > 1.2  # TEXT is 9+ events of 4 characters, 0.15 s apart
+
+
+@pytest.mark.parametrize("mid_event", [False, True], ids=["between-events", "mid-event"])
+def test_a_stream_that_ends_cleanly_too_soon_is_interrupted(
+    transport: Row, emu: Emulator, mid_event: bool
+) -> None:
+    """A body that ends without its terminal event (no error on the wire) is no answer: a typed
+    StreamInterruptedError holding the partial text, never a success (issue 28 item 1)."""
+    emu.add(CutStream(after_events=5, reply=TEXT, mid_event=mid_event))
+    with pytest.raises(cf.StreamInterruptedError) as info:
+        list(transport.model(emu).prompt("x", log=False))
+    partial = info.value.partial_response
+    assert partial is not None and TEXT.startswith(partial.text) and partial.text != TEXT
+    assert len(emu.requests) == 1
 
 
 def test_connection_dropped_before_a_reply_is_retried_then_typed(transport: Row, emu: Emulator) -> None:

@@ -17,6 +17,7 @@ Wire formats are plugins (one private module each); `_server.py` documents the i
 from chainform.testing.emulator._media import MediaRefused, RecordedMedia
 from chainform.testing.emulator._quirks import LLAMA_CPP_PYTHON, STREAMS_ALWAYS, Quirks
 from chainform.testing.emulator._script import (
+    CutStream,
     DropConnection,
     Fault,
     MalformedEvent,
@@ -37,6 +38,7 @@ from chainform.testing.emulator._wire import (
 __all__ = [
     "LLAMA_CPP_PYTHON",
     "STREAMS_ALWAYS",
+    "CutStream",
     "DropConnection",
     "Emulator",
     "Fault",

@@ -133,10 +133,28 @@ class DropConnection:
 @dataclass
 class Stall:
     """Answer `reply` only after `seconds`, like a provider that hangs: a client whose timeout is
-    shorter sees a timeout (and may retry). Stopping the emulator cuts the wait short."""
+    shorter sees a timeout (and may retry). Stopping the emulator cuts the wait short.
+
+    `after_events`: stream that many events of `reply` first, then go silent mid-stream (the rest
+    follows the pause, to a client still listening). `every`: pause before each event from there
+    on (a slow, steady stream: long in total, never silent for longer than `seconds`).
+    """
 
     seconds: float = 5.0
     reply: ReplyItem = "an answer that came too late"
+    after_events: int | None = None
+    every: bool = False
+
+
+@dataclass
+class CutStream:
+    """Stream `after_events` events of `reply`, then end the body cleanly (the chunked
+    terminator, no error): a server that stops early with nothing wrong on the wire. `mid_event`
+    sends the first half of the next event before the end, a cut in the middle of an event."""
+
+    after_events: int = 2
+    reply: ReplyItem = "partial answer that ends cleanly too soon"
+    mid_event: bool = False
 
 
 @dataclass
@@ -152,7 +170,7 @@ class RawResponse:
 
 
 ReplyItem = Union[Part, Sequence[Part], Reply]
-FaultItem = Union[Fault, MalformedEvent, DropConnection, Stall, RawResponse]
+FaultItem = Union[Fault, MalformedEvent, DropConnection, Stall, CutStream, RawResponse]
 ScriptItem = Union[ReplyItem, FaultItem, Callable[[RecordedRequest], Union[ReplyItem, FaultItem]]]
 
 

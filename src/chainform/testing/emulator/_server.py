@@ -24,6 +24,7 @@ from urllib.parse import parse_qsl, urlsplit
 
 from chainform.testing.emulator._media import MediaRefused
 from chainform.testing.emulator._script import (
+    CutStream,
     DropConnection,
     Fault,
     FaultItem,
@@ -293,8 +294,9 @@ class _Handler(BaseHTTPRequestHandler):
             body = fmt.render_error(Fault(500, message=str(exc)), request)
             self._send_json(500, body, {**rid, "x-should-retry": "false"})
             return
+        stall = item if isinstance(item, Stall) and item.after_events is not None else None
         if isinstance(item, Stall):
-            if emulator._stopping.wait(item.seconds):
+            if stall is None and emulator._stopping.wait(item.seconds):
                 self.close_connection = True
                 return
             item = item.reply
@@ -308,7 +310,7 @@ class _Handler(BaseHTTPRequestHandler):
             headers.update(item.headers)
             self._send_json(item.status, fmt.render_error(item, request), headers)
             return
-        fault = item if isinstance(item, MalformedEvent | DropConnection) else None
+        fault = item if isinstance(item, MalformedEvent | DropConnection | CutStream) else stall
         try:
             reply = to_reply(fault.reply if fault is not None else item)  # type: ignore[arg-type]
         except TypeError as exc:
@@ -326,7 +328,9 @@ class _Handler(BaseHTTPRequestHandler):
             self._answer_stream(
                 fmt, [fmt.encode_event(e) for e in fmt.render_stream(reply, request)], fault, rid
             )
-        elif isinstance(fault, DropConnection):
+        elif isinstance(fault, DropConnection | CutStream) or (  # unstreamed: before any reply
+            isinstance(fault, Stall) and emulator._stopping.wait(fault.seconds)
+        ):
             self._drop()
         elif isinstance(fault, MalformedEvent):
             self._send_bytes(200, fault.body, fault.content_type, rid)
@@ -337,7 +341,7 @@ class _Handler(BaseHTTPRequestHandler):
         self,
         fmt: WireFormat,
         events: list[bytes],
-        fault: MalformedEvent | DropConnection | None,
+        fault: MalformedEvent | DropConnection | CutStream | Stall | None,
         rid: dict[str, str],
     ) -> None:
         if isinstance(fault, DropConnection) and fault.after_events <= 0:
@@ -357,12 +361,30 @@ class _Handler(BaseHTTPRequestHandler):
                 if isinstance(fault, DropConnection) and n >= fault.after_events:
                     self._drop()
                     return
+                if isinstance(fault, CutStream) and n >= fault.after_events:
+                    if fault.mid_event and len(data) > 1:
+                        half = data[: len(data) // 2]
+                        self.wfile.write(f"{len(half):X}\r\n".encode() + half + b"\r\n")
+                    break
+                if isinstance(fault, Stall) and self._pauses(fault, n):
+                    return
                 self.wfile.write(f"{len(data):X}\r\n".encode() + data + b"\r\n")
                 self.wfile.flush()
             self.wfile.write(b"0\r\n\r\n")
             self.wfile.flush()
         except OSError:  # the client went away; nothing to tell it
             self.close_connection = True
+
+    def _pauses(self, stall: Stall, n: int) -> bool:
+        """Wait out `stall` before event `n` when it is due there; True when the emulator stopped."""
+        after = stall.after_events or 0
+        if not (n == after or (stall.every and n > after)):
+            return False
+        self.wfile.flush()
+        stopped = self.server.emulator._stopping.wait(stall.seconds)
+        if stopped:
+            self._drop()
+        return stopped
 
     def _drop(self) -> None:
         self.close_connection = True

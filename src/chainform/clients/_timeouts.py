@@ -1,0 +1,201 @@
+"""chainform's own timeouts on a provider call, kept by the adapter skeleton for every adapter.
+
+The SDKs' own timeouts differ (openai and anthropic: 600 s a read; google-genai: none unless
+asked; botocore: 60 s) and none of them bounds a stream whose server stops sending in the
+middle of it. `IdleClock` does, once for every adapter: each await on the SDK (opening the
+stream, each next event) may last `read` seconds of silence (`connect + read` while the
+stream opens), measured since the last thing the server sent. "Sent" is each event, and, where
+the SDK's HTTP client tells (`http_hooks`: the httpx/httpx2 event hooks every HTTP SDK takes,
+`touch_on_send` for botocore), each request attempt and each chunk of bytes, so keep-alive pings
+an SDK hides never count as silence. Until the first event the limit is `connect + read`: the
+SDK's own HTTP timeouts (the same values, per attempt) fire first, so its retries still run. Hand-written because asyncio.timeout (3.11+, and a fixed
+deadline) cannot be pushed back from an HTTP hook cheaply; the deadline here is a float that a
+touch moves, checked by one timer that re-arms itself.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextvars
+import functools
+import sys
+import time
+from collections.abc import AsyncIterator, Awaitable
+from typing import Any, TypeVar
+
+from chainform.clients._errors import StreamGuard
+from chainform.errors import ProviderError
+from chainform.types import Timeout
+
+T = TypeVar("T")
+
+_CURRENT: contextvars.ContextVar[IdleClock | None] = contextvars.ContextVar("chainform_idle_clock", default=None)
+
+
+def timeout_error(timeout: Timeout, opening: bool, guard: StreamGuard) -> ProviderError:
+    """The typed error of a call whose server went silent: kind "timeout", retryable (no status);
+    a StreamInterruptedError holding what arrived when the stream had begun."""
+    t = timeout
+    if opening:
+        what = f"no answer within {t.connect + t.read:g} s (timeout: connect {t.connect:g} s + read {t.read:g} s)"
+    else:
+        what = f"the server sent nothing for {t.read:g} s (read timeout) after {len(guard.updates)} update(s)"
+    return guard.error(what, kind="timeout")
+
+
+class IdleClock:
+    """One call's silence budget. `wait(awaitable)` awaits the SDK and cancels it once the server
+    has been silent for the limit, raising the typed timeout (`timeout_error`) through `guard`;
+    `touch()` says the server was not silent."""
+
+    def __init__(self, timeout: Timeout, guard: StreamGuard) -> None:
+        self.timeout = timeout
+        self.guard = guard
+        self._limit = timeout.read
+        self._deadline = 0.0
+        self._waiting = False
+        self._expired = False
+        self._task: asyncio.Task[Any] | None = None
+        self._timer: asyncio.TimerHandle | None = None
+        self._timer_at = 0.0
+
+    def touch(self) -> None:
+        """The server sent something: the silence starts again (safe from a worker thread)."""
+        self._deadline = time.monotonic() + self._limit
+
+    async def wait(self, awaitable: Awaitable[T], *, opening: bool = False) -> T:
+        """`await awaitable`, for at most the limit of silence (`connect + read` when `opening`)."""
+        self._limit = self.timeout.connect + self.timeout.read if opening else self.timeout.read
+        self.touch()
+        self._task = asyncio.current_task()
+        if self._timer is None or self._timer_at > self._deadline:
+            self._arm()
+        token = _CURRENT.set(self)
+        self._waiting = True
+        try:
+            return await awaitable
+        except BaseException:
+            self.close()  # a failed wait ends the call
+            if self._expired and _uncancel(self._task) == 0:
+                raise timeout_error(self.timeout, opening, self.guard) from None
+            raise
+        finally:
+            self._waiting = False
+            self._expired = False
+            _CURRENT.reset(token)
+
+    def close(self) -> None:
+        """Stop the timer (the call is over)."""
+        if self._timer is not None:
+            self._timer.cancel()
+            self._timer = None
+
+    def _arm(self) -> None:
+        if self._timer is not None:
+            self._timer.cancel()
+        loop = asyncio.get_running_loop()
+        delay = max(0.0, self._deadline - time.monotonic())
+        self._timer_at = self._deadline
+        self._timer = loop.call_later(delay, self._check)
+
+    def _check(self) -> None:
+        self._timer = None
+        if not self._waiting or self._task is None:
+            return  # the caller is busy with what arrived: not the server's silence
+        if time.monotonic() < self._deadline:
+            self._arm()
+            return
+        self._expired = True
+        self._task.cancel()
+
+
+def _uncancel(task: asyncio.Task[Any] | None) -> int:
+    """Take back the clock's own cancellation; what is left counts the caller's (3.10: none known)."""
+    uncancel = getattr(task, "uncancel", None)
+    return int(uncancel()) if uncancel is not None else 0
+
+
+async def within(timeout: Timeout, awaitable: Awaitable[T], guard: StreamGuard) -> T:
+    """`awaitable` (a whole, unstreamed SDK call) under `timeout`, as `pump` bounds a stream."""
+    clock = IdleClock(timeout, guard)
+    try:
+        return await clock.wait(awaitable, opening=True)
+    finally:
+        clock.close()
+
+
+def touch_current() -> None:
+    """Touch the clock of the call awaiting here, if any (from an HTTP or botocore hook)."""
+    clock = _CURRENT.get()
+    if clock is not None:
+        clock.touch()
+
+
+async def _on_request(request: Any) -> None:
+    clock = _CURRENT.get()
+    if clock is None:
+        return
+    clock.touch()
+    limits = request.extensions.get("timeout")
+    if isinstance(limits, dict) and limits.get("read") is None and limits.get("connect") is None:
+        # an SDK that sends no timeout of its own (google-genai) gets ours at the HTTP layer, so
+        # that its retries see its HTTP library's timeouts as they see any other
+        t = clock.timeout
+        request.extensions["timeout"] = {"connect": t.connect, "read": t.read, "write": t.read, "pool": t.read}
+
+
+async def _on_response(response: Any) -> None:
+    clock = _CURRENT.get()
+    if clock is None:
+        return
+    clock.touch()
+    touching = _touching_class(response)
+    if touching is not None:
+        response.stream = touching(response.stream, clock)
+
+
+@functools.cache
+def _touching_base(library: str) -> type | None:
+    return getattr(sys.modules.get(library), "AsyncByteStream", None)
+
+
+def _touching_class(response: Any) -> type | None:
+    """A subclass of the response's library's own AsyncByteStream (httpx and httpx2 check the
+    type) that touches its call's clock at every chunk of bytes."""
+    base = _touching_base(type(response).__module__.partition(".")[0])
+    if base is None or not isinstance(getattr(response, "stream", None), base):
+        return None
+    return _subclass(base)
+
+
+@functools.cache
+def _subclass(base: type) -> type:
+    class TouchingStream(base):  # type: ignore[misc, valid-type]
+        def __init__(self, stream: Any, clock: IdleClock) -> None:
+            self._stream = stream
+            self._clock = clock
+
+        async def __aiter__(self) -> AsyncIterator[bytes]:
+            async for chunk in self._stream:
+                self._clock.touch()
+                yield chunk
+
+        async def aclose(self) -> None:
+            await self._stream.aclose()
+
+    return TouchingStream
+
+
+def http_hooks(request: tuple[Any, ...] = (), response: tuple[Any, ...] = ()) -> dict[str, list[Any]]:
+    """`event_hooks` for an SDK's httpx or httpx2 async client: each request attempt and each chunk
+    of the answer touch the clock of the call that sent it; the hooks given run after ours."""
+    return {"request": [_on_request, *request], "response": [_on_response, *response]}
+
+
+def touch_on_send(**_: Any) -> None:
+    """A botocore `before-send` handler: each attempt (retries included) touches the call's clock
+    (the handler runs in the worker thread, which `asyncio.to_thread` gave the caller's context)."""
+    touch_current()
+
+
+__all__ = ["IdleClock", "http_hooks", "timeout_error", "touch_current", "touch_on_send", "within"]
