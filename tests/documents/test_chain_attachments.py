@@ -17,7 +17,7 @@ from chainform.errors import AttachmentError
 from chainform.models import AsyncModel, Model
 from chainform.store import Store
 from chainform.testing import ScriptedClient, tool_call
-from chainform.types import DataContent, ModelProfile, TextContent
+from chainform.types import DataContent, MediaSupport, ModelProfile, TextContent
 
 TEXT_ONLY = ModelProfile(name="scripted", provider="testing", supports_json_schema=True)
 VISION = TEXT_ONLY.replace(media=IMAGES)
@@ -204,3 +204,25 @@ def test_continuing_after_a_referenced_file_is_gone_is_a_clear_error(tmp_path: P
         AttachmentError, match=r"receipt\.png \(.*\), logged as a reference; the file is gone or changed"
     ):
         of_conversation(Store(), first.conversation_id)
+
+
+def test_a_large_file_is_held_once_from_reading_to_the_log(tmp_path: Path) -> None:
+    """Read once, checked, sent and logged without a second copy (no base64 of it for the log)."""
+    import os
+    import tracemalloc
+
+    path = tmp_path / "big.pdf"
+    path.write_bytes(b"%PDF-1.7\n" + os.urandom(10_000_000))
+    pdf = TEXT_ONLY.replace(media=MediaSupport(types=frozenset({"application/pdf"}), max_bytes=50_000_000))
+    model, _ = _model(pdf, ["warm", "ok"])
+    model.chain("warm up").text()
+    tracemalloc.start()
+    try:
+        model.chain("Read", attachments=[cf.Attachment(path=path)]).text()
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert peak < 1.5 * path.stat().st_size
+    with sqlite3.connect(Store().path) as db:
+        Store().recent(1)
+        assert db.execute("SELECT length(content) FROM attachments").fetchone() == (path.stat().st_size,)

@@ -13,6 +13,7 @@ fetched itself (never downloaded) is keyed by the sha256 of the URL.
 from __future__ import annotations
 
 import base64
+import dataclasses
 import hashlib
 import json
 import sqlite3
@@ -67,14 +68,20 @@ def url_key(url: str) -> str:
     return sha256(url.encode("utf-8"))
 
 
-def stored_contents(contents: list[dict[str, Any]], raw: list[Any], blobs: Blobs) -> None:
-    """Swap the inline bytes of `contents` (a message's parts as JSON, `raw` the parts themselves)
-    for their sha256, keeping the bytes in `blobs`."""
-    for part, content in zip(contents, raw, strict=True):
-        if part.get("type") == "data" and getattr(content, "data", None):
-            key = sha256(content.data)
-            blobs.setdefault(key, (content.media_type, content.data))
-            part["data"], part["sha256"] = "", key
+def without_bytes(contents: list[Any], blobs: Blobs) -> tuple[list[Any], dict[int, str]]:
+    """`contents` with each inline part's bytes taken out (kept in `blobs` under their sha256), and
+    the key of each such part by position: the stored message names its files, and no base64 copy
+    of a large file is ever made to write it."""
+    light: list[Any] = []
+    keys: dict[int, str] = {}
+    for position, content in enumerate(contents):
+        data = getattr(content, "data", None) if getattr(content, "type", None) == "data" else None
+        if data:
+            key = keys[position] = sha256(data)
+            blobs.setdefault(key, (content.media_type, data))
+            content = dataclasses.replace(content, data=b"")
+        light.append(content)
+    return light, keys
 
 
 def rows(attached: list[Attached], blobs: Blobs, response_ids: list[str]) -> dict[str, list[tuple[Any, ...]]]:

@@ -113,7 +113,11 @@ class ChainLogger:
                     conversion.method,
                     conversion.detail,
                     None if keep_ref else attachment.read(),
-                    str(Path(ref).resolve()) if keep_ref and not remote and ref else ref if keep_ref else None,
+                    str(Path(ref).resolve())
+                    if keep_ref and not remote and ref
+                    else ref
+                    if keep_ref
+                    else None,
                 )
             )
 

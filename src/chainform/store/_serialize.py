@@ -8,6 +8,7 @@ headers or keys.
 
 from __future__ import annotations
 
+import copy
 import functools
 import json
 import re
@@ -18,7 +19,7 @@ from pydantic import ConfigDict, Field, PlainSerializer, PlainValidator, TypeAda
 from chainform._json import canonical_json as canonical_json  # the log's form of a schema
 from chainform.keys import mentions_secret
 from chainform.keys import redact as mask_keys
-from chainform.store._attachments import Blobs, stored_contents
+from chainform.store._attachments import Blobs, without_bytes
 from chainform.types import Message, encodable_text
 from chainform.types._content import Content, DataContent
 
@@ -126,7 +127,9 @@ Encoded = dict[int, tuple[Message, str]]
 """Messages already encoded while writing one chain's rows: id -> (the message, its JSON)."""
 
 
-def messages_to_json(messages: list[Message], encoded: Encoded | None = None, blobs: Blobs | None = None) -> str:
+def messages_to_json(
+    messages: list[Message], encoded: Encoded | None = None, blobs: Blobs | None = None
+) -> str:
     """The stored JSON of a list of messages. A chain's later calls resend every message of the
     earlier ones: with `encoded` (one per write of a chain's rows, while the messages cannot
     change) each message is encoded once, not once per call it was sent with. With `blobs`, inline
@@ -144,8 +147,11 @@ def messages_to_json(messages: list[Message], encoded: Encoded | None = None, bl
 
 def _message_json(message: Message, blobs: Blobs | None = None) -> str:
     if blobs is not None and any(isinstance(c, DataContent) and c.data for c in message.contents):
-        stored = _MESSAGE.dump_python(message, mode="json")
-        stored_contents(stored["contents"], message.contents, blobs)
+        light = copy.copy(message)
+        light.contents, keys = without_bytes(message.contents, blobs)
+        stored = _MESSAGE.dump_python(light, mode="json")
+        for position, key in keys.items():
+            stored["contents"][position]["sha256"] = key
         return dumps(stored)
     try:
         return _MESSAGE.dump_json(message).decode()

@@ -325,7 +325,9 @@ class Store:
             db.execute(
                 "DELETE FROM schemas WHERE id NOT IN (SELECT schema_id FROM responses WHERE schema_id IS NOT NULL)"
             )
-            db.execute("DELETE FROM attachments WHERE sha256 NOT IN (SELECT sha256 FROM response_attachments)")
+            db.execute(
+                "DELETE FROM attachments WHERE sha256 NOT IN (SELECT sha256 FROM response_attachments)"
+            )
             return int(count)
 
         self.flush()
