@@ -24,6 +24,9 @@ from typing import Any
 
 from pydantic import BaseModel
 
+ORPHAN_FILES = "DELETE FROM attachments WHERE sha256 NOT IN (SELECT sha256 FROM response_attachments)"
+"""What `logs rm` runs once calls are gone: the files no call names any more."""
+
 Blobs = dict[str, tuple[str, bytes]]
 """sha256 -> (media type, bytes) of the inline parts met while encoding one chain's messages."""
 

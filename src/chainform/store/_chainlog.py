@@ -101,25 +101,14 @@ class ChainLogger:
         """The chain's attachments (chainform Attachment, documents Conversion pairs): logged once
         each, linked to every call. `store="ref"` keeps a file's path or URL, not its bytes."""
         for attachment, conversion in attachments:
-            remote = attachment.is_remote
-            ref = attachment.url if remote else str(attachment.path) if attachment.path is not None else None
-            keep_ref = remote or (store == "ref" and ref is not None)
-            self._attached.append(
-                Attached(
-                    url_key(attachment.url) if remote else attachment.sha256(),
-                    conversion.media_type,
-                    attachment.size(),
-                    conversion.name,
-                    conversion.method,
-                    conversion.detail,
-                    None if keep_ref else attachment.read(),
-                    str(Path(ref).resolve())
-                    if keep_ref and not remote and ref
-                    else ref
-                    if keep_ref
-                    else None,
-                )
-            )
+            if attachment.is_remote:  # a URL the provider fetched: its bytes never came here
+                key, data, ref = url_key(attachment.url), None, attachment.url
+            elif store == "ref" and attachment.path is not None:
+                key, data, ref = attachment.sha256(), None, str(Path(attachment.path).resolve())
+            else:
+                key, data, ref = attachment.sha256(), attachment.read(), None
+            size, how = attachment.size(), (conversion.name, conversion.method, conversion.detail)
+            self._attached.append(Attached(key, conversion.media_type, size, *how, data, ref))
 
     def __call__(self, call: LoggableCall, run: Any) -> None:
         """Note `call` (it has its tool results) with what only this moment knows: its id, place,

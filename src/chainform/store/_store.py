@@ -26,6 +26,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, TypeVar
 
+from chainform.store._attachments import ORPHAN_FILES
 from chainform.store._damage import as_store_error, check_intact
 from chainform.store._fts import catch_up, ensure_fts, has_fts, search_clause
 from chainform.store._journal import pending, spread, stage
@@ -325,9 +326,7 @@ class Store:
             db.execute(
                 "DELETE FROM schemas WHERE id NOT IN (SELECT schema_id FROM responses WHERE schema_id IS NOT NULL)"
             )
-            db.execute(
-                "DELETE FROM attachments WHERE sha256 NOT IN (SELECT sha256 FROM response_attachments)"
-            )
+            db.execute(ORPHAN_FILES)
             return int(count)
 
         self.flush()
