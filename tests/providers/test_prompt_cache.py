@@ -10,6 +10,7 @@ import pytest
 
 import chainform as cf
 from chainform.clients.bedrock import create_client as bedrock_client
+from chainform.clients.openai_responses import create_client as responses_client
 from chainform.testing import tool_call
 from chainform.testing.emulator import Emulator
 from chainform.types import ChatOptions, FunctionSpec, Message
@@ -91,15 +92,38 @@ def test_compatible_servers_get_no_cache_key(emulator: Emulator, monkeypatch: py
 
 async def test_bedrock_cache_points_where_the_model_takes_them(emulator: Emulator) -> None:
     tool = FunctionSpec("weather", "Weather.", {"type": "object", "properties": {}})
-    options = ChatOptions(tools=[tool])
+    options = ChatOptions(tools=[tool], cache_key="conversation-1")
     creds = {"region": "us-east-1", "aws_access_key_id": "AKIDTEST", "aws_secret_access_key": "s"}
-    claude = bedrock_client("anthropic.claude-sonnet-4-5-20250929-v1:0", base_url=emulator.base_url, **creds)
-    request = claude.build_request([Message.system(SYSTEM), Message.user("Hi")], options)
-    assert request["system"][-1] == {"cachePoint": {"type": "default"}}
-    assert request["toolConfig"]["tools"][-1] == {"cachePoint": {"type": "default"}}
-    llama = bedrock_client("meta.llama3-3-70b-instruct-v1:0", base_url=emulator.base_url, **creds)
-    request = llama.build_request([Message.system(SYSTEM), Message.user("Hi")], options)
-    assert "cachePoint" not in json.dumps(request)
+    messages = [Message.system(SYSTEM), Message.user("Hi")]
+    emulator.add("one", "two", "three")
+    claude = bedrock_client(
+        "anthropic.claude-sonnet-4-5-20250929-v1:0", base_url=emulator.base_url, max_retries=0, **creds
+    )
+    for _ in range(2):
+        response = await claude.get_response(messages, options)
+    for request in emulator.requests:
+        assert request.json["system"][-1] == {"cachePoint": {"type": "default"}}
+        assert request.json["toolConfig"]["tools"][-1] == {"cachePoint": {"type": "default"}}
+    assert response.usage_details is not None  # the second read the prefix the first wrote
+    assert response.usage_details.additional_counts["cache_read_input_tokens"] > len(SYSTEM) // 8
+    llama = bedrock_client(
+        "meta.llama3-3-70b-instruct-v1:0", base_url=emulator.base_url, max_retries=0, **creds
+    )
+    await llama.get_response(messages, options)
+    assert "cachePoint" not in json.dumps(emulator.requests[-1].json)
+
+
+async def test_openai_responses_sends_the_key_and_reads_the_cache(emulator: Emulator) -> None:
+    client = responses_client(
+        "gpt-4.1-mini", base_url=emulator.base_url + "/v1", key="sk-test", max_retries=0
+    )
+    emulator.add("one", "two")
+    messages = [Message.system(SYSTEM), Message.user("Hi")]
+    for _ in range(2):
+        response = await client.get_response(messages, ChatOptions(cache_key="conversation-1"))
+    assert [r.json["prompt_cache_key"] for r in emulator.requests] == ["conversation-1"] * 2
+    assert response.usage_details is not None
+    assert response.usage_details.additional_counts["cache_read_input_tokens"] > 0
 
 
 @pytest.mark.parametrize("provider", ["anthropic", "openai"])

@@ -14,7 +14,13 @@ from typing import Any, ClassVar
 
 from chainform.testing.emulator._media import IMAGE_TYPES, MediaRefused, RecordedMedia, decode
 from chainform.testing.emulator._script import Fault, Reply, Usage
-from chainform.testing.emulator._wire import ERROR_TYPES, RecordedRequest, StreamEvent, WireFormat
+from chainform.testing.emulator._wire import (
+    ERROR_TYPES,
+    RecordedRequest,
+    StreamEvent,
+    WireFormat,
+    marked_prefixes,
+)
 from chainform.types import FunctionCallContent, TextReasoningContent
 
 _STOP = {"stop": "end_turn", "tool_calls": "tool_use", "length": "max_tokens", "content_filter": "refusal"}
@@ -127,8 +133,7 @@ class AnthropicFormat(WireFormat):
                 for block in (message.get("content") if isinstance(message.get("content"), list) else [])
             ),
         ]
-        marked = [i for i, block in enumerate(blocks) if isinstance(block, dict) and "cache_control" in block]
-        return [blocks[: i + 1] for i in marked]
+        return marked_prefixes(blocks, "cache_control")
 
     def render_error(self, fault: Fault, request: RecordedRequest) -> dict[str, Any]:
         kind = _ERROR_TYPES.get(fault.status, "api_error")

@@ -18,7 +18,7 @@ from typing import Any, ClassVar
 
 from chainform.testing.emulator._media import MediaRefused, RecordedMedia, decode
 from chainform.testing.emulator._script import Fault, Reply, Usage
-from chainform.testing.emulator._wire import RecordedRequest, StreamEvent, WireFormat
+from chainform.testing.emulator._wire import RecordedRequest, StreamEvent, WireFormat, marked_prefixes
 from chainform.types import FunctionCallContent, TextReasoningContent
 
 _STOP = {
@@ -114,6 +114,16 @@ class BedrockConverseFormat(WireFormat):
                     data = decode((document.get("source") or {}).get("bytes"), "document.source.bytes")
                     found.append(RecordedMedia("document", document["format"], data, name=name))
         return found
+
+    def cache_prefixes(self, request: RecordedRequest) -> list[Any]:
+        """Tools, system, then messages, up to each cachePoint block."""
+        body = request.json
+        blocks = [
+            *(body.get("toolConfig") or {}).get("tools", []),
+            *(body.get("system") or []),
+            *(block for message in body.get("messages") or [] for block in message.get("content") or []),
+        ]
+        return marked_prefixes(blocks, "cachePoint")
 
     def is_stream(self, request: RecordedRequest) -> bool:
         return request.path.endswith("/converse-stream")

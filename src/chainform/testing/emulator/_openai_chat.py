@@ -14,7 +14,13 @@ from typing import Any, ClassVar
 
 from chainform.testing.emulator._media import IMAGE_TYPES, MediaRefused, RecordedMedia, data_url, url_or_data
 from chainform.testing.emulator._script import Fault, Reply, Usage
-from chainform.testing.emulator._wire import ERROR_TYPES, RecordedRequest, StreamEvent, WireFormat
+from chainform.testing.emulator._wire import (
+    ERROR_TYPES,
+    RecordedRequest,
+    StreamEvent,
+    WireFormat,
+    leading_instructions,
+)
 from chainform.types import FunctionCallContent, TextReasoningContent
 
 _ERROR_TYPES = {**ERROR_TYPES, 429: "rate_limit_exceeded"}
@@ -133,12 +139,7 @@ class OpenAIChatFormat(WireFormat):
         body = request.json
         if not body.get("prompt_cache_key"):
             return []
-        lead = []
-        for message in body.get("messages") or []:
-            if message.get("role") not in ("system", "developer"):
-                break
-            lead.append(message)
-        return [[body["prompt_cache_key"], body.get("tools"), lead]]
+        return [leading_instructions(body, "messages")]
 
     def render_error(self, fault: Fault, request: RecordedRequest) -> dict[str, Any]:
         kind = _ERROR_TYPES.get(fault.status, "server_error" if fault.status >= 500 else "api_error")

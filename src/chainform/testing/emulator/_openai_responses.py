@@ -15,7 +15,7 @@ from typing import Any, ClassVar
 
 from chainform.testing.emulator._media import IMAGE_TYPES, MediaRefused, RecordedMedia, data_url, url_or_data
 from chainform.testing.emulator._script import Fault, Reply, Usage
-from chainform.testing.emulator._wire import RecordedRequest, StreamEvent, WireFormat
+from chainform.testing.emulator._wire import RecordedRequest, StreamEvent, WireFormat, leading_instructions
 from chainform.types import FunctionCallContent, TextReasoningContent
 
 _INCOMPLETE = {"length": "max_output_tokens", "content_filter": "content_filter"}
@@ -118,6 +118,11 @@ class OpenAIResponsesFormat(WireFormat):
             "incomplete_details": {"reason": incomplete} if done and incomplete else None,
             "usage": _usage(reply.usage) if done else None,
         }
+
+    def cache_prefixes(self, request: RecordedRequest) -> list[Any]:
+        """With a prompt_cache_key: the key, tools, instructions and leading system items."""
+        body = request.json
+        return [leading_instructions(body, "input")] if body.get("prompt_cache_key") else []
 
     def render(self, reply: Reply, request: RecordedRequest) -> dict[str, Any]:
         return self._response(reply, request, _items(reply, request), done=True)

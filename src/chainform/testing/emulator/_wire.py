@@ -94,6 +94,23 @@ class WireFormat:
         return []
 
 
+def marked_prefixes(blocks: list[Any], marked: str) -> list[Any]:
+    """The prefixes of `blocks` that end at each block holding the key `marked` (cache_control,
+    cachePoint): what a provider with cache breakpoints caches."""
+    return [blocks[: i + 1] for i, block in enumerate(blocks) if isinstance(block, dict) and marked in block]
+
+
+def leading_instructions(body: dict[str, Any], key: str) -> list[Any]:
+    """The system/developer messages (or items) that open `body[key]`: with the tools, what
+    OpenAI's automatic cache finds again for requests that share a prompt_cache_key."""
+    lead = []
+    for message in body.get(key) or []:
+        if not isinstance(message, dict) or message.get("role") not in ("system", "developer"):
+            break
+        lead.append(message)
+    return [body.get("prompt_cache_key"), body.get("tools"), body.get("instructions"), lead]
+
+
 def discover_formats() -> list[WireFormat]:
     """Every `WIRE_FORMATS` declared by a private module of this package."""
     package = importlib.import_module("chainform.testing.emulator")
