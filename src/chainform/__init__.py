@@ -29,6 +29,7 @@ _PUBLIC: dict[str, tuple[str, ...]] = {
         "AllModelsFailedError",
         "AttachmentError",
         "Attempt",
+        "BudgetExceededError",
         "ChainError",
         "ChainformError",
         "FormattingError",
@@ -38,6 +39,7 @@ _PUBLIC: dict[str, tuple[str, ...]] = {
         "MCPServerError",
         "MissingKeyError",
         "ModelNotFoundError",
+        "PricingError",
         "ProviderError",
         "SandboxUnavailableError",
         "SchemaError",
@@ -61,6 +63,7 @@ _PUBLIC: dict[str, tuple[str, ...]] = {
     ),
     "chainform.otel": ("instrument", "uninstrument"),
     "chainform.output": ("OutputSpec", "StrategyChoice"),
+    "chainform.pricing": ("Budget", "set_price"),
     "chainform.response": ("AsyncChainResponse", "ChainResponse"),
     "chainform.schema.dsl": ("resolve_schema", "schema_dsl"),
     "chainform.tools": ("Tool", "Toolbox", "get_schema"),
@@ -94,7 +97,7 @@ _ALIASES: dict[str, tuple[str, str]] = {
     "Response": ("chainform.response", "ChainResponse"),
     "AsyncResponse": ("chainform.response", "AsyncChainResponse"),
 }
-_SUBMODULES = ("keys", "tools")
+_SUBMODULES = ("keys", "pricing", "tools")
 _WHERE: dict[str, str] = {name: module for module, names in _PUBLIC.items() for name in names}
 
 
@@ -115,6 +118,7 @@ def __dir__() -> list[str]:
 
 if TYPE_CHECKING:  # what type checkers and editors see: the same names, imported eagerly
     from chainform import keys as keys
+    from chainform import pricing as pricing
     from chainform import tools as tools
     from chainform.agents import Agent as Agent
     from chainform.chain._events import ChainEvent as ChainEvent
@@ -130,6 +134,7 @@ if TYPE_CHECKING:  # what type checkers and editors see: the same names, importe
     from chainform.errors import AllModelsFailedError as AllModelsFailedError
     from chainform.errors import AttachmentError as AttachmentError
     from chainform.errors import Attempt as Attempt
+    from chainform.errors import BudgetExceededError as BudgetExceededError
     from chainform.errors import ChainError as ChainError
     from chainform.errors import ChainformError as ChainformError
     from chainform.errors import FormattingError as FormattingError
@@ -139,6 +144,7 @@ if TYPE_CHECKING:  # what type checkers and editors see: the same names, importe
     from chainform.errors import MCPServerError as MCPServerError
     from chainform.errors import MissingKeyError as MissingKeyError
     from chainform.errors import ModelNotFoundError as ModelNotFoundError
+    from chainform.errors import PricingError as PricingError
     from chainform.errors import ProviderError as ProviderError
     from chainform.errors import SandboxUnavailableError as SandboxUnavailableError
     from chainform.errors import SchemaError as SchemaError
@@ -162,6 +168,8 @@ if TYPE_CHECKING:  # what type checkers and editors see: the same names, importe
     from chainform.output import OutputSpec as OutputSpec
     from chainform.output import StrategyChoice as StrategyChoice
     from chainform.output.strategies._context import ContextPolicy as ContextPolicy
+    from chainform.pricing import Budget as Budget
+    from chainform.pricing import set_price as set_price
     from chainform.response import AsyncChainResponse as AsyncChainResponse
     from chainform.response import ChainResponse as ChainResponse
     from chainform.schema.dsl import resolve_schema as resolve_schema

@@ -6,16 +6,21 @@ import os
 from pathlib import Path
 
 
-def _directory(env_var: str, kind: str) -> Path:
-    """`$env_var` if set, else platformdirs' user directory of `kind` ("data" or "cache"); created."""
+def _located(env_var: str, kind: str) -> Path:
+    """`$env_var` if set, else platformdirs' user directory of `kind` ("data" or "cache")."""
     override = os.environ.get(env_var)
     if override:
-        path = Path(override).expanduser()
-    else:
-        import platformdirs
+        return Path(override).expanduser()
+    import platformdirs
 
-        locate = platformdirs.user_data_dir if kind == "data" else platformdirs.user_cache_dir
-        path = Path(locate("chainform", appauthor=False))
+    locate = platformdirs.user_data_dir if kind == "data" else platformdirs.user_cache_dir
+    return Path(locate("chainform", appauthor=False))
+
+
+def _directory(env_var: str, kind: str) -> Path:
+    """`_located(env_var, kind)`, created."""
+    override = os.environ.get(env_var)
+    path = _located(env_var, kind)
     try:
         path.mkdir(mode=0o700, parents=True, exist_ok=True)
     except OSError as exc:
@@ -45,6 +50,11 @@ def private(path: Path, mode: int) -> None:
 def home() -> Path:
     """User data dir: the log database, keys file and saved schemas live here."""
     return _directory("CHAINFORM_HOME", "data")
+
+
+def home_path() -> Path:
+    """Where `home()` is, without making it (for reads that find nothing when it is missing)."""
+    return _located("CHAINFORM_HOME", "data")
 
 
 def cache_dir() -> Path:

@@ -7,6 +7,7 @@ module (a response carried by an error is typed `Any`, as `ChainError.responses`
 from __future__ import annotations
 
 from dataclasses import dataclass
+from decimal import Decimal
 from typing import Any, Literal
 
 
@@ -244,6 +245,23 @@ class FormattingError(ChainError):
         self.context = context
         self.attempts = list(attempts or [])
         super().__init__(message, responses=responses)
+
+
+class BudgetExceededError(ChainError):
+    """`max_cost` was reached: the chain ended between two calls. `spent` (USD) is what its calls
+    cost; `max_cost` the cap; `responses` the calls made."""
+
+    def __init__(
+        self, message: str, *, spent: Decimal, max_cost: Decimal, responses: list[Any] | None = None
+    ) -> None:
+        self.spent = spent
+        self.max_cost = max_cost
+        super().__init__(message, responses=responses)
+
+
+class PricingError(ChainformError, ValueError):
+    """A price or a cap that cannot be used: a negative or non-numeric `--max-cost` / `--price`, a
+    malformed prices file, or a cap asked of a model whose price is unknown."""
 
 
 class ScriptExhaustedError(ChainformError):

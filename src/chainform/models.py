@@ -22,6 +22,7 @@ from chainform.errors import ProviderErrorKind
 from chainform.output import STRATEGIES, OutputSpec
 from chainform.output._fallbacks import Fallbacks
 from chainform.output.strategies._context import ContextPolicy
+from chainform.pricing import Cost
 from chainform.response import AsyncChainResponse, ChainResponse, RunFactory
 from chainform.types import Attachment, ChatOptions, Message, ModelProfile
 from chainform.types._options import as_options
@@ -54,16 +55,14 @@ class _Base(Generic[R]):
         self._store: Any = None
         self._store_failed = False
         self.fallbacks = Fallbacks()
-        """What the provider refused at run time (e.g. tools with a schema); shared by this model's
-        chains and conversations, inspectable, and forgotten with `model.fallbacks.clear()`."""
+        """Refusals learnt at run time (e.g. tools with a schema), shared by this model's chains; `.clear()`."""
 
     @property
     def profile(self) -> ModelProfile:
         return self._profile or self.client.profile
 
     def _twin(self, client: ChatClient | None = None) -> AsyncModel:
-        """An AsyncModel with this model's profile, name and log, on `client` (else this one's):
-        what `map` runs its rows on (on the rate-gated client)."""
+        """An AsyncModel like this one on `client` (else this one's): what `map` runs rows on."""
         kept = {"name": self.name, "log_path": self._log_path, "fallback": self.fallback}
         return AsyncModel(client or self.client, self._profile, **kept)
 
@@ -106,14 +105,14 @@ class _Base(Generic[R]):
         convert: bool = True,
         allow_private_urls: bool = False,
         attachments_store: str = "copy",
+        max_cost: Cost | None = None,
     ) -> R:
         """Run a tool chain whose final answer matches `schema` (when given); see docs/strategies.md.
 
         `attachments` (or Attachments in `prompt=[...]`) are made ready for this model before
-        anything is sent: as they are, or converted locally (docs/attachments.md).
-
-        The sync Model starts the chain at once on a background loop; AsyncModel starts it when
-        first awaited or iterated.
+        anything is sent: as they are, or converted locally (docs/attachments.md). `max_cost` (USD)
+        ends the chain between calls with BudgetExceededError once its calls cost that much.
+        The sync Model starts the chain at once on a background loop; AsyncModel when awaited.
         """
         if strategy not in STRATEGIES:
             raise ValueError(f"unknown strategy {strategy!r}; choose one of {', '.join(STRATEGIES)}")
@@ -137,6 +136,7 @@ class _Base(Generic[R]):
             options=as_options(options),
             stream=stream,
             history=list(history),
+            max_cost=max_cost,
         )
         if sources:
             return self._respond(

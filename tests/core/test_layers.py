@@ -25,6 +25,7 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
     ("chain", ("chainform.chain",)),
     ("output", ("chainform.output",)),
     ("store", ("chainform.store",)),
+    ("pricing", ("chainform.pricing",)),
     ("providers", ("chainform.clients", "chainform.local", "chainform.testing", "chainform.documents")),
     ("tools", ("chainform.tools", "chainform.mcp")),
     ("tracing", ("chainform.otel",)),

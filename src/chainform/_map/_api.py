@@ -17,12 +17,14 @@ from collections.abc import (
     Iterator,
     Sequence,
 )
+from decimal import Decimal
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Concatenate, Literal, ParamSpec
 
 from chainform import _sync
 from chainform._map._inputs import Row, check_template, rows
 from chainform._map._results import MapResult
+from chainform.pricing import Budget
 
 if TYPE_CHECKING:
     from chainform._map._run import MapModel, SyncMapModel
@@ -51,6 +53,7 @@ def amap(
     run_id: str | None = None,
     attach: str | None = None,
     attach_base: str | Path | None = None,
+    max_cost: float | str | Decimal | Budget | None = None,
     **chain_options: Any,
 ) -> AsyncGenerator[MapResult, None]:
     """Run a chain for every input and yield a MapResult per row as it finishes.
@@ -63,8 +66,10 @@ def amap(
     connection). `on_error="record"` puts a typed `RowError` on the row; "raise" stops the run.
     `ordered=True` yields in input order. `id_field` keys rows by a field (else by position);
     `attach` names a field of path(s) or URL(s) (comma-separated) each row attaches, paths taken
-    relative to `attach_base`; other keyword arguments go to `chain` (strategy, chain_limit,
-    options, convert, ...).
+    relative to `attach_base`; `max_cost` (USD, or a `Budget` to read afterwards) stops starting
+    rows once what was spent plus the estimate of the rows in flight reaches it (PricingError at
+    once when the price is unknown); other keyword arguments go to `chain` (strategy,
+    chain_limit, options, convert, ...).
     """
     from chainform._map._run import MapRun
 
@@ -96,6 +101,7 @@ def amap(
         chain_options=chain_options,
         attach=attach,
         attach_base=Path(attach_base) if attach_base is not None else None,
+        budget=max_cost if isinstance(max_cost, Budget) or max_cost is None else Budget(max_cost),
     )
     return run.results(source, concurrency=concurrency, ordered=ordered)
 

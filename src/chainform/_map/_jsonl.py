@@ -43,6 +43,7 @@ def line_for(result: MapResult, run_id: str, record: dict[str, Any]) -> dict[str
         "index": result.index,
         "conversation_id": result.conversation_id,
         "tokens": result.usage.total_tokens or 0,
+        "cost": None if result.usage.cost is None else str(result.usage.cost),  # USD; None: unknown
     }
     if result.model is not None:
         out[META]["model"] = result.model

@@ -37,6 +37,7 @@ class Pool(Generic[T]):
         concurrency: int,
         ordered: bool,
         window: int | None = None,
+        admit: Callable[[], Awaitable[bool]] | None = None,
     ) -> None:
         if concurrency < 1:
             raise ValueError("concurrency must be at least 1")
@@ -45,6 +46,7 @@ class Pool(Generic[T]):
         self.concurrency = concurrency
         self.ordered = ordered
         self.window = window or concurrency * 2
+        self.admit = admit  # asked before each row starts; False ends the run (a cost cap)
 
     async def results(self) -> AsyncIterator[tuple[Row, T]]:
         slots = asyncio.Semaphore(self.window)
@@ -55,6 +57,8 @@ class Pool(Generic[T]):
             seq = 0
             async for row in _aiter(self.source, self.concurrency):
                 await slots.acquire()
+                if self.admit is not None and not await self.admit():
+                    break
                 await todo.put((seq, row))
                 seq += 1
             for _ in range(self.concurrency):

@@ -22,7 +22,10 @@ from chainform._map._pool import Pool
 from chainform._map._results import MapResult, RowError
 from chainform.chain._tools import normalize_tools
 from chainform.output import OutputSpec
+from chainform.pricing import PRICES, Budget
+from chainform.pricing._rates import ZERO
 from chainform.store._chainlog import naming as _naming
+from chainform.types import UsageDetails
 from chainform.types._options import ChatOptions, as_options
 
 
@@ -48,6 +51,7 @@ class MapModel(Protocol):
     client (the rate-gated one), and `chain`."""
 
     client: Any
+    name: str
     _store: Any
 
     def _twin(self, client: Any = None) -> MapModel: ...
@@ -81,8 +85,13 @@ class MapRun:
         chain_options: dict[str, Any],
         attach: str | None = None,
         attach_base: Path | None = None,
+        budget: Budget | None = None,
     ) -> None:
         self.model = model
+        self.budget = budget
+        if budget is not None:  # an unknown price refuses the cap before any row
+            budget.check_rate(PRICES.rate(model.name))
+        self._row_ended: asyncio.Event | None = None
         self.template = prompt
         self.system = system
         # resolved once for the whole run, not once a row (a pydantic model's JSON Schema, tools'
@@ -118,7 +127,8 @@ class MapRun:
         self._gated_model()
         hooks = _trace.hooks
         self.trace = hooks.map_run(getattr(self.model, "name", "model"), self.run_id) if hooks else None
-        pool = Pool(source, self.run_row, concurrency=concurrency, ordered=ordered)
+        admit = self._admit if self.budget is not None else None
+        pool = Pool(source, self.run_row, concurrency=concurrency, ordered=ordered, admit=admit)
         failed: BaseException | None = None
         try:
             async for _row, result in pool.results():
@@ -130,7 +140,30 @@ class MapRun:
             if hooks is not None:
                 hooks.map_done(self.trace, failed)
 
+    async def _admit(self) -> bool:
+        """Whether the next row may start under the cost cap (waits while rows in flight decide)."""
+        assert self.budget is not None
+        while (verdict := self.budget.room()) == "wait":
+            self._row_ended = self._row_ended or asyncio.Event()
+            self._row_ended.clear()
+            await self._row_ended.wait()
+        if verdict == "go":
+            self.budget.start()
+        return verdict == "go"
+
     async def run_row(self, row: Row) -> MapResult:
+        if self.budget is None:
+            return await self._run_row(row)
+        result = None
+        try:
+            result = await self._run_row(row)
+            return result
+        finally:
+            self.budget.finish(result.usage if result is not None else UsageDetails(cost=ZERO))
+            if self._row_ended is not None:
+                self._row_ended.set()
+
+    async def _run_row(self, row: Row) -> MapResult:
         result = MapResult(row.index, row.key, row.data)
         if row.error is not None:
             result.error = RowError.of(row.error)

@@ -19,6 +19,7 @@ from chainform.errors import ProviderError, StructuredOutputGenerationError
 from chainform.output._fallbacks import Fallbacks
 from chainform.output._select import StrategyChoice
 from chainform.output.strategies import NOT_FINAL, Strategy
+from chainform.pricing import Meter
 from chainform.types import ChatOptions, ChatResponse, Message
 
 CallLogger = Callable[[ModelCall, Any], None]
@@ -35,8 +36,10 @@ class CallRunner:
         *,
         stream: bool,
         logger: CallLogger | None,
+        meter: Meter | None = None,
     ) -> None:
         self.client = client
+        self.meter = meter  # prices each call (its usage.cost) and holds the chain to max_cost
         self.events = events
         self.fallbacks = fallbacks
         self.stream = stream
@@ -51,6 +54,8 @@ class CallRunner:
         self, messages: list[Message], options: ChatOptions, strategy: Strategy, purpose: str
     ) -> tuple[ChatResponse, Any, StructuredOutputGenerationError | None]:
         """One model call; returns (response, value or NOT_FINAL, validation error)."""
+        if self.meter is not None:
+            self.meter.check(self.calls)  # a capped chain ends between calls
         stream = self.stream and self.events.streamed
         stream = stream and not (options.tools and "streamed_tools" in self.fallbacks)
         try:
@@ -135,6 +140,8 @@ class CallRunner:
             model=self.model_name,
             failed=failed,
         )
+        if self.meter is not None:
+            call.priced = self.meter.priced(response, call.model)
         if _trace.hooks is not None:
             _trace.hooks.call(call)
         self.flush_log()

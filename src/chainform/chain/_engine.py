@@ -35,6 +35,7 @@ from chainform.output import OUTPUT_TOOL_NAME, OutputSpec, StrategyChoice, selec
 from chainform.output._fallbacks import Fallbacks
 from chainform.output.strategies import NOT_FINAL, Outcome, Plain, Settings, Strategy, build
 from chainform.output.strategies._context import ContextPolicy, Formatting, answered, final_answer
+from chainform.pricing import PRICES, Cost, Meter, as_cost
 from chainform.types import (
     ChatOptions,
     FunctionCallContent,
@@ -66,6 +67,11 @@ class ChainRequest:
     options: ChatOptions = field(default_factory=ChatOptions)
     stream: bool = True
     history: list[Message] = field(default_factory=list)
+    max_cost: Cost | None = None  # USD; the chain ends between calls once its calls cost this
+
+    def __post_init__(self) -> None:
+        if self.max_cost is not None:  # checked when the chain is asked for, not when it runs
+            self.max_cost = as_cost(self.max_cost)
 
 
 class ChainRun(CallRunner):
@@ -90,7 +96,10 @@ class ChainRun(CallRunner):
         if request.retries < 0:
             raise ValueError("retries cannot be negative")
         memory = fallbacks if fallbacks is not None else Fallbacks()
-        super().__init__(client, events, memory, stream=request.stream, logger=logger)
+        meter = Meter(
+            PRICES.rate(model_name), as_cost(request.max_cost) if request.max_cost is not None else None
+        )
+        super().__init__(client, events, memory, stream=request.stream, logger=logger, meter=meter)
         self.req = request
         self.profile = profile
         self.model_name = model_name
@@ -100,7 +109,9 @@ class ChainRun(CallRunner):
             else None
         )
         self.conversation_id = conversation_id
-        if request.options.cache_key is None:  # requests of one conversation share a cache (clients/_cache.py)
+        if (
+            request.options.cache_key is None
+        ):  # requests of one conversation share a cache (clients/_cache.py)
             request.options = request.options.replace(cache_key=conversation_id)
         self.chain_id = chain_id
         self.tools = {t.name: t for t in request.tools}

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from decimal import Decimal
 from typing import Any
 
 from chainform._lineage import AgentRun
@@ -32,6 +33,7 @@ class ModelCall:
     format_context: str | None = None
     model: str | None = None  # the model that made the call (a fallback's name when one answered)
     failed: str | None = None  # the type of the error the call raised (None: it returned)
+    priced: UsageDetails | None = None  # the usage with its cost, once the engine priced the call
 
     @property
     def text(self) -> str:
@@ -39,11 +41,17 @@ class ModelCall:
 
     @property
     def usage(self) -> UsageDetails:
+        """Tokens of this call and (`.cost`) what it cost."""
+        if self.priced is not None:
+            return self.priced
         return (self.response.usage_details if self.response else None) or UsageDetails()
 
 
+_NOTHING = UsageDetails(cost=Decimal(0))  # the sum of no calls (sums make new objects)
+
+
 class ChainUsage(UsageDetails):
-    """Usage summed over every call of a chain and of the subagents it called.
+    """Usage (and cost) summed over every call of a chain and of the subagents it called.
 
     `by_purpose` splits the chain's own calls (chain / retry / format); `by_agent` gives each
     subagent's share by agent name (nested subagents under their own names); `by_model` the chain's
@@ -56,23 +64,30 @@ class ChainUsage(UsageDetails):
 
     @classmethod
     def of(cls, calls: list[ModelCall], agent_runs: Sequence[AgentRun] = ()) -> ChainUsage:
-        total = UsageDetails()
+        total = _NOTHING
         by_purpose: dict[str, UsageDetails] = {}
         by_model: dict[str, UsageDetails] = {}
         for call in calls:
             total = total + call.usage
-            by_purpose[call.purpose] = by_purpose.get(call.purpose, UsageDetails()) + call.usage
+            by_purpose[call.purpose] = by_purpose.get(call.purpose, _NOTHING) + call.usage
             if call.model is not None:
-                by_model[call.model] = by_model.get(call.model, UsageDetails()) + call.usage
+                by_model[call.model] = by_model.get(call.model, _NOTHING) + call.usage
         by_agent: dict[str, UsageDetails] = {}
         pending = list(agent_runs)
         while pending:
             run = pending.pop(0)
             for call in run.calls:
                 total = total + call.usage
-                by_agent[run.agent] = by_agent.get(run.agent, UsageDetails()) + call.usage
+                by_agent[run.agent] = by_agent.get(run.agent, _NOTHING) + call.usage
             pending.extend(run.children)
-        usage = cls(total.input_tokens, total.output_tokens, total.total_tokens, total.additional_counts)
+        usage = cls(
+            total.input_tokens,
+            total.output_tokens,
+            total.total_tokens,
+            total.additional_counts,
+            total.cost,
+            total.cost_reason,
+        )
         usage.by_purpose = by_purpose
         usage.by_agent = by_agent
         usage.by_model = by_model

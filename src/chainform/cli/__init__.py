@@ -13,6 +13,7 @@ from chainform.cli._logs import logs_command
 from chainform.cli._map import map_command
 from chainform.cli._mcp import mcp_group
 from chainform.cli._models import models_command
+from chainform.cli._money import logs_cost
 from chainform.cli._prompt import prompt_command
 from chainform.cli._schemas import schemas_command
 from chainform.cli._tools import tools_command
@@ -31,6 +32,8 @@ def cli(debug: bool) -> None:
     chainform logs -n 3                                    # every call of recent chains
     """
 
+
+logs_command.add_command(logs_cost)
 
 for _command in (
     prompt_command,

@@ -31,7 +31,13 @@ def exit_code_for(exc: BaseException) -> int:
     from chainform.store import StoreError
 
     if isinstance(
-        exc, errors.SchemaError | click.UsageError | StoreError | errors.HomeError | errors.AttachmentError
+        exc,
+        errors.SchemaError
+        | click.UsageError
+        | StoreError
+        | errors.HomeError
+        | errors.AttachmentError
+        | errors.PricingError,
     ):
         return EXIT_USAGE
     if isinstance(exc, errors.ProviderError | errors.MissingKeyError | errors.ModelNotFoundError):

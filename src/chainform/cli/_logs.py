@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING
 
 import click
 
+from chainform.cli._money import cost_text
 from chainform.cli._output import echo_json, shorten
 
 if TYPE_CHECKING:
@@ -38,6 +39,8 @@ def render(row: LoggedResponse, *, usage: bool, format_context: bool) -> str:
     ]
     if row.duration_ms is not None:
         lines[-1] += f" · {row.duration_ms:.0f} ms"
+    if row.usage is not None:
+        lines[-1] += f" · {cost_text(row.usage.cost)}"
     if row.schema_id:
         lines.append(f"schema `{row.schema_id[:12]}`")
     if row.system:
@@ -102,7 +105,7 @@ def render(row: LoggedResponse, *, usage: bool, format_context: bool) -> str:
 @click.option("--chain", "chain_id", help="Only this chain (every call of one prompt).")
 @click.option("--schema", "schema", help="Only calls with this schema (id or prefix, or a schema to match).")
 @click.option("--format-context", "format_context", is_flag=True, help="Show what each formatting call saw.")
-@click.option("-u", "--usage", is_flag=True, help="Show token usage of each call.")
+@click.option("-u", "--usage", is_flag=True, help="Show token usage of each call (`logs cost` sums costs).")
 @click.option(
     "--tree", is_flag=True, help="Conversations with the subagent conversations they started, nested."
 )

@@ -11,12 +11,14 @@ import sys
 import time
 from collections.abc import Iterator
 from contextlib import aclosing
+from decimal import Decimal
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import click
 
 from chainform.cli._attach import conversion_options
+from chainform.cli._money import apply_price, cost_text, money_options
 from chainform.cli._options import (
     chain_limit_option,
     count_option,
@@ -43,6 +45,9 @@ class Tracker:
         self.done = 0
         self.failed = 0
         self.tokens = 0
+        self.cost: Decimal | None = Decimal(0)
+        self.unpriced: str | None = None  # why a row's cost is unknown: said once, in the summary
+        self.budget: Any = None
         self.started = time.monotonic()
         self._progress: Any = None
         self._task: Any = None
@@ -80,6 +85,9 @@ class Tracker:
         self.done += 1
         self.failed += result.error is not None
         self.tokens += result.usage.total_tokens or 0
+        cost = result.usage.cost
+        self.cost = self.cost + cost if self.cost is not None and cost is not None else None
+        self.unpriced = self.unpriced or (result.usage.cost_reason if cost is None else None)
         if self._progress is not None:
             self._progress.update(
                 self._task, advance=1, failed=self.failed, rate=self.rate, tokens=self.tokens
@@ -89,10 +97,12 @@ class Tracker:
         elapsed = time.monotonic() - self.started
         resumed = f", {self.skipped} already done" if self.skipped else ""
         resumed += f", {self.retried} earlier errors retried" if self.retried else ""
+        capped = self.budget.summary() if self.budget is not None else ""
         return (
             f"map: {self.done} rows in {elapsed:.1f}s ({self.rate:.1f} rows/s): "
-            f"{self.done - self.failed} ok, {self.failed} failed{resumed}; {self.tokens} tokens; "
-            f"{output} (run {run_id})"
+            f"{self.done - self.failed} ok, {self.failed} failed{resumed}; {self.tokens} tokens, "
+            f"{cost_text(self.cost, self.unpriced)}; {output} (run {run_id})"
+            + (f"\nmap: {capped}" if capped else "")
         )
 
 
@@ -159,6 +169,7 @@ ATTACH_HELP = (
 @click.option("--base-url", help="Provider endpoint (OpenAI-compatible servers, proxies).")
 @timeout_option
 @click.option("-n", "--no-log", is_flag=True, help="Do not write the chains to the log.")
+@money_options("Stop starting rows once the run has cost this (USD); --resume runs the rest.")
 @click.option(
     "--ray",
     "ray_address",
@@ -199,6 +210,8 @@ def map_command(
     base_url: str | None,
     timeout: Any,
     no_log: bool,
+    price: tuple[Decimal, Decimal] | None,
+    max_cost: Decimal | None,
     ray_address: str | None,
     ray_workers: int,
     attach_field: str | None,
@@ -225,6 +238,8 @@ def map_command(
     spec = resolve_cli_schema(schema, store=store) if schema else None
     tools = resolve_tools(tool_names) + [t for code in functions for t in load_functions(code)]
     name = model_name or default_model()
+    apply_price(name, price)
+    budget = _budget((name, *fallback), max_cost, ray_address)
     start_tracing(otel)
     if fallback and ray_address is not None:
         raise click.UsageError("--fallback does not run with --ray yet")
@@ -262,7 +277,10 @@ def map_command(
         base = Path(input_path).resolve().parent if input_path != "-" else Path.cwd()
         settings |= {"attach": attach_field, "attach_base": base, "convert": not no_convert}
         settings |= {"attachments_store": attachments_store, "allow_private_urls": allow_private_urls}
+    if budget is not None:
+        settings["max_cost"] = budget
     tracker = Tracker(count_rows(input_path, fmt), len(sink.done), sink.retried)
+    tracker.budget = budget
 
     def commit(result: MapResult) -> None:
         sink.commit(line_for(result, run_id, record_of(result.input)))
@@ -292,6 +310,20 @@ def map_command(
     finally:
         sink.close()
     click.echo(tracker.summary(output, run_id), err=True)
+
+
+def _budget(names: tuple[str, ...], max_cost: Decimal | None, ray_address: str | None) -> Any:
+    """The run's Budget for --max-cost; refused at once when a model's price is unknown."""
+    if max_cost is None:
+        return None
+    if ray_address is not None:
+        raise click.UsageError("--max-cost runs in one process: it cannot be used with --ray")
+    from chainform.pricing import PRICES, Budget
+
+    budget = Budget(max_cost)
+    for name in names:
+        budget.check_rate(PRICES.rate(name))
+    return budget
 
 
 def _readable(path: str) -> bool:

@@ -10,11 +10,13 @@ from __future__ import annotations
 import json
 import sys
 from collections.abc import Sequence
+from decimal import Decimal
 from typing import TYPE_CHECKING, Any
 
 import click
 
 from chainform.cli._attach import attachment_options, attachments_from_cli
+from chainform.cli._money import apply_price, money_options
 from chainform.cli._options import (
     CONTEXT_CHOICES,
     chain_limit_option,
@@ -203,7 +205,8 @@ def open_log(*, required: bool, wanted: bool) -> Store | None:
 @click.option("--key", help="API key for this call (else environment, else `chainform keys set`).")
 @click.option("--base-url", help="Provider endpoint (OpenAI-compatible servers, proxies).")
 @timeout_option
-@click.option("-u", "--usage", "show_usage", is_flag=True, help="Print token usage (stderr).")
+@click.option("-u", "--usage", "show_usage", is_flag=True, help="Print token usage and cost (stderr).")
+@money_options("End the chain between calls once it has cost this (USD).")
 @click.option(
     "--json", "as_json", is_flag=True, help="Print one JSON document: answer, value, strategy, usage, calls."
 )
@@ -236,6 +239,8 @@ def prompt_command(
     base_url: str | None,
     timeout: Any,
     show_usage: bool,
+    price: tuple[Decimal, Decimal] | None,
+    max_cost: Decimal | None,
     as_json: bool,
     **attaching: Any,
 ) -> None:
@@ -268,6 +273,7 @@ def prompt_command(
     conversation_id, history = _conversation(store, continue_, cid)
 
     name = model_name or default_model()
+    apply_price(name, price)
     settings = {"timeout": timeout} if timeout is not None else {}
     model = resolve_model(name, key=key, base_url=base_url, **fallback_kwargs(fallback), **settings)
     response = model.chain(
@@ -286,6 +292,7 @@ def prompt_command(
         log=not no_log,
         conversation_id=conversation_id,
         history=history,
+        max_cost=max_cost,
         **attach.chain_kwargs(),
     )
     stream_text = not (as_json or output is not None or no_stream)

@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
+from chainform.cli._money import cost_text
 from chainform.cli._output import console, shorten
 
 if TYPE_CHECKING:
@@ -58,12 +59,17 @@ def show_tool_event(kind: str, value: Any) -> None:
 
 
 def usage_text(usage: UsageDetails, by_purpose: dict[str, UsageDetails]) -> str:
+    """The `-u` lines: tokens and cost, split by purpose; an unknown cost says why, once."""
+
     def one(u: UsageDetails) -> str:
-        return f"{u.input_tokens or 0} input, {u.output_tokens or 0} output, {u.total_tokens or 0} total"
+        tokens = f"{u.input_tokens or 0} input, {u.output_tokens or 0} output, {u.total_tokens or 0} total"
+        return f"{tokens}, {cost_text(u.cost)}"
 
     text = f"Token usage: {one(usage)}"
     if len(by_purpose) > 1:
         text += " (" + "; ".join(f"{p}: {one(u)}" for p, u in by_purpose.items()) + ")"
+    if usage.cost is None and usage.cost_reason:
+        text += f"\nCost unknown: {usage.cost_reason}"
     return text
 
 

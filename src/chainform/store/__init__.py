@@ -2,6 +2,7 @@
 writer thread, read by the CLI; one record shape (CallRecord) from the engine to `logs --json`."""
 
 from chainform.store._chainlog import ChainLogger
+from chainform.store._costs import GROUPS, CostTotal, cost_totals
 from chainform.store._records import (
     CallRecord,
     LoggedResponse,
@@ -16,14 +17,17 @@ from chainform.store._serialize import message_from_dict, message_to_dict, redac
 from chainform.store._store import Store, default_path, logging_enabled, set_logging
 
 __all__ = [
+    "GROUPS",
     "CallRecord",
     "ChainLogger",
+    "CostTotal",
     "LoggedResponse",
     "SchemaInfo",
     "Store",
     "StoreError",
     "ToolCallRecord",
     "ToolResultRecord",
+    "cost_totals",
     "default_path",
     "logging_enabled",
     "message_from_dict",

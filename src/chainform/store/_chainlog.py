@@ -36,7 +36,7 @@ from chainform.store._serialize import to_jsonable
 
 if TYPE_CHECKING:
     from chainform.store._store import Store
-    from chainform.types import ChatOptions, ChatResponse, FunctionResultContent, Message
+    from chainform.types import ChatOptions, ChatResponse, FunctionResultContent, Message, UsageDetails
 
 
 class LoggableCall(Protocol):
@@ -58,6 +58,9 @@ class LoggableCall(Protocol):
 
     @property
     def text(self) -> str: ...
+
+    @property
+    def usage(self) -> UsageDetails: ...  # with its cost
 
 
 naming: ContextVar[tuple[str, str] | None] = ContextVar("chainform_conversation_name", default=None)
@@ -221,7 +224,7 @@ class _Call:
         self.schema_id = logger.schema_id
         self.text = call.text
         self.parsed = call.parsed
-        self.usage = response.usage_details if response else None
+        self.usage: UsageDetails | None = call.usage
         self.duration_ms: float | None = call.duration_ms
         self.created_at = noted.created_at
         self.error = call.error

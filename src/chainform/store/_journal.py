@@ -11,8 +11,8 @@ each journal row in its own savepoint (a row that cannot be spread is reported a
 failed direct write would have done). Chains that go through the writer thread (async chains,
 model.map) are written directly: their commits are shared and off the event loop already.
 
-A journal row holds `_rows.Rows` (statement name -> parameter tuples) for `format` 1; a migration
-that changes those tables spreads the journal first.
+A journal row holds `_rows.Rows` (statement name -> parameter tuples); `format` 2 added the cost
+column of `responses` (a format-1 row, journaled before, is read with no cost).
 """
 
 from __future__ import annotations
@@ -25,7 +25,8 @@ from pydantic_core import from_json, to_json
 
 from chainform.store._rows import STATEMENTS, Rows, write_rows
 
-FORMAT = 1
+FORMAT = 2
+_COST_ADDED = 2  # the format whose responses rows end with their cost
 
 
 def stage(db: sqlite3.Connection, rows: Rows) -> None:
@@ -61,9 +62,12 @@ def spread(db: sqlite3.Connection) -> int:
 
 
 def _decode(fmt: int, text: str) -> Rows:
-    if fmt != FORMAT:
+    if fmt not in (1, FORMAT):
         raise ValueError(f"journal format {fmt} is not one this chainform reads")
     data: Any = from_json(text)
     if not isinstance(data, dict) or not set(data) <= set(STATEMENTS):
         raise ValueError("a journal row that is not a chain's rows")
-    return {name: [tuple(params) for params in data[name]] for name in data}
+    rows = {name: [tuple(params) for params in data[name]] for name in data}
+    if fmt < _COST_ADDED and "responses" in rows:
+        rows["responses"] = [(*params, None) for params in rows["responses"]]
+    return rows

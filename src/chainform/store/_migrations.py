@@ -165,6 +165,11 @@ def _m006_attachments(db: sqlite3.Connection) -> None:
     )
 
 
+def _m007_cost(db: sqlite3.Connection) -> None:
+    """What each call cost in USD (exact decimal text; NULL when its price was unknown)."""
+    db.execute("ALTER TABLE responses ADD COLUMN cost TEXT")
+
+
 MIGRATIONS: list[Migration] = [
     _m001_core,
     _m002_schemas_and_format_contexts,
@@ -172,6 +177,7 @@ MIGRATIONS: list[Migration] = [
     _m004_subagent_links,
     _m005_lighter_writes,
     _m006_attachments,
+    _m007_cost,
 ]
 
 

@@ -9,6 +9,7 @@ import json
 import sqlite3
 import time
 from collections.abc import Sequence
+from decimal import Decimal
 from typing import Any, Protocol
 
 from chainform._json import content_id
@@ -31,7 +32,7 @@ RESPONSE_COLUMNS = (
     "id", "conversation_id", "chain_id", "seq", "purpose", "strategy", "model", "prompt", "system",
     "messages", "options", "schema_id", "text", "parsed", "input_tokens", "output_tokens",
     "total_tokens", "additional_counts", "duration_ms", "created_at", "error",
-    "parent_conversation_id", "parent_chain_id", "parent_tool_call_id", "agent_name",
+    "parent_conversation_id", "parent_chain_id", "parent_tool_call_id", "agent_name", "cost",
 )  # fmt: skip
 
 _INSERT_RESPONSE = (
@@ -48,7 +49,7 @@ SELECTED = {
     "duration_ms": "r.duration_ms", "created_at": "r.created_at", "error": "r.error",
     "format_context_policy": "f.policy", "format_context": "f.context",
     "parent_conversation_id": "r.parent_conversation_id", "parent_chain_id": "r.parent_chain_id",
-    "parent_tool_call_id": "r.parent_tool_call_id", "agent_name": "r.agent_name",
+    "parent_tool_call_id": "r.parent_tool_call_id", "agent_name": "r.agent_name", "cost": "r.cost",
 }  # fmt: skip
 SELECT_NAMES = tuple(SELECTED)
 SELECT = ", ".join(SELECTED.values())
@@ -242,6 +243,7 @@ def _response_rows(rows: Rows, record: LoggedCall, sid: str | None, encoded: Enc
             record.parent_chain_id,
             record.parent_tool_call_id,
             record.agent_name,
+            str(usage.cost) if usage is not None and usage.cost is not None else None,
         )
     )
     for c in record.tool_calls:
@@ -258,9 +260,15 @@ def read_call(db: sqlite3.Connection, row: tuple[Any, ...]) -> CallRecord:
     data = dict(zip(SELECT_NAMES, row, strict=True))
     rid = data["id"]
     counts = [data.pop(k) for k in ("input_tokens", "output_tokens", "total_tokens", "additional_counts")]
-    if any(v is not None for v in counts):
+    cost = data.pop("cost")
+    if cost is not None or any(v is not None for v in counts):
         data["usage"] = UsageDetails(
-            counts[0], counts[1], counts[2], json.loads(counts[3]) if counts[3] else {}
+            counts[0],
+            counts[1],
+            counts[2],
+            json.loads(counts[3]) if counts[3] else {},
+            Decimal(cost) if cost is not None else None,
+            None if cost is not None else "not priced when it was logged",
         )
     data["messages"] = messages_from_json(restore(db, data["messages"]) if data["messages"] else None)
     data["attachments"] = of_call(db, rid)

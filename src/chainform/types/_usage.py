@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from decimal import Decimal
 from typing import Any
 
 
@@ -16,12 +17,18 @@ def _add_opt(a: int | None, b: int | None) -> int | None:
 
 @dataclass
 class UsageDetails:
-    """Token counts of one or many calls. `None` means "not reported", which is not zero."""
+    """Token counts of one or many calls. `None` means "not reported", which is not zero.
+
+    `cost` is what the calls cost in USD (chainform.pricing prices each call of a chain); `None`
+    when any part of it is unknown, and then `cost_reason` says why. Unknown is never counted as 0.
+    """
 
     input_tokens: int | None = None
     output_tokens: int | None = None
     total_tokens: int | None = None
     additional_counts: dict[str, int] = field(default_factory=dict)
+    cost: Decimal | None = None
+    cost_reason: str | None = field(default=None, compare=False)
 
     def __post_init__(self) -> None:
         if self.total_tokens is None and (self.input_tokens is not None or self.output_tokens is not None):
@@ -30,16 +37,25 @@ class UsageDetails:
     def __add__(self, other: UsageDetails | None) -> UsageDetails:
         if other is None:
             return UsageDetails(
-                self.input_tokens, self.output_tokens, self.total_tokens, dict(self.additional_counts)
+                self.input_tokens,
+                self.output_tokens,
+                self.total_tokens,
+                dict(self.additional_counts),
+                self.cost,
+                self.cost_reason,
             )
         counts = dict(self.additional_counts)
         for key, value in other.additional_counts.items():
             counts[key] = counts.get(key, 0) + value
+        mine, theirs = self.cost, other.cost
+        cost = mine + theirs if mine is not None and theirs is not None else None
         return UsageDetails(
             input_tokens=_add_opt(self.input_tokens, other.input_tokens),
             output_tokens=_add_opt(self.output_tokens, other.output_tokens),
             total_tokens=_add_opt(self.total_tokens, other.total_tokens),
             additional_counts=counts,
+            cost=cost,
+            cost_reason=None if cost is not None else self.cost_reason or other.cost_reason,
         )
 
     __radd__ = __add__
@@ -55,4 +71,8 @@ class UsageDetails:
         }
         if self.additional_counts:
             out["additional_counts"] = dict(self.additional_counts)
+        if self.cost is not None:
+            out["cost"] = str(self.cost)
+        elif self.cost_reason:
+            out["cost"], out["cost_reason"] = None, self.cost_reason
         return out

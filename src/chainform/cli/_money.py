@@ -1,0 +1,122 @@
+"""Money on the command line: `--price IN/OUT`, `--max-cost USD`, how a cost reads (`-u`, `logs`,
+the map summary), and `chainform logs cost` (the log's costs summed by model, day or conversation)."""
+
+from __future__ import annotations
+
+import datetime as dt
+import re
+import time
+from collections.abc import Callable
+from decimal import Decimal
+from typing import Any, TypeVar
+
+import click
+
+from chainform.cli._output import echo_json
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+def price_value(
+    ctx: click.Context, param: click.Parameter, value: str | None
+) -> tuple[Decimal, Decimal] | None:
+    """`--price IN/OUT` (USD per million tokens) as two Decimals; a bad one is a usage error."""
+    from chainform.errors import PricingError
+    from chainform.pricing import parse_price
+
+    try:
+        return None if value is None else parse_price(value)
+    except PricingError as exc:
+        raise click.BadParameter(str(exc), ctx, param) from None
+
+
+def cost_value(ctx: click.Context, param: click.Parameter, value: str | None) -> Decimal | None:
+    """`--max-cost USD` as a Decimal; negative or not a number is a usage error."""
+    from chainform.errors import PricingError
+    from chainform.pricing import as_cost
+
+    try:
+        return None if value is None else as_cost(value, "--max-cost")
+    except PricingError as exc:
+        raise click.BadParameter(str(exc), ctx, param) from None
+
+
+PRICE_HELP = "Price of the model in USD per million tokens, input/output (e.g. 0.15/0.60): for models genai-prices does not know."
+
+
+def money_options(max_cost_help: str) -> Callable[[F], F]:
+    """`--price IN/OUT` and `--max-cost USD` (what the cap does is the command's to say)."""
+
+    def add(command: F) -> F:
+        command = click.option("--max-cost", metavar="USD", callback=cost_value, help=max_cost_help)(command)
+        return click.option("--price", metavar="IN/OUT", callback=price_value, help=PRICE_HELP)(command)
+
+    return add
+
+
+def apply_price(model_name: str, price: tuple[Decimal, Decimal] | None) -> None:
+    """Price `model_name` at --price for this run."""
+    if price is not None:
+        from chainform.pricing import set_price
+
+        set_price(model_name, str(price[0]), str(price[1]))
+
+
+def cost_text(cost: Decimal | None, reason: str | None = None) -> str:
+    """ "$0.0012", or "cost unknown (why)"."""
+    from chainform.pricing import usd
+
+    if cost is not None:
+        return usd(cost)
+    return f"cost unknown ({reason})" if reason else "cost unknown"
+
+
+def _since(value: str | None) -> float | None:
+    """`--since`: a date (YYYY-MM-DD[THH:MM], local time) or a span back from now (7d, 12h)."""
+    if value is None:
+        return None
+    span = re.fullmatch(r"\s*(\d+)\s*([dh])\s*", value)
+    if span:
+        return time.time() - int(span[1]) * (86400 if span[2] == "d" else 3600)
+    try:
+        return dt.datetime.fromisoformat(value.strip()).timestamp()
+    except ValueError:
+        raise click.BadParameter(
+            f"{value!r} is neither a date (YYYY-MM-DD) nor a span such as 7d or 12h", param_hint="--since"
+        ) from None
+
+
+@click.command(name="cost")
+@click.option(
+    "--by",
+    "groups",
+    type=click.Choice(["model", "day", "conversation"]),
+    multiple=True,
+    help="Group by model (default), day or conversation; repeat to group by several.",
+)
+@click.option("--since", help="Only calls since a date (YYYY-MM-DD) or a span back from now (7d, 12h).")
+@click.option("--json", "as_json", is_flag=True, help="Output JSON: one object per group.")
+def logs_cost(groups: tuple[str, ...], since: str | None, as_json: bool) -> None:
+    """What the logged calls cost, summed by model, day or conversation (dearest first)."""
+    from chainform.pricing import usd
+    from chainform.store import Store, cost_totals
+
+    by = tuple(dict.fromkeys(groups)) or ("model",)
+    with Store() as store:
+        totals = cost_totals(store, by, _since(since))
+    if as_json:
+        echo_json([t.to_dict() for t in totals])
+        return
+    if not totals:
+        click.echo("No calls logged" + (" since then." if since else "."))
+        return
+    for total in totals:
+        label = " · ".join(total.key.values())
+        cost = usd(total.known) if not total.unpriced else f"{usd(total.known)} + {total.unpriced} unpriced"
+        click.echo(f"{cost:>24}  {total.calls:>6} calls  {label}")
+    known = sum((t.known for t in totals), Decimal(0))
+    unpriced = sum(t.unpriced for t in totals)
+    click.echo(
+        f"Total {usd(known)} over {sum(t.calls for t in totals)} calls"
+        + (f"; {unpriced} calls had no price (not counted)" if unpriced else "")
+    )

@@ -1,0 +1,207 @@
+"""Model names to Rates, looked up once per model and kept.
+
+Where a price comes from, first match wins: yours (`--price IN/OUT`, `set_price`), then
+`CHAINFORM_HOME/prices.json`, then the embedded model (free), then the snapshot of prices that
+genai-prices ships (offline; refreshing it from the network stays opt-in, through genai-prices'
+own `UpdatePrices`, after which `PRICES.clear()` drops the rates kept here). A model found in
+none of them has an unknown price, never a price of 0.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import threading
+from datetime import datetime, timezone
+from decimal import Decimal, InvalidOperation
+from typing import Any
+
+from chainform.errors import PricingError
+from chainform.pricing._rates import Rate
+
+PRICES_FILE = "prices.json"
+
+# chainform's providers -> genai-prices' provider ids (the others are self-hosted or unpriced)
+PROVIDER_IDS = {
+    "openai": "openai",
+    "openai-responses": "openai",
+    "azure": "azure",
+    "azure-responses": "azure",
+    "anthropic": "anthropic",
+    "gemini": "google",
+    "bedrock": "aws",
+}
+FREE = {"local": "the embedded model", "onnx": "an ONNX model run here"}
+_KINDS = ("input", "output", "cache_read", "cache_write")
+
+
+Cost = float | int | str | Decimal
+"""An amount of USD as callers give it (a number, or its text)."""
+
+
+def as_cost(value: Any, what: str = "max_cost") -> Decimal:
+    """A non-negative amount of USD from a number or its text; PricingError otherwise."""
+    if isinstance(value, bool) or not isinstance(value, int | float | str | Decimal):
+        raise PricingError(f"{what} must be a number of USD, not {type(value).__name__}")
+    try:
+        amount = value if isinstance(value, Decimal) else Decimal(str(value).strip())
+    except InvalidOperation:
+        raise PricingError(f"{what} must be a number of USD, not {value!r}") from None
+    if not amount.is_finite() or amount < 0:
+        raise PricingError(f"{what} must be a finite amount of USD, 0 or more, not {value!r}")
+    return amount
+
+
+def usd(amount: Decimal) -> str:
+    """An amount as people read it: "$0.000012" (no exponent, no trailing zeros)."""
+    return f"${amount.normalize():f}"
+
+
+def parse_price(text: str) -> tuple[Decimal, Decimal]:
+    """`IN/OUT` in USD per million tokens (e.g. "0.15/0.60") as two Decimals."""
+    parts = text.split("/")
+    if len(parts) != 2:
+        raise PricingError(f"a price is IN/OUT in USD per million tokens, e.g. 0.15/0.60, not {text!r}")
+    return as_cost(parts[0], "the input price"), as_cost(parts[1], "the output price")
+
+
+def model_price(input: Decimal, output: Decimal, cache_read: Any = None, cache_write: Any = None) -> Any:
+    """A genai-prices ModelPrice from per-million-token prices (cache prices only when given:
+    without them cache reads and writes are priced as input, as genai-prices does)."""
+    from genai_prices.types import ModelPrice
+
+    extra = {
+        f"{name}_mtok": as_cost(value, f"the {name} price")
+        for name, value in (("cache_read", cache_read), ("cache_write", cache_write))
+        if value is not None
+    }
+    return ModelPrice(input_mtok=input, output_mtok=output, **extra)
+
+
+class Prices:
+    """Model name -> Rate (also for batch calls, at the provider's batch price); cached per model."""
+
+    def __init__(self) -> None:
+        self._rates: dict[tuple[str | None, str, bool], Rate] = {}
+        self._user: dict[str, Any] = {}
+        self._files: dict[str | None, tuple[dict[str, Any], str | None]] = {}
+        self._lock = threading.Lock()
+
+    def set_price(
+        self,
+        model: str,
+        input: Any,
+        output: Any,
+        *,
+        cache_read: Any = None,
+        cache_write: Any = None,
+    ) -> None:
+        """Price `model` (a name or alias) at `input`/`output` USD per million tokens."""
+        price = model_price(
+            as_cost(input, "the input price"), as_cost(output, "the output price"), cache_read, cache_write
+        )
+        with self._lock:
+            for name in _resolve(model)[0]:
+                self._user[name] = price
+            self._rates.clear()
+
+    def clear(self) -> None:
+        """Forget the prices set here and the rates kept (e.g. after refreshing genai-prices)."""
+        with self._lock:
+            self._user.clear()
+            self._rates.clear()
+            self._files.clear()
+
+    def rate(self, model: str, *, batch: bool = False) -> Rate:
+        """How `model`'s calls are priced (an unknown price is a Rate with `unknown` set)."""
+        key = (os.environ.get("CHAINFORM_HOME"), model, batch)
+        rate = self._rates.get(key)
+        if rate is None:
+            rate = self._find(model, batch)
+            with self._lock:
+                self._rates[key] = rate
+        return rate
+
+    def _find(self, model: str, batch: bool) -> Rate:
+        names, provider, ref = _resolve(model)
+        for name in names:
+            if name in self._user:
+                return Rate.of(model, "--price", self._user[name])
+        listed, problem, where = self._file()
+        for name in names:
+            if name in listed:
+                return Rate.of(model, where, listed[name])
+        way = f"give --price IN/OUT or add it to {where}" + (f" ({problem})" if problem else "")
+        if provider in FREE:
+            return Rate.free(model, FREE[provider])
+        if provider not in PROVIDER_IDS:
+            what = f"a model of {provider!r}" if provider else "not a model name chainform knows"
+            return Rate.missing(model, f"no price for {model!r} ({what}): {way}")
+        from genai_prices import __version__
+        from genai_prices.data_snapshot import get_snapshot
+
+        try:
+            _, info = get_snapshot().find_provider_model(ref, None, PROVIDER_IDS[provider], None)
+        except LookupError:
+            return Rate.missing(model, f"genai-prices {__version__} has no price for {model!r}: {way}")
+        price = info.get_prices(datetime.now(timezone.utc), {"processing": "batch"} if batch else None)
+        return Rate.of(model, f"genai-prices {__version__} ({info.id})", price)
+
+    def _file(self) -> tuple[dict[str, Any], str | None, str]:
+        """The prices in CHAINFORM_HOME/prices.json, what is wrong with it, and where it is."""
+        home = os.environ.get("CHAINFORM_HOME")
+        where = f"{'$CHAINFORM_HOME' if home else 'the chainform home'}/{PRICES_FILE}"
+        if home not in self._files:
+            self._files[home] = _read_file()
+        listed, problem = self._files[home]
+        return listed, problem, where
+
+
+def _resolve(model: str) -> tuple[list[str], str, str]:
+    """The names `model` is priced under (as given, then "provider/model" when the registry
+    resolves it), its provider ("" when unknown) and the provider's name of the model."""
+    from chainform.clients.registry import resolve_name
+    from chainform.errors import ModelNotFoundError
+
+    try:
+        provider, ref = resolve_name(model)
+    except (ModelNotFoundError, ValueError):
+        return [model], "", model
+    full = f"{provider}/{ref}"
+    return ([model] if full == model else [model, full]), provider, ref
+
+
+def _read_file() -> tuple[dict[str, Any], str | None]:
+    """{model: ModelPrice} from prices.json ({"name": "IN/OUT" | {"input": .., "output": ..,
+    "cache_read": .., "cache_write": ..}}, USD per million tokens); a broken file prices nothing."""
+    from chainform._paths import home_path
+
+    try:
+        path = home_path() / PRICES_FILE  # not made here: a missing home holds no prices
+        if not path.exists():
+            return {}, None
+        data = json.loads(path.read_text(encoding="utf-8"))
+        if not isinstance(data, dict):
+            raise PricingError("it must hold one JSON object: model name -> price")
+        return {name: _entry(name, value) for name, value in data.items()}, None
+    except (OSError, ValueError, PricingError) as exc:
+        return {}, f"{PRICES_FILE} is unusable: {exc}"
+
+
+def _entry(name: str, value: Any) -> Any:
+    if isinstance(value, str):
+        return model_price(*parse_price(value))
+    if not isinstance(value, dict) or not {"input", "output"} <= set(value) or set(value) - set(_KINDS):
+        raise PricingError(
+            f'{name!r}: give "IN/OUT" or an object with input, output (cache_read, cache_write)'
+        )
+    return model_price(
+        as_cost(value["input"], f"{name!r} input"),
+        as_cost(value["output"], f"{name!r} output"),
+        value.get("cache_read"),
+        value.get("cache_write"),
+    )
+
+
+PRICES = Prices()
+"""The process's price table: what `usage.cost` is computed with."""
