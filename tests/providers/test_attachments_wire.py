@@ -229,3 +229,13 @@ async def test_emulator_refuses_what_converse_refuses(emu: Emulator) -> None:
     document["document"]["name"] = "fine name"
     with pytest.raises(Exception, match="needs a text block"):
         sdk.converse(modelId="m", messages=[{"role": "user", "content": [document]}])
+
+
+async def test_one_content_to_two_providers_gets_each_ones_base64(emu: Emulator) -> None:
+    """Gemini's SDK writes URL-safe base64 and OpenAI wants the standard alphabet: a content sent
+    to both gets each its own (the random PDF has both + and / in its base64)."""
+    emu.add("ok", "ok")
+    document = pdf()
+    await gem(emu).get_response(ask(document))
+    await chat(emu).get_response(ask(document))
+    assert [r.media[0].data for r in emu.requests] == [PDF, PDF]

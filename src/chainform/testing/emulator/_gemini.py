@@ -69,7 +69,9 @@ class GeminiFormat(WireFormat):
                         raise MediaRefused("inlineData: mimeType is required")
                     found.append(
                         RecordedMedia(
-                            "inline_data", media_type, decode(inline.get("data"), "inlineData.data")
+                            "inline_data",
+                            media_type,
+                            decode(inline.get("data"), "inlineData.data", urlsafe=True),
                         )
                     )
                 elif file is not None:

@@ -32,12 +32,14 @@ class RecordedMedia:
     name: str | None = None
 
 
-def decode(text: object, what: str) -> bytes:
-    """Strict base64 (standard or URL-safe, as proto JSON takes both)."""
+def decode(text: object, what: str, *, urlsafe: bool = False) -> bytes:
+    """Strict standard base64; `urlsafe` also takes the URL-safe alphabet (proto JSON takes both)."""
     if not isinstance(text, str) or not text:
         raise MediaRefused(f"{what}: base64 data is missing")
+    if urlsafe:
+        text = text.replace("-", "+").replace("_", "/")
     try:
-        return base64.b64decode(text.replace("-", "+").replace("_", "/"), validate=True)
+        return base64.b64decode(text, validate=True)
     except (binascii.Error, ValueError):
         raise MediaRefused(f"{what}: invalid base64 data") from None
 
