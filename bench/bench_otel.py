@@ -67,6 +67,20 @@ def measure_http(chains: int) -> dict[str, float]:
         server.wait()
 
 
+def table(results: dict[str, Any]) -> str:
+    """The markdown table bench/report.py shows: CPU ms per chain off and on, and the ratios."""
+    best, ratios = results["min_cpu_ms"], results["ratios"]
+    against = "against (off)" in best
+    head = ["chain", "off (ms)", "on (ms)", "on / off"] + (["off / against"] if against else [])
+    lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+    for variant in best["off"]:
+        row = [variant, best["off"][variant], best["on"][variant], ratios[variant]["on / off"]]
+        if against:
+            row.append(ratios[variant]["off / against"])
+        lines.append("| " + " | ".join(str(v) for v in row) + " |")
+    return "\n".join(lines)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--chains", type=int, default=400)

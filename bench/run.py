@@ -37,7 +37,10 @@ from _common import REPO, RESULTS, machine, now
 VENV = REPO / "bench" / ".venv"
 VENV_PY = VENV / "bin" / "python"
 PROJECT_PY = REPO / ".venv" / "bin" / "python"
-SECTIONS = ("chain", "cli", "local", "conformance", "strategies", "sandbox", "map", "stream", "documents", "attachments")
+SECTIONS = (
+    "chain", "cli", "local", "conformance", "strategies", "sandbox", "map", "stream", "documents", "attachments",
+    "otel",
+)  # fmt: skip
 PEERS = ["pydantic-ai-slim[openai]", "llm", "openai", "openai-agents", "matplotlib"]
 PROBE = "import chainform, openai, pydantic_ai, llm, agents, matplotlib"
 LOCAL_PROBE = "import torch, transformers, llguidance, onnxruntime_genai, chainform.local"
@@ -191,6 +194,11 @@ def main() -> None:
                 sizes = ["--mb", "8"] if args.quick else []
                 result = run_section(
                     [str(project_python()), str(bench / "bench_attachments.py"), *sizes], timeout=600, out=out
+                )
+            elif name == "otel":
+                size = ["--chains", "60", "--pairs", "2"] if args.quick else ["--chains", "300", "--pairs", "7"]
+                result = run_section(
+                    [str(project_python()), str(bench / "bench_otel.py"), *size], timeout=1200, out=out
                 )
             else:
                 extra = ["--models", "scripted-good,scripted-sloppy"] if args.quick else []
