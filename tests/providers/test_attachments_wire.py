@@ -239,3 +239,26 @@ async def test_one_content_to_two_providers_gets_each_ones_base64(emu: Emulator)
     await gem(emu).get_response(ask(document))
     await chat(emu).get_response(ask(document))
     assert [r.media[0].data for r in emu.requests] == [PDF, PDF]
+
+
+def test_profiles_say_what_each_provider_takes() -> None:
+    """The MediaSupport data behind the table in docs/providers.md."""
+    from chainform.clients.profiles.anthropic import KNOWN_MODELS as CLAUDE
+    from chainform.clients.profiles.bedrock import KNOWN_MODELS as BEDROCK
+    from chainform.clients.profiles.gemini import KNOWN_MODELS as GEMINI
+    from chainform.clients.profiles.openai import openai_profile, responses_profile
+
+    pdf_type = "application/pdf"
+    chat, azure = openai_profile("gpt-4.1").media, openai_profile("gpt-4.1", "azure").media
+    assert chat.accepts(pdf_type) and not chat.fetches(pdf_type) and chat.fetches("image/png")
+    assert responses_profile(openai_profile("gpt-4.1")).media.fetches(pdf_type)
+    assert not azure.accepts(pdf_type) and responses_profile(
+        openai_profile("gpt-4.1", "azure")
+    ).media.accepts(pdf_type)
+    assert CLAUDE["claude-sonnet-4-5"].media.limit("image/png") == 5_000_000
+    assert GEMINI["gemini-2.5-flash"].media.fetches(pdf_type) and not GEMINI[
+        "gemini-2.0-flash"
+    ].media.fetches(pdf_type)
+    claude = BEDROCK["anthropic.claude-sonnet-4-5-20250929-v1:0"].media
+    assert not claude.url_types and sorted(n for _, n in claude.count_limits) == [5, 20]
+    assert not BEDROCK["amazon.nova-micro-v1:0"].media.types
