@@ -104,6 +104,10 @@ def test_bad_fallback_lists_fail_before_any_call(emulator: Emulator, monkeypatch
         cf.get_model(FIRST, key="k", base_url=url, fallback=["nosuch/model"])
     with pytest.raises(ValueError, match="the model itself"):
         cf.get_model(FIRST, key="k", base_url=url, fallback=[FIRST])
+    with pytest.raises(ValueError, match=r"'4\.1-mini' names the model itself"):  # an alias of it
+        cf.get_model(FIRST, key="k", base_url=url, fallback=["4.1-mini"])
+    with pytest.raises(ValueError, match="'local' again"):
+        cf.get_model(FIRST, key="k", base_url=url, fallback=["local", "local"])
     monkeypatch.delenv("ANTHROPIC_API_KEY", raising=False)
     with pytest.raises(cf.MissingKeyError, match=SECOND):
         cf.get_model(FIRST, key="k", base_url=url, fallback=[SECOND])

@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from typing import Any, get_args
 
 from chainform.clients.base import ChatClient
+from chainform.clients.registry import resolve_name
 from chainform.errors import (
     AllModelsFailedError,
     MissingKeyError,
@@ -71,15 +72,16 @@ class FallbackPlan:
             kinds = ", ".join(get_args(ProviderErrorKind))
             raise ValueError(f"fallback_on: unknown error kind(s) {', '.join(unknown)}; choose from {kinds}")
         models: list[Candidate] = []
-        seen = {name}
+        seen = {_canonical(name): name}
         for entry in entries:
             label = entry if isinstance(entry, str) else getattr(entry, "name", None)
             if not isinstance(label, str):
                 raise TypeError(f"a fallback is a model id or a model, not {type(entry).__name__}")
-            if label in seen:
-                what = "the model itself" if label == name else "a model already in the list"
+            same = seen.get(_canonical(label)) if isinstance(entry, str) else None
+            if same is not None:
+                what = "the model itself" if same == name else f"{same!r} again"
                 raise ValueError(f"fallback {label!r} names {what}")
-            seen.add(label)
+            seen[_canonical(label)] = label
             if isinstance(entry, str):
                 try:
                     entry = make(entry)
@@ -87,6 +89,14 @@ class FallbackPlan:
                     raise type(exc)(f"fallback {label!r}: {exc}") from exc
             models.append(Candidate.of(entry))
         return cls(tuple(models), on) if models else None
+
+
+def _canonical(name: str) -> str:
+    """provider/model for a name or alias ("4.1-mini" is "openai/gpt-4.1-mini"); unknown: as given."""
+    try:
+        return "/".join(resolve_name(name))
+    except ModelNotFoundError:
+        return name
 
 
 class Route:
