@@ -125,7 +125,9 @@ async def test_anthropic_image_and_document_blocks(emu: Emulator) -> None:
 
 async def test_gemini_inline_data_and_file_data(emu: Emulator) -> None:
     emu.add("ok")
-    await gem(emu).get_response(ask(image(), pdf(), UriContent("https://docs.test/a.pdf", "application/pdf")))
+    await gem(emu).get_response(
+        ask(image(), pdf(), UriContent("https://docs.test/a.pdf"))
+    )  # type from the path
     assert emu.requests[0].media == [
         RecordedMedia("inline_data", "image/png", PNG),
         RecordedMedia("inline_data", "application/pdf", PDF),

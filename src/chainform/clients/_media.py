@@ -68,11 +68,13 @@ async def checked(
     if not parts:
         return messages
     media, model = profile.media, f"{profile.provider}/{profile.name}"
-    swapped: dict[int, DataContent] = {}
+    swapped: dict[int, Media] = {}
     for part in parts:
         if isinstance(part, UriContent):
             kind = part.media_type or _guess(part.uri)
             if kind is not None and media.fetches(kind):
+                if part.media_type is None:  # told from its path: some providers want the type
+                    swapped[id(part)] = dataclasses.replace(part, media_type=kind)
                 continue
             swapped[id(part)] = await _downloaded(part, kind, media, allow_private)
     kinds: Counter[str] = Counter()
