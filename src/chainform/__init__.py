@@ -31,6 +31,7 @@ _PUBLIC: dict[str, tuple[str, ...]] = {
         "Attempt",
         "BudgetExceededError",
         "ChainError",
+        "ChainInterruptedError",
         "ChainformError",
         "FormattingError",
         "GuardrailError",
@@ -137,6 +138,7 @@ if TYPE_CHECKING:  # what type checkers and editors see: the same names, importe
     from chainform.errors import BudgetExceededError as BudgetExceededError
     from chainform.errors import ChainError as ChainError
     from chainform.errors import ChainformError as ChainformError
+    from chainform.errors import ChainInterruptedError as ChainInterruptedError
     from chainform.errors import FormattingError as FormattingError
     from chainform.errors import GuardrailError as GuardrailError
     from chainform.errors import HomeError as HomeError

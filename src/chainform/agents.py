@@ -15,7 +15,13 @@ from typing import Any
 
 from chainform import _lineage
 from chainform.chain._tools import is_tool_source
-from chainform.errors import ChainformError, StructuredOutputGenerationError, ToolArgumentError, ToolError
+from chainform.errors import (
+    ChainformError,
+    ChainInterruptedError,
+    StructuredOutputGenerationError,
+    ToolArgumentError,
+    ToolError,
+)
 from chainform.models import AsyncModel, Model
 from chainform.output import OutputSpec
 from chainform.response import AsyncChainResponse
@@ -152,6 +158,8 @@ class Agent:
             await response
         except ChainformError as exc:
             run.calls, run.children, run.error = list(exc.responses), list(exc.agent_runs), str(exc)
+            if isinstance(exc, ChainInterruptedError):
+                raise  # a KeyboardInterrupt below stops the chains above too
             raise ToolError(f"agent {self.name!r} failed: {exc}") from None
         finally:
             _lineage.starting_agent.reset(token)

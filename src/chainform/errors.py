@@ -216,6 +216,13 @@ class ChainError(ChainformError):
         super().__init__(message)
 
 
+class ChainInterruptedError(ChainformError):
+    """A tool (or a tool hook) raised KeyboardInterrupt: the chain stopped there, the calls it made
+    logged (`responses`); `model.map` stops too, writing no row that had not finished, so a resume
+    runs them. A typed error, not KeyboardInterrupt itself, which would stop chainform's event loop
+    from inside (the CLI exits 130 as for Ctrl-C)."""
+
+
 class StructuredOutputError(ChainError):
     """Output never validated after all retries; carries every attempt and the last raw text."""
 

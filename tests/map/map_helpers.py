@@ -76,3 +76,12 @@ def start_cli(argv: list[str], **popen: Any) -> subprocess.Popen[str]:
         text=True,
         **{"stdout": subprocess.PIPE, "stderr": subprocess.PIPE, **popen},
     )
+
+
+def assert_exactly_once(lines: list[dict[str, Any]], count: int) -> None:
+    """Every row of a run once, each a value (none missing, none twice, one run id)."""
+    keys = [line["_map"]["key"] for line in lines]
+    assert sorted(keys, key=int) == [str(n) for n in range(count)]  # none missing, none twice
+    assert len({line["_map"]["run"] for line in lines}) == 1
+    for line in lines:
+        assert line["value"] == {"id": line["id"], "total": line["id"] / 2}

@@ -12,6 +12,7 @@ from map_helpers import (
     TOOLS_PY,
     answer_text,
     answer_with_tool,
+    assert_exactly_once,
     map_argv,
     order_number,
     read_lines,
@@ -32,14 +33,6 @@ def tools_file(tmp_path: Path) -> Path:
 
 def invoke(*args: str, input: str | None = None):
     return CliRunner().invoke(cli, ["map", *args], input=input, catch_exceptions=False)
-
-
-def assert_exactly_once(lines: list[dict], count: int) -> None:
-    keys = [line["_map"]["key"] for line in lines]
-    assert sorted(keys, key=int) == [str(n) for n in range(count)]  # none missing, none twice
-    assert len({line["_map"]["run"] for line in lines}) == 1
-    for line in lines:
-        assert line["value"] == {"id": line["id"], "total": line["id"] / 2}
 
 
 def test_jsonl_rows_with_schema_and_tool(tmp_path, tools_file, emulator: Emulator):

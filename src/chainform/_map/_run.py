@@ -21,6 +21,7 @@ from chainform._map._inputs import Row
 from chainform._map._pool import Pool
 from chainform._map._results import MapResult, RowError
 from chainform.chain._tools import normalize_tools
+from chainform.errors import ChainInterruptedError
 from chainform.output import OutputSpec
 from chainform.pricing import PRICES, Budget
 from chainform.pricing._rates import ZERO
@@ -189,8 +190,8 @@ class MapRun:
             result.text = done.text
             if self.schema is not None:
                 result.value, result.data = done.value, done.data
-        except asyncio.CancelledError:
-            raise
+        except (asyncio.CancelledError, ChainInterruptedError):
+            raise  # a tool's KeyboardInterrupt stops the map: this row is not written, a resume runs it
         except Exception as exc:
             result.error = RowError.of(exc)
         finally:

@@ -11,7 +11,7 @@ from typing import Any, Union
 
 from chainform import _trace
 from chainform._lineage import current_tool_call
-from chainform.errors import ToolDefinitionError, UnknownToolError
+from chainform.errors import ChainInterruptedError, ToolDefinitionError, UnknownToolError
 from chainform.keys import scrub
 from chainform.types import FunctionCallContent, FunctionResultContent
 
@@ -112,14 +112,30 @@ async def run_call(
         result = FunctionResultContent(call.call_id, result=value, name=call.name)
     except CancelToolCall as exc:
         result = FunctionResultContent(call.call_id, error=f"Cancelled: {exc}", name=call.name)
+    except ChainInterruptedError:  # from a subagent's tool: the whole chain stops
+        raise
     except Exception as exc:  # a tool's own failure goes back to the model, the chain goes on
         result = FunctionResultContent(call.call_id, error=_error_text(exc), name=call.name)
+    except SystemExit as exc:  # sys.exit() in a tool (argparse, click) ends the call, not the program
+        error = f"the tool tried to exit the program (SystemExit: {exc.code!r}); it did not finish"
+        result = FunctionResultContent(call.call_id, error=error, name=call.name)
+    except KeyboardInterrupt:
+        raise _interrupted(call) from None
     # Defence in depth: a key that reached a tool's output never reaches the model or the log.
     result = FunctionResultContent(call.call_id, scrub(result.result), scrub(result.error), call.name)
     duration = (time.perf_counter() - started) * 1000
     if after_call is not None:
-        await _maybe_await(after_call(tool, call, result))
+        try:
+            await _maybe_await(after_call(tool, call, result))
+        except KeyboardInterrupt:
+            raise _interrupted(call) from None
     return result, duration
+
+
+def _interrupted(call: FunctionCallContent) -> ChainInterruptedError:
+    """KeyboardInterrupt from a tool or hook as a typed error: raised as it is, it would escape the
+    task running the call and stop the event loop under every chain on it (a hang for the caller)."""
+    return ChainInterruptedError(f"interrupted: KeyboardInterrupt in the call of tool {call.name!r}")
 
 
 async def run_calls(

@@ -46,7 +46,7 @@ def exit_code_for(exc: BaseException) -> int:
         return EXIT_STRUCTURED
     if isinstance(exc, errors.ChainError | errors.ToolError | errors.GuardrailError):
         return EXIT_CHAIN
-    if isinstance(exc, KeyboardInterrupt):
+    if isinstance(exc, KeyboardInterrupt | errors.ChainInterruptedError):
         return EXIT_INTERRUPTED
     return EXIT_OTHER
 

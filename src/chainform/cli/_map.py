@@ -28,6 +28,7 @@ from chainform.cli._options import (
 )
 from chainform.cli._otel import otel_option, start_tracing
 from chainform.cli._prompt import FALLBACK_HELP, fallback_kwargs, open_log, parse_options
+from chainform.errors import ChainInterruptedError
 
 if TYPE_CHECKING:
     from chainform._map._inputs import Row
@@ -300,7 +301,7 @@ def map_command(
 
                 assert model is not None
                 asyncio.run(_run_local(model, source, commit, **settings))
-    except KeyboardInterrupt:
+    except (KeyboardInterrupt, ChainInterruptedError):  # Ctrl-C, or a tool's KeyboardInterrupt
         click.echo(
             f"map: interrupted after {tracker.done} rows; they are in {output}. "
             "Run the same command with --resume to continue.",
