@@ -205,7 +205,7 @@ def test_max_cost_is_refused_when_the_price_is_unknown_and_checked_for_sense() -
 
 
 def test_a_meter_counts_a_call_that_never_answered_as_nothing() -> None:
-    meter = Meter(PRICES.rate(MODEL), Decimal(1))
+    meter = Meter(MODEL, Decimal(1))
     assert meter.priced(None).cost == 0
     answered = ChatResponse([Message.assistant("x")], usage_details=UsageDetails(10, 1))
     assert meter.priced(answered).cost == expected(UsageDetails(10, 1))
@@ -234,3 +234,16 @@ def test_a_budget_admits_rows_while_the_estimate_fits() -> None:
     assert budget.room() == "stop" and budget.reached
     assert budget.spent == Decimal("0.95")  # within one row's cost of the cap
     assert "reached" in budget.summary()
+
+
+def test_a_chains_meter_looks_its_price_up_on_a_helper_thread() -> None:
+    import time
+
+    assert PRICES.known(MODEL) is None
+    meter = Meter(MODEL)  # the first lookup imports genai-prices' data: started, not waited for
+    deadline = time.monotonic() + 30
+    while PRICES.known(MODEL) is None and time.monotonic() < deadline:
+        time.sleep(0.01)
+    assert PRICES.known(MODEL) is not None
+    assert meter.rate is PRICES.known(MODEL)
+    assert Meter(MODEL).rate is meter.rate  # kept: no second lookup

@@ -54,3 +54,38 @@ def test_each_providers_usage_is_priced_and_logged(
     with Store() as store:
         (row,) = store.recent(1)
     assert row.usage is not None and row.usage.cost == cost
+
+
+def test_a_fallback_models_calls_are_priced_at_its_own_price(emulator: Emulator) -> None:
+    """The first model fails (HTTP 500, its retry too), Anthropic answers: each call costs what its
+    own model charges, and `by_model` splits the chain's cost between them."""
+    from chainform.testing import tool_call
+    from chainform.testing.emulator import Fault
+
+    def weather(city: str) -> str:
+        """Current weather for a city."""
+        return f"{city}: 21"
+
+    emulator.add(tool_call("weather", city="Paris"), Fault(500), Fault(500), "Sunny, 21.")
+    second = cf.get_model("anthropic/claude-haiku-4-5", key="sk-ant-test", base_url=emulator.base_url)
+    first = cf.get_model(
+        "openai/gpt-4.1-mini",
+        key="sk-test",
+        base_url=emulator.base_url + "/v1",
+        max_retries=1,
+        fallback=[second],
+    )
+    chain = first.chain("Weather in Paris?", tools=[weather], stream=False, log=False)
+    assert chain.text() == "Sunny, 21."
+    calls = chain.responses
+    assert [c.model for c in calls] == [
+        "openai/gpt-4.1-mini",
+        "openai/gpt-4.1-mini",
+        "anthropic/claude-haiku-4-5",
+    ]
+    assert calls[0].usage.cost == priced(calls[0].usage, "gpt-4.1-mini", "openai")
+    assert calls[1].usage.cost == 0  # failed before answering: nothing reported, nothing counted
+    assert calls[2].usage.cost == priced(calls[2].usage, "claude-haiku-4-5", "anthropic")
+    by_model = chain.usage.by_model
+    assert by_model["anthropic/claude-haiku-4-5"].cost == calls[2].usage.cost
+    assert chain.usage.cost == calls[0].usage.cost + calls[2].usage.cost

@@ -35,7 +35,7 @@ from chainform.output import OUTPUT_TOOL_NAME, OutputSpec, StrategyChoice, selec
 from chainform.output._fallbacks import Fallbacks
 from chainform.output.strategies import NOT_FINAL, Outcome, Plain, Settings, Strategy, build
 from chainform.output.strategies._context import ContextPolicy, Formatting, answered, final_answer
-from chainform.pricing import PRICES, Cost, Meter, as_cost
+from chainform.pricing import Cost, Meter, as_cost
 from chainform.types import (
     ChatOptions,
     FunctionCallContent,
@@ -96,9 +96,7 @@ class ChainRun(CallRunner):
         if request.retries < 0:
             raise ValueError("retries cannot be negative")
         memory = fallbacks if fallbacks is not None else Fallbacks()
-        meter = Meter(
-            PRICES.rate(model_name), as_cost(request.max_cost) if request.max_cost is not None else None
-        )
+        meter = Meter(model_name, request.max_cost)
         super().__init__(client, events, memory, stream=request.stream, logger=logger, meter=meter)
         self.req = request
         self.profile = profile

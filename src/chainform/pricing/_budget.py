@@ -13,7 +13,7 @@ from typing import Any, Literal
 
 from chainform.errors import BudgetExceededError, PricingError
 from chainform.pricing._rates import ZERO, Rate
-from chainform.pricing._table import PRICES, as_cost, usd
+from chainform.pricing._table import PRICES, Cost, as_cost, usd
 from chainform.types import UsageDetails
 
 
@@ -25,11 +25,14 @@ def _refuse_unknown(rate: Rate) -> None:
 class Meter:
     """Prices the calls of one chain and holds it to `max_cost` (USD; None: no cap)."""
 
-    __slots__ = ("max_cost", "rate", "spent", "unknown")
+    __slots__ = ("_rate", "max_cost", "model", "spent", "unknown")
 
-    def __init__(self, rate: Rate, max_cost: Decimal | None = None) -> None:
-        self.rate = rate
-        self.max_cost = max_cost
+    def __init__(self, model: str, max_cost: Cost | None = None) -> None:
+        self.model = model
+        self._rate = PRICES.known(model)
+        if self._rate is None:  # looked up while the first call is made (it imports genai-prices)
+            PRICES.warm(model)
+        self.max_cost = None if max_cost is None else as_cost(max_cost)
         self.spent = ZERO  # what the calls priced so far cost
         self.unknown: str | None = None  # why a call's cost is unknown, once one is
 
@@ -38,7 +41,7 @@ class Meter:
         was reported, nothing is counted) with its cost, at the price of `model` (the model that
         made the call, when a fallback answered; else the chain's)."""
         usage = response.usage_details if response is not None else None
-        rate = self.rate if model is None or model == self.rate.model else PRICES.rate(model)
+        rate = self.rate if model is None or model == self.model else PRICES.rate(model)
         cost, reason = rate.cost(usage) if response is not None else (ZERO, None)
         if cost is None:
             self.unknown = self.unknown or reason
@@ -54,6 +57,13 @@ class Meter:
             cost,
             reason,
         )
+
+    @property
+    def rate(self) -> Rate:
+        """How the chain's model is priced."""
+        if self._rate is None:
+            self._rate = PRICES.rate(self.model)
+        return self._rate
 
     def check(self, responses: list[Any]) -> None:
         """Before a call: BudgetExceededError once the calls made cost `max_cost` or more (and

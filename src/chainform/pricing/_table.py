@@ -86,6 +86,7 @@ class Prices:
         self._user: dict[str, Any] = {}
         self._files: dict[str | None, tuple[dict[str, Any], str | None]] = {}
         self._lock = threading.Lock()
+        self._warming: set[tuple[str | None, str, bool]] = set()
 
     def set_price(
         self,
@@ -121,6 +122,30 @@ class Prices:
             with self._lock:
                 self._rates[key] = rate
         return rate
+
+    def known(self, model: str, *, batch: bool = False) -> Rate | None:
+        """`model`'s Rate if it was looked up already (no lookup, no import)."""
+        return self._rates.get((os.environ.get("CHAINFORM_HOME"), model, batch))
+
+    def warm(self, model: str) -> None:
+        """Look `model` up on a helper thread. The first lookup of a priced model imports
+        genai-prices' data (~0.1 s); a chain starts it before its first call, which takes longer,
+        so the chain does not wait for it."""
+        key = (os.environ.get("CHAINFORM_HOME"), model, False)
+        with self._lock:
+            if key in self._rates or key in self._warming:
+                return
+            self._warming.add(key)
+        threading.Thread(target=self._warm, args=(model, key), name="chainform-prices", daemon=True).start()
+
+    def _warm(self, model: str, key: tuple[str | None, str, bool]) -> None:
+        try:
+            self.rate(model)
+        except Exception:  # the chain's own lookup, when it needs the price, says what is wrong
+            pass
+        finally:
+            with self._lock:
+                self._warming.discard(key)
 
     def _find(self, model: str, batch: bool) -> Rate:
         names, provider, ref = _resolve(model)
