@@ -71,19 +71,25 @@ def test_cli_max_cost_leaves_the_rest_for_resume_and_says_so(tmp_path: Path, emu
     inp = write_orders(tmp_path / "in.jsonl", 40)
     out = tmp_path / "out.jsonl"
     emulator.default = answer_text
-    one = invoke(*map_argv(write_orders(tmp_path / "one.jsonl", 1), tmp_path / "one.out", emulator.base_url, None))
+    one = invoke(
+        *map_argv(write_orders(tmp_path / "one.jsonl", 1), tmp_path / "one.out", emulator.base_url, None)
+    )
     assert one.exit_code == 0, one.output
     with Store() as store:
         (row,) = store.recent(1)
     assert row.usage is not None and row.usage.cost == price(row.usage)
     cap = row.usage.cost * 10
-    result = invoke(*map_argv(inp, out, emulator.base_url, None, "--max-cost", str(cap), "--concurrency", "4"))
+    result = invoke(
+        *map_argv(inp, out, emulator.base_url, None, "--max-cost", str(cap), "--concurrency", "4")
+    )
     assert result.exit_code == 0, result.output
     done = read_lines(out)
     assert 0 < len(done) < 40
     assert f"max cost ${cap.normalize():f} reached" in result.stderr and "--resume" in result.stderr
     with Store() as store:
-        logged = [r for r in store.recent(None) if r.conversation_name and r.conversation_name.startswith("map")]
+        logged = [
+            r for r in store.recent(None) if r.conversation_name and r.conversation_name.startswith("map")
+        ]
     run_rows = [r for r in logged if r.conversation_name.split()[1] == done[0]["_map"]["run"]]
     spent = sum((r.usage.cost for r in run_rows if r.usage and r.usage.cost is not None), Decimal(0))
     assert spent <= cap and cap - spent < max(r.usage.cost for r in run_rows if r.usage and r.usage.cost)
@@ -104,7 +110,9 @@ def test_cli_max_cost_leaves_the_rest_for_resume_and_says_so(tmp_path: Path, emu
         (("-m", "ollama/llama3", "--max-cost", "1"), "price"),
     ],
 )
-def test_cli_bad_caps_and_prices_are_one_line_errors(tmp_path: Path, args: tuple[str, ...], says: str) -> None:
+def test_cli_bad_caps_and_prices_are_one_line_errors(
+    tmp_path: Path, args: tuple[str, ...], says: str
+) -> None:
     inp = write_orders(tmp_path / "in.jsonl", 2)
     result = CliRunner().invoke(cli, ["map", str(inp), "-o", str(tmp_path / "o.jsonl"), *args])
     assert result.exit_code == 2, result.output
@@ -124,7 +132,23 @@ def test_cli_price_prices_a_self_hosted_model(tmp_path: Path, emulator: Emulator
         rows = store.recent(None)
     assert len(rows) == 3
     for row in rows:
-        assert row.usage is not None and row.usage.cost == (
-            Decimal(row.usage.input_tokens or 0) * 1 + Decimal(row.usage.output_tokens or 0) * 2
-        ) / 1_000_000
+        assert (
+            row.usage is not None
+            and row.usage.cost
+            == (Decimal(row.usage.input_tokens or 0) * 1 + Decimal(row.usage.output_tokens or 0) * 2)
+            / 1_000_000
+        )
     assert json.loads((tmp_path / "o.jsonl").read_text().splitlines()[0])["value"].startswith("done")
+
+
+def test_cli_an_unknown_price_is_said_once_in_the_summary_never_as_zero(
+    tmp_path: Path, emulator: Emulator
+) -> None:
+    inp = write_orders(tmp_path / "in.jsonl", 5)
+    emulator.default = answer_text
+    argv = [str(inp), "-o", str(tmp_path / "o.jsonl"), "-m", "vllm/my-model", "--prompt", "{text}"]
+    result = invoke(*argv, "--base-url", emulator.base_url + "/v1", "--key", "k")
+    assert result.exit_code == 0, result.output
+    assert result.stderr.count("cost unknown (no price for 'vllm/my-model'") == 1
+    assert "$0" not in result.stderr
+    assert all(line["_map"]["cost"] is None for line in read_lines(tmp_path / "o.jsonl"))

@@ -65,12 +65,13 @@ class Tracker:
                 TextColumn("[red]{task.fields[failed]} failed"),
                 TextColumn("{task.fields[rate]:.1f} rows/s"),
                 TextColumn("{task.fields[tokens]} tokens"),
+                TextColumn("{task.fields[cost]}"),
                 TimeRemainingColumn(),
                 console=console(err=True),
             )
             self._progress.start()
             self._task = self._progress.add_task(
-                "map", total=self.total, completed=self.skipped, failed=0, rate=0.0, tokens=0
+                "map", total=self.total, completed=self.skipped, failed=0, rate=0.0, tokens=0, cost=""
             )
         return self
 
@@ -91,7 +92,12 @@ class Tracker:
         self.unpriced = self.unpriced or (result.usage.cost_reason if cost is None else None)
         if self._progress is not None:
             self._progress.update(
-                self._task, advance=1, failed=self.failed, rate=self.rate, tokens=self.tokens
+                self._task,
+                advance=1,
+                failed=self.failed,
+                rate=self.rate,
+                tokens=self.tokens,
+                cost=cost_text(self.cost),
             )
 
     def summary(self, output: str, run_id: str) -> str:
