@@ -5,7 +5,7 @@ from __future__ import annotations
 from map_helpers import MODEL, answer_with_tool, order_number
 
 from chainform.models import get_async_model
-from chainform.testing.emulator import DropConnection, Emulator, Fault
+from chainform.testing.emulator import DropConnection, Emulator, Fault, Stall
 from chainform.testing.emulator._server import RecordedRequest
 
 SCHEMA = {
@@ -69,3 +69,21 @@ async def test_a_row_that_keeps_failing_is_recorded_with_its_phase_and_others_fi
     assert "always broken" in failed.error.message
     assert len(broken) == 2  # the first try and one retry
     assert all(r.ok for i, r in by_index.items() if i != 7)
+
+
+async def test_a_stalled_call_times_out_and_the_row_is_retried(emulator: Emulator):
+    """A server that goes silent (before answering, or mid-stream) costs the row one retry of the
+    map's, after chainform's read timeout, never the SDK's 600 s (issue 28 item 2)."""
+    emulator.add(Stall(30, after_events=0), Stall(30, after_events=3))
+    emulator.default = answer_with_tool
+    rows = [{"text": f"order {n}"} for n in range(6)]
+    model = get_async_model(MODEL, key="sk-test", base_url=emulator.base_url + "/v1", max_retries=0, timeout=0.5)
+    results = [
+        r
+        async for r in model.amap(
+            rows, prompt="Extract: {text}", schema=SCHEMA, tools=[lookup], log=False, concurrency=2, retries=2
+        )
+    ]
+    assert emulator.remaining == 0
+    assert sorted(r.index for r in results) == list(range(6))
+    assert all(r.ok and r.value == {"id": r.index, "total": r.index / 2} for r in results)
