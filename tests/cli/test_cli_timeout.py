@@ -40,3 +40,8 @@ def test_cli_timeout_with_the_in_process_model_is_refused(run) -> None:
     result = run("hi", "-m", "local", "--timeout", "5")
     assert result.exit_code != 0 and "timeout" in result.stderr
     assert "Traceback" not in result.stderr
+
+
+def test_cli_timeout_as_a_model_option_is_refused_not_sent(run) -> None:
+    result = run("hi", "-m", "openai/gpt-4.1-mini", "--key", "sk-t", "-o", "timeout", "30")
+    assert result.exit_code == 2 and "--timeout" in result.stderr

@@ -151,6 +151,8 @@ def check_option(name: str, value: Any) -> Any:
     ValueError saying what is wrong. Other names are provider extras, passed on as given."""
     if not _OPTION_NAME.fullmatch(name):
         raise ValueError(f"{name!r} is not an option name (letters, digits, _ . -; not empty)")
+    if name == "timeout":  # else sent to the provider as an extra field of the request
+        raise ValueError("timeout is chainform's own, not a model option: use --timeout")
     spec = next((f for f in dataclasses.fields(ChatOptions) if f.name == name), None)
     if spec is None or name == "additional_properties":
         return value
