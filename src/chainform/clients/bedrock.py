@@ -21,7 +21,7 @@ from chainform.clients._common import CLAUDE_FINISH, AdapterClient, StreamState
 from chainform.clients._converse_media import DOCUMENT_TEXT, media_block
 from chainform.clients._errors import StreamGuard
 from chainform.clients._provider import Provider
-from chainform.clients._timeouts import touch_on_send
+from chainform.clients._timeouts import touch_on_send, within
 from chainform.clients.profiles import family_stem
 from chainform.clients.profiles.bedrock import KNOWN_MODELS, PROVIDER, UNKNOWN
 from chainform.errors import ChainformError, MissingKeyError, UnsupportedOptionError
@@ -184,10 +184,13 @@ class BedrockClient(AdapterClient):
 
     async def _respond(self, messages: list[types.Message], options: types.ChatOptions) -> types.ChatResponse:
         request = self.build_request(messages, options)
-        try:
-            result = await asyncio.to_thread(self.sdk.converse, **request)
+        guard = self.guard()
+        try:  # under chainform's timeouts, as every streamed call (the skeleton's pump)
+            result = await within(self.timeout, asyncio.to_thread(self.sdk.converse, **request), guard)
+        except ChainformError:
+            raise
         except Exception as exc:
-            raise self.error(exc, self.guard(), False) from None
+            raise self.error(exc, guard, False) from None
         message = (result.get("output") or {}).get("message") if isinstance(result, dict) else None
         if not isinstance(message, dict):  # a 200 whose body botocore could not read as Converse
             raise self.guard().error("Converse answered without an output message")
