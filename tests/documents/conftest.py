@@ -40,9 +40,19 @@ class _Handler(BaseHTTPRequestHandler):
         pass
 
 
+class _QuietServer(ThreadingHTTPServer):
+    """A client that stops reading (a size cap, a timeout) breaks the pipe: expected, not printed.
+
+    The default `handle_error` prints the traceback to `sys.stderr`, which a CLI test running at the
+    same moment captures as the command's own output."""
+
+    def handle_error(self, request: object, client_address: object) -> None:
+        pass
+
+
 @pytest.fixture
 def server() -> Iterator[str]:
-    httpd = ThreadingHTTPServer(("127.0.0.1", 0), _Handler)
+    httpd = _QuietServer(("127.0.0.1", 0), _Handler)
     thread = threading.Thread(target=httpd.serve_forever, daemon=True)
     thread.start()
     try:
