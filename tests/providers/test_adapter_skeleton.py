@@ -117,7 +117,9 @@ class Adapter(AdapterClient):
         return self.stream
 
     def error(self, exc: Exception, guard: StreamGuard, opened: bool) -> ChainformError:
-        return guard.error(f"sdk said: {exc}", status=getattr(exc, "status", None))
+        if not isinstance(exc, SDKFailure):
+            return super().error(exc, guard, opened)
+        return guard.error(f"sdk said: {exc}", status=exc.status)
 
 
 async def test_skeleton_streams_translates_and_closes() -> None:
@@ -157,6 +159,7 @@ async def test_skeleton_stream_without_its_closing_event_is_an_error() -> None:
     with pytest.raises(ProviderError, match="empty stream") as empty:  # no event: not an answer
         await Adapter(Events([])).get_response([Message.user("hi")])
     assert empty.value.kind == "streaming_rejected" and type(empty.value) is ProviderError
+    assert not empty.value.retryable  # a refusal: sent again, it gets the same
 
 
 async def test_skeleton_reads_a_whole_body_that_answered_a_streamed_request() -> None:
@@ -176,6 +179,14 @@ async def test_skeleton_reads_a_whole_body_that_answered_a_streamed_request() ->
     streamed = Events(["Hi", "done"])
     streamed.response = Whole(b"", "text/event-stream")  # type: ignore[attr-defined]
     assert (await Adapter(streamed).get_response([Message.user("hi")])).text == "Hi"
+
+
+async def test_skeleton_sdk_refusing_the_request_before_sending_is_a_bad_request() -> None:
+    """An SDK's ValueError before anything was sent (google-genai: "contents are required") is the
+    request's fault: bad_request, not retried as if the connection had failed."""
+    with pytest.raises(ProviderError, match="request refused: ValueError: contents are required") as info:
+        await Adapter(ValueError("contents are required")).get_response([Message.user("hi")])
+    assert (info.value.kind, info.value.retryable) == ("bad_request", False)
 
 
 async def test_skeleton_translation_bug_is_not_disguised_as_a_provider_failure() -> None:

@@ -168,7 +168,9 @@ class AdapterClient(MediaAdapter, BaseChatClient):
             )
 
     def error(self, exc: Exception, guard: StreamGuard, opened: bool) -> ChainformError:
-        """The adapter's classification of what its SDK raised (`opened`: after the stream began)."""
+        """What the SDK raised, typed (`opened`: the stream began); an early ValueError: a refused request."""
+        if not opened and isinstance(exc, ValueError | TypeError):
+            return guard.error(f"request refused: {type(exc).__name__}: {exc}", kind="bad_request")
         return guard.error(f"stream broke: {type(exc).__name__}: {exc}")
 
     def stream_state(self, request: dict[str, Any]) -> StreamState:
@@ -251,8 +253,8 @@ class AdapterClient(MediaAdapter, BaseChatClient):
 
 
 async def whole_body(stream: Any, guard: StreamGuard) -> Any:
-    """The JSON body of a streamed request's answer when it came whole (by its content type, on
-    the SDK stream's HTTP `response`), else None. A body that is not JSON is a malformed answer."""
+    """The JSON body of a streamed request's answer that came whole (a gateway ignoring `stream:
+    true`; by the content type of the SDK stream's `response`), else None; not JSON: malformed."""
     response = getattr(stream, "response", None)
     content_type = str(getattr(response, "headers", {}).get("content-type", ""))
     if response is None or not content_type.startswith("application/json"):

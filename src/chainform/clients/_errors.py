@@ -153,6 +153,7 @@ class StreamGuard:
         message = redact(message, self.secret)
         if kind is None and status is None and timed_out(sys.exc_info()[1]):
             kind = "timeout"  # called from the adapter's except block: the SDK's timeout, not a drop
+        kind = kind or classify(status, message)
         broken = interrupted if interrupted is not None else bool(self.updates)
         error_type = StreamInterruptedError if broken else ProviderError
         error = error_type(
@@ -160,8 +161,8 @@ class StreamGuard:
             status=status,
             provider=self.provider,
             request_id=request_id or self.request_id,
-            retryable=is_retryable(status) and not is_rejection(status, message),
-            kind=kind or classify(status, message),
+            retryable=is_retryable(status) and kind not in _REJECTIONS,  # a refusal gets the same again
+            kind=kind,
         )
         if isinstance(error, StreamInterruptedError):
             error.partial_response = ChatResponse.from_updates(self.updates)

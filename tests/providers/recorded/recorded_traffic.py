@@ -16,7 +16,7 @@ from typing import Any
 
 import yaml
 
-ROOT = Path(__file__).resolve().parents[2].parent / "shared" / "data" / "recorded-traffic"
+ROOT = Path(__file__).resolve().parents[3].parent / "shared" / "data" / "recorded-traffic"
 
 # The recorded URI's path (query and fragment dropped) -> the wire format chainform speaks there.
 WIRE_ROUTES = (

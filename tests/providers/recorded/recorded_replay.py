@@ -11,21 +11,24 @@ from adapter_fixtures import bedrock_client
 from recorded_expect import READERS, Call, Expected
 from recorded_traffic import Exchange
 
-from chainform.errors import ProviderError
+from chainform.errors import ChainformError, ProviderError
 from chainform.testing.emulator import Emulator, RawResponse
-from chainform.types import ChatResponse, ErrorContent, Message
+from chainform.types import ChatOptions, ChatResponse, ErrorContent, Message
 
 
-def client_for(wire: str, model: str, emu: Emulator) -> Any:
-    """The chainform adapter of `wire` for `model`, at the emulator, with no retries."""
+def client_for(wire: str, model: str, emu: Emulator, *, openai_itself: bool = False) -> Any:
+    """The chainform adapter of `wire` for `model`, at the emulator, with no retries;
+    `openai_itself`: with the profile it has at api.openai.com (not a compatible server's)."""
     if wire in ("chat", "responses"):
         from chainform.clients._openai_base import ClientSettings
         from chainform.clients.openai_chat import OpenAIChatClient
         from chainform.clients.openai_responses import OpenAIResponsesClient
+        from chainform.clients.profiles.openai import openai_profile
 
         settings = ClientSettings("openai", base_url=emu.base_url + "/v1", key="sk-test", max_retries=0)
         kind = OpenAIChatClient if wire == "chat" else OpenAIResponsesClient
-        return kind(model, settings=settings)
+        profile = openai_profile(model, "openai") if openai_itself and wire == "chat" else None
+        return kind(model, settings=settings, profile=profile)
     if wire == "anthropic":
         from chainform.clients.anthropic import create_client
 
@@ -69,11 +72,34 @@ async def replay(ex: Exchange, emu: Emulator, *, malformed: bool = False) -> lis
     return [f"#{ex.index}: {p}" for p in compare(response, want)]
 
 
-async def _call(client: Any, streamed: bool) -> ChatResponse:
-    messages = [Message.user("replayed")]
+async def _call(
+    client: Any, streamed: bool, messages: list[Message] | None = None, options: ChatOptions | None = None
+) -> ChatResponse:
+    messages = messages or [Message.user("replayed")]
     if not streamed:
-        return await client.get_response(messages)
-    return ChatResponse.from_updates([u async for u in client.get_streaming_response(messages)])
+        return await client.get_response(messages, options)
+    updates = [u async for u in client.get_streaming_response(messages, options)]
+    return ChatResponse.from_updates(updates)
+
+
+async def sent(ex: Exchange, emu: Emulator, messages: list[Message], options: ChatOptions) -> Any:
+    """The body chainform sent for `messages` and `options` where `ex` was recorded (the recorded
+    answer replayed so that the call completes; what it parses to does not matter here)."""
+    assert ex.wire is not None
+    emu.add(RawResponse(ex.status, ex.body, ex.content_type, ex.reply_headers))
+    client = client_for(ex.wire, ex.model, emu, openai_itself="//api.openai.com/" in ex.uri)
+    before = len(emu.requests)
+    failure = None
+    try:
+        await _call(client, ex.streamed, messages, options)
+    except ChainformError as exc:  # a recorded error answer, or a refusal before sending
+        failure = exc
+    finally:
+        await client.aclose()
+    if len(emu.requests) == before:  # nothing went out: take the answer back, say why
+        emu.script.pop()
+        raise AssertionError(f"#{ex.index}: chainform sent no request ({failure!r})")
+    return emu.requests[-1].body
 
 
 def got(response: ChatResponse) -> Expected:

@@ -14,9 +14,6 @@ repository (`../shared/data/recorded-traffic`); without it the test is skipped.
 
 from __future__ import annotations
 
-import ssl
-from collections.abc import Iterator
-
 import pytest
 from recorded_replay import replay
 from recorded_traffic import ROOT, exchanges, files
@@ -26,15 +23,6 @@ from chainform.testing.emulator import Emulator
 pytestmark = pytest.mark.usefixtures("openai_isolated")
 
 FILES = files()
-_SSL_CONTEXT = ssl.create_default_context()
-
-
-@pytest.fixture(autouse=True)
-def one_ssl_context(monkeypatch: pytest.MonkeyPatch) -> None:
-    """Each SDK client builds an SSL context, loading the CA bundle (0.1 s); the replay's 600
-    clients speak plain HTTP to the emulator, so they share one."""
-    monkeypatch.setattr(ssl, "create_default_context", lambda *args, **kwargs: _SSL_CONTEXT)
-
 
 # Answers that are not an answer of the API they claim to be (a test server's on purpose): the
 # replay holds chainform to a typed error instead of a parse.
@@ -42,21 +30,6 @@ NOT_AN_ANSWER = {
     "test_openai/test_invalid_response.yaml": "a 200 JSON body without choices",
     "test_openai/test_text_response.yaml": "a 200 text/plain body",
 }
-
-
-@pytest.fixture(scope="module")
-def replayer() -> Iterator[Emulator]:
-    """One emulator for the module's 450 tests (stopping one costs 50 ms); each test's answers
-    are its own script items, and what went wrong on the server side is cleared per test."""
-    with Emulator() as server:
-        yield server
-
-
-@pytest.fixture
-def emulator(replayer: Emulator) -> Iterator[Emulator]:
-    replayer.errors.clear()
-    yield replayer
-    assert replayer.remaining == 0, "a recorded answer was not asked for"
 
 
 @pytest.mark.parametrize("file", FILES or ["(absent)"])
