@@ -226,3 +226,22 @@ def test_a_large_file_is_held_once_from_reading_to_the_log(tmp_path: Path) -> No
     with sqlite3.connect(Store().path) as db:
         Store().recent(1)
         assert db.execute("SELECT length(content) FROM attachments").fetchone() == (path.stat().st_size,)
+
+
+def test_a_sync_conversation_and_model_map_attach_files(tmp_path: Path) -> None:
+    model, client = _model(TEXT_ONLY, ["one", "two", "row a", "row b"])
+    conversation = model.conversation()
+    conversation.chain("Read", attachments=[cf.Attachment(content=b"Total: 9.80\n", name="note.txt")]).text()
+    conversation.chain("Again?").text()
+    assert "Total: 9.80" in client.requests[1][0][0].text  # the converted file is in the history
+    (tmp_path / "docs").mkdir()
+    (tmp_path / "docs" / "a.txt").write_text("alpha\n")
+    (tmp_path / "docs" / "b.txt").write_text("beta\n")
+    rows = [{"q": "A", "file": "docs/a.txt"}, {"q": "B", "file": "docs/b.txt, docs/a.txt"}]
+    results = list(
+        model.map(rows, prompt="{q}", attach="file", attach_base=tmp_path, ordered=True, log=False)
+    )
+    assert [r.error for r in results] == [None, None]
+    sent = sorted(m[-1].text for m, _ in client.requests[2:])
+    assert sent[0].startswith("A\n\n[a.txt: text, 1 line]\nalpha")
+    assert "[b.txt: text, 1 line]" in sent[1] and "[a.txt: text, 1 line]" in sent[1]
