@@ -4,9 +4,12 @@ What each case picked and what fell back is printed (`-s`) for docs/providers.md
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 import chainform as cf
+import llama_cases
 
 pytestmark = pytest.mark.real_server
 
@@ -52,3 +55,25 @@ def test_too_long_a_prompt_is_a_typed_error(llama_server: str) -> None:
     with pytest.raises(cf.ProviderError) as info:
         model.chain("word " * 5000, log=False).value
     assert not info.value.retryable or info.value.kind != "server"
+
+
+# The user journeys of tests/llama_cases.py; CI runs them against the emulator's quirks
+# (tests/providers/test_llama_cpp_cases.py).
+
+
+def test_readme_example_at_the_real_server(llama_server: str) -> None:
+    print(f"\nREAL readme example: {llama_cases.readme_example(llama_server)}")
+
+
+def test_continued_conversation_at_the_real_server(llama_server: str, tmp_path: Path) -> None:
+    first, second = llama_cases.continued_conversation(llama_server, tmp_path)
+    print(f"\nREAL -c: first {first.stdout.strip()[:80]!r}, then {second.stdout.strip()[:80]!r}")
+
+
+def test_map_over_50_rows_at_the_real_server(llama_server: str) -> None:
+    results = llama_cases.map_rows(llama_server, 50)
+    errors = sorted({r.error.phase for r in results if r.error is not None})
+    print(f"\nREAL map: {sum(r.ok for r in results)} of 50 rows a value; row errors {errors}")
+    assert all(
+        r.error is None or r.error.phase in ("output", "format") for r in results
+    )  # none a provider failure
