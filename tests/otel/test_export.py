@@ -116,6 +116,7 @@ def test_spans_reach_a_collector_over_otlp_http(
     assert attrs["gen_ai.provider.name"].string_value == "openai"
     assert attrs["gen_ai.request.model"].string_value == "gpt-4.1-mini"
     assert attrs["gen_ai.usage.input_tokens"].int_value > 0
+    assert attrs["chainform.cost"].double_value > 0  # the price table's cost of the call, in USD
     assert any(path == "/v1/metrics" for path, _ in receiver.posts)
 
 
