@@ -245,3 +245,23 @@ def test_a_sync_conversation_and_model_map_attach_files(tmp_path: Path) -> None:
     sent = sorted(m[-1].text for m, _ in client.requests[2:])
     assert sent[0].startswith("A\n\n[a.txt: text, 1 line]\nalpha")
     assert "[b.txt: text, 1 line]" in sent[1] and "[a.txt: text, 1 line]" in sent[1]
+
+
+def test_a_fallback_model_that_cannot_read_the_file_gets_it_converted() -> None:
+    from chainform.chain._fallback import FallbackPlan
+    from chainform.errors import ProviderError
+
+    down = ProviderError("overloaded", status=503, kind="server")
+    first = ScriptedClient([down], VISION)
+    second = ScriptedClient(['{"merchant": "Corner Bakery"}'], TEXT_ONLY.replace(name="second"))
+    plan = FallbackPlan.build("first", [Model(second, name="second")], None, make=None)
+    model = Model(first, name="first", fallback=plan)
+    response = model.chain(
+        "Extract", attachments=[cf.Attachment(content=receipt_png(), name="receipt.png")], schema="merchant"
+    )
+    assert response.value == {"merchant": "Corner Bakery"}
+    assert isinstance(first.requests[0][0][-1].contents[1], DataContent)  # the vision model got the image
+    [sent] = second.requests[0][0][-1].contents  # the text-only one its OCR text
+    assert sent.text.startswith("Extract\n\n[receipt.png: OCR, ") and "9.80" in sent.text  # type: ignore[union-attr]
+    shown = [e.text for e in response.events() if e.kind == "attachment"]
+    assert shown[0].startswith("receipt.png: as is, ") and shown[1].startswith("receipt.png: OCR, ")

@@ -12,6 +12,7 @@ its result (`ChainResult.attachments`) and its log rows.
 from __future__ import annotations
 
 import asyncio
+import copy
 import json
 import logging
 from collections.abc import Sequence
@@ -21,7 +22,15 @@ from typing import Any, Protocol
 from chainform.chain._events import ChainEvent, EventLog
 from chainform.documents import Conversion, prepare_parts
 from chainform.errors import AttachmentError
-from chainform.types import Content, FunctionResultContent, Message, ModelProfile, TextContent
+from chainform.types import (
+    Content,
+    DataContent,
+    FunctionResultContent,
+    Message,
+    ModelProfile,
+    TextContent,
+    UriContent,
+)
 from chainform.types._attachment import Attachment
 
 logger = logging.getLogger("chainform.attachments")
@@ -198,3 +207,37 @@ def _files_in(value: Any) -> list[Any] | None:
     if isinstance(value, list | tuple) and any(isinstance(v, Attachment) for v in value):
         return list(value)
     return None
+
+
+async def for_profile(transcript: list[Message], profile: ModelProfile, events: EventLog) -> None:
+    """Files in the transcript's user messages that `profile`'s model cannot read, converted in
+    place: a fallback model (chain/_fallback.py) may read less than the model the prompt was
+    prepared for. AttachmentError when one cannot be converted (nothing is sent)."""
+    for index, message in enumerate(transcript):
+        if message.role != "user" or not any(_unreadable(c, profile) for c in message.contents):
+            continue
+        parts: list[Content] = []
+        for content in message.contents:
+            if not _unreadable(content, profile):
+                parts.append(content)
+                continue
+            attachment = _as_attachment(content)
+            converted, conversions = await asyncio.to_thread(prepare_parts, [attachment], profile)
+            events.append(ChainEvent("attachment", text=conversions[0].summary(), value=conversions[0]))
+            parts.extend(converted)
+        transcript[index] = copy.copy(message)  # the calls made before keep what they sent
+        transcript[index].contents = _joined(parts)
+
+
+def _unreadable(content: Content, profile: ModelProfile) -> bool:
+    if not isinstance(content, DataContent | UriContent) or content.media_type is None:
+        return False
+    return not profile.media.accepts(content.media_type)
+
+
+def _as_attachment(content: Content) -> Attachment:
+    name = getattr(content, "name", None)  # the file name the part carries (clients' wire side)
+    if isinstance(content, DataContent):
+        return Attachment(content=content.data, type=content.media_type, name=name)
+    assert isinstance(content, UriContent)
+    return Attachment(url=content.uri, type=content.media_type, name=name)

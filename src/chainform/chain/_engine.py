@@ -17,7 +17,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from chainform.chain._attachments import tool_files
+from chainform.chain._attachments import for_profile, tool_files
 from chainform.chain._calls import CallLogger, CallRunner, plain_data
 from chainform.chain._events import ChainEvent, EventLog
 from chainform.chain._fallback import Candidate, FallbackPlan, Route
@@ -156,7 +156,7 @@ class ChainRun(CallRunner):
                     return await self.formatted(transcript, strategy, strategy.formatting)
                 return await self.loop(transcript, strategy, tools=has_tools, purpose=purpose)
             except ProviderError as exc:
-                if self._fall_over(exc):  # on the next model, chosen for its own profile
+                if await self._fall_over(exc, transcript):  # on the next model, chosen for its own profile
                     choice = select_strategy(
                         self.profile, has_tools=has_tools, requested=requested, fallbacks=self.fallbacks
                     )
@@ -194,17 +194,19 @@ class ChainRun(CallRunner):
             try:
                 return await self.loop(transcript, Plain(self.profile, self.settings), tools=True)
             except ProviderError as exc:
-                if not self._fall_over(exc):
+                if not await self._fall_over(exc, transcript):
                     raise
 
-    def _fall_over(self, exc: ProviderError) -> bool:
-        """Go on with the next fallback model after `exc` (chain/_fallback.py); False: raise it."""
+    async def _fall_over(self, exc: ProviderError, transcript: list[Message]) -> bool:
+        """Go on with the next fallback model after `exc` (chain/_fallback.py); False: raise it.
+        Files it cannot read are converted for it (chain/_attachments.py)."""
         after = self.route.after(exc) if self.route is not None else None
         if after is None:
             return False
         self.client, self.profile, self.model_name = after.client, after.profile, after.name
         self.fallbacks = after.fallbacks
         self.settings = replace(self.settings, fallbacks=after.fallbacks)
+        await for_profile(transcript, self.profile, self.events)
         return True
 
     def turns_left(self) -> int:
