@@ -182,3 +182,16 @@ def test_gemini_profiles_by_family() -> None:
     assert KNOWN_MODELS["gemini-3-pro-preview"].supports_tools_with_schema
     assert not KNOWN_MODELS["gemini-2.5-pro"].supports_tools_with_schema
     assert all(p.supports_json_schema and p.schema_dialect == "gemini" for p in KNOWN_MODELS.values())
+
+
+def test_gemini_thought_signature_in_url_safe_base64_is_sent_back() -> None:
+    """google-genai writes signatures into requests URL-safe and unpadded; a history taken from
+    such a request (another tool's log) replays with the same bytes, not a binascii crash."""
+    raw = bytes(range(250, 256)) + b"\xfb\xff signature"
+    url_safe = base64.urlsafe_b64encode(raw).decode().rstrip("=")
+    assert "-" in url_safe or "_" in url_safe
+    call = FunctionCallContent("c1", "get_weather", {"city": "Paris"})
+    history = [Message.user("Weather?"), Message.assistant([TextReasoningContent("", url_safe), call])]
+    request = create_client("gemini-2.5-flash", key="k").build_request(history, ChatOptions(tools=[WEATHER]))
+    [model_part] = request["contents"][1]["parts"]
+    assert model_part["thought_signature"] == raw

@@ -279,7 +279,7 @@ def _parts(
         if isinstance(content, types.TextReasoningContent):
             # Thought text is not sent back; its signature belongs to the part that follows.
             if content.protected_data:
-                signature = base64.b64decode(content.protected_data)
+                signature = _signature(content.protected_data)
             continue
         part = (
             media(content)
@@ -293,6 +293,13 @@ def _parts(
             signature = None
         parts.append(part)
     return parts
+
+
+def _signature(text: str) -> bytes:
+    """A thought signature's bytes from its base64 text: standard (as chainform keeps it) or
+    URL-safe and unpadded (as google-genai writes it into requests, and so histories taken from one)."""
+    text = text.strip().replace("-", "+").replace("_", "/")
+    return base64.b64decode(text + "=" * (-len(text) % 4))
 
 
 def _part(content: types.Content, names: dict[str, str]) -> dict[str, Any] | None:

@@ -96,8 +96,9 @@ async def sent(ex: Exchange, emu: Emulator, messages: list[Message], options: Ch
         failure = exc
     finally:
         await client.aclose()
-    if len(emu.requests) == before:  # nothing went out: take the answer back, say why
-        emu.script.pop()
+        if len(emu.requests) == before:  # nothing went out: take the answer back (and say why)
+            emu.script.pop()
+    if len(emu.requests) == before:
         raise AssertionError(f"#{ex.index}: chainform sent no request ({failure!r})")
     return emu.requests[-1].body
 

@@ -21,6 +21,7 @@ from chainform.types import (
     Message,
     Role,
     TextContent,
+    TextReasoningContent,
     ToolMode,
 )
 
@@ -155,6 +156,10 @@ def _anthropic(body: dict[str, Any]) -> Conversation:
                 contents.append(FunctionCallContent(b["id"], b["name"], b.get("input") or {}))
             elif b["type"] == "tool_result":
                 contents.append(FunctionResultContent(b["tool_use_id"], _text(b.get("content"))))
+            elif b["type"] == "thinking":
+                contents.append(TextReasoningContent(b["thinking"], b["signature"]))
+            elif b["type"] == "redacted_thinking":
+                contents.append(TextReasoningContent("", b["data"]))
             else:
                 raise Untranslated(f"a {b['type']!r} block")
         out.messages.append(Message(Role(m["role"]), contents))
@@ -175,6 +180,8 @@ def _gemini(body: dict[str, Any]) -> Conversation:
     for c in body.get("contents") or ():
         contents: list[Any] = []
         for p in c.get("parts") or ():
+            if "thoughtSignature" in p and not p.get("thought"):  # it belongs to this part
+                contents.append(TextReasoningContent("", p["thoughtSignature"]))
             if "text" in p and not p.get("thought"):
                 contents.append(TextContent(p["text"]))
             elif "functionCall" in p:
@@ -223,6 +230,11 @@ def _bedrock(body: dict[str, Any]) -> Conversation:
             elif "toolUse" in b:
                 t = b["toolUse"]
                 contents.append(FunctionCallContent(t["toolUseId"], t["name"], t.get("input") or {}))
+            elif "reasoningContent" in b:
+                thought = b["reasoningContent"]
+                signed = thought.get("reasoningText") or {}
+                data = thought.get("redactedContent")
+                contents.append(TextReasoningContent(signed.get("text", ""), signed.get("signature") or data))
             elif "toolResult" in b:
                 r = b["toolResult"]
                 contents.append(
@@ -320,6 +332,11 @@ def shape(wire: str, body: dict[str, Any]) -> dict[str, Any]:
         out["roles"] = ["system"] * bool(body.get("system")) + [m["role"] for m in messages]
         blocks = [b for m in messages if isinstance(m["content"], list) for b in m["content"]]
         out["tool_result_keys"] = [_keys(b) for b in blocks if b.get("type") == "tool_result"]
+        out["blocks"] = [
+            [b["type"] for b in m["content"]] if isinstance(m["content"], list) else ["text"]
+            for m in messages
+        ]
+        out["signatures"] = [b.get("signature") or b.get("data") for b in blocks if "thinking" in b["type"]]
         out["tool_choice"] = body.get("tool_choice")
         out["tools"] = [_tool_shape(t, ("input_schema",)) for t in body.get("tools") or ()]
     elif wire == "gemini":
@@ -329,6 +346,8 @@ def shape(wire: str, body: dict[str, Any]) -> dict[str, Any]:
         out["roles"] = ["system"] * bool(body.get("systemInstruction")) + [c.get("role") for c in contents]
         parts = [p for c in contents for p in c.get("parts") or ()]
         out["tool_result_keys"] = [_keys(p["functionResponse"]) for p in parts if "functionResponse" in p]
+        out["blocks"] = [[sorted(p) for p in c.get("parts") or ()] for c in contents]
+        out["signatures"] = [p["thoughtSignature"] for p in parts if "thoughtSignature" in p]
         out["tool_choice"] = body.get("toolConfig")
         declarations = [d for t in body.get("tools") or () for d in t.get("functionDeclarations") or ()]
         out["tools"] = [
@@ -340,6 +359,11 @@ def shape(wire: str, body: dict[str, Any]) -> dict[str, Any]:
         out["roles"] = ["system"] * bool(body.get("system")) + [m["role"] for m in messages]
         blocks = [b for m in messages for b in m["content"]]
         out["tool_result_keys"] = [_keys(b["toolResult"]) for b in blocks if "toolResult" in b]
+        out["blocks"] = [[sorted(set(b) - {"cachePoint"}) for b in m["content"]] for m in messages]
+        thoughts = [b["reasoningContent"] for b in blocks if "reasoningContent" in b]
+        out["signatures"] = [
+            (t.get("reasoningText") or {}).get("signature") or t.get("redactedContent") for t in thoughts
+        ]
         config = body.get("toolConfig") or {}
         out["tool_choice"] = config.get("toolChoice")
         out["tools"] = [

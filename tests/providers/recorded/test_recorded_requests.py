@@ -48,6 +48,8 @@ def _same(wire: str, name: str, recorded: Any, ours: Any, at_openai: bool) -> bo
     """Whether two spellings of one field mean the same to the real API."""
     if recorded == ours:
         return True
+    if name == "blocks" and wire in ("anthropic", "gemini", "bedrock"):
+        return _flat(recorded) == _flat(ours)  # turns joined as the roles are (below)
     if name == "tool_choice":
         return recorded is None  # none sent: the API's default, auto, which chainform spells out
     if name == "roles" and wire in ("anthropic", "gemini", "bedrock"):
@@ -62,6 +64,10 @@ def _same(wire: str, name: str, recorded: Any, ours: Any, at_openai: bool) -> bo
             compat and all(o in (n, COMPAT_TOOL_TURN) for n, o in zip(normal, ours, strict=True))
         )
     return False
+
+
+def _flat(blocks: list[list[Any]]) -> list[Any]:
+    return [b for turn in blocks for b in turn]
 
 
 def _runs(roles: list[str]) -> list[str]:
