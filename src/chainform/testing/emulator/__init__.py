@@ -14,6 +14,7 @@ with Emulator(["Hello!", tool_call("get_weather", city="Paris"), Fault(429, retr
 Wire formats are plugins (one private module each); `_server.py` documents the interface.
 """
 
+from chainform.testing.emulator._batches import BatchService, Expired
 from chainform.testing.emulator._media import MediaRefused, RecordedMedia
 from chainform.testing.emulator._quirks import LLAMA_CPP_PYTHON, STREAMS_ALWAYS, Quirks
 from chainform.testing.emulator._script import (
@@ -38,9 +39,11 @@ from chainform.testing.emulator._wire import (
 __all__ = [
     "LLAMA_CPP_PYTHON",
     "STREAMS_ALWAYS",
+    "BatchService",
     "CutStream",
     "DropConnection",
     "Emulator",
+    "Expired",
     "Fault",
     "MalformedEvent",
     "MediaRefused",

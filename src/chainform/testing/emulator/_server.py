@@ -22,6 +22,7 @@ from types import TracebackType
 from typing import TYPE_CHECKING, Any
 from urllib.parse import parse_qsl, urlsplit
 
+from chainform.testing.emulator._batches import BatchService
 from chainform.testing.emulator._media import MediaRefused
 from chainform.testing.emulator._script import (
     CutStream,
@@ -121,6 +122,7 @@ class Emulator:
         self._cached: set[str] = set()  # prompt-cache prefixes seen (WireFormat.cache_prefix)
         self._server: _Server | None = None
         self._thread: threading.Thread | None = None
+        self.batches = BatchService(self)  # OpenAI's Files + Batches endpoints (_batches.py)
 
     def _cache_read(self, prefixes: list[Any], usage: Usage) -> int:
         """Input tokens read from the emulated prompt cache: the longest prefix seen before counts
@@ -257,12 +259,24 @@ class _Handler(BaseHTTPRequestHandler):
         return
 
     def do_GET(self) -> None:
-        self._send_json(404, {"error": {"message": "the chainform emulator only answers POST"}}, {})
+        if not self._batch_api("GET", b""):
+            self._send_json(404, {"error": {"message": "the chainform emulator only answers POST"}}, {})
+
+    def _batch_api(self, method: str, raw: bytes) -> bool:
+        """Answer a Files/Batches request (`_batches.py`); False when it is not one."""
+        headers = {k.lower(): v for k, v in self.headers.items()}
+        answer = self.server.emulator.batches.answer(method, self.path, headers, raw)
+        if answer is not None:
+            status, body, kind = answer
+            self._send_bytes(status, body if isinstance(body, bytes) else json.dumps(body).encode(), kind, {})
+        return answer is not None
 
     def do_POST(self) -> None:
         emulator = self.server.emulator
         length = int(self.headers.get("content-length") or 0)
         raw = self.rfile.read(length) if length else b""
+        if self._batch_api("POST", raw):
+            return
         headers = {k.lower(): v for k, v in self.headers.items()}
         request = emulator._record("POST", self.path, headers, raw)
         fmt = emulator._route(request)

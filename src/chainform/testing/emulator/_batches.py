@@ -1,0 +1,214 @@
+"""OpenAI's Files and Batches endpoints in the emulator: upload JSONL, create, retrieve, cancel, list.
+
+A batch moves one state per retrieve (validating -> in_progress -> finalizing -> completed), so a
+client has to poll a few times, as with the real service. Its lines are answered when it
+finalizes, each through the same script and wire format as a live call (one script item a line,
+in the file's order): a reply is an output line, a `Fault` an errored line, `Expired()` an expired
+one. Faults of the batch itself are settings of `emu.batches` (`BatchService`): `fail_next`
+batches fail validation, `hold` keeps batches in progress (across a client's restart), `polls`
+sets how many retrieves a batch stays in progress, `rewrite` edits the output lines before they
+are written (unknown or duplicate custom_ids), and `max_requests` / `max_bytes` are the limits
+past which a batch fails validation, as OpenAI's does.
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+import re
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from email.parser import BytesParser
+from email.policy import HTTP
+from typing import TYPE_CHECKING, Any
+
+from chainform.testing.emulator._script import Fault, RecordedRequest, estimate_usage, to_reply
+
+if TYPE_CHECKING:
+    from chainform.testing.emulator._server import Emulator
+
+_STATES = ("validating", "in_progress", "finalizing", "completed")
+Answer = tuple[int, Any, str]  # HTTP status, body (dict, or bytes), content type
+
+
+@dataclass
+class Expired:
+    """A batch line the provider did not get to in the completion window (`batch_expired`)."""
+
+
+@dataclass
+class _Batch:
+    body: dict[str, Any]
+    lines: list[dict[str, Any]]
+    polls_left: int
+
+
+@dataclass
+class BatchService:
+    """The emulated Files and Batches API of one emulator, with its faults (see the module doc)."""
+
+    emulator: Emulator
+    polls: int = 1
+    hold: bool = False
+    fail_next: int = 0
+    max_requests: int = 50_000
+    max_bytes: int = 200 * 1024 * 1024
+    rewrite: Callable[[list[dict[str, Any]]], list[dict[str, Any]]] | None = None
+    files: dict[str, bytes] = field(default_factory=dict)
+    batches: dict[str, _Batch] = field(default_factory=dict)
+    created: list[str] = field(default_factory=list)  # batch ids in creation order
+    _ids: Any = field(default_factory=lambda: itertools.count(1))
+    _lock: threading.Lock = field(default_factory=threading.Lock)
+
+    def answer(self, method: str, path: str, headers: dict[str, str], raw: bytes) -> Answer | None:
+        """The reply to a Files/Batches request, or None when `path` is not one of theirs."""
+        path = re.sub(r"^(?:/openai)?(?:/v1)?", "", path.split("?")[0])
+        with self._lock:
+            if method == "POST" and path == "/files":
+                return self._upload(headers, raw)
+            if method == "GET" and (m := re.fullmatch(r"/files/([^/]+)/content", path)):
+                data = self.files.get(m.group(1))
+                return (200, data, "application/octet-stream") if data is not None else _missing("file")
+            if method == "POST" and path == "/batches":
+                return self._create(json.loads(raw or b"{}"))
+            if method == "GET" and path == "/batches":
+                data = [self.batches[i].body for i in reversed(self.created)]
+                return 200, {"object": "list", "data": data, "has_more": False}, "application/json"
+            if m := re.fullmatch(r"/batches/([^/]+)(/cancel)?", path):
+                batch = self.batches.get(m.group(1))
+                if batch is None:
+                    return _missing("batch")
+                if m.group(2) and method == "POST":
+                    self._cancel(batch)
+                elif method == "GET":
+                    self._advance(batch)
+                return 200, batch.body, "application/json"
+        return None
+
+    def _new_id(self, prefix: str) -> str:
+        return f"{prefix}_emu{next(self._ids)}"
+
+    def _upload(self, headers: dict[str, str], raw: bytes) -> Answer:
+        head = f"content-type: {headers.get('content-type', '')}\r\n\r\n".encode()
+        message = BytesParser(policy=HTTP).parsebytes(head + raw)
+        data, name, purpose = b"", "upload.jsonl", "batch"
+        for part in message.iter_parts():
+            if part.get_param("name", header="content-disposition") == "file":
+                data = part.get_payload(decode=True) or b""
+                name = part.get_filename() or name
+            elif part.get_param("name", header="content-disposition") == "purpose":
+                purpose = (part.get_payload(decode=True) or b"").decode()
+        file_id = self._new_id("file")
+        self.files[file_id] = data
+        body = {"id": file_id, "object": "file", "bytes": len(data), "created_at": int(time.time())}
+        return 200, {**body, "filename": name, "purpose": purpose, "status": "processed"}, "application/json"
+
+    def _create(self, request: dict[str, Any]) -> Answer:
+        data = self.files.get(str(request.get("input_file_id")))
+        if data is None:
+            return _missing("file")
+        batch_id = self._new_id("batch")
+        lines = [json.loads(line) for line in data.splitlines() if line.strip()]
+        body: dict[str, Any] = {
+            "id": batch_id,
+            "object": "batch",
+            "endpoint": request.get("endpoint"),
+            "errors": None,
+            "input_file_id": request.get("input_file_id"),
+            "completion_window": request.get("completion_window", "24h"),
+            "status": "validating",
+            "output_file_id": None,
+            "error_file_id": None,
+            "created_at": int(time.time()),
+            "request_counts": {"total": len(lines), "completed": 0, "failed": 0},
+            "metadata": request.get("metadata"),
+        }
+        self.batches[batch_id] = _Batch(body, lines, self.polls)
+        self.created.append(batch_id)
+        problem = self._invalid(lines, len(data), body["endpoint"])
+        if problem is None and self.fail_next > 0:
+            self.fail_next -= 1
+            problem = "emulated batch failure"
+        if problem is not None:
+            body["status"] = "failed"
+            body["errors"] = {"object": "list", "data": [{"code": "invalid_request", "message": problem}]}
+        return 200, body, "application/json"
+
+    def _invalid(self, lines: list[dict[str, Any]], size: int, endpoint: Any) -> str | None:
+        if len(lines) > self.max_requests:
+            return f"a batch holds at most {self.max_requests} requests, this one {len(lines)}"
+        if size > self.max_bytes:
+            return f"a batch file holds at most {self.max_bytes} bytes, this one {size}"
+        ids = [line.get("custom_id") for line in lines]
+        if len(set(ids)) != len(ids):
+            return "custom_id values must be unique within a batch"
+        if any(line.get("url") != endpoint for line in lines):
+            return f"every line's url must be the batch's endpoint {endpoint}"
+        return None
+
+    def _cancel(self, batch: _Batch) -> None:
+        if batch.body["status"] in ("validating", "in_progress", "finalizing"):
+            batch.body["status"] = "cancelled"
+            batch.body["cancelled_at"] = int(time.time())
+
+    def _advance(self, batch: _Batch) -> None:
+        status = batch.body["status"]
+        if status not in _STATES[:-1]:
+            return
+        if status == "in_progress" and (self.hold or batch.polls_left > 0):
+            batch.polls_left -= not self.hold
+            return
+        batch.body["status"] = _STATES[_STATES.index(status) + 1]
+        if batch.body["status"] == "completed":
+            self._finish(batch)
+
+    def _finish(self, batch: _Batch) -> None:
+        done: list[dict[str, Any]] = []
+        failed: list[dict[str, Any]] = []
+        for line in batch.lines:
+            result = self._line(line)
+            (done if result["response"] and result["response"]["status_code"] == 200 else failed).append(result)
+        if self.rewrite is not None:
+            done = self.rewrite(done)
+        for kind, results in (("output_file_id", done), ("error_file_id", failed)):
+            if results:
+                file_id = self._new_id("file")
+                self.files[file_id] = b"".join(json.dumps(r).encode() + b"\n" for r in results)
+                batch.body[kind] = file_id
+        batch.body["request_counts"] |= {"completed": len(done), "failed": len(failed)}
+
+    def _line(self, line: dict[str, Any]) -> dict[str, Any]:
+        """One line answered as a live call to its url would be (script item, wire format)."""
+        emulator = self.emulator
+        raw = json.dumps(line.get("body")).encode()
+        request = emulator._record("POST", str(line.get("url")), {"x-batch": "1"}, raw)
+        result: dict[str, Any] = {"id": self._new_id("batch_req"), "custom_id": line.get("custom_id")}
+        fmt = emulator._route(request)
+        if fmt is None:
+            return result | {"response": None, "error": {"code": "invalid_url", "message": request.path}}
+        try:
+            item = emulator._next_item(request)
+        except Exception as exc:  # the script ran out: the line fails, as a live call would
+            item = Fault(500, message=str(exc))
+        if isinstance(item, Expired):
+            message = "This request could not be executed before the completion window expired."
+            return result | {"response": None, "error": {"code": "batch_expired", "message": message}}
+        if isinstance(item, Fault):
+            body = fmt.render_error(item, request)
+            return result | {"response": _response(item.status, request, body), "error": None}
+        reply = to_reply(item)  # type: ignore[arg-type]
+        reply.usage = reply.usage or estimate_usage(reply, raw)
+        return result | {"response": _response(200, request, fmt.render(reply, request)), "error": None}
+
+
+def _response(status: int, request: RecordedRequest, body: dict[str, Any]) -> dict[str, Any]:
+    return {"status_code": status, "request_id": request.request_id, "body": body}
+
+
+def _missing(kind: str) -> Answer:
+    return 404, {"error": {"message": f"No such {kind}", "type": "invalid_request_error"}}, "application/json"
+
+
+__all__ = ["BatchService", "Expired"]
