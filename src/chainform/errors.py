@@ -127,6 +127,11 @@ class UnsupportedOptionError(ProviderError):
         super().__init__(message, **kwargs)
 
 
+class BatchError(ProviderError):
+    """A batch run's row or batch failed: an errored or expired line past its retries, a results
+    file naming a row twice, a batch the provider failed; or a provider without a batch API."""
+
+
 class AllModelsFailedError(ProviderError):
     """Every model of a fallback list failed (`cf.get_model(..., fallback=[...])`); `errors` holds
     (model name, its ProviderError) for each model tried, in order. Its kind, status and

@@ -30,6 +30,8 @@ if TYPE_CHECKING:
     from chainform._map._run import MapModel, SyncMapModel
 
 OnError = Literal["record", "raise"]
+BATCH_ROWS = 50_000
+"""Rows in flight in a batch run unless `concurrency` says otherwise: the rows of one round."""
 P = ParamSpec("P")
 
 
@@ -42,7 +44,7 @@ def amap(
     system: str | None = None,
     tools: Sequence[Any] | None = None,
     schema: Any = None,
-    concurrency: int = 8,
+    concurrency: int | None = None,
     requests_per_minute: float | None = None,
     tokens_per_minute: float | None = None,
     retries: int = 2,
@@ -54,13 +56,17 @@ def amap(
     attach: str | None = None,
     attach_base: str | Path | None = None,
     max_cost: float | str | Decimal | Budget | None = None,
+    batch: bool = False,
+    on_batch: Callable[[Any], None] | None = None,
+    batch_poll: float = 5.0,
     **chain_options: Any,
 ) -> AsyncGenerator[MapResult, None]:
     """Run a chain for every input and yield a MapResult per row as it finishes.
 
     `inputs`: str prompts, or dicts that fill `prompt` (a template such as "Extract: {text}";
     a broken one raises MapInputError at once, before any row).
-    They are read lazily; memory does not grow with their number. `concurrency` workers share
+    They are read lazily; memory does not grow with their number. `concurrency` workers (8; a
+    batch run: 50,000, the rows of one round) share
     `requests_per_minute` / `tokens_per_minute`; a 429 pauses them all for its Retry-After.
     `retries`: re-tries of one model call after a transient failure (429, 5xx, timeout, dropped
     connection). `on_error="record"` puts a typed `RowError` on the row; "raise" stops the run.
@@ -68,7 +74,9 @@ def amap(
     `attach` names a field of path(s) or URL(s) (comma-separated) each row attaches, paths taken
     relative to `attach_base`; `max_cost` (USD, or a `Budget` to read afterwards) stops starting
     rows once what was spent plus the estimate of the rows in flight reaches it (PricingError at
-    once when the price is unknown); other keyword arguments go to `chain` (strategy,
+    once when the price is unknown); `batch=True` sends the rows' calls through the provider's
+    batch API (OpenAI), round by round, at the batch price (`on_batch` is told each change of the
+    batches' states, `_map/_batch.py`; `batch_poll`: seconds between polls); other keyword arguments go to `chain` (strategy,
     chain_limit, options, convert, ...).
     """
     from chainform._map._run import MapRun
@@ -102,8 +110,12 @@ def amap(
         attach=attach,
         attach_base=Path(attach_base) if attach_base is not None else None,
         budget=max_cost if isinstance(max_cost, Budget) or max_cost is None else Budget(max_cost),
+        batch=batch,
+        on_batch=on_batch,
+        batch_poll=batch_poll,
     )
-    return run.results(source, concurrency=concurrency, ordered=ordered)
+    rows_at_once = concurrency or (BATCH_ROWS if batch else 8)
+    return run.results(source, concurrency=rows_at_once, ordered=ordered)
 
 
 def _sync_twin(

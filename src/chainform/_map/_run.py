@@ -87,8 +87,15 @@ class MapRun:
         attach: str | None = None,
         attach_base: Path | None = None,
         budget: Budget | None = None,
+        batch: bool = False,
+        on_batch: Any = None,
+        batch_poll: float = 5.0,
     ) -> None:
         self.model = model
+        self.batch = batch
+        self.batch_poll = batch_poll
+        self.on_batch = on_batch  # called with RoundStats as a batch run's batches move
+        self.rounds: Any = None  # BatchRounds, in a batch run (_map/_batch.py)
         self.budget = budget
         if budget is not None:  # an unknown price refuses the cap before any row
             budget.check_rate(PRICES.rate(model.name))
@@ -116,11 +123,29 @@ class MapRun:
         if self._gated is None:
             gate = RateGate(*self.limits)
             self.stats = gate.stats
-            client = GatedClient(self.model.client, gate, self.retries)
+            client = GatedClient(self._client(), gate, 0 if self.batch else self.retries)
             gated = self.model._twin(client)
             gated._store = self.model._store
             self._gated = gated
         return self._gated
+
+    def _client(self) -> Any:
+        """The model's client; in a batch run a copy whose whole requests go to `BatchRounds`."""
+        if not self.batch:
+            return self.model.client
+        import copy
+
+        from chainform._map._batch import BatchRounds, batch_api
+        from chainform.store import Store
+
+        api = batch_api(self.model.client)
+        store = self.model._store if self.model._store is not None else Store()
+        self.rounds = BatchRounds(
+            api, store, self.run_id, self.retries, poll_interval=self.batch_poll, on_change=self.on_batch
+        )
+        client = copy.copy(self.model.client)
+        client.whole_sender = self.rounds.send
+        return client
 
     async def results(
         self, source: Iterable[Row] | AsyncIterable[Row], *, concurrency: int, ordered: bool
@@ -129,6 +154,9 @@ class MapRun:
         hooks = _trace.hooks
         self.trace = hooks.map_run(getattr(self.model, "name", "model"), self.run_id) if hooks else None
         admit = self._admit if self.budget is not None else None
+        if self.rounds is not None:  # a batch run: a round waits for every row that will join it
+            self.rounds.capacity = concurrency
+            source = self.rounds.counted(source)
         pool = Pool(source, self.run_row, concurrency=concurrency, ordered=ordered, admit=admit)
         failed: BaseException | None = None
         try:
@@ -153,6 +181,9 @@ class MapRun:
         return verdict == "go"
 
     async def run_row(self, row: Row) -> MapResult:
+        if self.rounds is not None:
+            with self.rounds.row(row.key):
+                return await self._run_row(row)
         if self.budget is None:
             return await self._run_row(row)
         result = None

@@ -41,7 +41,10 @@ class Meter:
         was reported, nothing is counted) with its cost, at the price of `model` (the model that
         made the call, when a fallback answered; else the chain's)."""
         usage = response.usage_details if response is not None else None
-        rate = self.rate if model is None or model == self.model else PRICES.rate(model)
+        if response is not None and response.additional_properties.get("batch"):  # a batch API's answer
+            rate = PRICES.rate(model or self.model, batch=True)
+        else:
+            rate = self.rate if model is None or model == self.model else PRICES.rate(model)
         cost, reason = rate.cost(usage) if response is not None else (ZERO, None)
         if cost is None:
             self.unknown = self.unknown or reason

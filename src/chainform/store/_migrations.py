@@ -170,6 +170,33 @@ def _m007_cost(db: sqlite3.Connection) -> None:
     db.execute("ALTER TABLE responses ADD COLUMN cost TEXT")
 
 
+def _m008_map_batches(db: sqlite3.Connection) -> None:
+    """The provider batches of `map --batch` runs: the intent (its rows' custom_ids) is written
+    before the batch is submitted, the provider's batch id right after (store/_batches.py); and
+    the run id of each output file, which a resume needs before the file holds any row."""
+    _script(
+        db,
+        """
+        CREATE TABLE map_batches (
+            id TEXT PRIMARY KEY,
+            run_id TEXT NOT NULL,
+            provider TEXT NOT NULL,
+            round INTEGER NOT NULL,
+            custom_ids TEXT NOT NULL,
+            batch_id TEXT,
+            status TEXT NOT NULL DEFAULT 'intent',
+            created_at REAL NOT NULL
+        );
+        CREATE INDEX map_batches_run ON map_batches(run_id);
+        CREATE TABLE map_runs (
+            output TEXT PRIMARY KEY,
+            run_id TEXT NOT NULL,
+            created_at REAL NOT NULL
+        );
+        """,
+    )
+
+
 MIGRATIONS: list[Migration] = [
     _m001_core,
     _m002_schemas_and_format_contexts,
@@ -178,6 +205,7 @@ MIGRATIONS: list[Migration] = [
     _m005_lighter_writes,
     _m006_attachments,
     _m007_cost,
+    _m008_map_batches,
 ]
 
 

@@ -22,12 +22,9 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from email.parser import BytesParser
 from email.policy import HTTP
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from chainform.testing.emulator._script import Fault, RecordedRequest, estimate_usage, to_reply
-
-if TYPE_CHECKING:
-    from chainform.testing.emulator._server import Emulator
 
 _STATES = ("validating", "in_progress", "finalizing", "completed")
 Answer = tuple[int, Any, str]  # HTTP status, body (dict, or bytes), content type
@@ -49,7 +46,7 @@ class _Batch:
 class BatchService:
     """The emulated Files and Batches API of one emulator, with its faults (see the module doc)."""
 
-    emulator: Emulator
+    emulator: Any  # the Emulator (_server.py) whose script answers the lines
     polls: int = 1
     hold: bool = False
     fail_next: int = 0
@@ -69,8 +66,8 @@ class BatchService:
             if method == "POST" and path == "/files":
                 return self._upload(headers, raw)
             if method == "GET" and (m := re.fullmatch(r"/files/([^/]+)/content", path)):
-                data = self.files.get(m.group(1))
-                return (200, data, "application/octet-stream") if data is not None else _missing("file")
+                content = self.files.get(m.group(1))
+                return (200, content, "application/octet-stream") if content is not None else _missing("file")
             if method == "POST" and path == "/batches":
                 return self._create(json.loads(raw or b"{}"))
             if method == "GET" and path == "/batches":
@@ -95,11 +92,12 @@ class BatchService:
         message = BytesParser(policy=HTTP).parsebytes(head + raw)
         data, name, purpose = b"", "upload.jsonl", "batch"
         for part in message.iter_parts():
+            payload = part.get_payload(decode=True)
+            payload = payload if isinstance(payload, bytes) else b""
             if part.get_param("name", header="content-disposition") == "file":
-                data = part.get_payload(decode=True) or b""
-                name = part.get_filename() or name
+                data, name = payload, part.get_filename() or name
             elif part.get_param("name", header="content-disposition") == "purpose":
-                purpose = (part.get_payload(decode=True) or b"").decode()
+                purpose = payload.decode()
         file_id = self._new_id("file")
         self.files[file_id] = data
         body = {"id": file_id, "object": "file", "bytes": len(data), "created_at": int(time.time())}

@@ -1,0 +1,271 @@
+"""`map(..., batch=True)`: every row's model calls gathered into provider batches, round by round.
+
+A batch run is a live map run (the same Pool, rows, chains, output strategy, log and OUT.jsonl)
+whose model client, instead of sending a whole request over HTTP, hands its body to `BatchRounds`
+and waits. Once every unfinished row waits, their requests go out as one batch (several when the
+provider's limits on requests or bytes say so): that is one round. Answers come back matched by
+custom_id, each row's chain goes on (runs its tools locally) and asks again: the next round.
+
+A row's custom_id is `<key>#<turn>`: the same request has the same id in a resumed run. Each
+batch is written to the log before it is submitted (its intent: the custom_ids) and its provider
+batch id right after (store/_batches.py). A resumed run polls the stored batch of an id rather
+than submitting it again, so no row is ever sent twice; an intent whose batch id never made it to
+the log is looked for at the provider by the intent id in its metadata.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from collections.abc import AsyncIterable, AsyncIterator, Callable, Iterable, Iterator
+from contextvars import ContextVar
+from dataclasses import dataclass, field
+from typing import Any
+
+from chainform.errors import BatchError, ProviderError
+from chainform.store._batches import StoredBatch, batches_of, record_intent, record_status
+
+_ROW: ContextVar[list[Any]] = ContextVar("chainform_batch_row")  # [row key, calls made]
+
+
+@dataclass
+class _Call:
+    body: dict[str, Any]
+    future: asyncio.Future[Any]
+    attempts: int = 0
+
+
+@dataclass
+class RoundStats:
+    """What the progress bar shows: the round, its batches' states, rows answered so far."""
+
+    round: int = 0
+    batches: dict[str, str] = field(default_factory=dict)  # provider batch id -> status
+    requests: int = 0
+    answered: int = 0
+    created: int = 0  # batches this process created
+    unknown_ids: int = 0  # result lines naming no request of their batch
+
+    @property
+    def status(self) -> str:
+        states = sorted(set(self.batches.values()))
+        return ",".join(states) if states else "gathering"
+
+
+class BatchRounds:
+    """Gathers the rows' requests into batches, submits, polls and answers them (see module doc)."""
+
+    def __init__(
+        self,
+        api: Any,
+        store: Any,
+        run_id: str,
+        retries: int,
+        *,
+        poll_interval: float = 5.0,
+        capacity: int = 50_000,
+        settle: float = 0.05,
+        on_change: Callable[[RoundStats], None] | None = None,
+    ) -> None:
+        self.api = api
+        self.store = store
+        self.run_id = run_id
+        self.retries = retries
+        self.poll_interval = poll_interval
+        self.settle = settle
+        self.capacity = capacity  # rows in flight at most (the map's concurrency)
+        self.read = 0  # rows read from the source
+        self.ended = 0  # rows finished
+        self.fed = False  # the source is exhausted
+        self.on_change = on_change
+        self.stats = RoundStats()
+        self.active = 0
+        self.pending: dict[str, _Call] = {}
+        stored = batches_of(store, run_id)
+        self.stored: dict[str, StoredBatch] = {cid: b for b in stored for cid in b.custom_ids}
+        self.round = max((b.round for b in stored), default=0)
+        self._flushing: asyncio.Task[None] | None = None
+        self._timer: asyncio.TimerHandle | None = None
+
+    @contextlib.contextmanager
+    def row(self, key: str) -> Iterator[None]:
+        """Around one row's chain: its calls are this row's turns."""
+        token = _ROW.set([key, 0])
+        self.active += 1
+        try:
+            yield
+        finally:
+            self.active -= 1
+            self.ended += 1
+            _ROW.reset(token)
+            self._maybe_flush()
+
+    async def send(self, body: dict[str, Any]) -> Any:
+        """The client's whole request: parked until its batch answers; the answer's body."""
+        slot = _ROW.get()
+        custom_id = f"{slot[0]}#{slot[1]}"
+        slot[1] += 1
+        future: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
+        self.pending[custom_id] = _Call(body, future)
+        self._maybe_flush()
+        return await future
+
+    def _maybe_flush(self) -> None:
+        """Start a round once every unfinished row waits (after a short settle: rows starting)."""
+        if self._flushing is not None or not self.pending or len(self.pending) < self.active:
+            return
+        if self._timer is not None:
+            self._timer.cancel()
+        self._timer = asyncio.get_running_loop().call_later(self.settle, self._start)
+
+    def counted(self, rows: Iterable[Any] | AsyncIterable[Any]) -> Any:
+        """The map's rows, counted as read (a round waits for every row that will run in it);
+        the same kind of source as given (`_pool.InMemory` stays in memory, no reader thread)."""
+        from chainform._map._pool import InMemory
+
+        if isinstance(rows, AsyncIterable):
+            return self._acounted(rows)
+        return InMemory(self._counted(rows)) if isinstance(rows, InMemory) else self._counted(rows)
+
+    def _counted(self, rows: Iterable[Any]) -> Iterator[Any]:
+        for row in rows:
+            self.read += 1
+            yield row
+        self.fed = True
+
+    async def _acounted(self, rows: AsyncIterable[Any]) -> AsyncIterator[Any]:
+        async for row in rows:
+            self.read += 1
+            yield row
+        self.fed = True
+
+    def _start(self) -> None:
+        self._timer = None
+        if self._flushing is not None or not self.pending or len(self.pending) < self.active:
+            return
+        if self.active < self.capacity and not (self.fed and self.read == self.ended + self.active):
+            self._maybe_flush()  # rows read are still starting: look again shortly
+            return
+        calls, self.pending = self.pending, {}
+        self._flushing = asyncio.ensure_future(self._round(calls))
+
+    async def _round(self, calls: dict[str, _Call]) -> None:
+        try:
+            self.round += 1
+            self.stats = RoundStats(self.round, created=self.stats.created, requests=len(calls))
+            groups = await self._submit(calls)
+            await asyncio.gather(*(self._finish(batch, ids, calls) for batch, ids in groups))
+        except Exception as exc:  # the run cannot go on (the provider refused the upload, ...)
+            for call in calls.values():
+                if not call.future.done():
+                    call.future.set_exception(exc)
+        finally:
+            self._flushing = None
+            self._maybe_flush()  # retried lines, and rows that asked meanwhile
+
+    async def _submit(self, calls: dict[str, _Call]) -> list[tuple[StoredBatch, list[str]]]:
+        """The batches that answer `calls`: stored ones (a resumed run) and new ones."""
+        by_batch: dict[str, tuple[StoredBatch, list[str]]] = {}
+        new: list[str] = []
+        for custom_id in calls:
+            stored = self.stored.get(custom_id)
+            if stored is not None and calls[custom_id].attempts == 0:
+                by_batch.setdefault(stored.id, (stored, []))[1].append(custom_id)
+            else:
+                new.append(custom_id)
+        groups = list(by_batch.values())
+        for stored, ids in groups:
+            if stored.batch_id is None:  # killed between the intent and the provider's answer
+                stored.batch_id = await self.api.find(stored.id)
+                if stored.batch_id is None:
+                    await self._create(stored, ids, calls)
+        for ids in self._split(new, calls):
+            intent = record_intent(self.store, self.run_id, self.api.provider, self.round, ids)
+            await self._create(intent, ids, calls)
+            groups.append((intent, ids))
+            self.stored.update(dict.fromkeys(ids, intent))
+        return groups
+
+    async def _create(self, intent: StoredBatch, ids: list[str], calls: dict[str, _Call]) -> None:
+        lines = [self.api.line(custom_id, calls[custom_id].body) for custom_id in ids]
+        intent.batch_id = await self.api.submit(lines, intent.id)
+        intent.status = "submitted"
+        record_status(self.store, intent)
+        self.stats.created += 1
+
+    def _split(self, ids: list[str], calls: dict[str, _Call]) -> Iterator[list[str]]:
+        """`ids` cut into batches within the provider's limits on requests and bytes."""
+        chunk: list[str] = []
+        size = 0
+        for custom_id in ids:
+            length = len(self.api.line(custom_id, calls[custom_id].body))
+            if chunk and (len(chunk) >= self.api.max_requests or size + length > self.api.max_bytes):
+                yield chunk
+                chunk, size = [], 0
+            chunk.append(custom_id)
+            size += length
+        if chunk:
+            yield chunk
+
+    async def _finish(self, batch: StoredBatch, ids: list[str], calls: dict[str, _Call]) -> None:
+        """Poll `batch` to its end, then answer, retry or fail each of its calls."""
+        assert batch.batch_id is not None
+        while True:
+            state = await self.api.poll(batch.batch_id)
+            if state.status != self.stats.batches.get(batch.batch_id):
+                self.stats.batches[batch.batch_id] = state.status
+                batch.status = state.status
+                record_status(self.store, batch)
+                self._changed()
+            if state.ended:
+                break
+            await asyncio.sleep(self.poll_interval)
+        results = await self.api.results(state)
+        seen: dict[str, list[Any]] = {}
+        for line in results:
+            seen.setdefault(line.custom_id, []).append(line)
+        self.stats.unknown_ids += sum(len(v) for k, v in seen.items() if k not in ids)
+        why = "; ".join(state.errors) or f"the batch ended {state.status}"
+        for custom_id in ids:
+            found = seen.get(custom_id, [])
+            call = calls[custom_id]
+            if len(found) > 1:
+                message = f"the results name {custom_id} {len(found)} times: which answer is its own is unknown"
+                call.future.set_exception(BatchError(message, provider=self.api.provider, kind="server"))
+            elif found and found[0].error is None:
+                call.future.set_result(found[0].body)
+            else:
+                error = found[0].error if found else None
+                self._retry(custom_id, call, error or BatchError(f"no result for {custom_id}: {why}"))
+            self.stats.answered += 1
+        self._changed()
+
+    def _retry(self, custom_id: str, call: _Call, error: ProviderError) -> None:
+        """An errored, expired or missing line: into the next batch, or a row error past `retries`."""
+        if call.attempts < self.retries:
+            call.attempts += 1
+            self.pending[custom_id] = call
+            return
+        message = f"{error.provider_message} (after {call.attempts + 1} batch attempt(s))"
+        call.future.set_exception(BatchError(message, status=error.status, provider=self.api.provider, kind=error.kind))
+
+    def _changed(self) -> None:
+        if self.on_change is not None:
+            self.on_change(self.stats)
+
+
+def batch_api(client: Any) -> Any:
+    """The batch API of a model's client, or BatchError naming the providers that have one."""
+    make = getattr(client, "batch_api", None)
+    if make is None:
+        raise BatchError(
+            f"{getattr(client, 'provider', type(client).__name__)} has no batch API that chainform "
+            f"drives; batch runs work with: {', '.join(BATCH_PROVIDERS)}"
+        )
+    return make()
+
+
+BATCH_PROVIDERS = ("openai (chat completions)",)
+
+
+__all__ = ["BATCH_PROVIDERS", "BatchRounds", "RoundStats", "batch_api"]

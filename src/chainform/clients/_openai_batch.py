@@ -1,0 +1,121 @@
+"""OpenAI's Batch API (Files + Batches) through the official SDK, for `map --batch`.
+
+The map's batch rounds (`_map/_batch.py`) know no provider; this adapter turns their requests
+into a JSONL file, creates the batch, polls it and reads its output and error files back as
+`LineResult`s keyed by custom_id. The order of the lines in those files is not relied on.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from typing import Any
+
+from chainform.errors import ProviderError, ProviderErrorKind
+
+TERMINAL = frozenset({"completed", "failed", "expired", "cancelled"})
+
+
+@dataclass
+class BatchState:
+    """What a poll says: the status, the rows done and failed, and the files once it ended."""
+
+    status: str
+    total: int = 0
+    completed: int = 0
+    failed: int = 0
+    output_file: str | None = None
+    error_file: str | None = None
+    errors: list[str] = field(default_factory=list)
+
+    @property
+    def ended(self) -> bool:
+        return self.status in TERMINAL
+
+
+@dataclass
+class LineResult:
+    """One line of a results file: the answer's body, or why it failed (`retry`: worth a next batch)."""
+
+    custom_id: str
+    body: Any = None
+    error: ProviderError | None = None
+
+
+class OpenAIBatches:
+    """Files + Batches for an OpenAI chat client (its SDK, its endpoint)."""
+
+    provider = "openai"
+    endpoint = "/v1/chat/completions"
+    max_requests = 50_000
+    max_bytes = 200 * 1024 * 1024
+
+    def __init__(self, client: Any) -> None:
+        self.sdk = client.sdk
+
+    def line(self, custom_id: str, body: dict[str, Any]) -> bytes:
+        item = {"custom_id": custom_id, "method": "POST", "url": self.endpoint, "body": body}
+        return json.dumps(item, ensure_ascii=False).encode() + b"\n"
+
+    async def submit(self, lines: list[bytes], intent: str) -> str:
+        """Upload the lines and create the batch; its id."""
+        upload = await self.sdk.files.create(file=("chainform-batch.jsonl", b"".join(lines)), purpose="batch")
+        batch = await self.sdk.batches.create(
+            input_file_id=upload.id,
+            endpoint=self.endpoint,
+            completion_window="24h",
+            metadata={"chainform_intent": intent},
+        )
+        return str(batch.id)
+
+    async def find(self, intent: str) -> str | None:
+        """The batch created for `intent` before a crash kept its id from the log, if any."""
+        async for batch in self.sdk.batches.list(limit=100):
+            if (batch.metadata or {}).get("chainform_intent") == intent:
+                return str(batch.id)
+        return None
+
+    async def poll(self, batch_id: str) -> BatchState:
+        batch = await self.sdk.batches.retrieve(batch_id)
+        counts = batch.request_counts
+        errors = [f"{e.code}: {e.message}" for e in (batch.errors.data or [])] if batch.errors else []
+        return BatchState(
+            batch.status,
+            counts.total if counts else 0,
+            counts.completed if counts else 0,
+            counts.failed if counts else 0,
+            batch.output_file_id,
+            batch.error_file_id,
+            errors,
+        )
+
+    async def cancel(self, batch_id: str) -> str:
+        return str((await self.sdk.batches.cancel(batch_id)).status)
+
+    async def results(self, state: BatchState) -> list[LineResult]:
+        """Every line of the output and error files (duplicates and unknown ids included)."""
+        found: list[LineResult] = []
+        for file_id in (state.output_file, state.error_file):
+            if file_id is None:
+                continue
+            content = await self.sdk.files.content(file_id)
+            for raw in content.text.splitlines():
+                if raw.strip():
+                    found.append(self._read(json.loads(raw)))
+        return found
+
+    def _read(self, item: dict[str, Any]) -> LineResult:
+        custom_id = str(item.get("custom_id"))
+        response = item.get("response") or {}
+        status = response.get("status_code")
+        if status == 200:
+            return LineResult(custom_id, response.get("body"))
+        error = item.get("error") or ((response.get("body") or {}).get("error")) or {}
+        code = error.get("code") or "batch_error"
+        message = f"batch line failed ({code}): {error.get('message') or 'no message'}"
+        kind: ProviderErrorKind | None = "timeout" if code == "batch_expired" else None
+        failure = ProviderError(message, status=status, provider=self.provider, retryable=True, kind=kind)
+        return LineResult(custom_id, error=failure)
+
+
+__all__ = ["BatchState", "LineResult", "OpenAIBatches"]

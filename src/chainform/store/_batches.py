@@ -1,0 +1,82 @@
+"""The log's record of a `map --batch` run's provider batches (table `map_batches`, migration 8).
+
+A batch is written twice: its intent (the custom_ids it will carry) before it is submitted, then
+the provider's batch id right after. A resumed run reads them back: a custom_id in a stored batch
+is polled there, never submitted again; an intent without a batch id is looked for at the
+provider by its intent id (the batch's metadata) before it is submitted.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from dataclasses import dataclass
+
+from chainform.store._records import new_id
+from chainform.store._store import Store
+
+
+@dataclass
+class StoredBatch:
+    """One provider batch of a map run, as the log holds it."""
+
+    id: str  # chainform's intent id (sent as the batch's metadata)
+    run_id: str
+    provider: str
+    round: int
+    custom_ids: list[str]
+    batch_id: str | None = None
+    status: str = "intent"
+
+
+def record_intent(store: Store, run_id: str, provider: str, round_: int, custom_ids: list[str]) -> StoredBatch:
+    """Write the intent to submit `custom_ids` as one batch; before anything is sent."""
+    batch = StoredBatch(new_id(), run_id, provider, round_, list(custom_ids))
+    store._write(
+        lambda db: db.execute(
+            "INSERT INTO map_batches (id, run_id, provider, round, custom_ids, created_at) VALUES (?,?,?,?,?,?)",
+            (batch.id, run_id, provider, round_, json.dumps(batch.custom_ids), time.time()),
+        )
+    )
+    return batch
+
+
+def record_status(store: Store, batch: StoredBatch) -> None:
+    """Store the provider's batch id and the batch's last known status."""
+    store._write(
+        lambda db: db.execute(
+            "UPDATE map_batches SET batch_id = ?, status = ? WHERE id = ?", (batch.batch_id, batch.status, batch.id)
+        )
+    )
+
+
+def batches_of(store: Store, run_id: str) -> list[StoredBatch]:
+    """A run's batches, oldest first (empty for a run that never used a batch API)."""
+    with store._read() as db:
+        rows = db.execute(
+            "SELECT id, run_id, provider, round, custom_ids, batch_id, status FROM map_batches "
+            "WHERE run_id = ? ORDER BY created_at, rowid",
+            (run_id,),
+        ).fetchall()
+    return [StoredBatch(r[0], r[1], r[2], r[3], json.loads(r[4]), r[5], r[6]) for r in rows]
+
+
+def record_run(store: Store, output: str, run_id: str) -> None:
+    """The run id of the batch run writing `output` (an absolute path): a resume finds its batches
+    through it, even before the file holds a row."""
+    store._write(
+        lambda db: db.execute(
+            "INSERT OR REPLACE INTO map_runs (output, run_id, created_at) VALUES (?,?,?)",
+            (output, run_id, time.time()),
+        )
+    )
+
+
+def run_of(store: Store, output: str) -> str | None:
+    """The run id last recorded for `output`, if any."""
+    with store._read() as db:
+        row = db.execute("SELECT run_id FROM map_runs WHERE output = ?", (output,)).fetchone()
+    return str(row[0]) if row else None
+
+
+__all__ = ["StoredBatch", "batches_of", "record_intent", "record_run", "record_status", "run_of"]
