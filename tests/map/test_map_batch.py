@@ -14,6 +14,7 @@ from click.testing import CliRunner
 from map_helpers import (
     MODEL,
     TOOLS_PY,
+    answer_text,
     answer_with_tool,
     assert_exactly_once,
     map_argv,
@@ -126,6 +127,14 @@ def test_a_failed_batch_is_retried_then_its_rows_fail():
     assert all(not r.ok and "emulated batch failure" in r.error.message for r in results)
 
 
+def wait_for_a_batch(proc: Any, emu: Emulator) -> None:
+    """Until the CLI in `proc` has created its first batch."""
+    deadline = time.monotonic() + 60
+    while not emu.batches.created and time.monotonic() < deadline:
+        assert proc.poll() is None, proc.communicate()
+        time.sleep(0.02)
+
+
 def test_killed_right_after_submit_then_resume_creates_one_batch_a_round(tmp_path, emulator):
     count = 40
     tools_file = tmp_path / "tools.py"
@@ -135,10 +144,7 @@ def test_killed_right_after_submit_then_resume_creates_one_batch_a_round(tmp_pat
     emulator.batches.hold = True  # the batch stays in progress across the restart
     argv = map_argv(inp, out, emulator.base_url, tools_file, "--batch", "--batch-poll", "0.05")
     proc = start_cli(argv)
-    deadline = time.monotonic() + 60
-    while not emulator.batches.created and time.monotonic() < deadline:
-        assert proc.poll() is None, proc.communicate()
-        time.sleep(0.02)
+    wait_for_a_batch(proc, emulator)
     proc.send_signal(signal.SIGKILL)
     proc.communicate(timeout=30)
     assert (len(emulator.batches.created) == 1 and not out.exists()) or out.read_text() == ""
@@ -156,3 +162,89 @@ def test_batch_with_a_provider_without_a_batch_api_names_those_with_one(tmp_path
     result = CliRunner().invoke(cli, ["map", *argv, "--key", "sk", "--batch"])
     assert result.exit_code == 2
     assert "no batch API" in result.output and "openai" in result.output
+
+
+def test_provider_limits_split_a_round_into_several_batches(monkeypatch):
+    from chainform.clients._openai_batch import OpenAIBatches
+
+    monkeypatch.setattr(OpenAIBatches, "max_requests", 4)
+    with Emulator(default=answer_with_tool) as emu:
+        emu.batches.max_requests = 4  # a bigger batch would fail validation
+        results = run(emu, 10)
+        sizes = [emu.batches.batches[b].body["request_counts"]["total"] for b in emu.batches.created]
+    assert sizes == [4, 4, 2, 4, 4, 2] and all(r.ok for r in results)
+
+
+def test_an_intent_whose_batch_id_was_never_logged_is_found_at_the_provider_not_sent_again():
+    import openai
+
+    from chainform.store import Store
+    from chainform.store._batches import batches_of, record_intent
+
+    with Emulator(default=answer_with_tool) as emu, Store() as store:
+        intent = record_intent(store, "run-1", "openai", 1, ["0#0", "1#0"])  # killed before the batch id
+        sdk = openai.OpenAI(base_url=emu.base_url + "/v1", api_key="sk-test")
+        body = {"model": "gpt-4.1-mini", "messages": [{"role": "user", "content": "Extract: order 0"}]}
+        lines = [{"custom_id": f"{n}#0", "method": "POST", "url": "/v1/chat/completions", "body": body} for n in (0, 1)]
+        lines[1]["body"] = {**body, "messages": [{"role": "user", "content": "Extract: order 1"}]}
+        upload = sdk.files.create(file=("b.jsonl", "\n".join(map(json.dumps, lines)).encode()), purpose="batch")
+        sdk.batches.create(
+            input_file_id=upload.id,
+            endpoint="/v1/chat/completions",
+            completion_window="24h",
+            metadata={"chainform_intent": intent.id},
+        )
+        results = run(emu, 2, run_id="run-1")
+        assert len(emu.batches.created) == 2  # the one found, and round 2
+        assert batches_of(store, "run-1")[0].batch_id == emu.batches.created[0]
+    assert sorted(r.key for r in results) == ["0", "1"] and all(r.ok for r in results)
+
+
+def test_a_stored_batch_the_provider_no_longer_knows_is_sent_again():
+    from chainform.store import Store
+    from chainform.store._batches import record_intent, record_status
+
+    with Emulator(default=answer_with_tool) as emu, Store() as store:
+        gone = record_intent(store, "run-2", "openai", 1, ["0#0"])
+        gone.batch_id, gone.status = "batch_forgotten", "submitted"
+        record_status(store, gone)
+        results = run(emu, 1, run_id="run-2")
+        assert len(emu.batches.created) == 2
+    assert results[0].ok
+
+
+def test_map_status_and_cancel_show_and_stop_a_left_run(tmp_path, emulator):
+    inp, out = write_orders(tmp_path / "in.jsonl", 5), tmp_path / "out.jsonl"
+    emulator.default = answer_text
+    emulator.batches.hold = True
+    argv = map_argv(inp, out, emulator.base_url, None, "--batch", "--batch-poll", "0.05")
+    proc = start_cli(argv)
+    wait_for_a_batch(proc, emulator)
+    proc.send_signal(signal.SIGINT)
+    proc.communicate(timeout=30)
+    from chainform.store import Store
+    from chainform.store._batches import run_of
+
+    with Store() as store:
+        run_id = run_of(store, str(out.resolve()))
+    assert run_id is not None
+    where = ["-m", MODEL, "--base-url", emulator.base_url + "/v1", "--key", "sk-test"]
+    status = CliRunner().invoke(cli, ["map", "status", run_id, *where])
+    assert status.exit_code == 0 and "in_progress" in status.output and "0/5 done" in status.output
+    cancel = CliRunner().invoke(cli, ["map", "cancel", run_id, *where])
+    assert cancel.exit_code == 0 and "cancelled" in cancel.output
+    again = CliRunner().invoke(cli, ["map", "cancel", run_id, *where])
+    assert again.exit_code == 0 and "still running" in again.stderr
+    emulator.batches.hold = False
+    resumed = start_cli([*argv, "--resume"])  # the cancelled batch's rows go in a new batch
+    _, err = resumed.communicate(timeout=120)
+    assert resumed.returncode == 0, err
+    lines = read_lines(out)
+    assert sorted(line["_map"]["key"] for line in lines) == [str(n) for n in range(5)]
+    assert all(line["value"] == f"done {line['id']}" for line in lines)
+    assert len(emulator.batches.created) == 2
+
+
+def test_map_status_of_an_unknown_run_is_a_clear_error():
+    result = CliRunner().invoke(cli, ["map", "status", "no-such-run"])
+    assert result.exit_code == 2 and "no batch of a map run 'no-such-run'" in result.output

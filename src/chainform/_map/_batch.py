@@ -211,7 +211,12 @@ class BatchRounds:
         """Poll `batch` to its end, then answer, retry or fail each of its calls."""
         assert batch.batch_id is not None
         while True:
-            state = await self.api.poll(batch.batch_id)
+            try:
+                state = await self.api.poll(batch.batch_id)
+            except BatchError as exc:  # a batch id the provider no longer knows: sent again
+                for custom_id in ids:
+                    self._retry(custom_id, calls[custom_id], exc)
+                return
             if state.status != self.stats.batches.get(batch.batch_id):
                 self.stats.batches[batch.batch_id] = state.status
                 batch.status = state.status

@@ -96,6 +96,7 @@ class MapRun:
         self.batch_poll = batch_poll
         self.on_batch = on_batch  # called with RoundStats as a batch run's batches move
         self.rounds: Any = None  # BatchRounds, in a batch run (_map/_batch.py)
+        self._own_store: Any = None
         self.budget = budget
         if budget is not None:  # an unknown price refuses the cap before any row
             budget.check_rate(PRICES.rate(model.name))
@@ -139,7 +140,9 @@ class MapRun:
         from chainform.store import Store
 
         api = batch_api(self.model.client)
-        store = self.model._store if self.model._store is not None else Store()
+        store = self.model._store
+        if store is None:  # the batches are logged even when the rows' chains are not
+            store = self._own_store = Store()
         self.rounds = BatchRounds(
             api, store, self.run_id, self.retries, poll_interval=self.batch_poll, on_change=self.on_batch
         )
@@ -168,6 +171,8 @@ class MapRun:
         finally:
             if hooks is not None:
                 hooks.map_done(self.trace, failed)
+            if self._own_store is not None:
+                self._own_store.close()
 
     async def _admit(self) -> bool:
         """Whether the next row may start under the cost cap (waits while rows in flight decide)."""

@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any
 import click
 
 from chainform.cli._attach import conversion_options
+from chainform.cli._map_batch import MapCommand, batch_run_id, check_batch, record_batch_run
 from chainform.cli._money import apply_price, cost_text, money_options
 from chainform.cli._options import (
     chain_limit_option,
@@ -112,7 +113,8 @@ class Tracker:
         stats = self.batch
         if stats is None:
             return ""
-        return f"round {stats.round}: {stats.status} ({stats.answered}/{stats.requests} answered)"
+        text = f"round {stats.round}: {stats.status} ({stats.answered}/{stats.requests} answered)"
+        return text + (f", {stats.unknown_ids} result line(s) of no request ignored" if stats.unknown_ids else "")
 
     def summary(self, output: str, run_id: str) -> str:
         elapsed = time.monotonic() - self.started
@@ -152,7 +154,7 @@ ATTACH_HELP = (
 )
 
 
-@click.command(name="map")
+@click.command(name="map", cls=MapCommand)
 @click.argument("input_path", metavar="INPUT")
 @click.option("-o", "--output", required=True, help="Output JSONL: each input row plus value or error.")
 @click.option(
@@ -251,7 +253,10 @@ def map_command(
     attachments_store: str,
     allow_private_urls: bool,
 ) -> None:
-    """Run a chain for every row of INPUT (JSONL, CSV, or `-`: one prompt per line)."""
+    """Run a chain for every row of INPUT (JSONL, CSV, or `-`: one prompt per line).
+
+    With --batch: `chainform map status RUN` and `chainform map cancel RUN` show and cancel the
+    run's provider batches (RUN: the run id the summary prints)."""
     from chainform._map._inputs import MapInputError, check_template, count_rows, read_file, record_of, rows
     from chainform._map._jsonl import JsonlSink, MapOutputError, line_for
     from chainform.cli._models import default_model
@@ -288,9 +293,9 @@ def map_command(
         sink.prepare(resume=resume, retry_errors=not keep_errors)
     except MapOutputError as exc:
         raise click.BadParameter(str(exc), param_hint="-o") from None
-    run_id = sink.run_id or (_batch_run(output, resume) if batch else None) or new_id()
+    run_id = sink.run_id or (batch_run_id(output, resume) if batch else None) or new_id()
     if batch:
-        _record_batch_run(output, run_id)
+        record_batch_run(output, run_id)
     source = (row for row in rows(read_file(input_path, fmt), id_field) if row.key not in sink.done)
     settings: dict[str, Any] = {
         "prompt": template,
@@ -318,7 +323,7 @@ def map_command(
     if batch:
         if ray_address is not None:
             raise click.UsageError("--batch does not run with --ray")
-        _check_batch(model)
+        check_batch(model)
         settings |= {"batch": True, "batch_poll": batch_poll, "on_batch": tracker.batch_changed}
         settings["concurrency"] = None if concurrency == 8 else concurrency
 
@@ -364,36 +369,6 @@ def _budget(names: tuple[str, ...], max_cost: Decimal | None, ray_address: str |
     for name in names:
         budget.check_rate(PRICES.rate(name))
     return budget
-
-
-def _batch_run(output: str, resume: bool) -> str | None:
-    """A resumed batch run's id, from the log, when OUTPUT holds no row yet (killed in round 1)."""
-    if not resume:
-        return None
-    from chainform.store import Store
-    from chainform.store._batches import run_of
-
-    with Store() as store:
-        return run_of(store, str(Path(output).resolve()))
-
-
-def _record_batch_run(output: str, run_id: str) -> None:
-    from chainform.store import Store
-    from chainform.store._batches import record_run
-
-    with Store() as store:
-        record_run(store, str(Path(output).resolve()), run_id)
-
-
-def _check_batch(model: Any) -> None:
-    """`--batch` with a provider that has no batch API: one clear line naming those that do."""
-    from chainform._map._batch import batch_api
-    from chainform.errors import BatchError
-
-    try:
-        batch_api(model.client)
-    except BatchError as exc:
-        raise click.UsageError(str(exc)) from None
 
 
 def _readable(path: str) -> bool:

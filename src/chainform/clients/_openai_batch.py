@@ -11,7 +11,8 @@ import json
 from dataclasses import dataclass, field
 from typing import Any
 
-from chainform.errors import ProviderError, ProviderErrorKind
+from chainform.clients._common import import_sdk
+from chainform.errors import BatchError, ProviderError, ProviderErrorKind
 
 TERMINAL = frozenset({"completed", "failed", "expired", "cancelled"})
 
@@ -76,7 +77,12 @@ class OpenAIBatches:
         return None
 
     async def poll(self, batch_id: str) -> BatchState:
-        batch = await self.sdk.batches.retrieve(batch_id)
+        """The batch's state; BatchError when the provider no longer knows it."""
+        openai = import_sdk("openai", "openai")
+        try:
+            batch = await self.sdk.batches.retrieve(batch_id)
+        except openai.NotFoundError:
+            raise BatchError(f"the provider no longer knows batch {batch_id}", status=404, provider=self.provider) from None
         counts = batch.request_counts
         errors = [f"{e.code}: {e.message}" for e in (batch.errors.data or [])] if batch.errors else []
         return BatchState(

@@ -1,0 +1,142 @@
+"""`chainform map status RUN` and `chainform map cancel RUN`: a batch run's provider batches.
+
+A `map --batch` run can be left (Ctrl-C, a closed terminal): its batches go on at the provider.
+These read the run's batches from the log (store/_batches.py) and ask the provider about them
+through the same batch API the run used (`-m`, `--key` and `--base-url` as for the run).
+"""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+from typing import Any
+
+import click
+
+from chainform.cli._options import model_option
+
+
+def _batch_options(command: Any) -> Any:
+    command = click.option("--base-url", help="Provider endpoint, as given to the run.")(command)
+    command = click.option("--key", help="API key (else environment, else `chainform keys set`).")(command)
+    command = model_option("The run's model (default as for `chainform`).")(command)
+    return click.argument("run_id", metavar="RUN")(command)
+
+
+def _run_batches(run_id: str) -> tuple[Any, list[Any]]:
+    from chainform.store import Store
+    from chainform.store._batches import batches_of
+
+    store = Store()
+    batches = batches_of(store, run_id)
+    if not batches:
+        store.close()
+        raise click.BadParameter(f"no batch of a map run {run_id!r} is in the log", param_hint="RUN")
+    return store, batches
+
+
+def _api(model_name: str | None, key: str | None, base_url: str | None) -> Any:
+    from chainform.cli._models import default_model
+    from chainform.models import get_async_model
+
+    return check_batch(get_async_model(model_name or default_model(), key=key, base_url=base_url))
+
+
+@click.command(name="status")
+@_batch_options
+def map_status(run_id: str, model_name: str | None, key: str | None, base_url: str | None) -> None:
+    """Show the provider batches of a `map --batch` run: round, batch id, state, rows done."""
+    store, batches = _run_batches(run_id)
+    api = _api(model_name, key, base_url)
+
+    async def show() -> None:
+        for batch in batches:
+            if batch.batch_id is None:
+                click.echo(f"round {batch.round}  (intent {batch.id}: not submitted)")
+                continue
+            state = await api.poll(batch.batch_id)
+            counts = f"{state.completed}/{state.total} done, {state.failed} failed"
+            click.echo(f"round {batch.round}  {batch.batch_id}  {state.status}  {counts}")
+
+    try:
+        asyncio.run(show())
+    finally:
+        store.close()
+
+
+@click.command(name="cancel")
+@_batch_options
+def map_cancel(run_id: str, model_name: str | None, key: str | None, base_url: str | None) -> None:
+    """Cancel the unfinished provider batches of a `map --batch` run (`--resume` sends their rows again)."""
+    from chainform.clients._openai_batch import TERMINAL
+    from chainform.store._batches import record_status
+
+    store, batches = _run_batches(run_id)
+    api = _api(model_name, key, base_url)
+
+    async def cancel() -> int:
+        count = 0
+        for batch in batches:
+            if batch.batch_id is None or batch.status in TERMINAL:
+                continue
+            batch.status = await api.cancel(batch.batch_id)
+            record_status(store, batch)
+            click.echo(f"round {batch.round}  {batch.batch_id}  {batch.status}")
+            count += 1
+        return count
+
+    try:
+        if not asyncio.run(cancel()):
+            click.echo(f"map: no batch of run {run_id} is still running", err=True)
+    finally:
+        store.close()
+
+
+SUBCOMMANDS = {"status": map_status, "cancel": map_cancel}
+
+
+class MapCommand(click.Command):
+    """`map INPUT ...`, and `map status RUN` / `map cancel RUN` (cli/_map_batch.py) beside it."""
+
+    def make_context(
+        self, info_name: str | None, args: list[str], parent: click.Context | None = None, **extra: Any
+    ) -> click.Context:
+        if args and args[0] in ("status", "cancel"):
+            name = f"{info_name} {args[0]}"
+            return SUBCOMMANDS[args[0]].make_context(name, list(args[1:]), parent=parent, **extra)
+        return super().make_context(info_name, args, parent=parent, **extra)
+
+    def invoke(self, ctx: click.Context) -> Any:
+        return ctx.command.invoke(ctx) if ctx.command is not self else super().invoke(ctx)
+
+
+def batch_run_id(output: str, resume: bool) -> str | None:
+    """A resumed batch run's id, from the log, when OUTPUT holds no row yet (killed in round 1)."""
+    if not resume:
+        return None
+    from chainform.store import Store
+    from chainform.store._batches import run_of
+
+    with Store() as store:
+        return run_of(store, str(Path(output).resolve()))
+
+
+def record_batch_run(output: str, run_id: str) -> None:
+    """Log which run writes OUTPUT (the resume of a run killed before its first row finds it)."""
+    from chainform.store import Store
+    from chainform.store._batches import record_run
+
+    with Store() as store:
+        record_run(store, str(Path(output).resolve()), run_id)
+
+
+def check_batch(model: Any) -> Any:
+    """The model's batch API; for a provider without one, a usage error naming those with one."""
+    from chainform._map._batch import batch_api
+    from chainform.errors import BatchError
+
+    try:
+        return batch_api(model.client)
+    except BatchError as exc:
+        raise click.UsageError(str(exc)) from None
+
