@@ -195,3 +195,45 @@ def test_cost_is_recorded_when_the_usage_carries_one() -> None:
     }
     unknown = SimpleNamespace(input_tokens=10, output_tokens=None, additional_counts={}, cost=None)
     assert _usage(unknown) == {"gen_ai.usage.input_tokens": 10}
+
+
+class _ChatOnly:
+    """A sampler that drops every span but the model calls' (a chat span's parent is not recorded)."""
+
+    def should_sample(self, context: Any, trace_id: int, name: str, *args: Any, **kw: Any) -> Any:
+        from opentelemetry.sdk.trace.sampling import Decision, SamplingResult
+
+        return SamplingResult(Decision.RECORD_AND_SAMPLE if name.startswith("chat ") else Decision.DROP)
+
+    def get_description(self) -> str:
+        return "chat only"
+
+
+@pytest.mark.parametrize("sampler", ["off", "chat only"])
+def test_unsampled_chains_still_count_in_metrics_and_sampled_calls_keep_their_attributes(
+    sampler: str,
+) -> None:
+    from opentelemetry.sdk.trace.sampling import ALWAYS_OFF
+
+    t = Traced()
+    t.provider = TracerProvider(sampler=ALWAYS_OFF if sampler == "off" else _ChatOnly())  # type: ignore[arg-type]
+    t.provider.add_span_processor(SimpleSpanProcessor(t.exporter))
+    cf.instrument(t.provider, meter_provider=t.meters)
+    try:
+        client = ScriptedClient([tool_call("weather", city="Paris"), "21 degrees."])
+        chain = cf.Model(client).chain("Weather in Paris?", tools=[weather], log=False)
+        assert chain.text() == "21 degrees."
+    finally:
+        cf.uninstrument()
+    tokens = t.metric_points("gen_ai.client.token.usage")
+    assert sum(p.sum for p in tokens) == chain.usage.total_tokens
+    assert sum(p.count for p in t.metric_points("gen_ai.client.operation.duration")) == 2
+    if sampler == "off":
+        assert t.spans == []
+        return
+    assert [s.name for s in t.spans] == ["chat scripted", "chat scripted"]
+    for span, call in zip(t.spans, chain.responses, strict=True):
+        a = span.attributes or {}
+        assert a["chainform.purpose"] == "chain" and a["gen_ai.response.model"] == "scripted"
+        assert a["gen_ai.usage.output_tokens"] == call.usage.output_tokens
+        assert a["gen_ai.response.finish_reasons"]

@@ -16,8 +16,8 @@ from __future__ import annotations
 
 import json
 import time
-from collections.abc import Awaitable, Iterator
-from contextlib import contextmanager
+from collections.abc import Awaitable, Callable
+from functools import lru_cache
 from typing import Any, TypeVar
 
 from opentelemetry import context as otel_context
@@ -46,6 +46,7 @@ _TOKEN_BUCKETS = [1, 4, 16, 64, 256, 1024, 4096, 16384, 65536, 262144, 1048576, 
 _SECOND_BUCKETS = [0.01, 0.02, 0.04, 0.08, 0.16, 0.32, 0.64, 1.28, 2.56, 5.12, 10.24, 20.48, 40.96, 81.92]
 
 
+@lru_cache(maxsize=256)
 def split_name(name: str | None) -> tuple[str, str]:
     """(gen_ai.provider.name, gen_ai.request.model) for a chainform model name."""
     provider, _, model = (name or "").partition("/")
@@ -54,8 +55,42 @@ def split_name(name: str | None) -> tuple[str, str]:
     return _PROVIDERS.get(provider, provider), model
 
 
+class _Current:
+    """A span current in this context while the block runs; an exception marks it failed.
+
+    One plain context manager instead of the SDK's start_as_current_span (a decorated generator
+    around use_span, another generator) under a generator of ours: the span and the context token
+    are all it holds. `done` runs before the span ends (a chain's totals)."""
+
+    __slots__ = ("done", "span", "token")
+
+    def __init__(self, span: Any, done: Callable[[Any], None] | None = None) -> None:
+        self.span = span
+        self.done = done
+        self.token: Any = None
+
+    def __enter__(self) -> Any:
+        self.token = otel_context.attach(trace.set_span_in_context(self.span))
+        return self.span
+
+    def __exit__(self, kind: Any, exc: BaseException | None, tb: Any) -> None:
+        span = self.span
+        try:
+            if exc is not None and span.is_recording():
+                _failed(span, exc)
+            if self.done is not None:
+                self.done(span)
+        finally:
+            otel_context.detach(self.token)
+            span.end()
+
+
 class Spans:
-    """The hooks of chainform/_trace.py, writing spans and metrics through OpenTelemetry."""
+    """The hooks of chainform/_trace.py, writing spans and metrics through OpenTelemetry.
+
+    The tracer and instruments are fetched once; a model's metric attribute sets are built once
+    and reused (`_points`); span attributes go to the span at its start in one dict; nothing is
+    built for a span the sampler does not record."""
 
     def __init__(
         self,
@@ -80,11 +115,11 @@ class Spans:
             explicit_bucket_boundaries_advisory=_SECOND_BUCKETS,
         )
         self.content = include_content
+        self._point_sets: dict[tuple[Any, ...], _Points] = {}
 
     # -- a chain or agent run -----------------------------------------------------------------
 
-    @contextmanager
-    def chain(self, run: Any, agent: str | None) -> Iterator[Any]:
+    def chain(self, run: Any, agent: str | None) -> _Current:
         provider, model = split_name(run.model_name)
         attributes: dict[str, Any] = {
             "gen_ai.operation.name": "invoke_agent",
@@ -96,27 +131,8 @@ class Spans:
         if agent:
             attributes["gen_ai.agent.name"] = agent
         name = f"invoke_agent {agent}" if agent else f"chain {run.model_name}"
-        with self._current(name, attributes) as span:
-            try:
-                yield span
-            finally:
-                _chain_totals(span, run)
-
-    @contextmanager
-    def _current(self, name: str, attributes: dict[str, Any], context: Any = None) -> Iterator[Any]:
-        """A span current in this context while the block runs; an exception marks it failed."""
-        with self.tracer.start_as_current_span(
-            name,
-            context=context,
-            attributes=attributes,
-            record_exception=False,
-            set_status_on_exception=False,
-        ) as span:
-            try:
-                yield span
-            except BaseException as exc:
-                _failed(span, exc)
-                raise
+        span = self.tracer.start_span(name, attributes=attributes)
+        return _Current(span, lambda span: _chain_totals(span, run))
 
     # -- a model call -------------------------------------------------------------------------
 
@@ -124,39 +140,57 @@ class Spans:
         """A finished call: its span is written after the fact, from its start to now."""
         end = time.time_ns()
         start = end - int(call.duration_ms * 1_000_000)
-        provider, model = split_name(call.model)
-        base = {
-            "gen_ai.operation.name": "chat",
-            "gen_ai.provider.name": provider,
-            "gen_ai.request.model": model,
-        }
-        attributes: dict[str, Any] = {**base, "chainform.purpose": call.purpose}
+        response = call.response
+        response_model = response.model_id if response is not None else None
+        points = self._points(call.model, response_model, call.failed)
+        if _sampled_out(trace.get_current_span()):
+            # the chain was not sampled: the call's span is not either (parent-based sampling),
+            # so only the attributes a sampler reads are given, the rest built only if it records
+            span = self.tracer.start_span(
+                points.name, kind=SpanKind.CLIENT, attributes=points.base, start_time=start
+            )
+            if span.is_recording():
+                span.set_attributes(self._call_attributes(call, points))
+        else:
+            span = self.tracer.start_span(
+                points.name,
+                kind=SpanKind.CLIENT,
+                attributes=self._call_attributes(call, points),
+                start_time=start,
+            )
+        if call.failed and span.is_recording():
+            span.set_status(Status(StatusCode.ERROR, scrub(call.error or call.failed)[:500]))
+        span.end(end_time=end)
+        self.duration.record(call.duration_ms / 1000, points.base, context=_NO_SPAN)
+        usage = call.usage
+        if usage.input_tokens is not None:
+            self.tokens.record(usage.input_tokens, points.input, context=_NO_SPAN)
+        if usage.output_tokens is not None:
+            self.tokens.record(usage.output_tokens, points.output, context=_NO_SPAN)
+
+    def _points(self, model_name: str | None, response_model: str | None, failed: str | None) -> _Points:
+        key = (model_name, response_model, failed)
+        points = self._point_sets.get(key)
+        if points is None:
+            if len(self._point_sets) >= 1024:  # bounded: answering models and error kinds are few
+                self._point_sets.clear()
+            points = self._point_sets[key] = _Points(model_name, response_model, failed)
+        return points
+
+    def _call_attributes(self, call: Any, points: _Points) -> dict[str, Any]:
+        attributes: dict[str, Any] = {**points.base, "chainform.purpose": call.purpose}
         if call.strategy:
             attributes["chainform.strategy"] = call.strategy
         response = call.response
         if response is not None:
-            if response.model_id:
-                attributes["gen_ai.response.model"] = base["gen_ai.response.model"] = response.model_id
             if response.response_id:
                 attributes["gen_ai.response.id"] = response.response_id
             if response.finish_reason:
                 attributes["gen_ai.response.finish_reasons"] = (str(response.finish_reason),)
-        usage = call.usage
-        attributes.update(_usage(usage))
+        _usage(call.usage, attributes)
         if self.content:
             attributes.update(_content(call))
-        if call.failed:
-            attributes["error.type"] = base["error.type"] = call.failed
-        span = self.tracer.start_span(
-            f"chat {model}", kind=SpanKind.CLIENT, attributes=attributes, start_time=start
-        )
-        if call.failed:
-            span.set_status(Status(StatusCode.ERROR, scrub(call.error or call.failed)[:500]))
-        span.end(end_time=end)
-        self.duration.record(call.duration_ms / 1000, base, context=_NO_SPAN)
-        for kind, count in (("input", usage.input_tokens), ("output", usage.output_tokens)):
-            if count is not None:
-                self.tokens.record(count, {**base, "gen_ai.token.type": kind}, context=_NO_SPAN)
+        return attributes
 
     # -- a tool call --------------------------------------------------------------------------
 
@@ -169,9 +203,9 @@ class Spans:
         }
         if self.content:
             attributes["gen_ai.tool.call.arguments"] = _json(call.arguments)
-        with self._current(f"execute_tool {call.name}", attributes) as span:
+        with _Current(self.tracer.start_span(f"execute_tool {call.name}", attributes=attributes)) as span:
             value = await work
-            if self.content:
+            if self.content and span.is_recording():
                 span.set_attribute("gen_ai.tool.call.result", _json(value))
             return value
 
@@ -186,17 +220,43 @@ class Spans:
         }
         return self.tracer.start_span(f"map {model}", attributes=attributes)
 
-    @contextmanager
-    def map_row(self, run: Any, key: str) -> Iterator[Any]:
-        with self._current(
-            f"map row {key}", {"chainform.map.row": key}, trace.set_span_in_context(run)
-        ) as span:
-            yield span
+    def map_row(self, run: Any, key: str) -> _Current:
+        parent = trace.set_span_in_context(run)
+        return _Current(
+            self.tracer.start_span(f"map row {key}", parent, attributes={"chainform.map.row": key})
+        )
 
     def map_done(self, run: Any, error: BaseException | None) -> None:
-        if error is not None:
+        if error is not None and run.is_recording():
             _failed(run, error)
         run.end()
+
+
+class _Points:
+    """What every call of one (model, answering model, error) shares: the span's name and the
+    attribute sets its metric points are recorded with, built once (never changed after)."""
+
+    __slots__ = ("base", "input", "name", "output")
+
+    def __init__(self, model_name: str | None, response_model: str | None, failed: str | None) -> None:
+        provider, model = split_name(model_name)
+        self.name = f"chat {model}"
+        self.base: dict[str, Any] = {
+            "gen_ai.operation.name": "chat",
+            "gen_ai.provider.name": provider,
+            "gen_ai.request.model": model,
+        }
+        if response_model:
+            self.base["gen_ai.response.model"] = response_model
+        if failed:
+            self.base["error.type"] = failed
+        self.input = {**self.base, "gen_ai.token.type": "input"}
+        self.output = {**self.base, "gen_ai.token.type": "output"}
+
+
+def _sampled_out(parent: Any) -> bool:
+    """The current span is a real one that the sampler dropped."""
+    return not parent.is_recording() and parent.get_span_context().is_valid
 
 
 def _failed(span: Any, exc: BaseException) -> None:
@@ -206,15 +266,19 @@ def _failed(span: Any, exc: BaseException) -> None:
     span.add_event("exception", {"exception.type": type(exc).__name__, "exception.message": message})
 
 
-def _usage(usage: Any) -> dict[str, Any]:
-    out: dict[str, Any] = {}
+def _usage(usage: Any, out: dict[str, Any] | None = None) -> dict[str, Any]:
+    """The usage attributes of `usage` (written into `out` when given)."""
+    if out is None:
+        out = {}
     if usage.input_tokens is not None:
         out["gen_ai.usage.input_tokens"] = usage.input_tokens
     if usage.output_tokens is not None:
         out["gen_ai.usage.output_tokens"] = usage.output_tokens
-    for key, name in _CACHE.items():
-        if usage.additional_counts.get(key):
-            out[name] = usage.additional_counts[key]
+    counts = usage.additional_counts
+    if counts:
+        for key, name in _CACHE.items():
+            if counts.get(key):
+                out[name] = counts[key]
     cost = getattr(usage, "cost", None)  # USD (a Decimal), set by the price table when it knows the model
     if cost is not None:
         out["chainform.cost"] = float(cost)
@@ -222,15 +286,22 @@ def _usage(usage: Any) -> dict[str, Any]:
 
 
 def _chain_totals(span: Any, run: Any) -> None:
-    total: Any = None
-    for call in run.calls:
-        total = call.usage if total is None else total + call.usage
-    if total is not None:
-        span.set_attributes(_usage(total))
-    if run.calls and run.calls[-1].model:
-        span.set_attribute("gen_ai.response.model", split_name(run.calls[-1].model)[1])
+    """The chain's usage summed over its calls, the answering model and the strategy: set once."""
+    if not span.is_recording():
+        return
+    attributes: dict[str, Any] = {}
+    calls = run.calls
+    if calls:
+        total = calls[0].usage
+        for call in calls[1:]:
+            total = total + call.usage
+        _usage(total, attributes)
+        if calls[-1].model:
+            attributes["gen_ai.response.model"] = split_name(calls[-1].model)[1]
     if run.choice is not None:
-        span.set_attribute("chainform.strategy", run.choice.name)
+        attributes["chainform.strategy"] = run.choice.name
+    if attributes:
+        span.set_attributes(attributes)
 
 
 def _json(value: Any) -> str:
