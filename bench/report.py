@@ -232,6 +232,7 @@ def markdown(report: dict[str, Any], images: list[str], image_dir: str) -> str:
         ("documents", "9. Documents in (offline)", lambda: peer_md(s["documents"], "bench_documents"), None),
         ("attachments", "10. Sending a large PDF", lambda: peer_md(s["attachments"], "bench_attachments"), None),
         ("otel", "11. Tracing (OpenTelemetry)", lambda: peer_md(s["otel"], "bench_otel"), None),
+        ("batch", "12. Live vs batch cost (map --batch)", lambda: peer_md(s["batch"], "bench_batch"), None),
     ]
     for key, title, render, image in blocks:
         lines += [f"### {title}", ""]

@@ -10,7 +10,8 @@ sandbox (the python tool's per-call cost by isolation level, bench/bench_sandbox
 (`model.amap` throughput vs an asyncio + AsyncOpenAI loop, concurrency scaling; bench/bench_map.py),
 stream (a 1 MB structured answer in 8-character deltas vs the bare openai SDK, bench/bench_stream.py),
 documents (OCR / PDF text + extraction seconds per page on the embedded model, bench/bench_documents.py),
-attachments (peak memory sending a 40 MB PDF through each cloud adapter, bench/bench_attachments.py).
+attachments (peak memory sending a 40 MB PDF through each cloud adapter, bench/bench_attachments.py),
+batch (the cost of one 1,000-row map job live vs through OpenAI's Batch API, bench/bench_batch.py).
 The peers, matplotlib and chainform itself are installed into bench/.venv (created if missing).
 The embedded-model sections need torch: they use the project's .venv when it has chainform.local
 working, else chainform[local] (torch pinned to 2.13.0 by that extra) is added to bench/.venv.
@@ -39,7 +40,7 @@ VENV_PY = VENV / "bin" / "python"
 PROJECT_PY = REPO / ".venv" / "bin" / "python"
 SECTIONS = (
     "chain", "cli", "local", "conformance", "strategies", "sandbox", "map", "stream", "documents", "attachments",
-    "otel",
+    "otel", "batch",
 )  # fmt: skip
 PEERS = ["pydantic-ai-slim[openai]", "llm", "openai", "openai-agents", "matplotlib"]
 PROBE = "import chainform, openai, pydantic_ai, llm, agents, matplotlib"
@@ -199,6 +200,11 @@ def main() -> None:
                 size = ["--chains", "60", "--pairs", "2"] if args.quick else ["--chains", "300", "--pairs", "7"]
                 result = run_section(
                     [str(project_python()), str(bench / "bench_otel.py"), *size], timeout=1200, out=out
+                )
+            elif name == "batch":
+                rows = ["--rows", "100" if args.quick else "1000"]
+                result = run_section(
+                    [str(project_python()), str(bench / "bench_batch.py"), *rows], timeout=600, out=out
                 )
             else:
                 extra = ["--models", "scripted-good,scripted-sloppy"] if args.quick else []

@@ -180,7 +180,7 @@ class BatchService:
     def _line(self, line: dict[str, Any]) -> dict[str, Any]:
         """One line answered as a live call to its url would be (script item, wire format)."""
         emulator = self.emulator
-        raw = json.dumps(line.get("body")).encode()
+        raw = json.dumps(line.get("body"), separators=(",", ":")).encode()  # as an SDK sends it
         request = emulator._record("POST", str(line.get("url")), {"x-batch": "1"}, raw)
         result: dict[str, Any] = {"id": self._new_id("batch_req"), "custom_id": line.get("custom_id")}
         fmt = emulator._route(request)
@@ -197,7 +197,9 @@ class BatchService:
             body = fmt.render_error(item, request)
             return result | {"response": _response(item.status, request, body), "error": None}
         reply = to_reply(item)  # type: ignore[arg-type]
-        reply.usage = reply.usage or estimate_usage(reply, raw)
+        if reply.usage is None:  # estimated and cached as a live call's would be
+            reply.usage = estimate_usage(reply, raw)
+            reply.usage.cached_input_tokens = emulator._cache_read(fmt.cache_prefixes(request), reply.usage)
         return result | {"response": _response(200, request, fmt.render(reply, request)), "error": None}
 
 
