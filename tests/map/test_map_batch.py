@@ -4,6 +4,7 @@ SDK against the emulator's Files + Batches endpoints (rounds, retries, resume af
 from __future__ import annotations
 
 import json
+import re
 import signal
 import time
 from collections import Counter
@@ -248,3 +249,23 @@ def test_map_status_and_cancel_show_and_stop_a_left_run(tmp_path, emulator):
 def test_map_status_of_an_unknown_run_is_a_clear_error():
     result = CliRunner().invoke(cli, ["map", "status", "no-such-run"])
     assert result.exit_code == 2 and "no batch of a map run 'no-such-run'" in result.output
+
+
+def responses_answer(request: RecordedRequest) -> Any:
+    """`answer_with_tool` for the Responses API (input items; a function_call_output after the tool)."""
+    n = int(re.search(r"order (\d+)", json.dumps(request.json.get("input"))).group(1))
+    if any(item.get("type") == "function_call_output" for item in request.json.get("input", [])):
+        return json.dumps({"id": n, "total": n / 2})
+    return tool_call("lookup", order=n)
+
+
+def test_the_responses_endpoint_runs_a_tool_chain_through_batches():
+    with Emulator(default=responses_answer) as emu:
+        model = get_model("openai-responses/gpt-4.1-mini", base_url=emu.base_url + "/v1", key="sk-test")
+        settings = {"prompt": "Extract: {text}", "tools": [lookup], "schema": "id int, total float"}
+        results = list(model.map(rows(6), batch=True, batch_poll=0, **settings))
+        endpoints = {emu.batches.batches[b].body["endpoint"] for b in emu.batches.created}
+        assert len(emu.batches.created) == 2 and endpoints == {"/v1/responses"}
+    assert sorted(r.key for r in results) == [str(n) for n in range(6)]
+    assert all(r.ok and r.value["total"] == r.input["id"] / 2 for r in results)
+    assert all(r.usage.cost == PRICES.rate("openai/gpt-4.1-mini", batch=True).cost(r.usage)[0] for r in results)

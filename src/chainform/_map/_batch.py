@@ -262,15 +262,16 @@ class BatchRounds:
 def batch_api(client: Any) -> Any:
     """The batch API of a model's client, or BatchError naming the providers that have one."""
     make = getattr(client, "batch_api", None)
-    if make is None:
+    api = make() if make is not None else None
+    if api is None:
         raise BatchError(
             f"{getattr(client, 'provider', type(client).__name__)} has no batch API that chainform "
             f"drives; batch runs work with: {', '.join(BATCH_PROVIDERS)}"
         )
-    return make()
+    return api
 
 
-BATCH_PROVIDERS = ("openai (chat completions)",)
+BATCH_PROVIDERS = ("openai (chat completions and responses)",)
 
 
 __all__ = ["BATCH_PROVIDERS", "BatchRounds", "RoundStats", "batch_api"]

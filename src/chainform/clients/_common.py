@@ -36,6 +36,7 @@ from chainform.clients.base import BaseChatClient, Middleware
 from chainform.errors import ChainformError, UnsupportedOptionError
 from chainform.types import (
     ChatOptions,
+    ChatResponse,
     ChatResponseUpdate,
     Content,
     ErrorContent,
@@ -195,6 +196,31 @@ class AdapterClient(MediaAdapter, BaseChatClient):
     def build_request(self, messages: Sequence[Message], options: ChatOptions) -> dict[str, Any]:
         """The keyword arguments of the SDK call (public so tests and logs can inspect them)."""
         raise NotImplementedError
+
+    whole_sender: Callable[[dict[str, Any]], Awaitable[Any]] | None = None
+    """Set on a map's copy of the client by `map(..., batch=True)`: each whole request goes into a
+    provider batch (`_map/_batch.py`), whose answer's body is read as this API's whole answer."""
+
+    def batch_body(self, request: dict[str, Any]) -> dict[str, Any]:
+        """The request as the body of one batch line: unstreamed, its extra body merged in."""
+        body = {k: v for k, v in request.items() if k not in ("stream", "stream_options", "extra_body")}
+        return {**body, **(request.get("extra_body") or {})}
+
+    async def batched(self, messages: list[Message], options: ChatOptions) -> ChatResponse:
+        """One call answered through a batch (`whole_sender`), priced at the batch price."""
+        assert self.whole_sender is not None
+        request = self.build_request(messages, options)
+        body = await self.whole_sender(self.batch_body(request))
+        guard, state = self.guard(), self.stream_state(request)
+        updates = self.whole_updates(state, body, guard)
+        answer = ChatResponse.from_updates([*updates, *state.end(guard)])
+        answer.additional_properties["batch"] = True  # Meter prices it at the batch price
+        return answer
+
+    async def _respond(self, messages: list[Message], options: ChatOptions) -> ChatResponse:
+        if self.whole_sender is not None:
+            return await self.batched(messages, options)
+        return await super()._respond(messages, options)
 
     async def pump(
         self, guard: StreamGuard, open_stream: Awaitable[Any], state: StreamState

@@ -158,6 +158,17 @@ class OpenAIBaseClient(AdapterClient):
             timeout=settings.timeout,
         )
 
+    batch_endpoint: str | None = None  # this API's endpoint in OpenAI's Batch API
+
+    def batch_api(self) -> Any:
+        """OpenAI's Files + Batches API through this client's SDK (`map(..., batch=True)`); None
+        for the servers that only speak OpenAI's wire format (Azure's batches take deployments)."""
+        if self.provider != "openai" or self.batch_endpoint is None:
+            return None
+        from chainform.clients._openai_batch import OpenAIBatches
+
+        return OpenAIBatches(self, self.batch_endpoint)
+
     def default_profile(self, model: str) -> ModelProfile:
         """The profile of a model when none is given: its OpenAI family's; at a foreign base URL
         the tool-call turn carries content "" (compatible servers may type content as a string)."""

@@ -44,15 +44,15 @@ class LineResult:
 
 
 class OpenAIBatches:
-    """Files + Batches for an OpenAI chat client (its SDK, its endpoint)."""
+    """Files + Batches for an OpenAI client (its SDK; chat completions or responses)."""
 
     provider = "openai"
-    endpoint = "/v1/chat/completions"
     max_requests = 50_000
     max_bytes = 200 * 1024 * 1024
 
-    def __init__(self, client: Any) -> None:
+    def __init__(self, client: Any, endpoint: str) -> None:
         self.sdk = client.sdk
+        self.endpoint = endpoint  # /v1/chat/completions or /v1/responses
 
     def line(self, custom_id: str, body: dict[str, Any]) -> bytes:
         item = {"custom_id": custom_id, "method": "POST", "url": self.endpoint, "body": body}

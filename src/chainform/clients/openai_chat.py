@@ -8,7 +8,7 @@ more than the rest of reading an answer (about 0.13 ms a chunk, 0.17 ms a comple
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Sequence
 from typing import Any, cast
 
 from chainform import types
@@ -36,11 +36,9 @@ class OpenAIChatClient(OpenAIBaseClient):
     compatible servers `max_tokens`.
     """
 
+    batch_endpoint = "/v1/chat/completions"
     streams_anyway = False
     """Set once the server answered a whole request with a stream: its calls stream from then on."""
-
-    whole_sender: Callable[[dict[str, Any]], Awaitable[Any]] | None = None
-    """Set on a map's copy of the client by `map --batch`: whole requests go to a batch, not HTTP."""
 
     def __init__(
         self,
@@ -221,16 +219,11 @@ class OpenAIChatClient(OpenAIBaseClient):
         and the loop than SSE), or when a server cannot stream tool calls (llama-cpp-python under
         "auto"). The body is parsed into plain dicts, not the SDK's models (about 0.2 ms less a
         call on loopback), and read as one chunk of a stream (one translation)."""
-        if self.streams_anyway:
+        if self.streams_anyway or self.whole_sender is not None:  # the latter: a batch run
             return await super()._respond(messages, options)
         request = self.build_request(messages, options)
         request.pop("stream_options", None)
         guard = self.guard()
-        if self.whole_sender is not None:  # a batch run: the body goes into a batch file
-            completion: Any = await self.whole_sender({**request, "stream": False})
-            answer = self._whole_response(completion, guard)
-            answer.additional_properties["batch"] = True  # priced at the batch price
-            return answer
         try:
             response = await within(self.timeout, self.create({**request, "stream": False}), guard)
         except ChainformError:
@@ -243,18 +236,9 @@ class OpenAIChatClient(OpenAIBaseClient):
             # ask it the way it answers, now and from now on
             self.streams_anyway = True
             return await super()._respond(messages, options)
-        return self._whole_response(completion, guard)
-
-    def _whole_response(self, completion: Any, guard: StreamGuard) -> types.ChatResponse:
         state = _StreamState()
         updates = self.whole_updates(state, completion, guard)
         return types.ChatResponse.from_updates([*updates, *state.end(guard)])
-
-    def batch_api(self) -> Any:
-        """OpenAI's Files + Batches API for this client's SDK (`map --batch`)."""
-        from chainform.clients._openai_batch import OpenAIBatches
-
-        return OpenAIBatches(self)
 
 
 class _StreamState(StreamState):

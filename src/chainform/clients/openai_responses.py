@@ -35,6 +35,8 @@ class OpenAIResponsesClient(OpenAIBaseClient):
         """The model's OpenAI family profile, less what the Responses API has no field for."""
         return responses_profile(openai_profile(model, self.settings.provider))
 
+    batch_endpoint = "/v1/responses"
+
     def build_request(self, messages: Sequence[types.Message], options: types.ChatOptions) -> dict[str, Any]:
         """The keyword arguments of `responses.create` (public for tests and debugging)."""
         items = [item for message in messages for item in self._items(message)]
