@@ -11,6 +11,7 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
+import pytest
 from click.testing import CliRunner
 from map_helpers import (
     MODEL,
@@ -269,3 +270,24 @@ def test_the_responses_endpoint_runs_a_tool_chain_through_batches():
     assert sorted(r.key for r in results) == [str(n) for n in range(6)]
     assert all(r.ok and r.value["total"] == r.input["id"] / 2 for r in results)
     assert all(r.usage.cost == PRICES.rate("openai/gpt-4.1-mini", batch=True).cost(r.usage)[0] for r in results)
+
+
+def any_strategy(request: RecordedRequest) -> Any:
+    """The lookup, then the answer as each output strategy asks for it: the final_result tool
+    (tool), JSON text (native, prompted, and deferred's formatting call, which offers no tools)."""
+    n = order_number(request)
+    body = request.json
+    names = {(t.get("function") or {}).get("name") for t in body.get("tools", [])}
+    if body.get("messages", [{}])[-1].get("role") != "tool" and "lookup" in names:
+        return tool_call("lookup", order=n)
+    if "final_result" in names:
+        return tool_call("final_result", id=n, total=n / 2)
+    return json.dumps({"id": n, "total": n / 2})
+
+
+@pytest.mark.parametrize(("strategy", "rounds"), [("native", 2), ("tool", 2), ("prompted", 2), ("deferred", 3)])
+def test_each_output_strategy_works_in_batches_as_in_live_map(strategy, rounds):
+    with Emulator(default=any_strategy) as emu:
+        results = run(emu, 5, strategy=strategy)
+        assert len(emu.batches.created) == rounds
+    assert all(r.ok and r.value == {"id": r.input["id"], "total": r.input["id"] / 2} for r in results), results
