@@ -74,13 +74,18 @@ def test_results_are_priced_at_the_batch_price():
     assert result.usage.cost < PRICES.rate(MODEL).cost(result.usage)[0]
 
 
-def failing_once(*bad: tuple[int, Any]) -> Any:
+def order_in(request: RecordedRequest) -> int:
+    """The row's order number, in any wire format's request."""
+    return int(re.search(r"order (\d+)", json.dumps(request.json)).group(1))
+
+
+def failing_once(*bad: tuple[int, Any], then: Any = answer_with_tool) -> Any:
     """Rows whose first request answers the given fault (Fault: errored, Expired: expired)."""
     faults = dict(bad)
 
     def answer(request: RecordedRequest) -> Any:
-        fault = faults.pop(order_number(request), None)
-        return fault if fault is not None else answer_with_tool(request)
+        fault = faults.pop(order_in(request), None)
+        return fault if fault is not None else then(request)
 
     return answer
 
@@ -90,10 +95,10 @@ def test_errored_and_expired_rows_go_into_the_next_batch():
         results = run(emu, 10)
         batches = [emu.batches.batches[b].lines for b in emu.batches.created]
     ids = [sorted(line["custom_id"] for line in lines) for lines in batches]
-    assert len(ids) == 3 and ids[0] == sorted(f"{n}#0" for n in range(10))
+    assert len(ids) == 3 and ids[0] == sorted(f"{n}-0" for n in range(10))
     # the next batch: the two failed lines again, with the other rows' second turns
-    assert ids[1] == sorted(["3#0", "4#0", *(f"{n}#1" for n in range(10) if n not in (3, 4))])
-    assert ids[2] == ["3#1", "4#1"]
+    assert ids[1] == sorted(["3-0", "4-0", *(f"{n}-1" for n in range(10) if n not in (3, 4))])
+    assert ids[2] == ["3-1", "4-1"]
     assert all(r.ok for r in results) and len(results) == 10
 
 
@@ -107,7 +112,7 @@ def test_rows_past_their_retries_are_typed_row_errors():
 
 def test_unknown_and_duplicate_custom_ids_in_results_are_row_errors_never_lost_or_doubled():
     def tamper(lines: list[dict[str, Any]]) -> list[dict[str, Any]]:
-        stranger = dict(lines[0], custom_id="no-such-row#0")
+        stranger = dict(lines[0], custom_id="no-such-row-0")
         return [*lines, dict(lines[1]), stranger]
 
     with Emulator(default=answer_with_tool) as emu:
@@ -160,10 +165,11 @@ def test_killed_right_after_submit_then_resume_creates_one_batch_a_round(tmp_pat
 
 def test_batch_with_a_provider_without_a_batch_api_names_those_with_one(tmp_path: Path):
     inp = write_orders(tmp_path / "in.jsonl", 2)
-    argv = [str(inp), "-o", str(tmp_path / "o.jsonl"), "-p", "{text}", "-m", "anthropic/claude-sonnet-4-0"]
-    result = CliRunner().invoke(cli, ["map", *argv, "--key", "sk", "--batch"])
-    assert result.exit_code == 2
-    assert "no batch API" in result.output and "openai" in result.output
+    for name in ("gemini/gemini-2.5-flash", "azure/gpt-4.1-mini"):
+        argv = [str(inp), "-o", str(tmp_path / "o.jsonl"), "-p", "{text}", "-m", name, "--base-url", "http://127.0.0.1:9"]
+        result = CliRunner().invoke(cli, ["map", *argv, "--key", "sk", "--batch"])
+        assert result.exit_code == 2, result.output
+        assert "no batch API" in result.output and "openai" in result.output and "anthropic" in result.output
 
 
 def test_provider_limits_split_a_round_into_several_batches(monkeypatch):
@@ -184,10 +190,10 @@ def test_an_intent_whose_batch_id_was_never_logged_is_found_at_the_provider_not_
     from chainform.store._batches import batches_of, record_intent
 
     with Emulator(default=answer_with_tool) as emu, Store() as store:
-        intent = record_intent(store, "run-1", "openai", 1, ["0#0", "1#0"])  # killed before the batch id
+        intent = record_intent(store, "run-1", "openai", 1, ["0-0", "1-0"])  # killed before the batch id
         sdk = openai.OpenAI(base_url=emu.base_url + "/v1", api_key="sk-test")
         body = {"model": "gpt-4.1-mini", "messages": [{"role": "user", "content": "Extract: order 0"}]}
-        lines = [{"custom_id": f"{n}#0", "method": "POST", "url": "/v1/chat/completions", "body": body} for n in (0, 1)]
+        lines = [{"custom_id": f"{n}-0", "method": "POST", "url": "/v1/chat/completions", "body": body} for n in (0, 1)]
         lines[1]["body"] = {**body, "messages": [{"role": "user", "content": "Extract: order 1"}]}
         upload = sdk.files.create(file=("b.jsonl", "\n".join(map(json.dumps, lines)).encode()), purpose="batch")
         sdk.batches.create(
@@ -207,7 +213,7 @@ def test_a_stored_batch_the_provider_no_longer_knows_is_sent_again():
     from chainform.store._batches import record_intent, record_status
 
     with Emulator(default=answer_with_tool) as emu, Store() as store:
-        gone = record_intent(store, "run-2", "openai", 1, ["0#0"])
+        gone = record_intent(store, "run-2", "openai", 1, ["0-0"])
         gone.batch_id, gone.status = "batch_forgotten", "submitted"
         record_status(store, gone)
         results = run(emu, 1, run_id="run-2")
@@ -254,7 +260,7 @@ def test_map_status_of_an_unknown_run_is_a_clear_error():
 
 def responses_answer(request: RecordedRequest) -> Any:
     """`answer_with_tool` for the Responses API (input items; a function_call_output after the tool)."""
-    n = int(re.search(r"order (\d+)", json.dumps(request.json.get("input"))).group(1))
+    n = order_in(request)
     if any(item.get("type") == "function_call_output" for item in request.json.get("input", [])):
         return json.dumps({"id": n, "total": n / 2})
     return tool_call("lookup", order=n)
@@ -291,3 +297,28 @@ def test_each_output_strategy_works_in_batches_as_in_live_map(strategy, rounds):
         results = run(emu, 5, strategy=strategy)
         assert len(emu.batches.created) == rounds
     assert all(r.ok and r.value == {"id": r.input["id"], "total": r.input["id"] / 2} for r in results), results
+
+
+def anthropic_answer(request: RecordedRequest) -> Any:
+    """`answer_with_tool` for Anthropic's Messages (after the tool_result: final_result, or JSON)."""
+    messages = request.json.get("messages", [])
+    n = order_in(request)
+    last = messages[-1].get("content") if messages else None
+    if isinstance(last, list) and any(block.get("type") == "tool_result" for block in last):
+        if any(tool.get("name") == "final_result" for tool in request.json.get("tools", [])):
+            return tool_call("final_result", id=n, total=n / 2)  # the tool strategy
+        return json.dumps({"id": n, "total": n / 2})
+    return tool_call("lookup", order=n)
+
+
+def test_anthropic_message_batches_run_a_tool_chain_retry_and_price_at_the_batch_price():
+    with Emulator(default=failing_once((2, Fault(529)), (3, Expired()), then=anthropic_answer)) as emu:
+        model = get_model("anthropic/claude-sonnet-4-0", base_url=emu.base_url, key="sk-test")
+        settings = {"prompt": "Extract: {text}", "tools": [lookup], "schema": "id int, total float"}
+        results = list(model.map(rows(6), batch=True, batch_poll=0, **settings))
+        created = list(emu.batches.created)
+    assert all(b.startswith("msgbatch") for b in created) and len(created) == 3  # 2 rounds + the retried
+    assert sorted(r.key for r in results) == [str(n) for n in range(6)]
+    assert all(r.ok and r.value["total"] == r.input["id"] / 2 for r in results), results
+    rate = PRICES.rate("anthropic/claude-sonnet-4-0", batch=True)
+    assert all(r.usage.cost == rate.cost(r.usage)[0] for r in results)

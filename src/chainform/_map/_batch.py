@@ -6,7 +6,8 @@ and waits. Once every unfinished row waits, their requests go out as one batch (
 provider's limits on requests or bytes say so): that is one round. Answers come back matched by
 custom_id, each row's chain goes on (runs its tools locally) and asks again: the next round.
 
-A row's custom_id is `<key>#<turn>`: the same request has the same id in a resumed run. Each
+A row's custom_id is `<key>-<turn>` (a key that is not short letters, digits and underscores
+is hashed): the same request has the same id in a resumed run. Each
 batch is written to the log before it is submitted (its intent: the custom_ids) and its provider
 batch id right after (store/_batches.py). A resumed run polls the stored batch of an id rather
 than submitting it again, so no row is ever sent twice; an intent whose batch id never made it to
@@ -17,6 +18,8 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import hashlib
+import re
 from collections.abc import AsyncIterable, AsyncIterator, Callable, Iterable, Iterator
 from contextvars import ContextVar
 from dataclasses import dataclass, field
@@ -103,7 +106,7 @@ class BatchRounds:
     async def send(self, body: dict[str, Any]) -> Any:
         """The client's whole request: parked until its batch answers; the answer's body."""
         slot = _ROW.get()
-        custom_id = f"{slot[0]}#{slot[1]}"
+        custom_id = f"{safe_key(slot[0])}-{slot[1]}"
         slot[1] += 1
         future: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
         self.pending[custom_id] = _Call(body, future)
@@ -259,6 +262,17 @@ class BatchRounds:
             self.on_change(self.stats)
 
 
+def safe_key(key: str) -> str:
+    """A row key as providers take it in a custom_id (Anthropic: `[A-Za-z0-9_-]{1,64}`): itself
+    when it is short letters, digits and underscores, else a hash of it (the same in every run)."""
+    if _SAFE.fullmatch(key):
+        return key
+    return "k" + hashlib.sha256(key.encode("utf-8", "surrogatepass")).hexdigest()[:40]
+
+
+_SAFE = re.compile(r"[A-Za-z0-9_]{1,48}")
+
+
 def batch_api(client: Any) -> Any:
     """The batch API of a model's client, or BatchError naming the providers that have one."""
     make = getattr(client, "batch_api", None)
@@ -271,7 +285,7 @@ def batch_api(client: Any) -> Any:
     return api
 
 
-BATCH_PROVIDERS = ("openai (chat completions and responses)",)
+BATCH_PROVIDERS = ("openai (chat completions and responses)", "anthropic")
 
 
 __all__ = ["BATCH_PROVIDERS", "BatchRounds", "RoundStats", "batch_api"]

@@ -14,7 +14,7 @@ from typing import Any
 from chainform.clients._common import import_sdk
 from chainform.errors import BatchError, ProviderError, ProviderErrorKind
 
-TERMINAL = frozenset({"completed", "failed", "expired", "cancelled"})
+TERMINAL = frozenset({"completed", "failed", "expired", "cancelled", "ended"})  # "ended": Anthropic's
 
 
 @dataclass
@@ -28,6 +28,7 @@ class BatchState:
     output_file: str | None = None
     error_file: str | None = None
     errors: list[str] = field(default_factory=list)
+    batch_id: str = ""
 
     @property
     def ended(self) -> bool:
@@ -93,6 +94,7 @@ class OpenAIBatches:
             batch.output_file_id,
             batch.error_file_id,
             errors,
+            batch_id,
         )
 
     async def cancel(self, batch_id: str) -> str:

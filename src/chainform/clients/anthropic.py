@@ -150,6 +150,12 @@ class AnthropicClient(AdapterClient):
     def stream_state(self, request: dict[str, Any]) -> StreamState:
         return _StreamState()
 
+    def batch_api(self) -> Any:
+        """Anthropic's Message Batches through this client's SDK (`map(..., batch=True)`)."""
+        from chainform.clients._anthropic_batch import AnthropicBatches
+
+        return AnthropicBatches(self)
+
     def open_stream(self, request: dict[str, Any], state: StreamState, guard: StreamGuard) -> Any:
         return self.sdk.messages.create(**request, stream=True)
 

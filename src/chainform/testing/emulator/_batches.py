@@ -1,4 +1,5 @@
-"""OpenAI's Files and Batches endpoints in the emulator: upload JSONL, create, retrieve, cancel, list.
+"""OpenAI's Files and Batches endpoints in the emulator: upload JSONL, create, retrieve, cancel, list
+(and Anthropic's Message Batches, `_anthropic_batches.py`, on the same settings).
 
 A batch moves one state per retrieve (validating -> in_progress -> finalizing -> completed), so a
 client has to poll a few times, as with the real service. Its lines are answered when it
@@ -40,6 +41,7 @@ class _Batch:
     body: dict[str, Any]
     lines: list[dict[str, Any]]
     polls_left: int
+    results: bytes = b""  # Anthropic's results file (JSONL), once the batch ended
 
 
 @dataclass
@@ -58,11 +60,16 @@ class BatchService:
     created: list[str] = field(default_factory=list)  # batch ids in creation order
     _ids: Any = field(default_factory=lambda: itertools.count(1))
     _lock: threading.Lock = field(default_factory=threading.Lock)
+    anthropic: Any = None  # Anthropic's Message Batches (_anthropic_batches.py), set by the server
 
     def answer(self, method: str, path: str, headers: dict[str, str], raw: bytes) -> Answer | None:
         """The reply to a Files/Batches request, or None when `path` is not one of theirs."""
-        path = re.sub(r"^(?:/openai)?(?:/v1)?", "", path.split("?")[0])
+        path = path.split("?")[0]
         with self._lock:
+            found: Answer | None = self.anthropic.answer(method, path, raw) if self.anthropic else None
+            if found is not None:
+                return found
+            path = re.sub(r"^(?:/openai)?(?:/v1)?", "", path)
             if method == "POST" and path == "/files":
                 return self._upload(headers, raw)
             if method == "GET" and (m := re.fullmatch(r"/files/([^/]+)/content", path)):
@@ -178,29 +185,37 @@ class BatchService:
         batch.body["request_counts"] |= {"completed": len(done), "failed": len(failed)}
 
     def _line(self, line: dict[str, Any]) -> dict[str, Any]:
-        """One line answered as a live call to its url would be (script item, wire format)."""
-        emulator = self.emulator
-        raw = json.dumps(line.get("body"), separators=(",", ":")).encode()  # as an SDK sends it
-        request = emulator._record("POST", str(line.get("url")), {"x-batch": "1"}, raw)
+        """One OpenAI batch line answered: an output line, an errored or an expired one."""
+        status, body, request = self.outcome(str(line.get("url")), line.get("body"))
         result: dict[str, Any] = {"id": self._new_id("batch_req"), "custom_id": line.get("custom_id")}
+        if status is None:
+            message = "This request could not be executed before the completion window expired."
+            return result | {"response": None, "error": {"code": body or "batch_expired", "message": message}}
+        assert request is not None
+        return result | {"response": _response(status, request, body), "error": None}
+
+    def outcome(self, url: str, payload: Any) -> tuple[int | None, Any, RecordedRequest | None]:
+        """A batch line answered as a live call to `url` would be (script item, wire format): its
+        status and body, or (None, why, None) for a line that expired or went nowhere."""
+        emulator = self.emulator
+        raw = json.dumps(payload, separators=(",", ":")).encode()  # as an SDK sends it
+        request = emulator._record("POST", url, {"x-batch": "1"}, raw)
         fmt = emulator._route(request)
         if fmt is None:
-            return result | {"response": None, "error": {"code": "invalid_url", "message": request.path}}
+            return None, "invalid_url", None
         try:
             item = emulator._next_item(request)
         except Exception as exc:  # the script ran out: the line fails, as a live call would
             item = Fault(500, message=str(exc))
         if isinstance(item, Expired):
-            message = "This request could not be executed before the completion window expired."
-            return result | {"response": None, "error": {"code": "batch_expired", "message": message}}
+            return None, None, None
         if isinstance(item, Fault):
-            body = fmt.render_error(item, request)
-            return result | {"response": _response(item.status, request, body), "error": None}
+            return item.status, fmt.render_error(item, request), request
         reply = to_reply(item)  # type: ignore[arg-type]
         if reply.usage is None:  # estimated and cached as a live call's would be
             reply.usage = estimate_usage(reply, raw)
             reply.usage.cached_input_tokens = emulator._cache_read(fmt.cache_prefixes(request), reply.usage)
-        return result | {"response": _response(200, request, fmt.render(reply, request)), "error": None}
+        return 200, fmt.render(reply, request), request
 
 
 def _response(status: int, request: RecordedRequest, body: dict[str, Any]) -> dict[str, Any]:
@@ -211,4 +226,4 @@ def _missing(kind: str) -> Answer:
     return 404, {"error": {"message": f"No such {kind}", "type": "invalid_request_error"}}, "application/json"
 
 
-__all__ = ["BatchService", "Expired"]
+__all__ = ["Answer", "BatchService", "Expired"]

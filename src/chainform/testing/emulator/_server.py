@@ -22,6 +22,7 @@ from types import TracebackType
 from typing import TYPE_CHECKING, Any
 from urllib.parse import parse_qsl, urlsplit
 
+from chainform.testing.emulator._anthropic_batches import MessageBatches
 from chainform.testing.emulator._batches import BatchService
 from chainform.testing.emulator._media import MediaRefused
 from chainform.testing.emulator._script import (
@@ -123,6 +124,7 @@ class Emulator:
         self._server: _Server | None = None
         self._thread: threading.Thread | None = None
         self.batches = BatchService(self)  # OpenAI's Files + Batches endpoints (_batches.py)
+        self.batches.anthropic = MessageBatches(self.batches)  # and Anthropic's Message Batches
 
     def _cache_read(self, prefixes: list[Any], usage: Usage) -> int:
         """Input tokens read from the emulated prompt cache: the longest prefix seen before counts

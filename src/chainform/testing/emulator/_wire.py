@@ -45,7 +45,7 @@ ERROR_TYPES = {
     404: "not_found_error",
 }
 
-_CORE_MODULES = frozenset({"_server", "_script", "_wire", "_media", "_batches"})
+_CORE_MODULES = frozenset({"_server", "_script", "_wire", "_media", "_batches", "_anthropic_batches"})
 
 
 @dataclass

@@ -1,0 +1,74 @@
+"""Anthropic's Message Batches through the official SDK, for `map --batch`: the same interface as
+`_openai_batch.OpenAIBatches` (lines, submit, poll, results, cancel), so the map's rounds
+(`_map/_batch.py`) drive either. Results are matched by custom_id, never by order.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from chainform.clients._common import import_sdk
+from chainform.clients._openai_batch import BatchState, LineResult
+from chainform.errors import BatchError, ProviderError
+
+
+class AnthropicBatches:
+    """Message Batches for an Anthropic client (its SDK)."""
+
+    provider = "anthropic"
+    max_requests = 100_000
+    max_bytes = 256 * 1024 * 1024
+
+    def __init__(self, client: Any) -> None:
+        self.sdk = client.sdk
+
+    def line(self, custom_id: str, body: dict[str, Any]) -> bytes:
+        return json.dumps({"custom_id": custom_id, "params": body}, ensure_ascii=False).encode() + b"\n"
+
+    async def submit(self, lines: list[bytes], intent: str) -> str:
+        batch = await self.sdk.messages.batches.create(requests=[json.loads(line) for line in lines])
+        return str(batch.id)
+
+    async def find(self, intent: str) -> None:
+        """Message Batches carry no metadata: an intent whose batch id was lost is sent again."""
+        return None
+
+    async def poll(self, batch_id: str) -> BatchState:
+        """The batch's state (`in_progress`, `canceling`, `ended`); BatchError when it is unknown."""
+        anthropic = import_sdk("anthropic", "anthropic")
+        try:
+            batch = await self.sdk.messages.batches.retrieve(batch_id)
+        except anthropic.NotFoundError:
+            raise BatchError(f"the provider no longer knows batch {batch_id}", status=404, provider=self.provider) from None
+        c = batch.request_counts
+        total = c.processing + c.succeeded + c.errored + c.canceled + c.expired
+        return BatchState(
+            batch.processing_status, total, c.succeeded, c.errored + c.canceled + c.expired, batch_id=batch_id
+        )
+
+    async def cancel(self, batch_id: str) -> str:
+        return str((await self.sdk.messages.batches.cancel(batch_id)).processing_status)
+
+    async def results(self, state: BatchState) -> list[LineResult]:
+        found: list[LineResult] = []
+        async for item in await self.sdk.messages.batches.results(state.batch_id):
+            found.append(self._read(item))
+        return found
+
+    def _read(self, item: Any) -> LineResult:
+        result = item.result
+        if result.type == "succeeded":
+            return LineResult(item.custom_id, result.message.model_dump(mode="json"))
+        detail = getattr(getattr(result, "error", None), "error", None)
+        why = f"{detail.type}: {detail.message}" if detail is not None else result.type
+        failure = ProviderError(
+            f"batch request {result.type} ({why})",
+            provider=self.provider,
+            retryable=True,
+            kind="timeout" if result.type == "expired" else "server",
+        )
+        return LineResult(item.custom_id, error=failure)
+
+
+__all__ = ["AnthropicBatches"]
