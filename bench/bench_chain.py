@@ -6,6 +6,13 @@ without a schema. Runs are interleaved: every round runs a batch of each framewo
 order, and the reported time is the median over rounds of the per-chain time. Run in bench/.venv:
 
     bench/.venv/bin/python bench/bench_chain.py [--rounds 15 --batch 10 --out FILE]
+
+`--ab` measures what the log costs alone: chainform with the log on, with it off and the SDK loop
+(the only three runners) alternate on the fast server, in a shuffled order each round, and each
+round gives its own ratios (log on / log off, log on / SDK loop) from batches run seconds apart;
+the medians of those per-round ratios are the figures (a shared machine's load moves all three):
+
+    .venv/bin/python bench/bench_chain.py --ab --rounds 40 --batch 50
 """
 
 from __future__ import annotations
@@ -240,14 +247,82 @@ def measure(base_url: str, schema: bool, rounds: int, batch: int) -> dict[str, A
     return {"frameworks": rows, "errors": errors, "rounds": rounds, "batch": batch, "samples_ms": samples}
 
 
+AB_RUNNERS = ("chainform", "chainform (log=False)", BASELINE)
+
+
+def measure_ab(base_url: str, schema: bool, rounds: int, batch: int) -> dict[str, Any]:
+    """Log on vs log off vs the SDK loop, interleaved: the median of the per-round ratios, wall
+    clock and CPU (process time, steadier on a busy machine)."""
+    runners = {name: FRAMEWORKS[name](base_url, schema) for name in AB_RUNNERS}
+    for run in runners.values():
+        for _ in range(20):  # warm-up: imports, caches, the log's first open
+            check(run(), schema)
+    wall: dict[str, list[float]] = {name: [] for name in runners}
+    cpu: dict[str, list[float]] = {name: [] for name in runners}
+    order = list(runners)
+    rng = random.Random(8)
+    for _ in range(rounds):
+        rng.shuffle(order)
+        for name in order:
+            run = runners[name]
+            t0, c0 = time.perf_counter(), time.process_time()
+            for _ in range(batch):
+                run()
+            wall[name].append((time.perf_counter() - t0) / batch * 1000)
+            cpu[name].append((time.process_time() - c0) / batch * 1000)
+
+    def ratios(samples: dict[str, list[float]], a: str, b: str) -> dict[str, float]:
+        per_round = sorted(x / y for x, y in zip(samples[a], samples[b], strict=True))
+        n = len(per_round)
+        return {
+            "median": round(median(per_round), 4),
+            "q1": round(per_round[n // 4], 4),
+            "q3": round(per_round[(3 * n) // 4], 4),
+        }
+
+    on, off = AB_RUNNERS[0], AB_RUNNERS[1]
+    return {
+        "median_ms": {name: round(median(s), 3) for name, s in wall.items()},
+        "median_cpu_ms": {name: round(median(s), 3) for name, s in cpu.items()},
+        "log_on/log_off": ratios(wall, on, off),
+        "log_on/log_off cpu": ratios(cpu, on, off),
+        "log_on/sdk": ratios(wall, on, BASELINE),
+        "log_off/sdk": ratios(wall, off, BASELINE),
+        "rounds": rounds,
+        "batch": batch,
+    }
+
+
+def main_ab(rounds: int, batch: int, variants: list[str], out: str | None) -> None:
+    proc, url = start_server("fast")
+    try:
+        result: dict[str, Any] = {
+            "mode": "ab",
+            "load_before": os.getloadavg()[0],
+            "versions": versions("chainform", "openai", "httpx"),
+        }
+        for variant in variants:
+            result[variant] = measure_ab(url, variant == "tools+schema", rounds, batch)
+        result["load_after"] = os.getloadavg()[0]
+    finally:
+        proc.terminate()
+        proc.wait(timeout=10)
+    emit(result, out)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rounds", type=int, default=15)
     parser.add_argument("--batch", type=int, default=10)
     parser.add_argument("--servers", default="fast,emulator")
     parser.add_argument("--out")
+    parser.add_argument("--ab", action="store_true", help="log on vs log off vs the SDK loop only")
+    parser.add_argument("--variants", default="tools,tools+schema")
     args = parser.parse_args()
     os.environ.setdefault("CHAINFORM_HOME", tempfile.mkdtemp(prefix="bench-cf-"))
+    if args.ab:
+        main_ab(args.rounds, args.batch, args.variants.split(","), args.out)
+        return
     result: dict[str, Any] = {
         "rounds": args.rounds,
         "batch": args.batch,
