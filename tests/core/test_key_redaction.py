@@ -23,13 +23,15 @@ def home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 
 
 def _log_text(home: Path) -> str:
-    """Every value of every table of the log, as one string."""
+    """Every value of every table of the log, and its spool's records, as one string."""
     db = sqlite3.connect(home / "logs.db")
+    spool = home / "logs.db-spool"
     try:
         tables = [r[0] for r in db.execute("SELECT name FROM sqlite_master WHERE type = 'table'")]
-        return "\n".join(repr(row) for t in tables for row in db.execute(f'SELECT * FROM "{t}"'))
+        text = "\n".join(repr(row) for t in tables for row in db.execute(f'SELECT * FROM "{t}"'))
     finally:
         db.close()
+    return text + (spool.read_text() if spool.exists() else "")
 
 
 def test_redact_masks_loaded_keys_and_url_credentials(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -1,4 +1,5 @@
-"""A sync chain alone commits one journal row; every read spreads the journal into the tables first."""
+"""A sync chain alone commits one journal row where the spool cannot be used (no fcntl; files
+attached); every read spreads the journal into the tables first."""
 
 from __future__ import annotations
 
@@ -16,6 +17,11 @@ from chainform.testing import ScriptedClient, tool_call
 def get_weather(city: str) -> dict:
     "Weather for a city."
     return {"city": city, "temp_c": 21.5}
+
+
+@pytest.fixture(autouse=True)
+def no_spool(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr("chainform.store._store.SPOOLING", False)
 
 
 def _count(store: Store, table: str) -> int:

@@ -18,7 +18,7 @@ from chainform.store import Store, _ids, new_id
 from chainform.store import _journal as journal
 from chainform.store._chainlog import options_summary
 from chainform.store._rows import Rows, rows_of
-from chainform.store._serialize import _MESSAGES, messages_to_json
+from chainform.store._serialize import _MESSAGES, dumps, message_to_dict, messages_to_json
 from chainform.testing import ScriptedClient, tool_call
 from chainform.types import (
     DataContent,
@@ -41,8 +41,12 @@ def get_weather(city: str) -> dict:
 
 
 def _journaled(store: Store) -> list[Rows]:
+    """The chains written in place, not yet spread: journal rows and spool records."""
     with sqlite3.connect(store.path) as db:  # a plain reader: spreads nothing
         found = db.execute("SELECT format, rows FROM journal ORDER BY id").fetchall()
+    spool = store.path.parent / f"{store.path.name}-spool"
+    lines = spool.read_bytes().split(b"\n") if spool.exists() else []
+    found += [(int(fmt), text) for fmt, _, text in (line.partition(b" ") for line in lines) if fmt]
     return [journal._decode(fmt, text) for fmt, text in found]
 
 
@@ -115,11 +119,14 @@ def test_messages_encoded_once_per_chain_are_the_list_encoding() -> None:
     assistant = Message.assistant([TextReasoningContent("hmm", "sig"), call])
     tool = Message("tool", [FunctionResultContent("c1", {"a": [1, 2.5]}, name="lookup")])
     extras = Message("user", "hi", author_name="me", additional_properties={"api_key": "x", "n": 1})
-    first, second = [system, user], [system, user, assistant, tool, extras]
+    named = Message("developer", 'say "hi"\n', author_name="ana\u00efs", message_id="m-1")
+    first, second = [system, user], [system, user, assistant, tool, extras, named]
     encoded: dict[int, tuple[Message, str]] = {}
     assert messages_to_json(first, encoded) == _MESSAGES.dump_json(first).decode()
     assert messages_to_json(second, encoded) == _MESSAGES.dump_json(second).decode()
-    assert len(encoded) == 5  # each message once
+    assert len(encoded) == 6  # each message once
+    lone = Message.assistant("half a pair: \ud83d")  # UTF-8 cannot encode it: the json module's way
+    assert messages_to_json([lone]) == f"[{dumps(message_to_dict(lone))}]"
     assert messages_to_json([]) == "[]"
 
 

@@ -18,6 +18,7 @@ from chainform.store import CallRecord, Store, StoreError, logging_enabled, set_
 from chainform.store import _journal as journal
 from chainform.store import _rows as rows
 from chainform.store._chainlog import options_summary
+from chainform.store._spool import Spool
 from chainform.testing import ScriptedClient, tool_call
 from chainform.types import DataContent, Message, TextContent
 
@@ -30,9 +31,13 @@ def get_weather(city: str) -> dict:
 @pytest.fixture
 def write_threads(monkeypatch: pytest.MonkeyPatch) -> list[str]:
     """The name of the thread each chain write runs on, in order: `insert_calls` (the writer
-    thread's) or `stage` (a journal row, written in place)."""
+    thread's) or `stage` / `Spool.append` (a journal row or spool record, written in place)."""
     threads: list[str] = []
-    original, original_stage = rows.insert_calls, journal.stage
+    original, original_stage, original_append = rows.insert_calls, journal.stage, Spool.append
+
+    def append_spy(spool: Spool, staged: rows.Rows) -> None:
+        threads.append(threading.current_thread().name)
+        original_append(spool, staged)
 
     def spy(db: sqlite3.Connection, records: list[CallRecord]) -> list[str]:
         threads.append(threading.current_thread().name)
@@ -44,6 +49,7 @@ def write_threads(monkeypatch: pytest.MonkeyPatch) -> list[str]:
 
     monkeypatch.setattr("chainform.store._store.insert_calls", spy)
     monkeypatch.setattr("chainform.store._store.stage", stage_spy)
+    monkeypatch.setattr(Spool, "append", append_spy)
     return threads
 
 

@@ -3,6 +3,7 @@ writer thread, read by the CLI; one record shape (CallRecord) from the engine to
 
 from chainform.store._chainlog import ChainLogger
 from chainform.store._costs import GROUPS, CostTotal, cost_totals
+from chainform.store._home import default_path, logging_enabled, set_logging
 from chainform.store._records import (
     CallRecord,
     LoggedResponse,
@@ -14,7 +15,7 @@ from chainform.store._records import (
 )
 from chainform.store._rows import schema_id
 from chainform.store._serialize import message_from_dict, message_to_dict, redact
-from chainform.store._store import Store, default_path, logging_enabled, set_logging
+from chainform.store._store import Store
 
 __all__ = [
     "GROUPS",

@@ -48,20 +48,28 @@ def spread(db: sqlite3.Connection) -> int:
     transaction); how many journal rows were spread."""
     done = 0
     for jid, fmt, text in db.execute("SELECT id, format, rows FROM journal ORDER BY id").fetchall():
-        db.execute("SAVEPOINT spread")
-        try:
-            write_rows(db, _decode(fmt, text))
-        except (sqlite3.Error, ValueError) as exc:
-            db.execute("ROLLBACK TO spread")
-            warnings.warn(f"chainform: dropped a journaled chain the log could not take: {exc}", stacklevel=2)
-        else:
-            done += 1
-        db.execute("RELEASE spread")
+        done += put(db, fmt, text)
         db.execute("DELETE FROM journal WHERE id = ?", (jid,))
     return done
 
 
-def _decode(fmt: int, text: str) -> Rows:
+def put(db: sqlite3.Connection, fmt: int, text: str | bytes) -> bool:
+    """Write one journaled chain's rows (inside the caller's transaction, in a savepoint: a chain
+    the log cannot take is reported and dropped, what a failed direct write would have done)."""
+    db.execute("SAVEPOINT spread")
+    try:
+        write_rows(db, _decode(fmt, text))
+    except (sqlite3.Error, ValueError) as exc:
+        db.execute("ROLLBACK TO spread")
+        warnings.warn(f"chainform: dropped a journaled chain the log could not take: {exc}", stacklevel=3)
+        ok = False
+    else:
+        ok = True
+    db.execute("RELEASE spread")
+    return ok
+
+
+def _decode(fmt: int, text: str | bytes) -> Rows:
     if fmt not in (1, FORMAT):
         raise ValueError(f"journal format {fmt} is not one this chainform reads")
     data: Any = from_json(text)

@@ -15,6 +15,7 @@ import re
 from typing import Annotated, Any
 
 from pydantic import ConfigDict, Field, PlainSerializer, PlainValidator, TypeAdapter
+from pydantic_core import to_json
 
 from chainform._json import canonical_json as canonical_json  # the log's form of a schema
 from chainform.keys import mentions_secret
@@ -60,11 +61,19 @@ def redact(value: Any) -> Any:
     """A copy of `value` where every mapping entry under a secret-looking key is replaced."""
     if isinstance(value, dict):
         return {
-            k: (REDACTED if isinstance(k, str) and looks_secret(k) else redact(v)) for k, v in value.items()
+            k: REDACTED
+            if isinstance(k, str) and looks_secret(k)
+            else redact(v)
+            if isinstance(v, _NESTED)
+            else v
+            for k, v in value.items()
         }
     if isinstance(value, list | tuple):
-        return [redact(v) for v in value]
+        return [redact(v) if isinstance(v, _NESTED) else v for v in value]
     return value
+
+
+_NESTED = (dict, list, tuple)  # what `redact` looks into; other values are kept (not called on)
 
 
 def to_jsonable(value: Any) -> Any:
@@ -153,6 +162,25 @@ def _message_json(message: Message, blobs: Blobs | None = None) -> str:
         for position, key in keys.items():
             stored["contents"][position]["sha256"] = key
         return dumps(stored)
+    if message.additional_properties:  # extras are redacted (`message_to_dict`): rare
+        return _stored_json(message)
+    try:  # the text `message_to_dict` gives, in one pass of the serializer over the contents
+        contents = _CONTENTS.dump_json(message.contents, fallback=str).decode()
+    except ValueError:  # lone surrogates (see `dumps`)
+        return _stored_json(message)
+    role = _ROLES.get(message.role) or to_json(str(message.role)).decode()
+    out = f'{{"role":{role},"contents":{contents}'
+    if message.author_name is not None:
+        out += f',"author_name":{to_json(message.author_name).decode()}'
+    if message.message_id is not None:
+        out += f',"message_id":{to_json(message.message_id).decode()}'
+    return out + "}"
+
+
+_ROLES = {role: f'"{role}"' for role in ("system", "user", "assistant", "tool")}
+
+
+def _stored_json(message: Message) -> str:
     try:
         return _MESSAGE.dump_json(message).decode()
     except ValueError:  # lone surrogates (see `dumps`)

@@ -12,7 +12,6 @@ waits for the lock and a bounded retry with jittered backoff covers what the tim
 from __future__ import annotations
 
 import contextlib
-import functools
 import json
 import os
 import random
@@ -29,6 +28,7 @@ from typing import Any, TypeVar
 from chainform.store._attachments import ORPHAN_FILES
 from chainform.store._damage import as_store_error, check_intact
 from chainform.store._fts import catch_up, ensure_fts, has_fts, search_clause
+from chainform.store._home import create_private, default_path
 from chainform.store._journal import pending, spread, stage
 from chainform.store._migrations import MIGRATIONS, migrate, user_version
 from chainform.store._records import CallRecord, SchemaInfo, StoreError
@@ -43,70 +43,14 @@ from chainform.store._rows import (
     rows_of,
     upsert_conversation,
 )
+from chainform.store._spool import AVAILABLE as SPOOLING
+from chainform.store._spool import Spool
 from chainform.store._writer import AUTOCHECKPOINT_PAGES, Checkpointer, Writer
 
 T = TypeVar("T")
 
 BUSY_TIMEOUT_MS = 30_000
 _RETRIES = 12
-
-
-@functools.lru_cache(maxsize=8)
-def _marker_in(home_override: str | None) -> Path:
-    from chainform._paths import home
-
-    return home() / "logs-off"
-
-
-def _off_marker() -> Path:
-    # home() depends on CHAINFORM_HOME alone; a chain asks at every start, so resolve it once per value
-    return _marker_in(os.environ.get("CHAINFORM_HOME"))
-
-
-@functools.lru_cache(maxsize=8)
-def _marker_text(home_override: str | None) -> str:
-    return str(_marker_in(home_override))
-
-
-def logging_enabled() -> bool:
-    """False after `chainform logs off`: chains then write nothing until `chainform logs on`.
-    Every chain asks: `os.access` answers without raising (and catching) an error for the
-    marker that is not there, as `os.path.exists` does."""
-    return not os.access(_marker_text(os.environ.get("CHAINFORM_HOME")), os.F_OK)
-
-
-def set_logging(enabled: bool) -> None:
-    """Turn logging on or off for every chain of this user (`chainform logs on|off`)."""
-    marker = _off_marker()
-    if enabled:
-        marker.unlink(missing_ok=True)
-    else:
-        marker.parent.mkdir(parents=True, exist_ok=True)
-        marker.touch()
-
-
-def default_path() -> Path:
-    """`<chainform home>/logs.db`; `CHAINFORM_HOME` moves it."""
-    from chainform._paths import home
-
-    return home() / "logs.db"
-
-
-def _create_private(path: Path) -> None:
-    """Create the log 0600 before SQLite does (its -wal and -shm files copy the database's mode), and
-    tighten a log and its side files left readable by others by an older chainform."""
-    from chainform._paths import private
-
-    # Only a file that does not exist yet is opened here: closing a second descriptor of a database
-    # this process already has open would drop SQLite's POSIX locks on it.
-    try:
-        os.close(os.open(path, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o600))
-    except FileExistsError:
-        pass
-    except OSError:
-        return  # sqlite3 reports it below
-    for suffix in ("", "-wal", "-shm", "-journal"):
-        private(Path(f"{path}{suffix}"), 0o600)
 
 
 def _is_busy(exc: sqlite3.OperationalError) -> bool:
@@ -125,6 +69,7 @@ class Store:
         self._fts = False
         self._writer = Writer(self._write, name=f"chainform-log-writer {self.path.name}")
         self._checkpointer = Checkpointer(self.path, BUSY_TIMEOUT_MS / 1000)
+        self._spool = Spool(self.path)
 
     # -- connection -------------------------------------------------------------------------
 
@@ -134,7 +79,7 @@ class Store:
             return self._db
         try:
             self.path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
-            _create_private(self.path)
+            create_private(self.path)
             db = sqlite3.connect(
                 self.path, timeout=BUSY_TIMEOUT_MS / 1000, isolation_level=None, check_same_thread=False
             )
@@ -175,6 +120,7 @@ class Store:
         """Commit what the writer holds, then close the connection (the store reopens on use)."""
         self.flush()
         self._checkpointer.close()
+        self._spool.close()
         with self._lock:
             if self._db is not None and self._pid == os.getpid():
                 self._db.close()
@@ -260,9 +206,15 @@ class Store:
             self.stage_now(rows_of(records))
 
     def stage_now(self, rows: Rows) -> None:
-        """Commit the rows of calls (`rows_of`) on this thread, as one journal row: a sync chain
-        that runs alone, and the exit hook (no new thread then)."""
-        self._write(lambda db: stage(db, rows))
+        """Keep the rows of calls (`rows_of`) on this thread, as one record of the spool
+        (store/_spool.py; as a journal row where it cannot be used or files are attached): a sync
+        chain that runs alone, and the exit hook (no new thread then)."""
+        if not SPOOLING or "attachments" in rows:
+            self._write(lambda db: stage(db, rows))
+            return
+        if self._db is None or self._pid != os.getpid():
+            self.check()  # the log exists, migrated, before its spool
+        self._spool.append(rows)
 
     def _spread(self) -> None:
         """Bring the tables up to date with the journal before a read (a write transaction, only
@@ -272,6 +224,11 @@ class Store:
                 has_pending = pending(self._connect())
             except sqlite3.DatabaseError as exc:
                 raise as_store_error(exc, self.path, "log database error") from exc
+        if SPOOLING and self._spool.pending():
+            try:
+                self._spool.drain(self._write)
+            except (StoreError, OSError) as exc:
+                warnings.warn(f"chainform: the log shows no chain still in its spool: {exc}", stacklevel=3)
         if has_pending:
             try:
                 self._write(spread)
@@ -330,6 +287,7 @@ class Store:
             return int(count)
 
         self.flush()
+        self._spread()  # the spool's chains too, before they are chosen
         return self._write(delete)
 
     def counts(self) -> dict[str, int]:
@@ -414,6 +372,7 @@ class Store:
         if not self._fts:
             return False
         self.flush()
+        self._spread()  # the spool's chains too
         try:
             self._write(lambda db: (spread(db), catch_up(db)))
         except StoreError:  # a log we may read but not write (a read-only copy): LIKE sees every row
