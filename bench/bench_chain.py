@@ -212,6 +212,26 @@ def check(result: Any, schema: bool) -> None:
         raise AssertionError(f"wrong answer {result!r}")
 
 
+def interleaved(
+    runners: dict[str, Runner], rounds: int, batch: int
+) -> tuple[dict[str, list[float]], dict[str, list[float]]]:
+    """Per round, a batch of each runner in a shuffled order: ms per chain, wall clock and CPU."""
+    wall: dict[str, list[float]] = {name: [] for name in runners}
+    cpu: dict[str, list[float]] = {name: [] for name in runners}
+    order = list(runners)
+    rng = random.Random(8)
+    for _ in range(rounds):
+        rng.shuffle(order)
+        for name in order:
+            run = runners[name]
+            t0, c0 = time.perf_counter(), time.process_time()
+            for _ in range(batch):
+                run()
+            wall[name].append((time.perf_counter() - t0) / batch * 1000)
+            cpu[name].append((time.process_time() - c0) / batch * 1000)
+    return wall, cpu
+
+
 def measure(base_url: str, schema: bool, rounds: int, batch: int) -> dict[str, Any]:
     runners: dict[str, Runner] = {}
     errors: dict[str, str] = {}
@@ -222,17 +242,7 @@ def measure(base_url: str, schema: bool, rounds: int, batch: int) -> dict[str, A
             runners[name] = run
         except Exception as exc:  # a peer that cannot do this variant is reported, not fatal
             errors[name] = f"{type(exc).__name__}: {str(exc)[:300]}"
-    samples: dict[str, list[float]] = {name: [] for name in runners}
-    order = list(runners)
-    rng = random.Random(8)
-    for _ in range(rounds):
-        rng.shuffle(order)
-        for name in order:
-            run = runners[name]
-            t0 = time.perf_counter()
-            for _ in range(batch):
-                run()
-            samples[name].append((time.perf_counter() - t0) / batch * 1000)
+    samples, _ = interleaved(runners, rounds, batch)
     base = median(samples[BASELINE]) if BASELINE in samples else float("nan")
     rows = {
         name: {
@@ -257,19 +267,7 @@ def measure_ab(base_url: str, schema: bool, rounds: int, batch: int) -> dict[str
     for run in runners.values():
         for _ in range(20):  # warm-up: imports, caches, the log's first open
             check(run(), schema)
-    wall: dict[str, list[float]] = {name: [] for name in runners}
-    cpu: dict[str, list[float]] = {name: [] for name in runners}
-    order = list(runners)
-    rng = random.Random(8)
-    for _ in range(rounds):
-        rng.shuffle(order)
-        for name in order:
-            run = runners[name]
-            t0, c0 = time.perf_counter(), time.process_time()
-            for _ in range(batch):
-                run()
-            wall[name].append((time.perf_counter() - t0) / batch * 1000)
-            cpu[name].append((time.process_time() - c0) / batch * 1000)
+    wall, cpu = interleaved(runners, rounds, batch)
 
     def ratios(samples: dict[str, list[float]], a: str, b: str) -> dict[str, float]:
         per_round = sorted(x / y for x, y in zip(samples[a], samples[b], strict=True))
