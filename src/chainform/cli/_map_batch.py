@@ -7,7 +7,6 @@ through the same batch API the run used (`-m`, `--key` and `--base-url` as for t
 
 from __future__ import annotations
 
-import asyncio
 from pathlib import Path
 from typing import Any
 
@@ -42,14 +41,23 @@ def _api(model_name: str | None, key: str | None, base_url: str | None) -> Any:
     return check_batch(get_async_model(model_name or default_model(), key=key, base_url=base_url))
 
 
+def _on_batches(run_id: str, model_name: str | None, key: str | None, base_url: str | None, work: Any) -> Any:
+    """`await work(store, batches, api)` on a run's batches; the log is closed after."""
+    import asyncio  # not at import: `chainform --help` loads no asyncio
+
+    store, batches = _run_batches(run_id)
+    try:
+        return asyncio.run(work(store, batches, _api(model_name, key, base_url)))
+    finally:
+        store.close()
+
+
 @click.command(name="status")
 @_batch_options
 def map_status(run_id: str, model_name: str | None, key: str | None, base_url: str | None) -> None:
     """Show the provider batches of a `map --batch` run: round, batch id, state, rows done."""
-    store, batches = _run_batches(run_id)
-    api = _api(model_name, key, base_url)
 
-    async def show() -> None:
+    async def show(store: Any, batches: list[Any], api: Any) -> None:
         for batch in batches:
             if batch.batch_id is None:
                 click.echo(f"round {batch.round}  (intent {batch.id}: not submitted)")
@@ -58,10 +66,7 @@ def map_status(run_id: str, model_name: str | None, key: str | None, base_url: s
             counts = f"{state.completed}/{state.total} done, {state.failed} failed"
             click.echo(f"round {batch.round}  {batch.batch_id}  {state.status}  {counts}")
 
-    try:
-        asyncio.run(show())
-    finally:
-        store.close()
+    _on_batches(run_id, model_name, key, base_url, show)
 
 
 @click.command(name="cancel")
@@ -71,10 +76,7 @@ def map_cancel(run_id: str, model_name: str | None, key: str | None, base_url: s
     from chainform.clients._openai_batch import TERMINAL
     from chainform.store._batches import record_status
 
-    store, batches = _run_batches(run_id)
-    api = _api(model_name, key, base_url)
-
-    async def cancel() -> int:
+    async def cancel(store: Any, batches: list[Any], api: Any) -> int:
         count = 0
         for batch in batches:
             if batch.batch_id is None or batch.status in TERMINAL:
@@ -85,11 +87,8 @@ def map_cancel(run_id: str, model_name: str | None, key: str | None, base_url: s
             count += 1
         return count
 
-    try:
-        if not asyncio.run(cancel()):
-            click.echo(f"map: no batch of run {run_id} is still running", err=True)
-    finally:
-        store.close()
+    if not _on_batches(run_id, model_name, key, base_url, cancel):
+        click.echo(f"map: no batch of run {run_id} is still running", err=True)
 
 
 SUBCOMMANDS = {"status": map_status, "cancel": map_cancel}
@@ -139,4 +138,3 @@ def check_batch(model: Any) -> Any:
         return batch_api(model.client)
     except BatchError as exc:
         raise click.UsageError(str(exc)) from None
-
