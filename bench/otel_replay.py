@@ -142,3 +142,49 @@ def hot_loop(hooks: Any, replay: Replay, seen: dict[str, Any], loops: int) -> di
         "hot loop: bare sdk (us)": round(best["bare sdk"], 1),
         "hot loop: chainform's own (us)": round(best["hooks"] - best["bare sdk"], 1),
     }
+
+
+class Timed:
+    """Hooks (chainform's or a `Replay`) with the thread CPU time spent inside them summed in `ms`
+    (a tool's own work excluded): what the hooks cost in situ, unblurred by other threads."""
+
+    def __init__(self, hooks: Any) -> None:
+        self.hooks = hooks
+        self.ms = 0.0
+
+    def chain(self, run: Any, agent: str | None) -> Any:
+        timed = self
+
+        class Block:
+            def __enter__(self) -> Any:
+                started = time.thread_time()
+                self.inner = timed.hooks.chain(run, agent)
+                span = self.inner.__enter__()
+                timed.ms += (time.thread_time() - started) * 1000
+                return span
+
+            def __exit__(self, *exc: Any) -> Any:
+                started = time.thread_time()
+                out = self.inner.__exit__(*exc)
+                timed.ms += (time.thread_time() - started) * 1000
+                return out
+
+        return Block()
+
+    def call(self, call: Any) -> None:
+        started = time.thread_time()
+        self.hooks.call(call)
+        self.ms += (time.thread_time() - started) * 1000
+
+    async def tool(self, call: Any, work: Any) -> Any:
+        started, resumed = time.thread_time(), [0.0]
+
+        async def paused() -> Any:
+            self.ms += (time.thread_time() - started) * 1000
+            value = await work
+            resumed[0] = time.thread_time()
+            return value
+
+        value = await self.hooks.tool(call, paused())
+        self.ms += (time.thread_time() - resumed[0]) * 1000
+        return value
