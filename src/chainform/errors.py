@@ -58,6 +58,7 @@ ProviderErrorKind = Literal[
     "tools_with_schema_rejected",
     "response_format_rejected",
     "streaming_rejected",
+    "tool_choice_rejected",
     "server",
     "timeout",
     "connection",
@@ -65,7 +66,8 @@ ProviderErrorKind = Literal[
 """What a provider failure means, whatever its status or wording: the engine reads this, never the message.
 
 response_format_rejected: the structured-output format itself (e.g. json_schema) is not accepted;
-streaming_rejected: the request cannot be streamed as sent (e.g. tool calls under "auto")."""
+streaming_rejected: the request cannot be streamed as sent (e.g. tool calls under "auto");
+tool_choice_rejected: a forced tool choice ("required" or a named function) is not accepted."""
 
 
 def kind_from_status(status: int | None) -> ProviderErrorKind:

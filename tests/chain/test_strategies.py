@@ -44,7 +44,7 @@ TABLE = [
     (NOTHING, False, "prompted"),
     (NATIVE_BOTH, True, "native"),
     (NATIVE_ALONE, True, "tool"),
-    (OPEN_WEIGHTS, True, "tool"),
+    (OPEN_WEIGHTS, True, "deferred"),
     (SCHEMA_NO_TOOLS, True, "deferred"),
 ]
 

@@ -1,10 +1,10 @@
-"""Refusals that carry a meaning whatever their status: response format and streaming."""
+"""Refusals that carry a meaning whatever their status: response format, streaming, tool choice."""
 
 from __future__ import annotations
 
 import pytest
 
-from chainform.clients._errors import classify
+from chainform.clients._errors import classify, is_rejection, refuses_forced_choice
 
 LLAMA_CPP_PYTHON_500 = (
     "[{'type': 'literal_error', 'loc': ('body', 'response_format', 'type'), "
@@ -24,8 +24,29 @@ LLAMA_CPP_PYTHON_500 = (
         (500, "Automatic tool choice is not supported when streaming", "streaming_rejected"),
         (400, "stream: not implemented for tool calls", "streaming_rejected"),
         (500, "internal error while streaming", "server"),
+        (400, "tool_choice 'required' is not supported by this model", "tool_choice_rejected"),
+        (400, "tool_choice must be one of 'none', 'auto'", "tool_choice_rejected"),
         (None, "Input should be 'text' or 'json_object'", "connection"),
     ],
 )
 def test_classify_refusals_by_meaning(status: int | None, message: str, kind: str) -> None:
     assert classify(status, message) == kind
+
+
+@pytest.mark.parametrize(
+    ("status", "message", "forced", "refused"),
+    [
+        (500, "", True, True),  # llama-cpp-python's chatml-function-calling: `assert tool_choice == "auto"`
+        (500, "", False, False),  # a bare 500 to a request that forced nothing: a server fault
+        (500, "out of memory", True, False),
+        (400, "tool_choice: invalid value", True, True),
+        (200, "", True, False),
+        (None, "", True, False),
+    ],
+)
+def test_a_refused_forced_tool_choice(status: int | None, message: str, forced: bool, refused: bool) -> None:
+    assert refuses_forced_choice(status, message, forced) is refused
+
+
+def test_a_tool_choice_refusal_is_a_rejection_never_retried() -> None:
+    assert is_rejection(400, "tool_choice 'required' is not supported")

@@ -37,8 +37,12 @@ def test_the_scripted_server_behaves_like_llama_cpp_python() -> None:
         schema = {"type": "json_schema", "json_schema": {"name": "x", "schema": {"type": "object"}}}
         with pytest.raises(openai.InternalServerError, match="Input should be 'text' or 'json_object'"):
             client.chat.completions.create(model="m", messages=ask["messages"], response_format=schema)
-        required = client.chat.completions.create(**ask, tool_choice="required")
-        assert required.choices[0].message.tool_calls is None  # "required" ignored: text
+        with pytest.raises(openai.InternalServerError) as refused:  # its assert: a 500, no message
+            client.chat.completions.create(**ask, tool_choice="required")
+        assert refused.value.body["message"] == ""
+        named = {"type": "function", "function": {"name": "f"}}
+        forced = client.chat.completions.create(**ask, tool_choice=named)
+        assert forced.choices[0].message.tool_calls[0].function.name == "f"  # a named choice is honoured
         assert list(client.chat.completions.create(**ask, tool_choice="auto", stream=True)) == []
         called_turn = {
             "role": "assistant",
@@ -77,18 +81,68 @@ def test_openai_model_falls_back_to_deferred_then_json_object_with_schema() -> N
     assert len(emu.requests) == 3
 
 
-def test_llamacpp_model_uses_the_output_tool_without_streaming_tools() -> None:
-    script = [tool_call("get_weather", city="Rome"), tool_call("final_result", city="Rome", temp_c=24.5)]
+def test_llamacpp_model_goes_deferred_without_streaming_tools() -> None:
+    """The server cannot be made to call the output tool ("required" is refused): `auto` picks
+    deferred, whose tool phase goes unstreamed after the empty stream."""
+    script = [tool_call("get_weather", city="Rome"), "Rome is 24.5 C.", '{"city": "Rome", "temp_c": 24.5}']
     with Emulator(script, quirks=LLAMA_CPP_PYTHON) as emu:
         model = cf.get_model("llamacpp/default", base_url=emu.base_url + "/v1")
         chain = model.chain("Weather in Rome?", tools=[get_weather], schema=SCHEMA)
         list(chain)  # a reader: the calls stream, and learn that tool calls cannot
         assert chain.value == {"city": "Rome", "temp_c": 24.5}
-    assert chain.strategy == "tool"
-    assert dict(model.fallbacks).keys() == {"streamed_tools"}
-    streamed = [r.body.get("stream", False) for r in emu.requests]
-    assert streamed.count(False) == 2  # after the refusal (which the SDK retried), calls go unstreamed
-    assert streamed == sorted(streamed, reverse=True)
+    assert chain.strategy == "deferred" and chain.strategy.fallback is None
+    assert "cannot be made to call the output tool" in chain.strategy.reason
+    assert set(model.fallbacks) == {"streamed_tools", "json_schema"}
+    tool_phase = [r.body for r in emu.requests if r.body.get("tools")]
+    assert [b.get("stream", False) for b in tool_phase] == [True, False, False]  # the empty stream, sent once
+    assert all(b["tool_choice"] == "auto" for b in tool_phase)
+
+
+def test_a_tool_strategy_that_cannot_force_the_output_tool_falls_back_at_run_time() -> None:
+    """`strategy="tool"` where the output tool cannot be forced: the model keeps answering in text
+    (or calling other tools), so the chain goes on as deferred and its formatting call writes the value."""
+    script = [
+        tool_call("get_weather", city="Rome"),
+        "It is warm.",
+        "Warm.",
+        "24.5 C.",
+        '{"city": "Rome", "temp_c": 24.5}',
+    ]
+    with Emulator(script, quirks=LLAMA_CPP_PYTHON) as emu:
+        model = cf.get_model("llamacpp/default", base_url=emu.base_url + "/v1")
+        chain = model.chain(
+            "Weather in Rome?", tools=[get_weather], schema=SCHEMA, strategy="tool", stream=False
+        )
+        assert chain.value == {"city": "Rome", "temp_c": 24.5}
+    assert chain.strategy == "deferred" and chain.strategy.requested == "tool"
+    assert "final_result was not called" in chain.strategy.fallback
+    assert all(r.body.get("tool_choice") in (None, "auto") for r in emu.requests)  # never forced
+    assert "tools" not in emu.requests[-1].body  # the formatting call
+
+
+def test_a_refused_forced_tool_choice_is_sent_once_and_the_chain_goes_on() -> None:
+    """`openai/` at the server with `strategy="tool"`: its profile forces a tool call after a text
+    reply, and the server answers "required" with a bare HTTP 500 (its assert). That is
+    `tool_choice_rejected`: not retried, remembered, and the chain still ends in a value."""
+    texts = ["Rome: 24.5 C.", "Rome is warm.", "Warm."]
+    script = [
+        "It is warm in Rome.",
+        tool_call("get_weather", city="Rome"),
+        *texts,
+        '{"city": "Rome", "temp_c": 24.5}',
+    ]
+    with Emulator(script, quirks=LLAMA_CPP_PYTHON) as emu:
+        model = cf.get_model("openai/gpt-4.1-mini", base_url=emu.base_url + "/v1", key="x")
+        chain = model.chain(
+            "Weather in Rome?", tools=[get_weather], schema=SCHEMA, strategy="tool", stream=False
+        )
+        assert chain.value == {"city": "Rome", "temp_c": 24.5}
+    forced = [r for r in emu.requests if r.body.get("tool_choice") == "required"]
+    assert len(forced) == 1  # the refusal is not retried by the SDK
+    assert "tool_choice" in model.fallbacks and "HTTP 500" in model.fallbacks["tool_choice"]
+    assert chain.strategy == "deferred" and chain.strategy.requested == "tool"
+    # the next chain of the model never forces a tool choice, and `auto` goes straight to deferred
+    assert cf.output.select_strategy(model.profile, has_tools=True, fallbacks=model.fallbacks) == "deferred"
 
 
 def test_formatting_call_falls_back_past_json_object_to_the_tables_next_pick() -> None:

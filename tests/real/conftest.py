@@ -36,6 +36,12 @@ def _free_port() -> int:
 
 
 @pytest.fixture(scope="session")
+def llama_log() -> Path:
+    """The server's output (uvicorn's access log: one line a request it answered)."""
+    return CACHE / "server.log"
+
+
+@pytest.fixture(scope="session")
 def llama_server() -> Iterator[str]:
     """The server's base URL (…/v1)."""
     if not PYTHON.exists() or subprocess.run([PYTHON, "-c", "import llama_cpp.server"]).returncode:

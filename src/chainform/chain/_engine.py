@@ -155,11 +155,25 @@ class ChainRun(CallRunner):
                 if strategy.formatting is not None:
                     return await self.formatted(transcript, strategy, strategy.formatting)
                 return await self.loop(transcript, strategy, tools=has_tools, purpose=purpose)
+            except StructuredOutputError as exc:
+                if strategy.rescue is None or purpose != "chain":
+                    raise
+                reason = f"{OUTPUT_TOOL_NAME} was not called and cannot be forced here: {exc}"[:240]
+                _close_calls(transcript)
+                choice = StrategyChoice(
+                    strategy.rescue,  # type: ignore[arg-type]
+                    f"fell back at run time: {reason}",
+                    choice.requested,
+                    fallback=reason,
+                )
             except ProviderError as exc:
                 if await self._fall_over(exc, transcript):  # on the next model, chosen for its own profile
                     choice = select_strategy(
                         self.profile, has_tools=has_tools, requested=requested, fallbacks=self.fallbacks
                     )
+                    continue
+                if exc.kind == "tool_choice_rejected" and "tool_choice" not in self.fallbacks:
+                    choice = self._unforced(exc, choice, has_tools, requested)
                     continue
                 if requested != "auto" or exc.kind not in _REFUSALS:
                     raise
@@ -172,6 +186,21 @@ class ChainRun(CallRunner):
                 if again == choice and not (strategy.feature and exc.kind == "response_format_rejected"):
                     raise
                 choice = StrategyChoice(again.name, f"fell back at run time: {reason}", fallback=reason)
+
+    def _unforced(
+        self, exc: ProviderError, choice: StrategyChoice, has_tools: bool, requested: str
+    ) -> StrategyChoice:
+        """The server refused a forced tool choice: remembered, and the table asked again (an
+        explicit `tool` goes on without forcing; its rescue takes over if the model never calls
+        the output tool)."""
+        reason = f"provider rejected a forced tool choice (HTTP {exc.status}): {exc.provider_message[:160]}"
+        self.fallbacks.remember("tool_choice", reason)
+        again = select_strategy(
+            self.profile, has_tools=has_tools, requested=requested, fallbacks=self.fallbacks
+        )
+        if again.name == choice.name:
+            return choice
+        return StrategyChoice(again.name, f"fell back at run time: {reason}", fallback=reason)
 
     async def formatted(
         self, transcript: list[Message], strategy: Strategy, formatting: Formatting
@@ -309,3 +338,12 @@ class ChainRun(CallRunner):
 
 def _what(exc: ProviderError) -> str:
     return "tools with a schema" if exc.kind == "tools_with_schema_rejected" else "the response format"
+
+
+def _close_calls(transcript: list[Message]) -> None:
+    """Refuse the calls of a last turn that were not run, so that the transcript stays valid."""
+    last = transcript[-1] if transcript else None
+    if last is not None and last.role == Role.ASSISTANT and last.function_calls:
+        refused = "Not run: the chain went on without tools."
+        results = [FunctionResultContent(c.call_id, error=refused, name=c.name) for c in last.function_calls]
+        transcript.append(Message(Role.TOOL, list(results)))

@@ -63,8 +63,26 @@ _STREAM_REFUSAL = re.compile(
 # refused as sent, and sending it again gets the same answer.
 _FIELD_REJECTED = re.compile(r"""['"]loc['"]\s*:\s*[(\[]\s*['"]body['"]""")
 _REJECTIONS = frozenset(
-    {"bad_request", "tools_with_schema_rejected", "response_format_rejected", "streaming_rejected"}
+    {
+        "bad_request",
+        "tools_with_schema_rejected",
+        "response_format_rejected",
+        "streaming_rejected",
+        "tool_choice_rejected",
+    }
 )
+_CHOICE_REFUSAL = re.compile(
+    r"\btool_choice\b[^.;]*\b(?:not supported|unsupported|not implemented|invalid|should be|must be)"
+)
+
+
+def refuses_forced_choice(status: int | None, message: str, forced: bool) -> bool:
+    """Whether a failure of a request that forced a tool choice ("required" or a named function)
+    refuses that choice: its wording says so, or, as llama-cpp-python's chatml-function-calling
+    does (it asserts the choice is "auto"), a server error with no message at all."""
+    if not forced or status is None or status < 400:
+        return False
+    return bool(_CHOICE_REFUSAL.search(message.lower())) or (status >= 500 and not message.strip())
 
 
 def _rejects_format(text: str) -> bool:
@@ -83,6 +101,8 @@ def classify(status: int | None, message: str) -> ProviderErrorKind:
             return "response_format_rejected"
         if _STREAM_REFUSAL.search(text):
             return "streaming_rejected"
+        if _CHOICE_REFUSAL.search(text):
+            return "tool_choice_rejected"
         if _FIELD_REJECTED.search(text):
             return "bad_request"
     return kind_from_status(status)

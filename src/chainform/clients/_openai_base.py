@@ -6,6 +6,7 @@ connections before a response) are the SDK's own; we translate what is left afte
 
 from __future__ import annotations
 
+import json
 import os
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -14,7 +15,7 @@ from typing import Any
 from chainform._json import copy_json
 from chainform.clients import _inline
 from chainform.clients._common import AdapterClient, import_sdk
-from chainform.clients._errors import StreamGuard, is_rejection, retry_after
+from chainform.clients._errors import StreamGuard, is_rejection, refuses_forced_choice, retry_after
 from chainform.clients._timeouts import http_hooks
 from chainform.clients.base import Middleware
 from chainform.clients.profiles.openai import COMPAT_SERVERS, is_foreign_url, openai_profile
@@ -270,11 +271,14 @@ class OpenAIBaseClient(AdapterClient):
             body = exc.body
             message = body.get("message") if isinstance(body, dict) else None
             headers = exc.response.headers
+            forced = _forces_tool_choice(exc.response)
+            refused = refuses_forced_choice(exc.status_code, str(message or ""), forced)
             return guard.error(
                 str(message or exc.message),
                 status=exc.status_code,
                 request_id=exc.request_id or request_id(headers),
                 retry_after=retry_after(headers),
+                kind="tool_choice_rejected" if refused else None,
                 interrupted=False,
             )
         if isinstance(exc, openai.APITimeoutError):
@@ -292,8 +296,32 @@ async def _no_retry_on_rejection(response: Any) -> None:
     if response.status_code < 500 or "x-should-retry" in response.headers:
         return
     await response.aread()
-    if is_rejection(response.status_code, response.text):
+    if is_rejection(response.status_code, response.text) or refuses_forced_choice(
+        response.status_code, _error_message(response.text), _forces_tool_choice(response)
+    ):
         response.headers["x-should-retry"] = "false"
+
+
+def _forces_tool_choice(response: Any) -> bool:
+    """Whether the request of an HTTP response (httpx) forced a tool choice: "required" or a
+    named function."""
+    try:
+        body = json.loads(response.request.content or b"{}")
+    except (AttributeError, RuntimeError, ValueError):  # no request, a streamed body, not JSON
+        return False
+    choice = body.get("tool_choice") if isinstance(body, dict) else None
+    return choice == "required" or isinstance(choice, dict)
+
+
+def _error_message(text: str) -> str:
+    """The `error.message` of an OpenAI-style error body (the whole text when it is not one)."""
+    try:
+        body = json.loads(text)
+    except ValueError:
+        return text
+    error = body.get("error") if isinstance(body, dict) else None
+    message = error.get("message") if isinstance(error, dict) else None
+    return str(message or "") if isinstance(error, dict) else text
 
 
 def request_id(headers: Mapping[str, str]) -> str | None:

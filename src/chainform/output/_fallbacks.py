@@ -11,9 +11,10 @@ import threading
 from collections.abc import Iterator, Mapping
 from typing import Literal
 
-Feature = Literal["tools_with_schema", "json_schema", "json_object_schema", "streamed_tools"]
+Feature = Literal["tools_with_schema", "json_schema", "json_object_schema", "streamed_tools", "tool_choice"]
 """tools_with_schema: tools and a schema in one request; json_schema / json_object_schema: those
-response formats; streamed_tools: streaming a request that offers tools."""
+response formats; streamed_tools: streaming a request that offers tools; tool_choice: forcing a
+tool call ("required" or a named function)."""
 
 
 class Fallbacks(Mapping[str, str]):

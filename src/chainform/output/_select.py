@@ -52,6 +52,12 @@ def native_format(profile: ModelProfile, fallbacks: Mapping[str, str]) -> str | 
     return None if "json_object_schema" in fallbacks else "json_object"
 
 
+def can_force_tools(profile: ModelProfile, fallbacks: Mapping[str, str]) -> bool:
+    """Whether a call can be made to call a tool (the output tool): the profile says the server
+    honours a forced tool choice, and the server has not refused one at run time."""
+    return profile.supports_tools and profile.supports_tool_choice_required and "tool_choice" not in fallbacks
+
+
 def select_strategy(
     profile: ModelProfile,
     *,
@@ -68,7 +74,7 @@ def select_strategy(
     name, reason = _pick(profile, has_tools, refused)
     if not refused or name == _pick(profile, has_tools, {})[0]:
         return StrategyChoice(name, reason)
-    why = refused.get("tools_with_schema") if name == "deferred" else None
+    why = refused.get("tools_with_schema") or refused.get("tool_choice") if name == "deferred" else None
     why = why or "; ".join(refused.values())
     return StrategyChoice(name, f"{reason} (provider refused: {why})", fallback=why)
 
@@ -78,13 +84,15 @@ def _pick(profile: ModelProfile, has_tools: bool, refused: Mapping[str, str]) ->
     if not has_tools:
         if native is not None:
             return "native", "model supports native structured output"
-        if profile.supports_tools and profile.supports_tool_choice_required:
+        if can_force_tools(profile, refused):
             return "tool", "no native structured output; model can be made to call a tool"
         return "prompted", "model has neither native structured output nor forced tools"
     if "tools_with_schema" in refused:
         return "deferred", "provider rejected tools with a schema"
     if profile.supports_tools_with_schema and native == "json_schema":
         return "native", "model supports tools together with a native schema"
-    if profile.supports_tools:
+    if can_force_tools(profile, refused):
         return "tool", "model supports tools but not tools together with a schema"
+    if profile.supports_tools:
+        return "deferred", "model cannot be made to call the output tool, nor combine tools and a schema"
     return "deferred", "model cannot combine tools and a schema in one turn"

@@ -78,6 +78,7 @@ class Strategy(Protocol):
     runs_last_tools: bool  # tools called on the last allowed turn still run (then the loop is cut off)
     feature: Feature | None  # what a provider's refusal of this strategy's requests rejects
     formatting: Formatting | None  # a formatting call follows this tool phase (deferred)
+    rescue: str | None  # the strategy a chain goes on with when this one ends without a value
 
     def prepare(self, messages: list[Message]) -> None: ...
 
@@ -99,6 +100,7 @@ class TurnStrategy:
     runs_last_tools = False
     feature: Feature | None = None
     formatting: Formatting | None = None
+    rescue: str | None = None
 
     def __init__(self, out: OutputSpec | None, profile: ModelProfile, settings: Settings) -> None:
         self.output = out

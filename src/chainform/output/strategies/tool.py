@@ -1,7 +1,9 @@
 """tool: the schema becomes the `final_result` tool; its arguments are the answer.
 
 Invalid arguments (or several calls in one turn) go back as that call's tool result; a text-only
-reply is fed back and later turns force a tool call when the profile can force one.
+reply is fed back and later turns force a tool call when the profile can force one. Where it
+cannot (the server ignores or refuses a forced tool choice), a chain that ends without the output
+tool goes on as deferred (`rescue`): its formatting call writes the value.
 """
 
 from __future__ import annotations
@@ -10,20 +12,26 @@ from collections.abc import Sequence
 from typing import Any
 
 from chainform.errors import StructuredOutputGenerationError
-from chainform.output._spec import OUTPUT_TOOL_NAME
-from chainform.output.strategies._base import NOT_FINAL, Feedback, TurnStrategy, output_calls
-from chainform.types import ChatOptions, ChatResponse, FunctionResultContent, ToolMode, ToolSpec
+from chainform.output._select import can_force_tools
+from chainform.output._spec import OUTPUT_TOOL_NAME, OutputSpec
+from chainform.output.strategies._base import NOT_FINAL, Feedback, Settings, TurnStrategy, output_calls
+from chainform.types import ChatOptions, ChatResponse, FunctionResultContent, ModelProfile, ToolMode, ToolSpec
 
 
 class Tool(TurnStrategy):
     name = "tool"
+
+    def __init__(self, out: OutputSpec | None, profile: ModelProfile, settings: Settings) -> None:
+        super().__init__(out, profile, settings)
+        self.forcible = can_force_tools(profile, settings.fallbacks)
+        self.rescue = None if self.forcible else "deferred"
 
     def options(
         self, base: ChatOptions, tools: Sequence[ToolSpec], *, last: bool, force: bool
     ) -> ChatOptions:
         assert self.output is not None
         final = self.output.output_tool()
-        forcible = self.profile.supports_tool_choice_required
+        forcible = self.forcible
         if last and forcible:
             return base.replace(tools=[final], tool_mode=ToolMode.required(OUTPUT_TOOL_NAME))
         mode = None if last else base.tool_mode

@@ -38,6 +38,16 @@ def _llama_cpp_python_refuse(request: RecordedRequest) -> Fault | None:
             message=f"[{{'type': 'literal_error', 'loc': ('body', 'response_format', "
             f"'type'), 'msg': \"Input should be 'text' or 'json_object'\", 'input': '{kind}'}}]",
         )
+    choice = body.get("tool_choice")
+    if (
+        body.get("tools")
+        and isinstance(choice, str)
+        and choice not in ("auto", "none")
+        and not body.get("stream")
+    ):
+        # chatml-function-calling asserts that a choice other than a named function is "auto":
+        # an AssertionError, which the server answers with HTTP 500 and an empty message
+        return Fault(500, message="")
     for i, message in enumerate(body.get("messages") or []):
         if message.get("role") == "assistant" and not isinstance(message.get("content"), str):
             # its request model types content as a string (null refused, and its template reads it)
@@ -58,7 +68,7 @@ def _llama_cpp_python_empty_stream(request: RecordedRequest) -> bool:
 
 def _llama_cpp_python_bend(reply: Reply, request: RecordedRequest) -> Reply:
     choice = request.json.get("tool_choice")
-    if request.json.get("tools") and choice in (None, "required"):  # tools ignored: text only
+    if request.json.get("tools") and choice in (None, "none"):  # tools ignored: text only
         text: list[Part] = [p for p in reply.parts if not isinstance(p, FunctionCallContent)]
         return Reply(text or ["I would look that up."], reply.usage, None, reply.chunk_size)
     return reply
@@ -72,4 +82,6 @@ LLAMA_CPP_PYTHON = Quirks(
 )
 
 
-STREAMS_ALWAYS = Quirks("streams always", lambda request: None, lambda reply, request: reply, streams_always=True)
+STREAMS_ALWAYS = Quirks(
+    "streams always", lambda request: None, lambda reply, request: reply, streams_always=True
+)

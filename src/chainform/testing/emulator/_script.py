@@ -102,7 +102,7 @@ class Fault:
 
     @property
     def text(self) -> str:
-        return self.message or f"emulated error (HTTP {self.status})"
+        return self.message if self.message is not None else f"emulated error (HTTP {self.status})"
 
 
 @dataclass
