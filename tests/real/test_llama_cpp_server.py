@@ -29,7 +29,7 @@ def _model(prefix: str, base: str) -> cf.Model:
 
 def _posts(log: Path) -> int:
     """Chat requests the server has answered so far (uvicorn's access log)."""
-    return log.read_bytes().count(b"POST /v1/chat/completions")
+    return log.read_bytes().count(b'"POST /v1/chat/completions HTTP')
 
 
 def _sent_once_each(log: Path, before: int, calls: int) -> int:
