@@ -160,6 +160,7 @@ def test_killed_right_after_submit_then_resume_creates_one_batch_a_round(tmp_pat
     _, err = resumed.communicate(timeout=120)
     assert resumed.returncode == 0, err
     assert len(emulator.batches.created) == 2  # round 1 polled where it was, round 2 created once
+    assert "batch round 2: completed (40/40 answered), 1 batch(es) created" in err  # the summary
     assert_exactly_once(read_lines(out), count)
 
 
@@ -322,3 +323,12 @@ def test_anthropic_message_batches_run_a_tool_chain_retry_and_price_at_the_batch
     assert all(r.ok and r.value["total"] == r.input["id"] / 2 for r in results), results
     rate = PRICES.rate("anthropic/claude-sonnet-4-0", batch=True)
     assert all(r.usage.cost == rate.cost(r.usage)[0] for r in results)
+
+
+def test_a_cost_cap_holds_in_a_batch_run_within_one_row_of_it():
+    with Emulator(default=answer_with_tool) as emu:
+        one = run(emu, 1)[0].usage.cost  # a row's cost at the batch price
+    with Emulator(default=answer_with_tool) as emu:
+        results = run(emu, 12, max_cost=one * 4)  # rows held back by the cap: rounds go without them
+    spent = sum(r.usage.cost for r in results)
+    assert one * 3 < spent <= one * 4 and len(results) < 12

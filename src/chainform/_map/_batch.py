@@ -28,6 +28,9 @@ from typing import Any
 from chainform.errors import BatchError, ProviderError
 from chainform.store._batches import StoredBatch, batches_of, record_intent, record_status
 
+STALL = 1.0
+"""Seconds without a new row read after which a round goes without waiting for the source (a slow
+stdin, rows held back by a cost cap)."""
 _ROW: ContextVar[list[Any]] = ContextVar("chainform_batch_row")  # [row key, calls made]
 
 
@@ -80,13 +83,14 @@ class BatchRounds:
         self.read = 0  # rows read from the source
         self.ended = 0  # rows finished
         self.fed = False  # the source is exhausted
+        self._seen, self._since = 0, 0.0  # rows read when last looked, and since when
         self.on_change = on_change
         self.stats = RoundStats()
         self.active = 0
         self.pending: dict[str, _Call] = {}
         stored = batches_of(store, run_id)
         self.stored: dict[str, StoredBatch] = {cid: b for b in stored for cid in b.custom_ids}
-        self.round = max((b.round for b in stored), default=0)
+        self.round = 0  # a resumed run replays its rounds from the first (their batches polled)
         self._flushing: asyncio.Task[None] | None = None
         self._timer: asyncio.TimerHandle | None = None
 
@@ -146,7 +150,11 @@ class BatchRounds:
         self._timer = None
         if self._flushing is not None or not self.pending or len(self.pending) < self.active:
             return
-        if self.active < self.capacity and not (self.fed and self.read == self.ended + self.active):
+        loop = asyncio.get_running_loop()
+        if self._seen != self.read:  # rows are still coming in
+            self._seen, self._since = self.read, loop.time()
+        everyone = self.active >= self.capacity or (self.fed and self.read == self.ended + self.active)
+        if not everyone and loop.time() - self._since < STALL:
             self._maybe_flush()  # rows read are still starting: look again shortly
             return
         calls, self.pending = self.pending, {}

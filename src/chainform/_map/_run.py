@@ -186,9 +186,12 @@ class MapRun:
         return verdict == "go"
 
     async def run_row(self, row: Row) -> MapResult:
-        if self.rounds is not None:
-            with self.rounds.row(row.key):
-                return await self._run_row(row)
+        if self.rounds is None:
+            return await self._budgeted(row)
+        with self.rounds.row(row.key):  # a batch run: the row's calls are its turns in the rounds
+            return await self._budgeted(row)
+
+    async def _budgeted(self, row: Row) -> MapResult:
         if self.budget is None:
             return await self._run_row(row)
         result = None
