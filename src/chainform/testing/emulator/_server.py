@@ -17,13 +17,14 @@ import socket
 import threading
 import time
 from collections.abc import Iterable, Sequence
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import ThreadingHTTPServer
 from types import TracebackType
 from typing import TYPE_CHECKING, Any
 from urllib.parse import parse_qsl, urlsplit
 
 from chainform.testing.emulator._anthropic_batches import MessageBatches
 from chainform.testing.emulator._batches import BatchService
+from chainform.testing.emulator._framing import Framing
 from chainform.testing.emulator._media import MediaRefused
 from chainform.testing.emulator._script import (
     CutStream,
@@ -252,13 +253,17 @@ class _ScriptError(Exception):
     pass
 
 
-class _Handler(BaseHTTPRequestHandler):
+class _Handler(Framing):
     protocol_version = "HTTP/1.1"
     server: _Server
     timeout = 30
 
     def log_message(self, format: str, *args: Any) -> None:  # silence per-request stderr lines
         return
+
+    @property
+    def stopping(self) -> threading.Event:
+        return self.server.emulator._stopping
 
     def do_GET(self) -> None:
         if not self._batch_api("GET", b""):
@@ -352,79 +357,6 @@ class _Handler(BaseHTTPRequestHandler):
             self._send_bytes(200, fault.body, fault.content_type, rid)
         else:
             self._send_json(200, fmt.render(reply, request), rid)
-
-    def _answer_stream(
-        self,
-        fmt: WireFormat,
-        events: list[bytes],
-        fault: MalformedEvent | DropConnection | CutStream | Stall | None,
-        rid: dict[str, str],
-    ) -> None:
-        if isinstance(fault, DropConnection) and fault.after_events <= 0:
-            self._drop()
-            return
-        if isinstance(fault, MalformedEvent):
-            events.insert(max(0, fault.after_events), fmt.malformed_event())
-        self.send_response(200)
-        self.send_header("content-type", fmt.stream_content_type)
-        self.send_header("transfer-encoding", "chunked")
-        self.send_header("cache-control", "no-cache")
-        for key, value in rid.items():
-            self.send_header(key, value)
-        self.end_headers()
-        try:
-            for n, data in enumerate(events):
-                if isinstance(fault, DropConnection) and n >= fault.after_events:
-                    self._drop()
-                    return
-                if isinstance(fault, CutStream) and n >= fault.after_events:
-                    if fault.mid_event and len(data) > 1:
-                        half = data[: len(data) // 2]
-                        self.wfile.write(f"{len(half):X}\r\n".encode() + half + b"\r\n")
-                    break
-                if isinstance(fault, Stall) and self._pauses(fault, n):
-                    return
-                self.wfile.write(f"{len(data):X}\r\n".encode() + data + b"\r\n")
-                self.wfile.flush()
-            self.wfile.write(b"0\r\n\r\n")
-            self.wfile.flush()
-        except OSError:  # the client went away; nothing to tell it
-            self.close_connection = True
-
-    def _pauses(self, stall: Stall, n: int) -> bool:
-        """Wait out `stall` before event `n` when it is due there; True when the emulator stopped."""
-        after = stall.after_events or 0
-        if not (n == after or (stall.every and n > after)):
-            return False
-        self.wfile.flush()
-        stopped = self.server.emulator._stopping.wait(stall.seconds)
-        if stopped:
-            self._drop()
-        return stopped
-
-    def _drop(self) -> None:
-        self.close_connection = True
-        try:
-            self.wfile.flush()
-            self.connection.shutdown(socket.SHUT_RDWR)
-        except OSError:
-            pass
-
-    def _send_json(self, status: int, body: dict[str, Any], headers: dict[str, str]) -> None:
-        self._send_bytes(status, json.dumps(body).encode(), "application/json", headers)
-
-    def _send_bytes(self, status: int, data: bytes, content_type: str, headers: dict[str, str]) -> None:
-        try:
-            self.send_response(status)
-            self.send_header("content-type", content_type)
-            self.send_header("content-length", str(len(data)))
-            for key, value in headers.items():
-                self.send_header(key, value)
-            self.end_headers()
-            self.wfile.write(data)
-            self.wfile.flush()
-        except OSError:  # the client gave up (e.g. timed out on a Stall); nothing to tell it
-            self.close_connection = True
 
 
 def _seconds(value: float) -> str:
