@@ -541,3 +541,16 @@ def test_tool_strategy_retry_after_text_forces_a_tool_call():
     assert m.client.requests[0][1].tool_mode is None
     assert m.client.requests[1][1].tool_mode == cf.ToolMode.REQUIRED_ANY
     assert "call the final_result tool" in m.client.requests[1][0][-1].text
+
+
+def test_an_empty_answer_with_tools_offered_is_asked_again_with_tools_off():
+    """llama-cpp-python under "auto" ends a text reply before its first token: an empty answer is
+    not the answer, the model is asked once more with tools off."""
+    m = model_for([tool_call("get_weather", city="Paris"), "", "Paris: 21.5 C."])
+    chain = m.chain("Weather in Paris?", tools=[get_weather], log=False)
+    assert chain.text() == "Paris: 21.5 C."
+    modes = [options.tool_mode for _, options in m.client.requests]
+    assert modes[-1] == cf.ToolMode.NONE and cf.ToolMode.NONE not in modes[:-1]
+    assert [c.purpose for c in chain.responses] == ["chain", "chain", "retry"]
+    # without tools an empty answer is the answer: nothing would change on asking again
+    assert model_for([""]).prompt("Say nothing.", log=False).text() == ""

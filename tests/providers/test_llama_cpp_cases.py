@@ -33,16 +33,20 @@ def test_readme_example_at_the_server(server: Emulator) -> None:
 def test_continued_conversation_replays_the_tool_turn_as_the_server_takes_it(
     server: Emulator, tmp_path: Path
 ) -> None:
-    server.add(tool_call("get_weather", city="Paris"), "It is 18 C in Paris.", "I found 18 C in Paris.")
+    # under "auto" the server's text replies are empty (""): each is asked again with tools off
+    found, again = "It is 18 C in Paris.", "I found 18 C in Paris."
+    server.add(tool_call("get_weather", city="Paris"), found, found, again, again)
     first, second = llama_cases.continued_conversation(server.base_url + "/v1", tmp_path)
     assert "18 C" in first.stdout and "18 C" in second.stdout
     last = server.requests[-1].body["messages"]
     roles = [m["role"] for m in last]
-    assert roles == ["user", "assistant", "tool", "assistant", "user"]
+    # the first exchange as the log holds it; the empty reply was asked again with tools off
+    assert roles == ["user", "assistant", "tool", "assistant", "user", "user"]
+    assert [r.body.get("tool_choice") for r in server.requests][-1] == "none"
     called = last[1]
     assert called["content"] == "" and called["tool_calls"][0]["function"]["name"] == "get_weather"
     assert json.loads(last[2]["content"]) == {"city": "Paris", "temp_c": 18.0}
-    assert last[-1]["content"] == "And what did you find?"
+    assert last[-2]["content"] == "And what did you find?" and "empty" in last[-1]["content"]
     assert all(r.body["messages"][0]["content"].startswith("What is") for r in server.requests)
 
 

@@ -102,6 +102,9 @@ def test_map_over_50_rows_at_the_real_server(llama_server: str) -> None:
     results = llama_cases.map_rows(llama_server, 50)
     errors = sorted({r.error.phase for r in results if r.error is not None})
     print(f"\nREAL map: {sum(r.ok for r in results)} of 50 rows a value; row errors {errors}")
+    for r in results:
+        if r.error is not None:
+            print(f"REAL map row {r.index}: {r.error.phase}: {str(r.error)[:200]}")
     assert all(
         r.error is None or r.error.phase in ("output", "format") for r in results
     )  # none a provider failure

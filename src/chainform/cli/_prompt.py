@@ -300,7 +300,7 @@ def prompt_command(
     for event in response.events(partials=False):
         if event.kind in ("tool_call", "tool_result", "attachment") and tools_debug:
             show_tool_event(event.kind, event.value)
-        elif event.kind == "text" and stream_text and event.purpose == "chain" and event.text:
+        elif event.kind == "text" and stream_text and event.purpose in ("chain", "retry") and event.text:
             click.echo(event.text, nl=False)
             printed = event.text
     if as_json:

@@ -71,6 +71,12 @@ def _llama_cpp_python_bend(reply: Reply, request: RecordedRequest) -> Reply:
     if request.json.get("tools") and choice in (None, "none"):  # tools ignored: text only
         text: list[Part] = [p for p in reply.parts if not isinstance(p, FunctionCallContent)]
         return Reply(text or ["I would look that up."], reply.usage, None, reply.chunk_size)
+    if (
+        request.json.get("tools")
+        and choice == "auto"
+        and not any(isinstance(p, FunctionCallContent) for p in reply.parts)
+    ):  # its "message:" branch samples under the function-name grammar: the text ends at once
+        return Reply([""], reply.usage, None, reply.chunk_size)
     return reply
 
 
