@@ -311,3 +311,28 @@ async def test_skeleton_clock_leaves_the_callers_own_cancellation_alone() -> Non
     task.cancel()
     with pytest.raises(asyncio.CancelledError):
         await task
+
+
+async def test_skeleton_clock_arms_one_timer_a_call_not_one_a_wait(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The clock's cost stays flat in a stream's length: 500 events, each with bytes touching the
+    clock, arm at most two timers (the opening limit, then the read limit), never one per wait."""
+
+    class Touching(Events):
+        async def __anext__(self) -> str:
+            touch_current()
+            touch_current()
+            return await super().__anext__()
+
+    loop = asyncio.get_running_loop()
+    armed: list[float] = []
+    call_at = loop.call_at
+
+    def counting(when: float, *args: Any, **kwargs: Any) -> asyncio.TimerHandle:
+        armed.append(when)
+        return call_at(when, *args, **kwargs)
+
+    monkeypatch.setattr(loop, "call_at", counting)
+    events = Touching([*(["x"] * 500), "done"])
+    response = await Adapter(events, timeout=(1, 30)).get_response([Message.user("hi")])
+    assert response.text == "x" * 500 and events.closed
+    assert 1 <= len(armed) <= 2
