@@ -14,6 +14,7 @@ from functools import cache
 from pathlib import Path
 from typing import Any
 
+import pytest
 import yaml
 
 ROOT = Path(__file__).resolve().parents[3].parent / "shared" / "data" / "recorded-traffic"
@@ -163,3 +164,14 @@ def files() -> list[str]:
     if not ROOT.is_dir():
         return []
     return sorted(str(p.relative_to(ROOT)) for p in ROOT.glob("*/*.yaml"))
+
+
+def chat_calls(file: str) -> list[Exchange]:
+    """A parametrized test's file: its exchanges that are model calls chainform makes. Skips the
+    test when the data is absent or the file holds no HTTP exchanges (gRPC samples)."""
+    if not ROOT.is_dir():
+        pytest.skip(f"no recorded traffic at {ROOT}")
+    recorded = exchanges(file)
+    if isinstance(recorded, str):
+        pytest.skip(recorded)
+    return [ex for ex in recorded if ex.not_chat is None]

@@ -19,7 +19,7 @@ from typing import Any
 import pytest
 from recorded_replay import sent
 from recorded_requests import Untranslated, conversation, shape
-from recorded_traffic import ROOT, Exchange, exchanges, files
+from recorded_traffic import Exchange, chat_calls, files
 
 from chainform.testing.emulator import Emulator
 
@@ -93,12 +93,7 @@ async def _differences(ex: Exchange, emu: Emulator) -> list[str]:
 
 @pytest.mark.parametrize("file", FILES or ["(absent)"])
 async def test_requests_match_what_the_real_api_accepted(file: str, emulator: Emulator) -> None:
-    if not FILES:
-        pytest.skip(f"no recorded traffic at {ROOT}")
-    recorded = exchanges(file)
-    if isinstance(recorded, str):
-        pytest.skip(recorded)
-    calls = [ex for ex in recorded if ex.not_chat is None]
+    calls = chat_calls(file)
     found = []
     for ex in calls:
         try:

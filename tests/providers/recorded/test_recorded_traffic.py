@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import pytest
 from recorded_replay import replay
-from recorded_traffic import ROOT, exchanges, files
+from recorded_traffic import ROOT, chat_calls, exchanges, files
 
 from chainform.testing.emulator import Emulator
 
@@ -34,14 +34,9 @@ NOT_AN_ANSWER = {
 
 @pytest.mark.parametrize("file", FILES or ["(absent)"])
 async def test_recorded_answers_parse_as_their_bodies_say(file: str, emulator: Emulator) -> None:
-    if not FILES:
-        pytest.skip(f"no recorded traffic at {ROOT}")
-    recorded = exchanges(file)
-    if isinstance(recorded, str):
-        pytest.skip(recorded)
-    calls = [ex for ex in recorded if ex.not_chat is None]
+    calls = chat_calls(file)
     if not calls:
-        pytest.skip("; ".join(sorted({str(ex.not_chat) for ex in recorded})))
+        pytest.skip("; ".join(sorted({str(ex.not_chat) for ex in exchanges(file)})))
     malformed = file in NOT_AN_ANSWER
     problems = [problem for ex in calls for problem in await replay(ex, emulator, malformed=malformed)]
     assert not problems, "\n".join(problems)
