@@ -107,9 +107,7 @@ class ChainRun(CallRunner):
             else None
         )
         self.conversation_id = conversation_id
-        if (
-            request.options.cache_key is None
-        ):  # requests of one conversation share a cache (clients/_cache.py)
+        if request.options.cache_key is None:  # one conversation's requests share a cache (clients/_cache.py)
             request.options = request.options.replace(cache_key=conversation_id)
         self.chain_id = chain_id
         self.tools = {t.name: t for t in request.tools}
