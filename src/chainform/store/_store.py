@@ -201,7 +201,7 @@ class Store:
         return self._writer.submit(lambda db: insert_calls(db, rows))
 
     def write_now(self, records: list[CallRecord]) -> None:
-        """Commit calls on this thread, as one journal row (store/_journal.py)."""
+        """Keep calls on this thread, through `stage_now` (the spool, or one journal row)."""
         if records:
             self.stage_now(rows_of(records))
 
