@@ -125,3 +125,28 @@ def test_cli_real_unknown_model_missing_key_dead_server(home) -> None:
     )
     assert dead.returncode == 3 and dead.stderr.count("\n") == 1 and "Traceback" not in dead.stderr
     assert "sk-x" not in dead.stderr
+
+
+WARNS = """
+import sys, warnings
+sys.argv = ["chainform", *sys.argv[1:], "--version"]
+from chainform.cli import main
+try:
+    main()
+except SystemExit:
+    pass
+warnings.warn("chainform: the python tool runs with isolation partial", RuntimeWarning)
+"""
+
+
+def test_the_command_says_a_warning_in_one_line_and_debug_keeps_the_source(tmp_path) -> None:
+    def stderr(*args: str) -> str:
+        done = subprocess.run(
+            [sys.executable, "-c", WARNS, *args], capture_output=True, text=True, timeout=60
+        )
+        return done.stderr
+
+    assert stderr() == "Warning: the python tool runs with isolation partial\n"
+    full = stderr("--debug")
+    assert "RuntimeWarning: chainform: the python tool runs with isolation partial" in full
+    assert full.startswith("<string>:9: ")  # Python's form names the file and line

@@ -3,6 +3,9 @@ never loads provider SDKs, torch or transformers (each command imports what it n
 
 from __future__ import annotations
 
+import sys
+import warnings
+
 import click
 
 from chainform._version import __version__
@@ -49,8 +52,17 @@ for _command in (
     cli.add_command(_command)
 
 
+def _warning_line(
+    message: Warning | str, category: type[Warning], filename: str, lineno: int, line: str | None = None
+) -> str:
+    """A warning as one `Warning:` line: Python's default adds the file, line and source that raised it."""
+    return f"Warning: {str(message).removeprefix('chainform: ')}\n"
+
+
 def main() -> None:
     """Console-script entry point."""
+    if "--debug" not in sys.argv[1:]:  # --debug keeps Python's full form (file, line, source)
+        warnings.formatwarning = _warning_line
     cli(prog_name="chainform")
 
 
