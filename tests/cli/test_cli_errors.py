@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import socket
 import subprocess
 import sys
@@ -140,9 +141,10 @@ warnings.warn("chainform: the python tool runs with isolation partial", RuntimeW
 
 
 def test_the_command_says_a_warning_in_one_line_and_debug_keeps_the_source(tmp_path) -> None:
-    def stderr(*args: str) -> str:
+    def stderr(*args: str, debug: str = "") -> str:
+        env = {**os.environ, "CHAINFORM_DEBUG": debug}
         done = subprocess.run(
-            [sys.executable, "-c", WARNS, *args], capture_output=True, text=True, timeout=60
+            [sys.executable, "-c", WARNS, *args], capture_output=True, text=True, timeout=60, env=env
         )
         return done.stderr
 
@@ -150,3 +152,4 @@ def test_the_command_says_a_warning_in_one_line_and_debug_keeps_the_source(tmp_p
     full = stderr("--debug")
     assert "RuntimeWarning: chainform: the python tool runs with isolation partial" in full
     assert full.startswith("<string>:9: ")  # Python's form names the file and line
+    assert stderr(debug="1") == full

@@ -9,7 +9,7 @@ import warnings
 import click
 
 from chainform._version import __version__
-from chainform.cli._group import DefaultGroup
+from chainform.cli._group import DefaultGroup, debug_enabled
 from chainform.cli._keys import keys_command
 from chainform.cli._local import local_command
 from chainform.cli._logs import logs_command
@@ -52,17 +52,22 @@ for _command in (
     cli.add_command(_command)
 
 
+_python_format = warnings.formatwarning
+
+
 def _warning_line(
     message: Warning | str, category: type[Warning], filename: str, lineno: int, line: str | None = None
 ) -> str:
-    """A warning as one `Warning:` line: Python's default adds the file, line and source that raised it."""
+    """A warning as one `Warning:` line: Python's default adds the file, line and source that raised
+    it, which `--debug` / `CHAINFORM_DEBUG=1` keep."""
+    if debug_enabled() or "--debug" in sys.argv[1:]:
+        return _python_format(message, category, filename, lineno, line)
     return f"Warning: {str(message).removeprefix('chainform: ')}\n"
 
 
 def main() -> None:
     """Console-script entry point."""
-    if "--debug" not in sys.argv[1:]:  # --debug keeps Python's full form (file, line, source)
-        warnings.formatwarning = _warning_line
+    warnings.formatwarning = _warning_line
     cli(prog_name="chainform")
 
 
