@@ -11,7 +11,8 @@ is hashed): the same request has the same id in a resumed run. Each
 batch is written to the log before it is submitted (its intent: the custom_ids) and its provider
 batch id right after (store/_batches.py). A resumed run polls the stored batch of an id rather
 than submitting it again, so no row is ever sent twice; an intent whose batch id never made it to
-the log is looked for at the provider by the intent id in its metadata.
+the log is looked for at the provider by the intent id in its metadata (OpenAI) or display name
+(Gemini); Anthropic's batches carry neither, so such an intent is submitted again.
 """
 
 from __future__ import annotations
@@ -293,7 +294,7 @@ def batch_api(client: Any) -> Any:
     return api
 
 
-BATCH_PROVIDERS = ("openai (chat completions and responses)", "anthropic")
+BATCH_PROVIDERS = ("openai (chat completions and responses)", "anthropic", "gemini")
 
 
 __all__ = ["BATCH_PROVIDERS", "BatchRounds", "RoundStats", "batch_api"]

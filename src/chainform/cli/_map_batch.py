@@ -55,7 +55,8 @@ def _on_batches(run_id: str, model_name: str | None, key: str | None, base_url: 
 @click.command(name="status")
 @_batch_options
 def map_status(run_id: str, model_name: str | None, key: str | None, base_url: str | None) -> None:
-    """Show the provider batches of a `map --batch` run: round, batch id, state, rows done."""
+    """Show the provider batches of a `map --batch` run: round, batch id, state, rows done (where
+    the provider counts them: Gemini's batches say no counts)."""
 
     async def show(store: Any, batches: list[Any], api: Any) -> None:
         for batch in batches:
@@ -63,8 +64,8 @@ def map_status(run_id: str, model_name: str | None, key: str | None, base_url: s
                 click.echo(f"round {batch.round}  (intent {batch.id}: not submitted)")
                 continue
             state = await api.poll(batch.batch_id)
-            counts = f"{state.completed}/{state.total} done, {state.failed} failed"
-            click.echo(f"round {batch.round}  {batch.batch_id}  {state.status}  {counts}")
+            counts = f"{state.completed}/{state.total} done, {state.failed} failed" if state.total else ""
+            click.echo(f"round {batch.round}  {batch.batch_id}  {state.status}  {counts}".rstrip())
 
     _on_batches(run_id, model_name, key, base_url, show)
 

@@ -14,7 +14,7 @@ from typing import Any
 from chainform.clients._common import import_sdk
 from chainform.errors import BatchError, ProviderError, ProviderErrorKind
 
-TERMINAL = frozenset({"completed", "failed", "expired", "cancelled", "ended"})  # "ended": Anthropic's
+TERMINAL = frozenset({"completed", "failed", "expired", "cancelled", "ended", "succeeded"})  # Anthropic's, Gemini's
 
 
 @dataclass

@@ -157,6 +157,12 @@ class GeminiClient(AdapterClient):
     def stream_state(self, request: dict[str, Any]) -> StreamState:
         return _StreamState()
 
+    def batch_api(self) -> Any:
+        """Gemini's batch mode through this client's SDK (`map(..., batch=True)`)."""
+        from chainform.clients._gemini_batch import GeminiBatches
+
+        return GeminiBatches(self)
+
     def open_stream(self, request: dict[str, Any], state: StreamState, guard: StreamGuard) -> Any:
         return self.sdk.aio.models.generate_content_stream(**request)
 
@@ -188,6 +194,14 @@ class _StreamState(StreamState):
         self.calls = 0
         self.usage: Any = None
         self.finish: str | None = None
+
+    def whole(self, body: Any) -> list[types.ChatResponseUpdate] | None:
+        """A whole GenerateContentResponse in its REST JSON (a batch's result line) as one chunk."""
+        if not isinstance(body, dict) or not ({"candidates", "promptFeedback"} & set(body)):
+            return None
+        from google.genai.types import GenerateContentResponse
+
+        return self.translate(GenerateContentResponse.model_validate_json(json.dumps(body)))
 
     def translate(self, chunk: Any) -> list[types.ChatResponseUpdate]:
         self.response_id = chunk.response_id or self.response_id

@@ -10,10 +10,9 @@ from __future__ import annotations
 
 import json
 import re
-import time
 from typing import Any
 
-from chainform.testing.emulator._batches import Answer, _Batch, _missing
+from chainform.testing.emulator._batches import Answer, _Batch, _missing, _now
 
 _PATH = re.compile(r"(?:/anthropic)?/v1/messages/batches(?:/([^/]+))?(/cancel|/results)?")
 
@@ -24,7 +23,7 @@ class MessageBatches:
     def __init__(self, service: Any) -> None:
         self.service = service
 
-    def answer(self, method: str, path: str, raw: bytes) -> Answer | None:
+    def answer(self, method: str, path: str, headers: dict[str, str], raw: bytes) -> Answer | None:
         match = _PATH.fullmatch(path)
         if match is None:
             return None
@@ -69,8 +68,7 @@ class MessageBatches:
 
     def _advance(self, batch: _Batch) -> None:
         status = batch.body["processing_status"]
-        if status == "in_progress" and (self.service.hold or batch.polls_left > 0):
-            batch.polls_left -= not self.service.hold
+        if status == "in_progress" and self.service.stays(batch):
             return
         if status == "ended":
             return
@@ -94,10 +92,6 @@ class MessageBatches:
         if status != 200:
             return {"custom_id": custom_id, "result": {"type": "errored", "error": body}}
         return {"custom_id": custom_id, "result": {"type": "succeeded", "message": body}}
-
-
-def _now() -> str:
-    return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
 
 
 __all__ = ["MessageBatches"]

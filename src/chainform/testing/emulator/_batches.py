@@ -1,5 +1,6 @@
 """OpenAI's Files and Batches endpoints in the emulator: upload JSONL, create, retrieve, cancel, list
-(and Anthropic's Message Batches, `_anthropic_batches.py`, on the same settings).
+(Anthropic's Message Batches, `_anthropic_batches.py`, and Gemini's batch mode, `_gemini_batches.py`,
+on the same settings).
 
 A batch moves one state per retrieve (validating -> in_progress -> finalizing -> completed), so a
 client has to poll a few times, as with the real service. Its lines are answered when it
@@ -28,7 +29,8 @@ from typing import Any
 from chainform.testing.emulator._script import Fault, RecordedRequest, estimate_usage, to_reply
 
 _STATES = ("validating", "in_progress", "finalizing", "completed")
-Answer = tuple[int, Any, str]  # HTTP status, body (dict, or bytes), content type
+Answer = tuple[int, Any, str] | tuple[int, Any, str, dict[str, str]]
+"""HTTP status, body (dict, or bytes), content type[, response headers]."""
 
 
 @dataclass
@@ -61,14 +63,16 @@ class BatchService:
     _ids: Any = field(default_factory=lambda: itertools.count(1))
     _lock: threading.Lock = field(default_factory=threading.Lock)
     anthropic: Any = None  # Anthropic's Message Batches (_anthropic_batches.py), set by the server
+    gemini: Any = None  # Gemini's batch mode (_gemini_batches.py), set by the server
 
     def answer(self, method: str, path: str, headers: dict[str, str], raw: bytes) -> Answer | None:
         """The reply to a Files/Batches request, or None when `path` is not one of theirs."""
         path = path.split("?")[0]
         with self._lock:
-            found: Answer | None = self.anthropic.answer(method, path, raw) if self.anthropic else None
-            if found is not None:
-                return found
+            for api in (self.gemini, self.anthropic):
+                found: Answer | None = api.answer(method, path, headers, raw) if api is not None else None
+                if found is not None:
+                    return found
             path = re.sub(r"^(?:/openai)?(?:/v1)?", "", path)
             if method == "POST" and path == "/files":
                 return self._upload(headers, raw)
@@ -78,7 +82,7 @@ class BatchService:
             if method == "POST" and path == "/batches":
                 return self._create(json.loads(raw or b"{}"))
             if method == "GET" and path == "/batches":
-                data = [self.batches[i].body for i in reversed(self.created)]
+                data = [self.batches[i].body for i in reversed(self.created) if i.startswith("batch_")]
                 return 200, {"object": "list", "data": data, "has_more": False}, "application/json"
             if m := re.fullmatch(r"/batches/([^/]+)(/cancel)?", path):
                 batch = self.batches.get(m.group(1))
@@ -141,11 +145,24 @@ class BatchService:
             body["errors"] = {"object": "list", "data": [{"code": "invalid_request", "message": problem}]}
         return 200, body, "application/json"
 
-    def _invalid(self, lines: list[dict[str, Any]], size: int, endpoint: Any) -> str | None:
-        if len(lines) > self.max_requests:
-            return f"a batch holds at most {self.max_requests} requests, this one {len(lines)}"
+    def invalid(self, count: int, size: int) -> str | None:
+        """Why a batch of `count` requests in `size` bytes is past the limits, if it is."""
+        if count > self.max_requests:
+            return f"a batch holds at most {self.max_requests} requests, this one {count}"
         if size > self.max_bytes:
             return f"a batch file holds at most {self.max_bytes} bytes, this one {size}"
+        return None
+
+    def stays(self, batch: _Batch) -> bool:
+        """Whether an in-progress batch stays in progress at this retrieve (`hold`, `polls`)."""
+        if not (self.hold or batch.polls_left > 0):
+            return False
+        batch.polls_left -= not self.hold
+        return True
+
+    def _invalid(self, lines: list[dict[str, Any]], size: int, endpoint: Any) -> str | None:
+        if (problem := self.invalid(len(lines), size)) is not None:
+            return problem
         ids = [line.get("custom_id") for line in lines]
         if len(set(ids)) != len(ids):
             return "custom_id values must be unique within a batch"
@@ -162,8 +179,7 @@ class BatchService:
         status = batch.body["status"]
         if status not in _STATES[:-1]:
             return
-        if status == "in_progress" and (self.hold or batch.polls_left > 0):
-            batch.polls_left -= not self.hold
+        if status == "in_progress" and self.stays(batch):
             return
         batch.body["status"] = _STATES[_STATES.index(status) + 1]
         if batch.body["status"] == "completed":
@@ -220,6 +236,10 @@ class BatchService:
 
 def _response(status: int, request: RecordedRequest, body: dict[str, Any]) -> dict[str, Any]:
     return {"status_code": status, "request_id": request.request_id, "body": body}
+
+
+def _now() -> str:
+    return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
 
 
 def _missing(kind: str) -> Answer:

@@ -25,6 +25,7 @@ from urllib.parse import parse_qsl, urlsplit
 from chainform.testing.emulator._anthropic_batches import MessageBatches
 from chainform.testing.emulator._batches import BatchService
 from chainform.testing.emulator._framing import Framing
+from chainform.testing.emulator._gemini_batches import GeminiBatchMode
 from chainform.testing.emulator._media import MediaRefused
 from chainform.testing.emulator._script import (
     CutStream,
@@ -126,6 +127,7 @@ class Emulator:
         self._thread: threading.Thread | None = None
         self.batches = BatchService(self)  # OpenAI's Files + Batches endpoints (_batches.py)
         self.batches.anthropic = MessageBatches(self.batches)  # and Anthropic's Message Batches
+        self.batches.gemini = GeminiBatchMode(self.batches)  # and Gemini's batch mode
 
     def _cache_read(self, prefixes: list[Any], usage: Usage) -> int:
         """Input tokens read from the emulated prompt cache: the longest prefix seen before counts
@@ -274,8 +276,9 @@ class _Handler(Framing):
         headers = {k.lower(): v for k, v in self.headers.items()}
         answer = self.server.emulator.batches.answer(method, self.path, headers, raw)
         if answer is not None:
-            status, body, kind = answer
-            self._send_bytes(status, body if isinstance(body, bytes) else json.dumps(body).encode(), kind, {})
+            status, body, kind, *extra = answer
+            data = body if isinstance(body, bytes) else json.dumps(body).encode()
+            self._send_bytes(status, data, kind, extra[0] if extra else {})
         return answer is not None
 
     def do_POST(self) -> None:

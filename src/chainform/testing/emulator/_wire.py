@@ -45,7 +45,9 @@ ERROR_TYPES = {
     404: "not_found_error",
 }
 
-_CORE_MODULES = frozenset({"_server", "_script", "_wire", "_media", "_batches", "_anthropic_batches"})
+_CORE_MODULES = frozenset(
+    {"_server", "_script", "_wire", "_media", "_batches", "_anthropic_batches", "_gemini_batches"}
+)
 
 
 @dataclass
