@@ -18,12 +18,10 @@ from typing import Any
 import pytest
 from click.testing import CliRunner
 from map_helpers import (
-    MODEL,
     TOOLS_PY,
     answer_with_tool,
     assert_exactly_once,
     map_argv,
-    order_number,
     read_lines,
     start_cli,
     write_orders,

@@ -18,7 +18,7 @@ import json
 import re
 from typing import Any
 
-from chainform.testing.emulator._batches import Answer, _Batch, _now
+from chainform.testing.emulator._batches import Answer, BatchService, _Batch, _now
 
 _VERSION = r"/v1(?:beta|alpha)?"
 _BATCHES = re.compile(rf"{_VERSION}/batches(?:/([^/:]+))?(:cancel)?")
@@ -32,7 +32,7 @@ _JSON = "application/json"
 class GeminiBatchMode:
     """The Gemini batch endpoints of one emulator (state and faults: its `BatchService`)."""
 
-    def __init__(self, service: Any) -> None:
+    def __init__(self, service: BatchService) -> None:
         self.service = service
         self.uploads: dict[str, tuple[bytes, dict[str, Any]]] = {}  # upload id -> (bytes so far, file)
 
@@ -95,7 +95,7 @@ class GeminiBatchMode:
 
     def _create(self, model: str, batch: dict[str, Any]) -> Answer:
         service = self.service
-        source = (batch.get("inputConfig") or {}).get("fileName")
+        source = str((batch.get("inputConfig") or {}).get("fileName"))
         data = service.files.get(source)
         if data is None:
             return _not_found("file")
