@@ -6,6 +6,7 @@ do run once per provider (`API`); those of one API's own features name it."""
 from __future__ import annotations
 
 import asyncio
+import io
 import json
 import re
 import signal
@@ -387,3 +388,57 @@ def test_a_cost_cap_holds_in_a_batch_run_within_one_row_of_it():
         results = run(emu, 12, max_cost=one * 4)  # rows held back by the cap: rounds go without them
     spent = sum(r.usage.cost for r in results)
     assert one * 3 < spent <= one * 4 and len(results) < 12
+
+
+def test_the_emulated_gemini_batch_takes_a_few_polls_as_the_sdk_sees_it():
+    from google import genai
+    from google.genai import errors
+
+    async def lifecycle(emu: Emulator) -> tuple[list[str], bytes, str, int]:
+        sdk = genai.Client(api_key="k", http_options={"base_url": emu.base_url})
+        lines = [{"key": f"r{n}", "request": {"contents": [{"parts": [{"text": f"order {n}"}]}]}} for n in (1, 2)]
+        data = "".join(json.dumps(line) + "\n" for line in lines).encode()
+        upload = await sdk.aio.files.upload(file=io.BytesIO(data), config={"mime_type": "application/jsonl"})
+        batch = await sdk.aio.batches.create(model="gemini-2.5-flash", src=upload.name, config={"display_name": "d"})
+        states = [batch.state.value]
+        while not batch.done:
+            batch = await sdk.aio.batches.get(name=batch.name)
+            states.append(batch.state.value)
+        results = await sdk.aio.files.download(file=batch.dest.file_name)
+        other = await sdk.aio.batches.create(model="gemini-2.5-flash", src=upload.name)
+        await sdk.aio.batches.cancel(name=other.name)
+        cancelled = (await sdk.aio.batches.get(name=other.name)).state.value
+        try:
+            await sdk.aio.batches.get(name="batches/none")
+        except errors.ClientError as exc:
+            return states, results, cancelled, exc.code
+        raise AssertionError("an unknown batch was found")
+
+    with Emulator(default=lambda r: f"done {order_in(r)}") as emu:
+        emu.batches.polls = 2
+        states, results, cancelled, missing = asyncio.run(lifecycle(emu))
+    assert states == ["JOB_STATE_PENDING", *["JOB_STATE_RUNNING"] * 3, "JOB_STATE_SUCCEEDED"]
+    answers = {item["key"]: item["response"]["candidates"][0]["content"]["parts"][0]["text"] for item in map(json.loads, results.splitlines())}
+    assert answers == {"r1": "done 1", "r2": "done 2"}
+    assert cancelled == "JOB_STATE_CANCELLED" and missing == 404
+
+
+def test_a_gemini_thought_signature_comes_back_in_the_next_round():
+    from chainform.testing.emulator._gemini import thought_signature
+    from chainform.types import TextReasoningContent
+
+    first: dict[int, str] = {}
+
+    def think_then_answer(request: RecordedRequest) -> Any:
+        n = order_in(request)
+        if tool_results(request) == 0:
+            first[n] = thought_signature(request)
+            return [TextReasoningContent("thinking"), tool_call("lookup", order=n)]
+        call = next(p for c in request.json["contents"] for p in c["parts"] if "functionCall" in p)
+        assert call.get("thoughtSignature") == first[n], call  # the signature on the part it came with
+        return tool_call("final_result", id=n, total=n / 2)
+
+    with Emulator(default=think_then_answer) as emu:
+        results = run(emu, 3, API["gemini"])
+        assert len(emu.batches.created) == 2
+    assert all(r.ok and r.value["total"] == r.input["id"] / 2 for r in results), results
