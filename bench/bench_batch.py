@@ -1,10 +1,13 @@
-"""What the same 1,000-row map job costs live and through OpenAI's Batch API, from the usage the
+"""What the same 1,000-row map job costs live and through a batch API, from the usage the
 calls reported: a tool chain per row (lookup, then the JSON answer: two model calls a row) against
 the emulator, once with `model.map(...)` and once with `model.map(..., batch=True)`. The costs are
 chainform's own `usage.cost` (genai-prices' live and batch prices for the model), summed over the
 rows; the batch run's wall time is the emulator's (a batch takes a few polls, not 24 hours).
 
     .venv/bin/python bench/bench_batch.py [--rows 1000 --model openai/gpt-4.1-mini --out batch.json]
+
+`--model` takes any provider with a batch API: `openai/...` (Files + Batches), `anthropic/...`
+(Message Batches), `gemini/...` (Gemini's batch mode).
 """
 
 from __future__ import annotations
@@ -29,11 +32,13 @@ def lookup(order: int) -> dict[str, Any]:
 def answer(request: Any) -> Any:
     from chainform.testing import tool_call
 
-    messages = request.json.get("messages", [])
-    n = int(re.search(r"order (\d+)", json.dumps(messages)).group(1))  # type: ignore[union-attr]
-    if messages and messages[-1].get("role") == "tool":
-        return json.dumps({"id": n, "total": n / 2})
-    return tool_call("lookup", order=n)
+    text = json.dumps(request.json)  # any wire format: a tool result is there once the tool ran
+    n = int(re.search(r"order (\d+)", text).group(1))  # type: ignore[union-attr]
+    if not any(m in text for m in ('"role": "tool"', '"type": "tool_result"', '"functionResponse"')):
+        return tool_call("lookup", order=n)
+    if "final_result" in text:  # the tool output strategy (Gemini, Anthropic with tools)
+        return tool_call("final_result", id=n, total=n / 2)
+    return json.dumps({"id": n, "total": n / 2})
 
 
 def run(rows: int, model_name: str, batch: bool) -> dict[str, Any]:
@@ -41,7 +46,8 @@ def run(rows: int, model_name: str, batch: bool) -> dict[str, Any]:
     from chainform.testing.emulator import Emulator
 
     with Emulator(default=answer, record=False) as emu:
-        model = get_model(model_name, base_url=emu.base_url + "/v1", key="sk-bench", max_retries=0)
+        root = emu.base_url + ("/v1" if model_name.startswith("openai") else "")
+        model = get_model(model_name, base_url=root, key="sk-bench", max_retries=0)
         inputs = [{"text": f"order {n}"} for n in range(rows)]
         extra: dict[str, Any] = {"batch": True, "batch_poll": 0.0} if batch else {"concurrency": 32}
         started = time.perf_counter()

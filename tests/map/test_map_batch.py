@@ -442,3 +442,14 @@ def test_a_gemini_thought_signature_comes_back_in_the_next_round():
         results = run(emu, 3, API["gemini"])
         assert len(emu.batches.created) == 2
     assert all(r.ok and r.value["total"] == r.input["id"] / 2 for r in results), results
+
+
+def test_a_google_genai_without_the_request_converter_fails_the_rows_with_a_typed_error(monkeypatch):
+    from google.genai import models
+
+    monkeypatch.delattr(models, "_GenerateContentParameters_to_mldev")
+    with Emulator(default=answer) as emu:
+        results = run(emu, 2, API["gemini"])
+        assert emu.batches.created == []  # nothing sent
+    assert len(results) == 2
+    assert all(isinstance(r.error.exception, BatchError) and "google-genai" in r.error.message for r in results)

@@ -48,11 +48,18 @@ class GeminiBatches:
     def line(self, custom_id: str, body: dict[str, Any]) -> bytes:
         """One JSONL line: the key and the request as the SDK would send it for `generate_content`
         (its converter), inline attachments spliced in (the file carries their base64 itself)."""
-        from google.genai import _common, types
-        from google.genai.models import _GenerateContentParameters_to_mldev
+        from google.genai import _common, models, types
 
-        params = types._GenerateContentParameters(**body)
-        request = _GenerateContentParameters_to_mldev(self.sdk._api_client, params, None, params)
+        try:
+            params = types._GenerateContentParameters(**body)
+            convert = models._GenerateContentParameters_to_mldev
+        except AttributeError as exc:  # a private part of the SDK this relies on was renamed
+            raise BatchError(
+                f"google-genai {_version()} lacks the request converter a Gemini batch line is built with "
+                f"({exc}); batch runs for Gemini are tested with google-genai 3.6",
+                provider=self.provider,
+            ) from None
+        request = convert(self.sdk._api_client, params, None, params)
         model = request.pop("_url", {}).get("model")
         for private in ("_query", "config"):
             request.pop(private, None)
@@ -120,6 +127,12 @@ class GeminiBatches:
         number = code if isinstance(code, int) else None
         failure = ProviderError(message, status=number, provider=self.provider, retryable=True, kind=kind)
         return LineResult(key, error=failure)
+
+
+def _version() -> str:
+    from importlib.metadata import version
+
+    return version("google-genai")
 
 
 def _state(batch: Any) -> str:
