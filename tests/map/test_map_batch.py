@@ -453,3 +453,19 @@ def test_a_google_genai_without_the_request_converter_fails_the_rows_with_a_type
         assert emu.batches.created == []  # nothing sent
     assert len(results) == 2
     assert all(isinstance(r.error.exception, BatchError) and "google-genai" in r.error.message for r in results)
+
+
+def test_a_gemini_attachment_travels_in_the_batch_file_as_its_bytes(tmp_path):
+    import base64
+
+    image = tmp_path / "dot.png"
+    image.write_bytes(b"\x89PNG\r\n\x1a\n" + bytes(range(256)) * 64)  # its base64 has + and / in URL-safe form
+    with Emulator(default=lambda r: f"done {order_in(r)}") as emu:
+        model = API["gemini"].model_at(emu)
+        rows_ = [{"text": "order 1", "img": str(image)}]
+        results = list(model.map(rows_, prompt="Describe: {text}", attach="img", batch=True, batch_poll=0))
+        parts = emu.batches.batches[emu.batches.created[0]].lines[0]["request"]["contents"][0]["parts"]
+    inline = next(p["inlineData"] for p in parts if "inlineData" in p)
+    assert base64.urlsafe_b64decode(inline["data"]) == image.read_bytes()
+    assert (inline.get("mimeType") or inline.get("mime_type")) == "image/png"  # as google-genai writes it live
+    assert results[0].ok
