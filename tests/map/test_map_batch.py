@@ -219,8 +219,7 @@ def cli_argv(api: Api, emu: Emulator, inp: Path, out: Path, tools_file: Path | N
     return argv
 
 
-# Anthropic's batches carry no metadata: one killed between its create and the log is sent again
-@with_("openai", "gemini")
+@ALL
 def test_killed_right_after_submit_then_resume_creates_one_batch_a_round(api, tmp_path, emulator):
     count = 40
     tools_file = tmp_path / "tools.py"
@@ -265,16 +264,31 @@ def test_provider_limits_split_a_round_into_several_batches(api, monkeypatch):
     assert sizes == [4, 4, 2, 4, 4, 2] and all(r.ok for r in results)
 
 
-@with_("openai", "gemini")  # Anthropic's batches carry no metadata to find them by
-def test_a_batch_whose_id_was_lost_is_found_at_the_provider_by_its_intent(api):
+async def _submit(client: Any, intent: str, size: int = 1) -> str:
+    """Submit a batch of `size` requests for `intent` straight through the batch API."""
     from chainform._map._batch import batch_api
     from chainform.types import ChatOptions, Message
 
+    batches = batch_api(client)
+
+    def line(n: int) -> bytes:
+        body = client.batch_body(client.build_request([Message.user(f"Extract: order {n}")], ChatOptions()))
+        return bytes(batches.line(f"{n}-0", body))
+
+    return str(await batches.submit([line(n) for n in range(size)], intent))
+
+
+@ALL
+def test_a_batch_whose_id_was_lost_is_found_at_the_provider_by_its_intent(api):
+    from chainform._map._batch import batch_api
+    from chainform.clients._openai_batch import Intent
+
     async def submit_then_find(client: Any) -> tuple[str, str | None, str | None]:
-        batches = batch_api(client)
-        body = client.batch_body(client.build_request([Message.user("Extract: order 1")], ChatOptions()))
-        submitted = await batches.submit([batches.line("1-0", body)], "intent-1")
-        return submitted, await batches.find("intent-1"), await batches.find("intent-2")
+        since = time.time()
+        submitted = await _submit(client, "intent-1", 2)
+        find = batch_api(client).find
+        other = Intent("intent-2", 3, since, frozenset({submitted}))  # another size, and a batch the log names
+        return submitted, await find(Intent("intent-1", 2, since)), await find(other)
 
     with Emulator(default=answer) as emu:
         submitted, found, other = asyncio.run(submit_then_find(api.model_at(emu).client))
@@ -282,28 +296,40 @@ def test_a_batch_whose_id_was_lost_is_found_at_the_provider_by_its_intent(api):
     assert found == submitted and other is None
 
 
-def test_an_intent_whose_batch_id_was_never_logged_is_found_at_the_provider_not_sent_again():
-    import openai
+def test_an_anthropic_batch_is_found_only_where_one_batch_fits_the_intent():
+    """Message Batches carry no metadata: the batch is known by its size, its time and the log's ids."""
+    from chainform._map._batch import batch_api
+    from chainform.clients._openai_batch import Intent
 
+    async def scene(client: Any) -> list[str | None]:
+        find = batch_api(client).find
+        since = time.time()
+        first = await _submit(client, "a", 2)
+        await _submit(client, "b", 3)
+        found = [await find(Intent("a", 2, since)), await find(Intent("a", 2, since + 3600))]  # made too early
+        second = await _submit(client, "c", 2)  # two batches of that size since the intent
+        found += [await find(Intent("a", 2, since)), await find(Intent("a", 2, since, frozenset({second})))]
+        return [*found, first]
+
+    with Emulator(default=answer) as emu:
+        found_once, too_old, ambiguous, known, first = asyncio.run(scene(API["anthropic"].model_at(emu).client))
+    assert found_once == first and known == first
+    assert too_old is None and ambiguous is None
+
+
+@ALL
+def test_an_intent_whose_batch_id_was_never_logged_is_found_at_the_provider_not_sent_again(api):
     from chainform.store import Store
     from chainform.store._batches import batches_of, record_intent
 
-    with Emulator(default=answer_with_tool) as emu, Store() as store:
-        intent = record_intent(store, "run-1", "openai", 1, ["0-0", "1-0"])  # killed before the batch id
-        sdk = openai.OpenAI(base_url=emu.base_url + "/v1", api_key="sk-test")
-        body = {"model": "gpt-4.1-mini", "messages": [{"role": "user", "content": "Extract: order 0"}]}
-        lines = [{"custom_id": f"{n}-0", "method": "POST", "url": "/v1/chat/completions", "body": body} for n in (0, 1)]
-        lines[1]["body"] = {**body, "messages": [{"role": "user", "content": "Extract: order 1"}]}
-        upload = sdk.files.create(file=("b.jsonl", "\n".join(map(json.dumps, lines)).encode()), purpose="batch")
-        sdk.batches.create(
-            input_file_id=upload.id,
-            endpoint="/v1/chat/completions",
-            completion_window="24h",
-            metadata={"chainform_intent": intent.id},
-        )
-        results = run(emu, 2, run_id="run-1")
-        assert len(emu.batches.created) == 2  # the one found, and round 2
-        assert batches_of(store, "run-1")[0].batch_id == emu.batches.created[0]
+    with Emulator(default=answer) as emu, Store() as store:
+        provider = api.model.split("/")[0]
+        intent = record_intent(store, "run-1", provider, 1, ["0-0", "1-0"])  # killed before the batch id
+        asyncio.run(_submit(api.model_at(emu).client, intent.id, 2))  # what the killed run had sent
+        results = run(emu, 2, api, run_id="run-1")
+        assert batches_of(store, "run-1")[0].batch_id == emu.batches.created[0]  # the one found
+        assert batch_ids(emu, api)[0] == ["0-0", "1-0"]
+        assert all("0-0" not in ids for ids in batch_ids(emu, api)[1:])  # round 1 never sent again
     assert sorted(r.key for r in results) == ["0", "1"] and all(r.ok for r in results)
 
 

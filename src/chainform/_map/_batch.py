@@ -12,7 +12,8 @@ batch is written to the log before it is submitted (its intent: the custom_ids) 
 batch id right after (store/_batches.py). A resumed run polls the stored batch of an id rather
 than submitting it again, so no row is ever sent twice; an intent whose batch id never made it to
 the log is looked for at the provider by the intent id in its metadata (OpenAI) or display name
-(Gemini); Anthropic's batches carry neither, so such an intent is submitted again.
+(Gemini); Anthropic's batches carry neither, so there it is the one batch created since the intent
+with as many requests that the log does not name (two such: submitted again).
 """
 
 from __future__ import annotations
@@ -26,8 +27,9 @@ from contextvars import ContextVar
 from dataclasses import dataclass, field
 from typing import Any
 
+from chainform.clients._openai_batch import Intent
 from chainform.errors import BatchError, ProviderError
-from chainform.store._batches import StoredBatch, batches_of, record_intent, record_status
+from chainform.store._batches import StoredBatch, batches_of, known_batch_ids, record_intent, record_status
 
 STALL = 1.0
 """Seconds without a new row read after which a round goes without waiting for the source (a slow
@@ -188,7 +190,7 @@ class BatchRounds:
         groups = list(by_batch.values())
         for stored, ids in groups:
             if stored.batch_id is None:  # killed between the intent and the provider's answer
-                stored.batch_id = await self.api.find(stored.id)
+                stored.batch_id = await self.api.find(self._intent(stored))
                 if stored.batch_id is None:
                     await self._create(stored, ids, calls)
         for ids in self._split(new, calls):
@@ -204,6 +206,11 @@ class BatchRounds:
         intent.status = "submitted"
         record_status(self.store, intent)
         self.stats.created += 1
+
+    def _intent(self, stored: StoredBatch) -> Intent:
+        """What the provider is asked to recognise a batch by, when its id never reached the log."""
+        known = known_batch_ids(self.store, self.api.provider)
+        return Intent(stored.id, len(stored.custom_ids), stored.created_at, known)
 
     def _split(self, ids: list[str], calls: dict[str, _Call]) -> Iterator[list[str]]:
         """`ids` cut into batches within the provider's limits on requests and bytes."""

@@ -9,8 +9,10 @@ import json
 from typing import Any
 
 from chainform.clients._common import import_sdk
-from chainform.clients._openai_batch import BatchState, LineResult
+from chainform.clients._openai_batch import BatchState, Intent, LineResult
 from chainform.errors import BatchError, ProviderError
+
+_SKEW_S = 300.0  # how far the provider's clock may be behind ours
 
 
 class AnthropicBatches:
@@ -30,9 +32,19 @@ class AnthropicBatches:
         batch = await self.sdk.messages.batches.create(requests=[json.loads(line) for line in lines])
         return str(batch.id)
 
-    async def find(self, intent: str) -> None:
-        """Message Batches carry no metadata: an intent whose batch id was lost is sent again."""
-        return None
+    async def find(self, intent: Intent) -> str | None:
+        """Message Batches carry no metadata, so the batch is known by what it must be: created since
+        the intent was written (less a margin for clock skew), carrying as many requests, and named
+        by no batch of the log. Only a single such batch is taken; with two (another writer with the
+        same key, size and minutes) it is None and the intent is sent again."""
+        since = intent.since - _SKEW_S
+        found: list[str] = []
+        async for batch in self.sdk.messages.batches.list(limit=100):  # newest first
+            if batch.created_at.timestamp() < since:
+                break
+            if _size(batch.request_counts) == intent.size and batch.id not in intent.known:
+                found.append(str(batch.id))
+        return found[0] if len(found) == 1 else None
 
     async def poll(self, batch_id: str) -> BatchState:
         """The batch's state (`in_progress`, `canceling`, `ended`); BatchError when it is unknown."""
@@ -42,9 +54,8 @@ class AnthropicBatches:
         except anthropic.NotFoundError:
             raise BatchError(f"the provider no longer knows batch {batch_id}", status=404, provider=self.provider) from None
         c = batch.request_counts
-        total = c.processing + c.succeeded + c.errored + c.canceled + c.expired
         return BatchState(
-            batch.processing_status, total, c.succeeded, c.errored + c.canceled + c.expired, batch_id=batch_id
+            batch.processing_status, _size(c), c.succeeded, c.errored + c.canceled + c.expired, batch_id=batch_id
         )
 
     async def cancel(self, batch_id: str) -> str:
@@ -69,6 +80,11 @@ class AnthropicBatches:
             kind="timeout" if result.type == "expired" else "server",
         )
         return LineResult(item.custom_id, error=failure)
+
+
+def _size(counts: Any) -> int:
+    """The requests a batch carries, from its request counts (one per state)."""
+    return int(counts.processing + counts.succeeded + counts.errored + counts.canceled + counts.expired)
 
 
 __all__ = ["AnthropicBatches"]

@@ -17,7 +17,7 @@ import json
 from typing import Any
 
 from chainform.clients import _inline
-from chainform.clients._openai_batch import BatchState, LineResult
+from chainform.clients._openai_batch import BatchState, Intent, LineResult
 from chainform.errors import BatchError, ProviderError, ProviderErrorKind
 
 _TAG = "chainform:"  # display_name = _TAG + intent id
@@ -82,10 +82,10 @@ class GeminiBatches:
         )
         return str(batch.name)
 
-    async def find(self, intent: str) -> str | None:
+    async def find(self, intent: Intent) -> str | None:
         """The batch created for `intent` before a crash kept its name from the log, if any."""
         async for batch in await self.sdk.aio.batches.list(config={"page_size": 100}):
-            if batch.display_name == f"{_TAG}{intent}":
+            if batch.display_name == f"{_TAG}{intent.id}":
                 return str(batch.name)
         return None
 

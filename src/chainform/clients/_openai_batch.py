@@ -35,6 +35,18 @@ class BatchState:
         return self.status in TERMINAL
 
 
+@dataclass(frozen=True)
+class Intent:
+    """A batch the log meant to submit whose id never reached it (the process died in between):
+    its intent id, how many requests it carried, when the intent was written (epoch seconds), and
+    the batch ids the log already names (none of them is this one)."""
+
+    id: str
+    size: int = 0
+    since: float = 0.0
+    known: frozenset[str] = frozenset()
+
+
 @dataclass
 class LineResult:
     """One line of a results file: the answer's body, or why it failed (`retry`: worth a next batch)."""
@@ -70,10 +82,10 @@ class OpenAIBatches:
         )
         return str(batch.id)
 
-    async def find(self, intent: str) -> str | None:
+    async def find(self, intent: Intent) -> str | None:
         """The batch created for `intent` before a crash kept its id from the log, if any."""
         async for batch in self.sdk.batches.list(limit=100):
-            if (batch.metadata or {}).get("chainform_intent") == intent:
+            if (batch.metadata or {}).get("chainform_intent") == intent.id:
                 return str(batch.id)
         return None
 
@@ -126,4 +138,4 @@ class OpenAIBatches:
         return LineResult(custom_id, error=failure)
 
 
-__all__ = ["BatchState", "LineResult", "OpenAIBatches"]
+__all__ = ["BatchState", "Intent", "LineResult", "OpenAIBatches"]

@@ -3,7 +3,8 @@
 A batch is written twice: its intent (the custom_ids it will carry) before it is submitted, then
 the provider's batch id right after. A resumed run reads them back: a custom_id in a stored batch
 is polled there, never submitted again; an intent without a batch id is looked for at the
-provider by its intent id (the batch's metadata) before it is submitted.
+provider (by its intent id in the batch's metadata, or for Anthropic by its size and time, see
+`clients/_anthropic_batch.py`) before it is submitted.
 """
 
 from __future__ import annotations
@@ -27,15 +28,16 @@ class StoredBatch:
     custom_ids: list[str]
     batch_id: str | None = None
     status: str = "intent"
+    created_at: float = 0.0  # when the intent was written (epoch seconds)
 
 
 def record_intent(store: Store, run_id: str, provider: str, round_: int, custom_ids: list[str]) -> StoredBatch:
     """Write the intent to submit `custom_ids` as one batch; before anything is sent."""
-    batch = StoredBatch(new_id(), run_id, provider, round_, list(custom_ids))
+    batch = StoredBatch(new_id(), run_id, provider, round_, list(custom_ids), created_at=time.time())
     store._write(
         lambda db: db.execute(
             "INSERT INTO map_batches (id, run_id, provider, round, custom_ids, created_at) VALUES (?,?,?,?,?,?)",
-            (batch.id, run_id, provider, round_, json.dumps(batch.custom_ids), time.time()),
+            (batch.id, run_id, provider, round_, json.dumps(batch.custom_ids), batch.created_at),
         )
     )
     return batch
@@ -54,11 +56,20 @@ def batches_of(store: Store, run_id: str) -> list[StoredBatch]:
     """A run's batches, oldest first (empty for a run that never used a batch API)."""
     with store._read() as db:
         rows = db.execute(
-            "SELECT id, run_id, provider, round, custom_ids, batch_id, status FROM map_batches "
+            "SELECT id, run_id, provider, round, custom_ids, batch_id, status, created_at FROM map_batches "
             "WHERE run_id = ? ORDER BY created_at, rowid",
             (run_id,),
         ).fetchall()
-    return [StoredBatch(r[0], r[1], r[2], r[3], json.loads(r[4]), r[5], r[6]) for r in rows]
+    return [StoredBatch(r[0], r[1], r[2], r[3], json.loads(r[4]), r[5], r[6], r[7]) for r in rows]
+
+
+def known_batch_ids(store: Store, provider: str) -> frozenset[str]:
+    """Every batch id the log names for `provider`, over all runs."""
+    with store._read() as db:
+        rows = db.execute(
+            "SELECT batch_id FROM map_batches WHERE provider = ? AND batch_id IS NOT NULL", (provider,)
+        ).fetchall()
+    return frozenset(str(r[0]) for r in rows)
 
 
 def record_run(store: Store, output: str, run_id: str) -> None:
@@ -79,4 +90,4 @@ def run_of(store: Store, output: str) -> str | None:
     return str(row[0]) if row else None
 
 
-__all__ = ["StoredBatch", "batches_of", "record_intent", "record_run", "record_status", "run_of"]
+__all__ = ["StoredBatch", "batches_of", "known_batch_ids", "record_intent", "record_run", "record_status", "run_of"]
