@@ -1,20 +1,25 @@
 """Tracing's cost in one process: bench_chain's logged http chain (openai SDK → bench/loopback.py)
 run in short alternating rounds with tracing off, on (chainform's hooks) and on with the bare SDK
 replay (otel_replay.Replay), so every side sees the same heap, the same server and the same load.
-Per side: CPU ms per chain (the whole process: the batch processor's thread and GC included) and
-the hooks' thread ms per chain (otel_replay.Timed), minima and medians over the rounds.
+Per side: CPU ms per chain (the whole process: the batch processor's thread and GC included),  each
+thread's share of it (by thread name), the time in the garbage collector, and the hooks' thread ms per
+chain (otel_replay.Timed), minima and medians over the rounds. `--delay S`: the server answers
+each request S seconds late (a provider's think time); wall-clock ms per chain is then reported
+too, a separate figure from the zero-latency one.
 
-    PYTHONPATH=src .venv/bin/python bench/otel_inprocess.py [--rounds 16 --chains 100]
+    PYTHONPATH=src .venv/bin/python bench/otel_inprocess.py [--rounds 16 --chains 100 --delay 0.005]
 """
 
 from __future__ import annotations
 
 import argparse
+import gc
 import json
 import os
 import statistics
 import sys
 import tempfile
+import threading
 import time
 from pathlib import Path
 from typing import Any
@@ -22,11 +27,25 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).parent))
 
 
+def thread_cpu() -> dict[str, float]:
+    """CPU seconds used so far by each live thread of this process, by thread name."""
+    out: dict[str, float] = {}
+    for thread in threading.enumerate():
+        if thread.ident is not None:
+            try:
+                clock = time.pthread_getcpuclockid(thread.ident)
+                out[thread.name] = out.get(thread.name, 0.0) + time.clock_gettime(clock)
+            except (OSError, ProcessLookupError):
+                pass
+    return out
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rounds", type=int, default=16)
     parser.add_argument("--chains", type=int, default=100)
     parser.add_argument("--schema", action="store_true")
+    parser.add_argument("--delay", type=float, default=0.0, help="the server's think time (seconds)")
     args = parser.parse_args()
     os.environ.setdefault("CHAINFORM_HOME", tempfile.mkdtemp(prefix="bench-otel-"))
     from _common import start_loopback
@@ -38,7 +57,16 @@ def main() -> None:
 
     instrument()
     hooks = _trace.hooks
-    server, url = start_loopback("fast")
+    server, url = start_loopback("fast", *([str(args.delay)] if args.delay else []))
+    in_gc = [0.0, 0.0]  # seconds spent in the collector, when the current one started
+
+    def collector(phase: str, info: dict[str, Any]) -> None:
+        if phase == "start":
+            in_gc[1] = time.perf_counter()
+        else:
+            in_gc[0] += time.perf_counter() - in_gc[1]
+
+    gc.callbacks.append(collector)
     try:
         run = chainform_runner(url, args.schema)
         for _ in range(10):
@@ -46,16 +74,25 @@ def main() -> None:
         replay, _seen = capture(hooks, run)
         sides: dict[str, Any] = {"off": None, "on": Timed(hooks), "on, bare sdk": Timed(replay)}
         cpu: dict[str, list[float]] = {name: [] for name in sides}
+        threads = {name: list[dict[str, float]]() for name in sides}
+        collecting = {name: list[float]() for name in sides}
+        wall = {name: list[float]() for name in sides}
         thread: dict[str, list[float]] = {name: [] for name in sides if sides[name] is not None}
         for _ in range(args.rounds):
             for name, side in sides.items():
                 _trace.hooks = side
                 if side is not None:
                     side.ms = 0.0
-                started = time.process_time()
+                in_gc[0] = 0.0
+                started, own, clock = time.process_time(), thread_cpu(), time.perf_counter()
                 for _ in range(args.chains):
                     run()
-                cpu[name].append((time.process_time() - started) / args.chains * 1000)
+                per = 1000 / args.chains
+                cpu[name].append((time.process_time() - started) * per)
+                after = thread_cpu()
+                threads[name].append({t: (after[t] - own.get(t, 0.0)) * per for t in after})
+                wall[name].append((time.perf_counter() - clock) * per)
+                collecting[name].append(in_gc[0] * per)
                 if side is not None:
                     thread[name].append(side.ms / args.chains)
         _trace.hooks = hooks
@@ -77,8 +114,21 @@ def main() -> None:
             for name, values in cpu.items()
             if name != "off"
         },
+        "cpu ms per chain by thread (median)": {
+            name: {t: round(statistics.median(r.get(t, 0.0) for r in rs), 4) for t in rs[-1]}
+            for name, rs in threads.items()
+        },
+        "ms in the garbage collector per chain": {name: summary(v) for name, v in collecting.items()},
         "hooks' thread ms per chain": {name: summary(values) for name, values in thread.items()},
     }
+    if args.delay:
+        result["server think time (s)"] = args.delay
+        result["wall ms per chain"] = {name: summary(v) for name, v in wall.items()}
+        result["paired wall ratio to off (median of rounds)"] = {
+            name: round(statistics.median(v / o for v, o in zip(values, wall["off"], strict=True)), 4)
+            for name, values in wall.items()
+            if name != "off"
+        }
     print(json.dumps(result, indent=2))
 
 

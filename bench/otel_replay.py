@@ -17,7 +17,7 @@ from typing import Any
 from opentelemetry import context, trace
 from opentelemetry.trace import SpanKind
 
-_NO_SPAN = context.Context()
+from chainform.otel._spans import _NO_SPAN  # the context chainform records metric points in
 
 
 class _Current:
