@@ -170,7 +170,7 @@ class _TimedBlock:
 class Timed:
     """Hooks (chainform's or a `Replay`) with the thread CPU time spent inside them summed in `ms`
     (a tool's own work excluded): what the hooks cost in situ, unblurred by other threads. The
-timing itself costs a few µs a chain, so whole-process figures are taken without it."""
+    timing itself costs a few µs a chain, so whole-process figures are taken without it."""
 
     def __init__(self, hooks: Any) -> None:
         self.hooks = hooks
