@@ -63,7 +63,14 @@ def read_lines(path: Path) -> list[dict[str, Any]]:
 
 def map_argv(inp: Path, out: Path, base_url: str, tools_file: Path | None, *extra: str) -> list[str]:
     argv = [str(inp), "-o", str(out), "--prompt", "Extract: {text}", "-m", MODEL]
-    argv += ["--base-url", base_url + "/v1", "--key", "sk-test"]
+    argv += [
+        "--base-url",
+        base_url + "/v1",
+        "--key",
+        "sk-test",
+        "--profile",
+        "openai",
+    ]  # the emulator plays OpenAI
     if tools_file is not None:
         argv += ["--schema", SCHEMA, "--functions", str(tools_file)]
     return argv + list(extra)

@@ -56,7 +56,9 @@ class Api:
 
 API = {
     "openai": Api("openai/gpt-4.1-mini", "/v1", "custom_id", "completed", "in_progress", "batch_forgotten"),
-    "anthropic": Api("anthropic/claude-haiku-4-5", "", "custom_id", "ended", "in_progress", "msgbatch_forgotten"),
+    "anthropic": Api(
+        "anthropic/claude-haiku-4-5", "", "custom_id", "ended", "in_progress", "msgbatch_forgotten"
+    ),
     "gemini": Api("gemini/gemini-2.5-flash", "", "key", "succeeded", "running", "batches/forgotten"),
 }
 ALL = pytest.mark.parametrize("api", list(API.values()), ids=list(API))
@@ -80,7 +82,12 @@ def order_in(request: RecordedRequest) -> int:
 def tool_results(request: RecordedRequest) -> int:
     """The tool results a request carries back, in any wire format (chat, responses, Anthropic, Gemini)."""
     text = json.dumps(request.json)
-    markers = ('"role": "tool"', '"type": "tool_result"', '"functionResponse"', '"type": "function_call_output"')
+    markers = (
+        '"role": "tool"',
+        '"type": "tool_result"',
+        '"functionResponse"',
+        '"type": "function_call_output"',
+    )
     return sum(text.count(marker) for marker in markers)
 
 
@@ -211,11 +218,15 @@ def wait_for_a_batch(proc: Any, emu: Emulator) -> None:
         time.sleep(0.02)
 
 
-def cli_argv(api: Api, emu: Emulator, inp: Path, out: Path, tools_file: Path | None, *extra: str) -> list[str]:
+def cli_argv(
+    api: Api, emu: Emulator, inp: Path, out: Path, tools_file: Path | None, *extra: str
+) -> list[str]:
     """`map_argv` for `api`'s model at the emulator."""
     argv = map_argv(inp, out, emu.base_url, tools_file, *extra)
     argv[argv.index("-m") + 1] = api.model
     argv[argv.index("--base-url") + 1] = api.url(emu)
+    if not api.model.startswith("openai/"):  # a profile name is for OpenAI-compatible models
+        del argv[argv.index("--profile") : argv.index("--profile") + 2]
     return argv
 
 
@@ -244,8 +255,21 @@ def test_killed_right_after_submit_then_resume_creates_one_batch_a_round(api, tm
 
 def test_batch_with_a_provider_without_a_batch_api_names_those_with_one(tmp_path: Path):
     inp = write_orders(tmp_path / "in.jsonl", 2)
-    for name, key in (("bedrock/anthropic.claude-3-5-haiku-20241022-v1:0", "AK:SK"), ("azure/gpt-4.1-mini", "sk")):
-        argv = [str(inp), "-o", str(tmp_path / "o.jsonl"), "-p", "{text}", "-m", name, "--base-url", "http://127.0.0.1:9"]
+    for name, key in (
+        ("bedrock/anthropic.claude-3-5-haiku-20241022-v1:0", "AK:SK"),
+        ("azure/gpt-4.1-mini", "sk"),
+    ):
+        argv = [
+            str(inp),
+            "-o",
+            str(tmp_path / "o.jsonl"),
+            "-p",
+            "{text}",
+            "-m",
+            name,
+            "--base-url",
+            "http://127.0.0.1:9",
+        ]
         result = CliRunner().invoke(cli, ["map", *argv, "--key", key, "--batch"])
         assert result.exit_code == 2, result.output
         assert "no batch API" in result.output
@@ -287,7 +311,8 @@ def test_a_batch_whose_id_was_lost_is_found_at_the_provider_by_its_intent(api):
         since = time.time()
         submitted = await _submit(client, "intent-1", 2)
         find = batch_api(client).find
-        other = Intent("intent-2", 3, since, frozenset({submitted}))  # another size, and a batch the log names
+        # another size, and a batch the log names
+        other = Intent("intent-2", 3, since, frozenset({submitted}))
         return submitted, await find(Intent("intent-1", 2, since)), await find(other)
 
     with Emulator(default=answer) as emu:
@@ -306,13 +331,18 @@ def test_an_anthropic_batch_is_found_only_where_one_batch_fits_the_intent():
         since = time.time()
         first = await _submit(client, "a", 2)
         await _submit(client, "b", 3)
-        found = [await find(Intent("a", 2, since)), await find(Intent("a", 2, since + 3600))]  # made too early
+        found = [
+            await find(Intent("a", 2, since)),
+            await find(Intent("a", 2, since + 3600)),
+        ]  # made too early
         second = await _submit(client, "c", 2)  # two batches of that size since the intent
         found += [await find(Intent("a", 2, since)), await find(Intent("a", 2, since, frozenset({second})))]
         return [*found, first]
 
     with Emulator(default=answer) as emu:
-        found_once, too_old, ambiguous, known, first = asyncio.run(scene(API["anthropic"].model_at(emu).client))
+        found_once, too_old, ambiguous, known, first = asyncio.run(
+            scene(API["anthropic"].model_at(emu).client)
+        )
     assert found_once == first and known == first
     assert too_old is None and ambiguous is None
 
@@ -395,16 +425,22 @@ def test_the_responses_endpoint_runs_a_tool_chain_through_batches():
         assert len(emu.batches.created) == 2 and endpoints == {"/v1/responses"}
     assert sorted(r.key for r in results) == [str(n) for n in range(6)]
     assert all(r.ok and r.value["total"] == r.input["id"] / 2 for r in results)
-    assert all(r.usage.cost == PRICES.rate("openai/gpt-4.1-mini", batch=True).cost(r.usage)[0] for r in results)
+    assert all(
+        r.usage.cost == PRICES.rate("openai/gpt-4.1-mini", batch=True).cost(r.usage)[0] for r in results
+    )
 
 
 @ALL
-@pytest.mark.parametrize(("strategy", "rounds"), [("native", 2), ("tool", 2), ("prompted", 2), ("deferred", 3)])
+@pytest.mark.parametrize(
+    ("strategy", "rounds"), [("native", 2), ("tool", 2), ("prompted", 2), ("deferred", 3)]
+)
 def test_each_output_strategy_works_in_batches_as_in_live_map(api, strategy, rounds):
     with Emulator(default=answer) as emu:
         results = run(emu, 5, api, strategy=strategy)
         assert len(emu.batches.created) == rounds
-    assert all(r.ok and r.value == {"id": r.input["id"], "total": r.input["id"] / 2} for r in results), results
+    assert all(r.ok and r.value == {"id": r.input["id"], "total": r.input["id"] / 2} for r in results), (
+        results
+    )
 
 
 def test_a_cost_cap_holds_in_a_batch_run_within_one_row_of_it():
@@ -422,10 +458,14 @@ def test_the_emulated_gemini_batch_takes_a_few_polls_as_the_sdk_sees_it():
 
     async def lifecycle(emu: Emulator) -> tuple[list[str], bytes, str, int]:
         sdk = genai.Client(api_key="k", http_options={"base_url": emu.base_url})
-        lines = [{"key": f"r{n}", "request": {"contents": [{"parts": [{"text": f"order {n}"}]}]}} for n in (1, 2)]
+        lines = [
+            {"key": f"r{n}", "request": {"contents": [{"parts": [{"text": f"order {n}"}]}]}} for n in (1, 2)
+        ]
         data = "".join(json.dumps(line) + "\n" for line in lines).encode()
         upload = await sdk.aio.files.upload(file=io.BytesIO(data), config={"mime_type": "application/jsonl"})
-        batch = await sdk.aio.batches.create(model="gemini-2.5-flash", src=upload.name, config={"display_name": "d"})
+        batch = await sdk.aio.batches.create(
+            model="gemini-2.5-flash", src=upload.name, config={"display_name": "d"}
+        )
         states = [batch.state.value]
         while not batch.done:
             batch = await sdk.aio.batches.get(name=batch.name)
@@ -444,7 +484,10 @@ def test_the_emulated_gemini_batch_takes_a_few_polls_as_the_sdk_sees_it():
         emu.batches.polls = 2
         states, results, cancelled, missing = asyncio.run(lifecycle(emu))
     assert states == ["JOB_STATE_PENDING", *["JOB_STATE_RUNNING"] * 3, "JOB_STATE_SUCCEEDED"]
-    answers = {item["key"]: item["response"]["candidates"][0]["content"]["parts"][0]["text"] for item in map(json.loads, results.splitlines())}
+    answers = {
+        item["key"]: item["response"]["candidates"][0]["content"]["parts"][0]["text"]
+        for item in map(json.loads, results.splitlines())
+    }
     assert answers == {"r1": "done 1", "r2": "done 2"}
     assert cancelled == "JOB_STATE_CANCELLED" and missing == 404
 
@@ -478,14 +521,18 @@ def test_a_google_genai_without_the_request_converter_fails_the_rows_with_a_type
         results = run(emu, 2, API["gemini"])
         assert emu.batches.created == []  # nothing sent
     assert len(results) == 2
-    assert all(isinstance(r.error.exception, BatchError) and "google-genai" in r.error.message for r in results)
+    assert all(
+        isinstance(r.error.exception, BatchError) and "google-genai" in r.error.message for r in results
+    )
 
 
 def test_a_gemini_attachment_travels_in_the_batch_file_as_its_bytes(tmp_path):
     import base64
 
     image = tmp_path / "dot.png"
-    image.write_bytes(b"\x89PNG\r\n\x1a\n" + bytes(range(256)) * 64)  # its base64 has + and / in URL-safe form
+    image.write_bytes(
+        b"\x89PNG\r\n\x1a\n" + bytes(range(256)) * 64
+    )  # its base64 has + and / in URL-safe form
     with Emulator(default=lambda r: f"done {order_in(r)}") as emu:
         model = API["gemini"].model_at(emu)
         rows_ = [{"text": "order 1", "img": str(image)}]
@@ -493,5 +540,7 @@ def test_a_gemini_attachment_travels_in_the_batch_file_as_its_bytes(tmp_path):
         parts = emu.batches.batches[emu.batches.created[0]].lines[0]["request"]["contents"][0]["parts"]
     inline = next(p["inlineData"] for p in parts if "inlineData" in p)
     assert base64.urlsafe_b64decode(inline["data"]) == image.read_bytes()
-    assert (inline.get("mimeType") or inline.get("mime_type")) == "image/png"  # as google-genai writes it live
+    assert (
+        inline.get("mimeType") or inline.get("mime_type")
+    ) == "image/png"  # as google-genai writes it live
     assert results[0].ok

@@ -22,7 +22,9 @@ def lookup(order: int) -> dict:
 
 def emulated(emu: Emulator):
     # SDK retries off: the map's own retries and pool pause are what is under test
-    return get_async_model(MODEL, key="sk-test", base_url=emu.base_url + "/v1", max_retries=0)
+    return get_async_model(
+        MODEL, key="sk-test", base_url=emu.base_url + "/v1", max_retries=0, profile="openai"
+    )
 
 
 async def run(emu: Emulator, count: int, **kwargs):
@@ -77,7 +79,9 @@ async def test_a_stalled_call_times_out_and_the_row_is_retried(emulator: Emulato
     emulator.add(Stall(30, after_events=0), Stall(30, after_events=3))
     emulator.default = answer_with_tool
     rows = [{"text": f"order {n}"} for n in range(6)]
-    model = get_async_model(MODEL, key="sk-test", base_url=emulator.base_url + "/v1", max_retries=0, timeout=0.5)
+    model = get_async_model(
+        MODEL, key="sk-test", base_url=emulator.base_url + "/v1", max_retries=0, timeout=0.5, profile="openai"
+    )
     results = [
         r
         async for r in model.amap(

@@ -58,7 +58,7 @@ def test_map_batches_returns_value_and_error_columns(local_ray, emulator: Emulat
             "prompt": "Extract: {text}",
             "schema": schema,
             "tools": [lookup],
-            "model_options": {"key": "sk-test", "base_url": emulator.base_url + "/v1"},
+            "model_options": {"key": "sk-test", "base_url": emulator.base_url + "/v1", "profile": "openai"},
         },
         compute=ray.data.ActorPoolStrategy(size=2),
         batch_size=10,

@@ -73,6 +73,8 @@ def _argv(emulator: Emulator, tmp_path: Any, *extra: str) -> list[str]:
         "openai/gpt-4.1-mini",
         "--base-url",
         emulator.base_url + "/v1",
+        "--profile",
+        "openai",  # the emulator plays OpenAI
         "--key",
         KEY,
         "--functions",

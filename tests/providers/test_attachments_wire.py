@@ -36,14 +36,20 @@ def ask(*parts: Any) -> list[Message]:
 
 
 def chat(emu: Emulator, model: str = "gpt-4.1", *, path: str = "/v1", **kwargs: Any) -> Any:
+    """The chat adapter at the emulator, which plays OpenAI (`profile="openai"`) unless a provider is named."""
+    settings = kwargs if "provider" in kwargs else {"profile": "openai", **kwargs}
     return opened(
-        openai_chat.create_client(model, key="sk-test", base_url=emu.base_url + path, max_retries=1, **kwargs)
+        openai_chat.create_client(
+            model, key="sk-test", base_url=emu.base_url + path, max_retries=1, **settings
+        )
     )
 
 
 def responses(emu: Emulator, model: str = "gpt-4.1") -> Any:
     return opened(
-        openai_responses.create_client(model, key="sk-test", base_url=emu.base_url + "/v1", max_retries=1)
+        openai_responses.create_client(
+            model, key="sk-test", base_url=emu.base_url + "/v1", max_retries=1, profile="openai"
+        )
     )
 
 

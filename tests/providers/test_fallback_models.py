@@ -28,7 +28,13 @@ def weather(city: str) -> dict[str, object]:
 def _models(emu: Emulator, **kwargs: object) -> cf.Model:
     second = cf.get_model(SECOND, key="sk-ant-test", base_url=emu.base_url, max_retries=0)
     return cf.get_model(
-        FIRST, key="sk-test", base_url=emu.base_url + "/v1", max_retries=1, fallback=[second], **kwargs
+        FIRST,
+        key="sk-test",
+        base_url=emu.base_url + "/v1",
+        max_retries=1,
+        fallback=[second],
+        profile="openai",  # the emulator plays OpenAI
+        **kwargs,
     )
 
 
@@ -66,7 +72,9 @@ def test_a_tool_chain_finishes_on_the_second_model(emulator: Emulator, faults: l
 def test_the_strategy_is_chosen_again_for_the_fallback_model(emulator: Emulator) -> None:
     emulator.add(Fault(500), "Rome: 19 C.", '{"city": "Rome", "temp_c": 19}')
     second = cf.get_model("ollama/llama3.2", base_url=emulator.base_url + "/v1", max_retries=0)
-    model = cf.get_model(FIRST, key="k", base_url=emulator.base_url + "/v1", max_retries=0, fallback=[second])
+    model = cf.get_model(
+        FIRST, key="k", base_url=emulator.base_url + "/v1", max_retries=0, fallback=[second], profile="openai"
+    )
     chain = model.chain("Weather?", tools=[weather], schema="city, temp_c int", stream=False)
     assert chain.value == {"city": "Rome", "temp_c": 19}
     assert [(c.model, c.strategy) for c in chain.responses] == [

@@ -2,8 +2,10 @@
 
 It answers `response_format: json_schema` with HTTP 500 ("Input should be 'text' or 'json_object'"),
 ignores tools sent without `tool_choice`, and fails on `tool_choice: "required"` and on streamed
-tool calls under "auto". Chains with tools and a schema must still end in a valid value, through
-`openai/` (profile: native) and `llamacpp/` (conservative compatible profile) alike.
+tool calls under "auto". Chains with tools and a schema must still end in a valid value through
+`llamacpp/` (its compatible profile), `openai/` as it comes (a foreign base URL: the generic
+compatible profile) and `openai/` told it is OpenAI (`profile="openai"`, as behind a proxy: what
+the server refuses is learned at run time).
 """
 
 from __future__ import annotations
@@ -59,7 +61,7 @@ def test_the_scripted_server_behaves_like_llama_cpp_python() -> None:
 def test_openai_model_falls_back_to_deferred_then_json_object_with_schema() -> None:
     script = [tool_call("get_weather", city="Paris"), "Paris is 18 C.", '{"city": "Paris", "temp_c": 18}']
     with Emulator(script, quirks=LLAMA_CPP_PYTHON) as emu:
-        model = cf.get_model("openai/gpt-4.1-mini", base_url=emu.base_url + "/v1", key="x")
+        model = cf.get_model("openai/gpt-4.1-mini", base_url=emu.base_url + "/v1", key="x", profile="openai")
         chain = model.chain("Weather in Paris?", tools=[get_weather], schema=SCHEMA)
         list(chain)  # a reader: the calls stream, and learn that tool calls cannot
         assert chain.value == {"city": "Paris", "temp_c": 18.0}
@@ -75,7 +77,7 @@ def test_openai_model_falls_back_to_deferred_then_json_object_with_schema() -> N
 
     # the model object remembers: the next chain sends nothing the server refuses
     with Emulator(script, quirks=LLAMA_CPP_PYTHON) as emu:
-        again = cf.get_model("openai/gpt-4.1-mini", base_url=emu.base_url + "/v1", key="x")
+        again = cf.get_model("openai/gpt-4.1-mini", base_url=emu.base_url + "/v1", key="x", profile="openai")
         again.fallbacks = model.fallbacks  # same memory, new server
         assert again.chain("Paris?", tools=[get_weather], schema=SCHEMA).value["temp_c"] == 18.0
     assert len(emu.requests) == 3
@@ -132,7 +134,7 @@ def test_a_refused_forced_tool_choice_is_sent_once_and_the_chain_goes_on() -> No
         '{"city": "Rome", "temp_c": 24.5}',
     ]
     with Emulator(script, quirks=LLAMA_CPP_PYTHON) as emu:
-        model = cf.get_model("openai/gpt-4.1-mini", base_url=emu.base_url + "/v1", key="x")
+        model = cf.get_model("openai/gpt-4.1-mini", base_url=emu.base_url + "/v1", key="x", profile="openai")
         chain = model.chain(
             "Weather in Rome?", tools=[get_weather], schema=SCHEMA, strategy="tool", stream=False
         )
@@ -181,3 +183,39 @@ async def test_a_500_naming_a_rejected_field_is_a_rejection_sent_once() -> None:
         await client.aclose()
     assert len(emu.requests) == 1
     assert (error.kind, error.retryable) == ("bad_request", False)
+
+
+BOUNDED = {
+    "type": "object",
+    "properties": {"city": {"type": "string", "maxLength": 20}, "temp_c": {"type": "number"}},
+    "required": ["city", "temp_c"],
+}
+
+
+@pytest.mark.parametrize("told", [None, "openai"], ids=["as-it-comes", "told-openai"])
+def test_openai_model_at_a_foreign_url_keeps_the_schema_the_servers_grammar_enforces(told) -> None:
+    """`openai/` at a server that is not OpenAI's gets a compatible profile: tool schemas without
+    `strict`, and `maxLength` stays in the schema of the json_object fallback (the server's grammar
+    enforces it). Told it is OpenAI, it sends strict schemas and moves the keyword into the
+    description, as OpenAI's strict mode needs."""
+
+    def reply(request: RecordedRequest) -> object:
+        last = request.json["messages"][-1]
+        if request.json.get("response_format"):
+            return '{"city": "Paris", "temp_c": 18}'
+        return "Paris is 18 C." if last["role"] == "tool" else tool_call("get_weather", city="Paris")
+
+    settings = {"profile": told} if told else {}
+    with Emulator(default=reply, quirks=LLAMA_CPP_PYTHON) as emu:
+        model = cf.get_model("openai/gpt-4.1-mini", base_url=emu.base_url + "/v1", key="x", **settings)
+        chain = model.chain("Weather in Paris?", tools=[get_weather], schema=BOUNDED)
+        list(chain)
+        assert chain.value == {"city": "Paris", "temp_c": 18}
+    bodies = [r.body for r in emu.requests]
+    strict = {t["function"].get("strict") for b in bodies for t in b.get("tools", [])}
+    city = bodies[-1]["response_format"]["schema"]["properties"]["city"]
+    if told is None:
+        assert strict == {None} and city["maxLength"] == 20
+        assert "prompt_cache_key" not in bodies[0]  # OpenAI's own field: not sent to another server
+    else:
+        assert strict == {True} and "maxLength" not in city and "20" in city["description"]

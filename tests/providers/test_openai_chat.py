@@ -369,7 +369,7 @@ def test_openai_chat_odd_fields_are_dropped_not_a_crash() -> None:
 
 def test_tool_schemas_are_converted_once_per_tool_and_copied_per_request(monkeypatch) -> None:
     made = OpenAIChatClient(
-        "gpt-4.1-mini", settings=ClientSettings("openai", base_url="http://x/v1", key=KEY)
+        "gpt-4.1-mini", settings=ClientSettings("openai", base_url="http://x/v1", key=KEY), profile="openai"
     )
     converted: list[str] = []
     original = made.in_dialect

@@ -33,7 +33,7 @@ pytestmark = pytest.mark.usefixtures("openai_isolated")
 
 def client(emu: Emulator, model: str = "gpt-4.1-mini", retries: int = 2) -> OpenAIResponsesClient:
     settings = ClientSettings("openai", base_url=emu.base_url + "/v1", key=KEY, max_retries=retries)
-    return OpenAIResponsesClient(model, settings=settings)
+    return OpenAIResponsesClient(model, settings=settings, profile="openai")  # the emulator plays OpenAI
 
 
 async def test_openai_responses_text_usage_and_request(emulator: Emulator) -> None:

@@ -30,7 +30,9 @@ def _anthropic(emu: Emulator) -> cf.Model:
 
 
 def _openai(emu: Emulator) -> cf.Model:
-    return cf.get_model("openai/gpt-4.1-mini", key="sk-test", base_url=emu.base_url + "/v1", max_retries=0)
+    return cf.get_model(
+        "openai/gpt-4.1-mini", key="sk-test", base_url=emu.base_url + "/v1", max_retries=0, profile="openai"
+    )
 
 
 def _marked(body: dict[str, object]) -> list[str]:
@@ -115,7 +117,7 @@ async def test_bedrock_cache_points_where_the_model_takes_them(emulator: Emulato
 
 async def test_openai_responses_sends_the_key_and_reads_the_cache(emulator: Emulator) -> None:
     client = responses_client(
-        "gpt-4.1-mini", base_url=emulator.base_url + "/v1", key="sk-test", max_retries=0
+        "gpt-4.1-mini", base_url=emulator.base_url + "/v1", key="sk-test", max_retries=0, profile="openai"
     )
     emulator.add("one", "two")
     messages = [Message.system(SYSTEM), Message.user("Hi")]

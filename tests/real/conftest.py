@@ -50,7 +50,8 @@ def llama_server() -> Iterator[str]:
         pytest.skip(f"the SmolLM2 GGUF is not in the cache at {GGUF} (scripts/real-servers.sh)")
     port = _free_port()
     argv = [str(PYTHON), "-m", "llama_cpp.server", "--model", str(GGUF), "--host", "127.0.0.1"]
-    argv += ["--port", str(port), "--chat_format", "chatml-function-calling", "--n_ctx", "2048"]
+    # n_ctx 4096: room for a map row's whole conversation (2048 was once too few; SmolLM2 takes 8192)
+    argv += ["--port", str(port), "--chat_format", "chatml-function-calling", "--n_ctx", "4096"]
     log = open(CACHE / "server.log", "wb")  # noqa: SIM115 - open for the server's lifetime
     server = subprocess.Popen(argv, stdout=log, stderr=subprocess.STDOUT)
     base = f"http://127.0.0.1:{port}/v1"

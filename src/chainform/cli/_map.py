@@ -24,6 +24,8 @@ from chainform.cli._options import (
     chain_limit_option,
     count_option,
     model_option,
+    profile_option,
+    provider_settings,
     strategy_option,
     timeout_option,
 )
@@ -192,6 +194,7 @@ ATTACH_HELP = (
 @click.option("--key", help="API key (else environment, else `chainform keys set`).")
 @click.option("--base-url", help="Provider endpoint (OpenAI-compatible servers, proxies).")
 @timeout_option
+@profile_option
 @click.option("-n", "--no-log", is_flag=True, help="Do not write the chains to the log.")
 @money_options("Stop starting rows once the run has cost this (USD); --resume runs the rest.")
 @click.option(
@@ -241,6 +244,7 @@ def map_command(
     key: str | None,
     base_url: str | None,
     timeout: Any,
+    profile: str | None,
     no_log: bool,
     price: tuple[Decimal, Decimal] | None,
     max_cost: Decimal | None,
@@ -282,10 +286,10 @@ def map_command(
         raise click.UsageError("--fallback does not run with --ray yet")
     if attach_field is not None and ray_address is not None:
         raise click.UsageError("--attach does not run with --ray yet")
-    provider_settings = {"timeout": timeout} if timeout is not None else {}
+    model_settings = provider_settings(timeout, profile)
     model = None
     if ray_address is None:
-        model = map_model(name, key=key, base_url=base_url, **fallback_kwargs(fallback), **provider_settings)
+        model = map_model(name, key=key, base_url=base_url, **fallback_kwargs(fallback), **model_settings)
     sink = JsonlSink(output)
     if keep_errors and not resume:
         raise click.UsageError("--keep-errors only applies with --resume")
@@ -337,7 +341,7 @@ def map_command(
                 from chainform.ray import run_job
 
                 for result in run_job(
-                    ray_address, source, name, key, base_url, ray_workers, settings, model_settings=provider_settings
+                    ray_address, source, name, key, base_url, ray_workers, settings, model_settings=model_settings
                 ):
                     commit(result)
             else:

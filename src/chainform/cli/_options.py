@@ -70,6 +70,31 @@ class TimeoutParam(click.ParamType["Timeout"]):
             self.fail(str(exc), param, ctx)
 
 
+def _profile_name(ctx: click.Context, param: click.Parameter, value: str | None) -> str | None:
+    """Checked when given (the profiles load only then): "openai" or a compatible server's name."""
+    if value is not None:
+        from chainform.clients.profiles.openai import COMPAT_SERVERS
+
+        if value != "openai" and value not in COMPAT_SERVERS:
+            names = ", ".join(("openai", *COMPAT_SERVERS))
+            raise click.BadParameter(f"{value!r} is not a profile: name one of {names}")
+    return value
+
+
+profile_option = click.option(
+    "--profile",
+    callback=_profile_name,
+    help="What the server at --base-url can do: 'openai' (a proxy in front of OpenAI) or a compatible "
+    "server's name (vllm, llamacpp, ollama...); default: OpenAI's at OpenAI, a compatible server's elsewhere.",
+)
+
+
+def provider_settings(timeout: Any, profile: str | None) -> dict[str, Any]:
+    """The model's settings from --timeout and --profile, only those given."""
+    given = {"timeout": timeout, "profile": profile}
+    return {name: value for name, value in given.items() if value is not None}
+
+
 timeout_option = click.option(
     "--timeout",
     type=TimeoutParam(),

@@ -23,6 +23,8 @@ from chainform.cli._options import (
     choice_option,
     count_option,
     model_option,
+    profile_option,
+    provider_settings,
     strategy_option,
     timeout_option,
 )
@@ -205,6 +207,7 @@ def open_log(*, required: bool, wanted: bool) -> Store | None:
 @click.option("--key", help="API key for this call (else environment, else `chainform keys set`).")
 @click.option("--base-url", help="Provider endpoint (OpenAI-compatible servers, proxies).")
 @timeout_option
+@profile_option
 @click.option("-u", "--usage", "show_usage", is_flag=True, help="Print token usage and cost (stderr).")
 @money_options("End the chain between calls once it has cost this (USD).")
 @click.option(
@@ -238,6 +241,7 @@ def prompt_command(
     key: str | None,
     base_url: str | None,
     timeout: Any,
+    profile: str | None,
     show_usage: bool,
     price: tuple[Decimal, Decimal] | None,
     max_cost: Decimal | None,
@@ -274,7 +278,7 @@ def prompt_command(
 
     name = model_name or default_model()
     apply_price(name, price)
-    settings = {"timeout": timeout} if timeout is not None else {}
+    settings = provider_settings(timeout, profile)
     model = resolve_model(name, key=key, base_url=base_url, **fallback_kwargs(fallback), **settings)
     response = model.chain(
         text,

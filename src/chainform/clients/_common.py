@@ -83,7 +83,7 @@ class AdapterClient(MediaAdapter, BaseChatClient):
         model: str,
         sdk: Any = None,
         *,
-        profile: ModelProfile | None = None,
+        profile: ModelProfile | str | None = None,
         middleware: Sequence[Middleware] = (),
         secret: str | None = None,
         provider: str | None = None,
@@ -92,6 +92,8 @@ class AdapterClient(MediaAdapter, BaseChatClient):
     ) -> None:
         self.provider = provider or self.provider
         self.timeout = Timeout.of(timeout)
+        if isinstance(profile, str):  # a name is resolved by the OpenAI-compatible adapters only
+            raise ValueError(f"profile={profile!r}: {self.provider} models take a ModelProfile, not a name")
         super().__init__(profile=profile or self.default_profile(model), middleware=middleware)
         self.model = model
         self.base_url = base_url

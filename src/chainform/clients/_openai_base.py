@@ -18,7 +18,13 @@ from chainform.clients._common import AdapterClient, import_sdk
 from chainform.clients._errors import StreamGuard, is_rejection, refuses_forced_choice, retry_after
 from chainform.clients._timeouts import http_hooks
 from chainform.clients.base import Middleware
-from chainform.clients.profiles.openai import COMPAT_SERVERS, is_foreign_url, openai_profile
+from chainform.clients.profiles.openai import (
+    COMPAT_SERVERS,
+    compatible_profile,
+    is_foreign_url,
+    named_profile,
+    openai_profile,
+)
 from chainform.errors import ProviderError, SchemaError, UnsupportedOptionError
 from chainform.keys import get_key, remember_url, require_key
 from chainform.types import (
@@ -141,13 +147,15 @@ class OpenAIBaseClient(AdapterClient):
         model: str,
         *,
         settings: ClientSettings | None = None,
-        profile: ModelProfile | None = None,
+        profile: ModelProfile | str | None = None,
         sdk_client: Any = None,
         middleware: Sequence[Middleware] = (),
     ) -> None:
         # set before the base class: it looks the profile up through default_profile (self.settings)
         self.settings = settings = settings or ClientSettings(provider="openai")
         self._tool_schemas: dict[int, tuple[ToolSpec, dict[str, Any], bool]] = {}
+        if isinstance(profile, str):
+            profile = self.named_profile(profile, model)
         super().__init__(
             model,
             sdk_client,
@@ -170,13 +178,22 @@ class OpenAIBaseClient(AdapterClient):
 
         return OpenAIBatches(self, self.batch_endpoint)
 
-    def default_profile(self, model: str) -> ModelProfile:
-        """The profile of a model when none is given: its OpenAI family's; at a foreign base URL
-        the tool-call turn carries content "" (compatible servers may type content as a string)."""
-        profile = openai_profile(model, self.settings.provider)
-        if self.settings.provider == "openai" and is_foreign_url(self.settings.base_url):
+    def named_profile(self, name: str, model: str) -> ModelProfile:
+        """`profile="openai"` or a compatible server's name ("vllm", "llamacpp"...): that profile; at
+        a base URL not OpenAI's the tool-call turn carries content "" (compatible servers and
+        proxies may type content as a string)."""
+        profile = named_profile(name, model, self.settings.provider)
+        if is_foreign_url(self.settings.base_url):
             return profile.replace(empty_tool_turn_content=True)
         return profile
+
+    def default_profile(self, model: str) -> ModelProfile:
+        """The profile of a model when none is given: its OpenAI family's at OpenAI (and Azure);
+        `openai/MODEL` at any other base URL gets a compatible server's (`compatible_profile`)."""
+        s = self.settings
+        if s.provider == "openai" and s.base_url is not None and is_foreign_url(s.base_url):
+            return compatible_profile(model, s.base_url)
+        return openai_profile(model, s.provider)
 
     def _build_sdk(self) -> Any:
         """The `openai.AsyncOpenAI` (or `AsyncAzureOpenAI`) client."""

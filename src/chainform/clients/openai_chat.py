@@ -45,7 +45,7 @@ class OpenAIChatClient(OpenAIBaseClient):
         model: str,
         *,
         settings: ClientSettings | None = None,
-        profile: types.ModelProfile | None = None,
+        profile: types.ModelProfile | str | None = None,
         max_tokens_param: str = "max_completion_tokens",
         sdk_client: Any = None,
         middleware: Sequence[Middleware] = (),
@@ -266,13 +266,16 @@ def create_client(
     key: str | None = None,
     base_url: str | None = None,
     provider: str = "openai",
-    profile: types.ModelProfile | None = None,
+    profile: types.ModelProfile | str | None = None,
     middleware: Sequence[Middleware] = (),
     **settings: Any,
 ) -> OpenAIChatClient:
     """The registry's entry point for "openai/…", "azure/<deployment>", "azure-ai/<deployment>"
     and compatible servers.
 
+    `profile`: a ModelProfile, or a name: "openai" (OpenAI's own profile, e.g. for a proxy in front
+    of OpenAI) or a compatible server's ("vllm", "llamacpp"...); by default OpenAI's at OpenAI and
+    a compatible server's elsewhere (`profiles.openai.compatible_profile`).
     `settings`: max_retries, timeout, default_headers, and for Azure api_version and
     azure_ad_token_provider (an Entra ID token callable, used instead of a key; "azure-ai" too).
     """

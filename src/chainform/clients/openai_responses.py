@@ -20,7 +20,7 @@ from chainform.clients._openai_base import (
     make_settings,
     reject_unsupported_content,
 )
-from chainform.clients.profiles.openai import openai_profile, responses_profile
+from chainform.clients.profiles.openai import responses_profile
 
 _INCOMPLETE = {
     "max_output_tokens": types.FinishReason.LENGTH,
@@ -32,8 +32,11 @@ class OpenAIResponsesClient(OpenAIBaseClient):
     """A ChatClient speaking the Responses API through the official `openai` SDK."""
 
     def default_profile(self, model: str) -> types.ModelProfile:
-        """The model's OpenAI family profile, less what the Responses API has no field for."""
-        return responses_profile(openai_profile(model, self.settings.provider))
+        """The chat API's choice of profile, less what the Responses API has no field for."""
+        return responses_profile(super().default_profile(model))
+
+    def named_profile(self, name: str, model: str) -> types.ModelProfile:
+        return responses_profile(super().named_profile(name, model))
 
     batch_endpoint = "/v1/responses"
 

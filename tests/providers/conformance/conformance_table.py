@@ -60,10 +60,19 @@ class Row:
 _GEMINI: dict[str, Any] = {"retry_initial_delay": 0.01, "retry_jitter": 0}  # it ignores Retry-After
 _BEDROCK = {"region": "us-east-1"}
 _CACHED = frozenset({"cache_read_input_tokens"})
+_AS_OPENAI = {"profile": "openai"}
 
 ROWS: tuple[Row, ...] = (
-    Row("openai-chat", "openai/gpt-4.1-mini", "openai-chat", "native", "native"),
-    Row("openai-responses", "openai-responses/gpt-4.1-mini", "openai-responses", "native", "native"),
+    # the emulator plays OpenAI itself: at a base URL not OpenAI's, `profile="openai"` says so
+    Row("openai-chat", "openai/gpt-4.1-mini", "openai-chat", "native", "native", settings=_AS_OPENAI),
+    Row(
+        "openai-responses",
+        "openai-responses/gpt-4.1-mini",
+        "openai-responses",
+        "native",
+        "native",
+        settings=_AS_OPENAI,
+    ),
     Row(
         "azure",
         "azure/gpt-4.1-mini",

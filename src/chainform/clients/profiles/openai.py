@@ -2,7 +2,8 @@
 
 OpenAI profiles are chosen by model family (a name prefix), so a new dated snapshot of a known
 family gets the family's profile. Compatible servers get a conservative profile: no strict mode,
-and schema-with-tools off, because what they enforce depends on the server and the model.
+and schema-with-tools off, because what they enforce depends on the server and the model; so does
+`openai/MODEL` at a base URL that is not OpenAI's (`compatible_profile`).
 """
 
 from __future__ import annotations
@@ -196,6 +197,38 @@ COMPAT_SERVERS: dict[str, CompatServer] = {
         ),
     )
 }
+
+
+_LOCAL_HOSTS = frozenset({"localhost", "127.0.0.1", "0.0.0.0", "::1"})
+
+
+def compatible_profile(model: str, base_url: str) -> ModelProfile:
+    """The profile of `openai/MODEL` at a server that is not OpenAI's: a known server's when the URL
+    is its default address on this machine (llama.cpp on :8080, Ollama on :11434...), otherwise the
+    generic compatible one: no strict mode, no schema with tools, and a forced tool choice sent
+    when asked but not trusted (a server that ignores or refuses it is learned at run time, and the
+    tool strategy's rescue takes over). The provider stays "openai", the prefix the user named."""
+    from urllib.parse import urlsplit
+
+    url = urlsplit(base_url)
+    for server in COMPAT_SERVERS.values():
+        known = urlsplit(server.base_url)
+        if known.hostname in _LOCAL_HOSTS and url.hostname in _LOCAL_HOSTS and known.port == url.port:
+            return server.profile.replace(name=model, provider="openai")
+    return _COMPAT_BASE.replace(name=model, provider="openai")
+
+
+def named_profile(name: str, model: str, provider: str = "openai") -> ModelProfile:
+    """A profile by name, for a server its URL does not tell apart: "openai" (OpenAI's family
+    profile, e.g. a proxy or gateway in front of OpenAI) or a compatible server's ("vllm",
+    "llamacpp", "ollama", ...)."""
+    if name == "openai":
+        return openai_profile(model, provider)
+    server = COMPAT_SERVERS.get(name)
+    if server is None:
+        names = ", ".join(repr(n) for n in ("openai", *COMPAT_SERVERS))
+        raise ValueError(f"unknown profile {name!r}: name one of {names}, or give a ModelProfile")
+    return server.profile.replace(name=model, provider=provider)
 
 
 def is_foreign_url(base_url: str | None) -> bool:
