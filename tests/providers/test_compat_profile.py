@@ -25,7 +25,9 @@ def test_a_foreign_base_url_gets_the_generic_compatible_profile() -> None:
     assert profile.schema_dialect == "jsonschema" and not profile.supports_strict_schema
     assert not profile.supports_tools_with_schema and not profile.prompt_cache_key
     assert profile.empty_tool_turn_content  # content "" on a tool-call turn, as compatible servers take it
-    assert profile.supports_tool_choice_required  # sent when asked; a refusal is learned at run time
+    assert profile.supports_tool_choice_required  # tool_mode="required" is sent when asked...
+    assert profile.tool_choice_untrusted  # ...but not relied on
+    assert cf.output.select_strategy(profile, has_tools=True) == "deferred"
 
 
 @pytest.mark.parametrize(

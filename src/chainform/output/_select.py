@@ -55,7 +55,8 @@ def native_format(profile: ModelProfile, fallbacks: Mapping[str, str]) -> str | 
 def can_force_tools(profile: ModelProfile, fallbacks: Mapping[str, str]) -> bool:
     """Whether a call can be made to call a tool (the output tool): the profile says the server
     honours a forced tool choice, and the server has not refused one at run time."""
-    return profile.supports_tools and profile.supports_tool_choice_required and "tool_choice" not in fallbacks
+    trusted = profile.supports_tool_choice_required and not profile.tool_choice_untrusted
+    return profile.supports_tools and trusted and "tool_choice" not in fallbacks
 
 
 def select_strategy(
@@ -93,6 +94,8 @@ def _pick(profile: ModelProfile, has_tools: bool, refused: Mapping[str, str]) ->
         return "native", "model supports tools together with a native schema"
     if can_force_tools(profile, refused):
         return "tool", "model supports tools but not tools together with a schema"
+    if profile.supports_tools and profile.tool_choice_untrusted and "tool_choice" not in refused:
+        return "deferred", "a forced tool call is not relied on at this server, nor tools with a schema"
     if profile.supports_tools:
         return "deferred", "model cannot be made to call the output tool, nor combine tools and a schema"
     return "deferred", "model cannot combine tools and a schema in one turn"

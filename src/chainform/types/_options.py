@@ -231,6 +231,9 @@ class ModelProfile:
     supports_json_schema: bool = False
     supports_tools_with_schema: bool = False
     supports_tool_choice_required: bool = True
+    # a forced tool choice is sent when the caller asks, but the output strategies do not rely on it
+    # (a server nothing is known of may ignore it): `auto` does not pick the output tool
+    tool_choice_untrusted: bool = False
     supports_strict_schema: bool = False
     supports_streaming: bool = True
     supports_seed: bool = False

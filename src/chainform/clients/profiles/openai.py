@@ -206,8 +206,9 @@ def compatible_profile(model: str, base_url: str) -> ModelProfile:
     """The profile of `openai/MODEL` at a server that is not OpenAI's: a known server's when the URL
     is its default address on this machine (llama.cpp on :8080, Ollama on :11434...), otherwise the
     generic compatible one: no strict mode, no schema with tools, and a forced tool choice sent
-    when asked but not trusted (a server that ignores or refuses it is learned at run time, and the
-    tool strategy's rescue takes over). The provider stays "openai", the prefix the user named."""
+    when asked but not relied on (`auto` with tools and a schema picks deferred; an explicit `tool`
+    goes on as deferred when the model never calls the output tool). The provider stays "openai",
+    the prefix the user named."""
     from urllib.parse import urlsplit
 
     url = urlsplit(base_url)
@@ -215,7 +216,7 @@ def compatible_profile(model: str, base_url: str) -> ModelProfile:
         known = urlsplit(server.base_url)
         if known.hostname in _LOCAL_HOSTS and url.hostname in _LOCAL_HOSTS and known.port == url.port:
             return server.profile.replace(name=model, provider="openai")
-    return _COMPAT_BASE.replace(name=model, provider="openai")
+    return _COMPAT_BASE.replace(name=model, provider="openai", tool_choice_untrusted=True)
 
 
 def named_profile(name: str, model: str, provider: str = "openai") -> ModelProfile:
