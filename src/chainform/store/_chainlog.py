@@ -32,7 +32,7 @@ from chainform._lineage import Lineage, current_chain
 from chainform.store._attachments import Attached, url_key
 from chainform.store._records import ToolCallRecord, ToolResultRecord, new_id
 from chainform.store._rows import Rows, known_schema, rows_of, schema_id
-from chainform.store._serialize import to_jsonable
+from chainform.store._serialize import dumps, looks_secret, redact, to_jsonable
 
 if TYPE_CHECKING:
     from chainform.store._store import Store
@@ -97,6 +97,7 @@ class ChainLogger:
         else:
             self.schema_id = schema_id(schema)
         self._calls: list[_Noted] = []
+        self._options: tuple[dict[str, Any], str] | None = None  # the last summary and its JSON
         self._attached: list[Attached] = []
         self.attach(attachments, store=attachments_store)
 
@@ -140,6 +141,21 @@ class ChainLogger:
             call.response_id = rid
         except Exception as exc:  # never lose the chain's result because the log failed
             warnings.warn(f"chainform: could not log a model call: {exc}", stacklevel=2)
+
+    def options_json(self, summary: dict[str, Any]) -> str:
+        """The logged JSON of an options summary, redacted (`_rows`); a chain's calls mostly
+        share one, encoded once. Only a mapping (extras, a schema that is not the chain's) can
+        hold a secret-looking key: a summary without one is encoded as it is."""
+        known = self._options
+        if known is not None and known[0] == summary:
+            return known[1]
+        plain = "schema" not in summary.get("response_format", ()) and all(
+            (k in _FLAT_OPTIONS or not isinstance(v, dict | list | tuple)) and not looks_secret(k)
+            for k, v in summary.items()
+        )
+        text = dumps(summary if plain else redact(summary))
+        self._options = (summary, text)
+        return text
 
     def _take(self) -> list[_Noted]:
         noted, self._calls = self._calls, []
@@ -199,7 +215,7 @@ class _Call:
     __slots__ = (
         "agent_name", "chain_id", "conversation_id", "conversation_name", "created_at",
         "duration_ms", "error", "format_context", "format_context_policy", "id", "messages",
-        "model", "options", "parent_chain_id", "parent_conversation_id", "parent_tool_call_id",
+        "model", "options", "options_json", "parent_chain_id", "parent_conversation_id", "parent_tool_call_id",
         "parsed", "prompt", "purpose", "schema", "schema_id", "seq", "strategy", "system", "text",
         "tool_calls", "tool_results", "usage",
     )  # fmt: skip
@@ -220,6 +236,7 @@ class _Call:
         self.system = logger.system
         self.messages = call.messages
         self.options = options_summary(call.options, logger.schema, logger.schema_id)
+        self.options_json = logger.options_json(self.options)
         self.schema = logger.schema
         self.schema_id = logger.schema_id
         self.text = call.text
@@ -242,6 +259,10 @@ class _Call:
         self.parent_tool_call_id = link.parent_call_id if link else None
         self.agent_name = link.agent if link else None
 
+
+_FLAT_OPTIONS = frozenset({"tools", "response_format", "tool_mode"})
+"""Summary entries whose mappings have only the summary's own keys (a list of names, two fixed
+dicts): nothing in them for `redact` to mask."""
 
 _unsaved: weakref.WeakSet[ChainLogger] = weakref.WeakSet()
 

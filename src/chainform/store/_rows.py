@@ -228,7 +228,7 @@ def _response_rows(rows: Rows, record: LoggedCall, sid: str | None, encoded: Enc
             record.prompt,
             record.system,
             messages_to_json(record.messages, encoded, blobs),
-            dumps(redact(record.options)),
+            getattr(record, "options_json", None) or dumps(redact(record.options)),
             sid,
             record.text or "",
             dumps(record.parsed) if record.parsed is not None else None,
