@@ -9,6 +9,7 @@ import json
 import sqlite3
 import time
 from collections.abc import Sequence
+from itertools import chain
 from decimal import Decimal
 from typing import Any, Protocol
 
@@ -189,22 +190,17 @@ def storable_rows(rows: Rows) -> Rows:
     """`rows` as the log writes them (`storable_row`: loaded keys masked, text SQLite can encode),
     but for a schema's (stored as hashed). All their text is looked at once first: a chain's rows
     rarely need either."""
-    texts = "\x00".join(
-        [
-            v
-            for name, params in rows.items()
-            if name != "schemas"
-            for row in params
-            for v in row
-            if isinstance(v, str)
-        ]
-    )
+    tables = (params for name, params in rows.items() if name != "schemas")
+    texts = "\x00".join(filter(_is_text, chain.from_iterable(chain.from_iterable(tables))))
     if texts.isascii() and not mentions_secret(texts):
         return rows
     return {
         name: params if name == "schemas" else [storable_row(r) for r in params]
         for name, params in rows.items()
     }
+
+
+_is_text = str.__instancecheck__  # isinstance(v, str), without a Python loop over the values
 
 
 def _conversation_rows(rows: Rows, cid: str, model: str, name: str | None) -> Rows:
