@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import sqlite3
 import time
+from datetime import date
+from decimal import Decimal
 from types import SimpleNamespace
 
 from pydantic import BaseModel
@@ -16,9 +18,9 @@ from pydantic import BaseModel
 import chainform as cf
 from chainform.store import Store, _ids, new_id
 from chainform.store import _journal as journal
-from chainform.store._chainlog import options_summary
+from chainform.store._chainlog import ChainLogger, options_summary
 from chainform.store._rows import Rows, rows_of
-from chainform.store._serialize import _MESSAGES, dumps, message_to_dict, messages_to_json
+from chainform.store._serialize import _MESSAGES, dumps, message_to_dict, messages_to_json, redact
 from chainform.testing import ScriptedClient, tool_call
 from chainform.types import (
     DataContent,
@@ -128,6 +130,48 @@ def test_messages_encoded_once_per_chain_are_the_list_encoding() -> None:
     lone = Message.assistant("half a pair: \ud83d")  # UTF-8 cannot encode it: the json module's way
     assert messages_to_json([lone]) == f"[{dumps(message_to_dict(lone))}]"
     assert messages_to_json([]) == "[]"
+
+
+def test_plain_parts_encode_as_the_union_does() -> None:
+    from chainform.types._content import ErrorContent, UriContent
+
+    odd = object()  # not JSON: both write its str()
+    parts = [
+        UriContent("https://x.test/a.png", "image/png"),
+        ErrorContent("broke", "E1"),
+        FunctionCallContent("c", "f", {"when": odd, "n": 1.5}, None, 2),
+        FunctionResultContent(
+            "c", [odd, {"k": None}, Decimal("1.10"), date(2026, 1, 2), (1, "a")], "bad", "f"
+        ),
+        TextContent('naïve ☀ "q"'),
+    ]
+    messages = [Message("assistant", parts), Message("tool", [FunctionResultContent("c", b"\x00")])]
+    assert messages_to_json(messages) == _MESSAGES.dump_json(messages, fallback=str).decode()
+
+
+def test_options_json_is_the_redacted_summary_and_reuses_only_equal_settings() -> None:
+    schema = {"type": "object", "properties": {"api_key": {"type": "string"}}}
+    other = {"type": "object", "properties": {"token": {"type": "string"}}}
+    logger = ChainLogger(Store(), "m", prompt=None, system=None, schema=schema, format_context_policy=None)
+    fmt = cf.types.ResponseFormat("json_schema", schema, "A")
+    cases = [
+        cf.types.ChatOptions(response_format=fmt, temperature=0.5, cache_key="01abc"),
+        cf.types.ChatOptions(response_format=fmt, temperature=0.5, cache_key="01abc"),  # equal: reused
+        cf.types.ChatOptions(response_format=cf.types.ResponseFormat("json_schema", schema, "A")),
+        cf.types.ChatOptions(response_format=cf.types.ResponseFormat("json_schema", other, "B")),
+        cf.types.ChatOptions(
+            stop_sequences=["x"], additional_properties={"api_key": "sk-1", "n": {"auth": 1}}
+        ),
+        cf.types.ChatOptions(tool_mode=cf.types.ToolMode("required", "f"), seed=3),
+    ]
+    for options in cases:
+        fmt_schema = options.response_format.schema if options.response_format else None
+        summary = options_summary(options, schema, logger.schema_id)
+        assert logger.options_of(options) == (summary, dumps(redact(summary)))
+        assert (fmt_schema is schema) == ("schema_id" in summary.get("response_format", {}))
+    text = logger.options_of(cases[4])[1]
+    assert "sk-1" not in text and '"auth":"[redacted]"' in text
+    assert '"token":"[redacted]"' in logger.options_of(cases[3])[1]
 
 
 def _ulid_parts(rid: str) -> tuple[int, int]:

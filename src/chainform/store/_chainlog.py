@@ -97,7 +97,8 @@ class ChainLogger:
         else:
             self.schema_id = schema_id(schema)
         self._calls: list[_Noted] = []
-        self._options: tuple[dict[str, Any], str] | None = None  # the last summary and its JSON
+        self._options: tuple[dict[str, Any], dict[str, Any], str] | None = None  # the last options'
+        # set fields, their summary and its JSON
         self._attached: list[Attached] = []
         self.attach(attachments, store=attachments_store)
 
@@ -142,20 +143,27 @@ class ChainLogger:
         except Exception as exc:  # never lose the chain's result because the log failed
             warnings.warn(f"chainform: could not log a model call: {exc}", stacklevel=2)
 
-    def options_json(self, summary: dict[str, Any]) -> str:
-        """The logged JSON of an options summary, redacted (`_rows`); a chain's calls mostly
-        share one, encoded once. Only a mapping (extras, a schema that is not the chain's) can
-        hold a secret-looking key: a summary without one is encoded as it is."""
+    def options_of(self, options: ChatOptions) -> tuple[dict[str, Any], str]:
+        """The logged summary of a call's options and its JSON, redacted (`_rows`). A chain's
+        calls mostly carry the same settings (the same tools, format and key): those are
+        summarized and encoded once. Only a mapping (extras, a schema that is not the chain's)
+        can hold a secret-looking key: a summary without one is encoded as it is."""
+        fields = options.set_fields()
         known = self._options
-        if known is not None and known[0] == summary:
-            return known[1]
+        if (
+            known is not None
+            and known[0] == fields
+            and known[0].get("response_format") is fields.get("response_format")
+        ):
+            return known[1], known[2]
+        summary = _summary(fields, self.schema, self.schema_id)
         plain = "schema" not in summary.get("response_format", ()) and all(
             (k in _FLAT_OPTIONS or not isinstance(v, dict | list | tuple)) and not looks_secret(k)
             for k, v in summary.items()
         )
         text = dumps(summary if plain else redact(summary))
-        self._options = (summary, text)
-        return text
+        self._options = (fields, summary, text)
+        return summary, text
 
     def _take(self) -> list[_Noted]:
         noted, self._calls = self._calls, []
@@ -235,8 +243,7 @@ class _Call:
         self.prompt = logger.prompt
         self.system = logger.system
         self.messages = call.messages
-        self.options = options_summary(call.options, logger.schema, logger.schema_id)
-        self.options_json = logger.options_json(self.options)
+        self.options, self.options_json = logger.options_of(call.options)
         self.schema = logger.schema
         self.schema_id = logger.schema_id
         self.text = call.text
@@ -289,8 +296,12 @@ def options_summary(
     """The options of a call as logged: tool names instead of tools; a response format names the
     chain's schema (`schema`, stored once under `sid`) by its id instead of repeating it in every
     row. Secrets are redacted when the row is written (`_rows`)."""
+    return _summary(options.set_fields(), schema, sid)
+
+
+def _summary(fields: dict[str, Any], schema: dict[str, Any] | None, sid: str | None) -> dict[str, Any]:
     out: dict[str, Any] = {}
-    for key, value in options.set_fields().items():
+    for key, value in fields.items():
         if key == "cache_key":  # the conversation's (or map run's) id again
             continue
         if key == "tools":

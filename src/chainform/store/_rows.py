@@ -9,8 +9,8 @@ import json
 import sqlite3
 import time
 from collections.abc import Sequence
-from itertools import chain
 from decimal import Decimal
+from itertools import chain
 from typing import Any, Protocol
 
 from chainform._json import content_id

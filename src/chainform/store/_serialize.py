@@ -196,7 +196,7 @@ dispatch (about a third of a message's encoding)."""
 
 def _contents_json(contents: list[Content]) -> str:
     if all(type(c) in _PLAIN for c in contents):
-        return to_json(contents, fallback=str).decode()
+        return to_json(contents, fallback=str, bytes_mode="base64").decode()
     return _CONTENTS.dump_json(contents, fallback=str).decode()
 
 
