@@ -36,13 +36,14 @@ def _free_port() -> int:
 
 
 @pytest.fixture(scope="session")
-def llama_log() -> Path:
-    """The server's output (uvicorn's access log: one line a request it answered)."""
-    return CACHE / "server.log"
+def llama_log(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The server's output (uvicorn's access log: one line a request it answered), this session's
+    own: two runs at once must not count each other's requests."""
+    return tmp_path_factory.mktemp("llama") / "server.log"
 
 
 @pytest.fixture(scope="session")
-def llama_server() -> Iterator[str]:
+def llama_server(llama_log: Path) -> Iterator[str]:
     """The server's base URL (…/v1)."""
     if not PYTHON.exists() or subprocess.run([PYTHON, "-c", "import llama_cpp.server"]).returncode:
         pytest.skip(f"llama-cpp-python[server] is not built at {PYTHON} (scripts/real-servers.sh)")
@@ -52,7 +53,7 @@ def llama_server() -> Iterator[str]:
     argv = [str(PYTHON), "-m", "llama_cpp.server", "--model", str(GGUF), "--host", "127.0.0.1"]
     # n_ctx 4096: room for a map row's whole conversation (2048 was once too few; SmolLM2 takes 8192)
     argv += ["--port", str(port), "--chat_format", "chatml-function-calling", "--n_ctx", "4096"]
-    log = open(CACHE / "server.log", "wb")  # noqa: SIM115 - open for the server's lifetime
+    log = open(llama_log, "wb")  # noqa: SIM115 - open for the server's lifetime
     server = subprocess.Popen(argv, stdout=log, stderr=subprocess.STDOUT)
     base = f"http://127.0.0.1:{port}/v1"
     try:
@@ -63,7 +64,7 @@ def llama_server() -> Iterator[str]:
                 break
             except OSError:
                 if server.poll() is not None or time.monotonic() > deadline:
-                    pytest.fail(f"the server did not start (see {CACHE / 'server.log'})")
+                    pytest.fail(f"the server did not start (see {llama_log})")
                 time.sleep(0.5)
         yield base
     finally:
