@@ -24,10 +24,8 @@ from chainform.cli._options import (
     chain_limit_option,
     count_option,
     model_option,
-    profile_option,
-    provider_settings,
+    provider_options,
     strategy_option,
-    timeout_option,
 )
 from chainform.cli._otel import otel_option, start_tracing
 from chainform.cli._prompt import FALLBACK_HELP, fallback_kwargs, open_log, parse_options
@@ -193,8 +191,7 @@ ATTACH_HELP = (
 @click.option("--option", "option_pairs", type=(str, str), multiple=True, help="Model option KEY VALUE.")
 @click.option("--key", help="API key (else environment, else `chainform keys set`).")
 @click.option("--base-url", help="Provider endpoint (OpenAI-compatible servers, proxies).")
-@timeout_option
-@profile_option
+@provider_options
 @click.option("-n", "--no-log", is_flag=True, help="Do not write the chains to the log.")
 @money_options("Stop starting rows once the run has cost this (USD); --resume runs the rest.")
 @click.option(
@@ -243,8 +240,7 @@ def map_command(
     option_pairs: tuple[tuple[str, str], ...],
     key: str | None,
     base_url: str | None,
-    timeout: Any,
-    profile: str | None,
+    provider_settings: dict[str, Any],
     no_log: bool,
     price: tuple[Decimal, Decimal] | None,
     max_cost: Decimal | None,
@@ -286,10 +282,9 @@ def map_command(
         raise click.UsageError("--fallback does not run with --ray yet")
     if attach_field is not None and ray_address is not None:
         raise click.UsageError("--attach does not run with --ray yet")
-    model_settings = provider_settings(timeout, profile)
     model = None
     if ray_address is None:
-        model = map_model(name, key=key, base_url=base_url, **fallback_kwargs(fallback), **model_settings)
+        model = map_model(name, key=key, base_url=base_url, **fallback_kwargs(fallback), **provider_settings)
     sink = JsonlSink(output)
     if keep_errors and not resume:
         raise click.UsageError("--keep-errors only applies with --resume")
@@ -341,7 +336,7 @@ def map_command(
                 from chainform.ray import run_job
 
                 for result in run_job(
-                    ray_address, source, name, key, base_url, ray_workers, settings, model_settings=model_settings
+                    ray_address, source, name, key, base_url, ray_workers, settings, model_settings=provider_settings
                 ):
                     commit(result)
             else:

@@ -4,8 +4,9 @@ bounded count, a choice), their default shown in `--help`."""
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable, Sequence
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar, cast
 
 import click
 
@@ -81,7 +82,7 @@ def _profile_name(ctx: click.Context, param: click.Parameter, value: str | None)
     return value
 
 
-profile_option = click.option(
+_profile_option = click.option(
     "--profile",
     callback=_profile_name,
     help="What the server at --base-url can do: 'openai' (a proxy in front of OpenAI) or a compatible "
@@ -89,16 +90,23 @@ profile_option = click.option(
 )
 
 
-def provider_settings(timeout: Any, profile: str | None) -> dict[str, Any]:
-    """The model's settings from --timeout and --profile, only those given."""
-    given = {"timeout": timeout, "profile": profile}
-    return {name: value for name, value in given.items() if value is not None}
-
-
-timeout_option = click.option(
+_timeout_option = click.option(
     "--timeout",
     type=TimeoutParam(),
     default=None,
     help="Provider call timeouts in seconds: READ (how long the server may send nothing; default 120) "
     "or CONNECT,READ (connect default 10). A call past either fails with exit 3.",
 )
+
+
+def provider_options(command: F) -> F:
+    """--timeout and --profile (how the provider is called, prompt and map alike), handed to the
+    command as one `provider_settings` dict of those given."""
+
+    @functools.wraps(command)
+    def with_settings(*args: Any, timeout: Any = None, profile: str | None = None, **kwargs: Any) -> Any:
+        given = {"timeout": timeout, "profile": profile}
+        settings = {name: value for name, value in given.items() if value is not None}
+        return command(*args, provider_settings=settings, **kwargs)
+
+    return _timeout_option(_profile_option(cast(F, with_settings)))

@@ -23,10 +23,8 @@ from chainform.cli._options import (
     choice_option,
     count_option,
     model_option,
-    profile_option,
-    provider_settings,
+    provider_options,
     strategy_option,
-    timeout_option,
 )
 from chainform.cli._otel import otel_option, start_tracing
 from chainform.cli._output import echo_json, format_json
@@ -206,8 +204,7 @@ def open_log(*, required: bool, wanted: bool) -> Store | None:
 @click.option("--cid", "--conversation", "cid", help="Continue the conversation with this id.")
 @click.option("--key", help="API key for this call (else environment, else `chainform keys set`).")
 @click.option("--base-url", help="Provider endpoint (OpenAI-compatible servers, proxies).")
-@timeout_option
-@profile_option
+@provider_options
 @click.option("-u", "--usage", "show_usage", is_flag=True, help="Print token usage and cost (stderr).")
 @money_options("End the chain between calls once it has cost this (USD).")
 @click.option(
@@ -240,8 +237,7 @@ def prompt_command(
     cid: str | None,
     key: str | None,
     base_url: str | None,
-    timeout: Any,
-    profile: str | None,
+    provider_settings: dict[str, Any],
     show_usage: bool,
     price: tuple[Decimal, Decimal] | None,
     max_cost: Decimal | None,
@@ -278,8 +274,7 @@ def prompt_command(
 
     name = model_name or default_model()
     apply_price(name, price)
-    settings = provider_settings(timeout, profile)
-    model = resolve_model(name, key=key, base_url=base_url, **fallback_kwargs(fallback), **settings)
+    model = resolve_model(name, key=key, base_url=base_url, **fallback_kwargs(fallback), **provider_settings)
     response = model.chain(
         text,
         system=system,

@@ -12,9 +12,8 @@ mapping only:
   applies the one retry/status policy and classifies `ProviderError.kind` (`_errors.py`).
 
 `AdapterClient._stream` runs them in that order; `pump` keeps translation bugs apart from SDK
-failures, bounds each wait on the SDK by `self.timeout` (`_timeouts.py`) and closes the stream.
-Option checks, SDK import, key lookup, the lazily built SDK client, profile lookup and the partial
-response of a broken stream live here once.
+failures, bounds each wait on the SDK by `self.timeout` (`_timeouts.py`) and closes the stream. Option
+checks, SDK import, key lookup, the lazy SDK client, profile lookup and a broken stream's partial response live here.
 """
 
 from __future__ import annotations
@@ -71,8 +70,7 @@ class AdapterClient(MediaAdapter, BaseChatClient):
     the profile (given, or looked up in the family's table), option checks, the guarded stream loop
     (`timeout`: the connect and idle-read timeouts of every call, `Timeout.of`; 10 s / 120 s).
 
-    A subclass names its provider and its profile table (`clients/profiles/<family>.py`).
-    """
+    A subclass names its provider and its profile table (`clients/profiles/<family>.py`)."""
 
     provider: str = "unknown"
     known_models: ClassVar[Mapping[str, ModelProfile]] = {}
