@@ -37,10 +37,10 @@ media = MediaSupport(types=frozenset({PDF}))
 def make():
     if name == "openai-chat":
         from chainform.clients.openai_chat import create_client
-        return create_client("gpt-4.1", key="sk-test", base_url=base_url + "/v1", max_retries=0)
+        return create_client("gpt-4.1", key="sk-test", base_url=base_url + "/v1", max_retries=0, profile="openai")
     if name == "openai-responses":
         from chainform.clients.openai_responses import create_client
-        return create_client("gpt-4.1", key="sk-test", base_url=base_url + "/v1", max_retries=0)
+        return create_client("gpt-4.1", key="sk-test", base_url=base_url + "/v1", max_retries=0, profile="openai")
     if name == "anthropic":
         from chainform.clients.anthropic import create_client
         return create_client("claude-sonnet-4-5", key="sk-ant-test", base_url=base_url, max_retries=0)

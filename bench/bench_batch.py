@@ -47,7 +47,8 @@ def run(rows: int, model_name: str, batch: bool) -> dict[str, Any]:
 
     with Emulator(default=answer, record=False) as emu:
         root = emu.base_url + ("/v1" if model_name.startswith("openai") else "")
-        model = get_model(model_name, base_url=root, key="sk-bench", max_retries=0)
+        openai = {"profile": "openai"} if model_name.startswith("openai") else {}  # the emulator plays OpenAI
+        model = get_model(model_name, base_url=root, key="sk-bench", max_retries=0, **openai)
         inputs = [{"text": f"order {n}"} for n in range(rows)]
         extra: dict[str, Any] = {"batch": True, "batch_poll": 0.0} if batch else {"concurrency": 32}
         started = time.perf_counter()

@@ -144,7 +144,8 @@ def sdk_stream_runner(base_url: str, schema: bool) -> Runner:
 def chainform_runner(base_url: str, schema: bool, log: bool = True) -> Runner:
     import chainform as cf
 
-    model = cf.get_model(f"openai/{MODEL}", base_url=base_url, key="bench")
+    # the loopback server plays OpenAI (at a base URL not OpenAI's, chainform would assume less)
+    model = cf.get_model(f"openai/{MODEL}", base_url=base_url, key="bench", profile="openai")
 
     def run() -> Any:
         chain = model.chain(PROMPT, tools=[get_weather], schema=Answer if schema else None, log=log)

@@ -82,7 +82,7 @@ async def chainform(base_url: str, rows: int, concurrency: int, log: bool) -> li
     model = _MODELS.get(base_url)
     if model is None:
         model = _MODELS[base_url] = cf.get_async_model(
-            f"openai/{MODEL}", base_url=base_url, key="bench", max_retries=0
+            f"openai/{MODEL}", base_url=base_url, key="bench", max_retries=0, profile="openai"
         )
     results = model.amap(
         [PROMPT] * rows, tools=[get_weather], schema=Answer, concurrency=concurrency, log=log

@@ -89,7 +89,7 @@ def sdk_runner(base_url: str) -> Runner:
 def chainform_runner(base_url: str, *, log: bool, partial: bool = False) -> Runner:
     import chainform as cf
 
-    model = cf.get_model(f"openai/{MODEL}", base_url=base_url, key="bench")
+    model = cf.get_model(f"openai/{MODEL}", base_url=base_url, key="bench", profile="openai")  # plays OpenAI
 
     def run() -> Any:
         chain = model.prompt("Items?", schema=Items, log=log)
