@@ -51,7 +51,8 @@ class Api:
         return emu.base_url + self.suffix
 
     def model_at(self, emu: Emulator) -> Any:
-        return get_model(self.model, base_url=self.url(emu), key="sk-test")
+        openai = {"profile": "openai"} if self.model.startswith("openai/") else {}  # the emulator plays OpenAI
+        return get_model(self.model, base_url=self.url(emu), key="sk-test", **openai)
 
 
 API = {
@@ -418,7 +419,7 @@ def test_map_status_of_an_unknown_run_is_a_clear_error():
 
 def test_the_responses_endpoint_runs_a_tool_chain_through_batches():
     with Emulator(default=answer) as emu:
-        model = get_model("openai-responses/gpt-4.1-mini", base_url=emu.base_url + "/v1", key="sk-test")
+        model = get_model("openai-responses/gpt-4.1-mini", base_url=emu.base_url + "/v1", key="sk-test", profile="openai")
         settings = {"prompt": "Extract: {text}", "tools": [lookup], "schema": "id int, total float"}
         results = list(model.map(rows(6), batch=True, batch_poll=0, **settings))
         endpoints = {emu.batches.batches[b].body["endpoint"] for b in emu.batches.created}
