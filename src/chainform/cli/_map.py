@@ -210,7 +210,7 @@ ATTACH_HELP = (
 @click.option(
     "--batch",
     is_flag=True,
-    help="Send the rows through the provider's batch API (OpenAI, Anthropic; about half price, within 24h).",
+    help="Send the rows through the provider's batch API (OpenAI, Anthropic, Gemini; about half price, within 24h).",
 )
 @click.option(
     "--batch-poll", type=click.FloatRange(min=0), default=5.0, show_default=True, help="Seconds between polls."

@@ -74,10 +74,10 @@ class TimeoutParam(click.ParamType["Timeout"]):
 def _profile_name(ctx: click.Context, param: click.Parameter, value: str | None) -> str | None:
     """Checked when given (the profiles load only then): "openai" or a compatible server's name."""
     if value is not None:
-        from chainform.clients.profiles.openai import COMPAT_SERVERS
+        from chainform.clients.profiles.openai import PROFILE_NAMES
 
-        if value != "openai" and value not in COMPAT_SERVERS:
-            names = ", ".join(("openai", *COMPAT_SERVERS))
+        if value not in PROFILE_NAMES:
+            names = ", ".join(PROFILE_NAMES)
             raise click.BadParameter(f"{value!r} is not a profile: name one of {names}")
     return value
 

@@ -119,8 +119,9 @@ class CompatServer:
     profile: ModelProfile
     example: str
 
-    def profile_for(self, model: str) -> ModelProfile:
-        return self.profile.replace(name=model, provider=self.provider)
+    def profile_for(self, model: str, provider: str | None = None) -> ModelProfile:
+        """This server's profile for `model`, under its own provider name or the one given."""
+        return self.profile.replace(name=model, provider=provider or self.provider)
 
 
 # Images go as image_url (a text-only model on the server refuses them); PDFs are converted locally.
@@ -199,6 +200,7 @@ COMPAT_SERVERS: dict[str, CompatServer] = {
 }
 
 
+PROFILE_NAMES = ("openai", *COMPAT_SERVERS)  # what `profile=` and `--profile` take by name
 _LOCAL_HOSTS = frozenset({"localhost", "127.0.0.1", "0.0.0.0", "::1"})
 
 
@@ -215,7 +217,7 @@ def compatible_profile(model: str, base_url: str) -> ModelProfile:
     for server in COMPAT_SERVERS.values():
         known = urlsplit(server.base_url)
         if known.hostname in _LOCAL_HOSTS and url.hostname in _LOCAL_HOSTS and known.port == url.port:
-            return server.profile.replace(name=model, provider="openai")
+            return server.profile_for(model, "openai")
     return _COMPAT_BASE.replace(name=model, provider="openai", tool_choice_untrusted=True)
 
 
@@ -225,11 +227,10 @@ def named_profile(name: str, model: str, provider: str = "openai") -> ModelProfi
     "llamacpp", "ollama", ...)."""
     if name == "openai":
         return openai_profile(model, provider)
-    server = COMPAT_SERVERS.get(name)
-    if server is None:
-        names = ", ".join(repr(n) for n in ("openai", *COMPAT_SERVERS))
+    if name not in PROFILE_NAMES:
+        names = ", ".join(repr(n) for n in PROFILE_NAMES)
         raise ValueError(f"unknown profile {name!r}: name one of {names}, or give a ModelProfile")
-    return server.profile.replace(name=model, provider=provider)
+    return COMPAT_SERVERS[name].profile_for(model, provider)
 
 
 def is_foreign_url(base_url: str | None) -> bool:
