@@ -38,7 +38,7 @@ def _spool_file(home: Path) -> Path:
 def test_a_sync_chain_is_one_spool_record_read_back_whole(home: Path) -> None:
     _chain("sunny")
     data = _spool_file(home).read_bytes()
-    assert data.count(b"\n2 {") == 1 and data.endswith(b"}\n")  # one record, the journal's format
+    assert data.count(b"\n3 [") == 1 and data.endswith(b"]\n")  # one compact record (store/_compact.py)
     records = Store().recent(None)
     assert [r.seq for r in records] == [1, 0] and records[0].text == "sunny"
     assert _spool_file(home).stat().st_size == 0  # emptied once its rows were committed

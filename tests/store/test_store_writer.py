@@ -35,9 +35,9 @@ def write_threads(monkeypatch: pytest.MonkeyPatch) -> list[str]:
     threads: list[str] = []
     original, original_stage, original_append = rows.insert_calls, journal.stage, Spool.append
 
-    def append_spy(spool: Spool, staged: rows.Rows) -> None:
+    def append_spy(spool: Spool, fmt: int, record: bytes) -> None:
         threads.append(threading.current_thread().name)
-        original_append(spool, staged)
+        original_append(spool, fmt, record)
 
     def spy(db: sqlite3.Connection, records: list[CallRecord]) -> list[str]:
         threads.append(threading.current_thread().name)

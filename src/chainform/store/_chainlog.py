@@ -26,41 +26,19 @@ import weakref
 from collections.abc import Sequence
 from contextvars import ContextVar
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, NamedTuple, Protocol
+from typing import TYPE_CHECKING, Any
 
-from chainform._lineage import Lineage, current_chain
+from chainform._lineage import current_chain
+from chainform.store import _compact
 from chainform.store._attachments import Attached, url_key
+from chainform.store._compact import LoggableCall, Noted
 from chainform.store._records import ToolCallRecord, ToolResultRecord, new_id
 from chainform.store._rows import Rows, known_schema, rows_of, schema_id
 from chainform.store._serialize import dumps, looks_secret, redact, to_jsonable
 
 if TYPE_CHECKING:
     from chainform.store._store import Store
-    from chainform.types import ChatOptions, ChatResponse, FunctionResultContent, Message, UsageDetails
-
-
-class LoggableCall(Protocol):
-    """What the logger reads from a chain's call (chain/_records.ModelCall has these fields); the
-    store describes it here rather than import the chain layer above it."""
-
-    purpose: str
-    strategy: str | None
-    messages: list[Message]
-    options: ChatOptions
-    response: ChatResponse | None
-    parsed: Any
-    duration_ms: float
-    error: str | None
-    tool_results: list[FunctionResultContent]
-    format_context: str | None
-    response_id: str | None  # set to the record's id once logged
-    model: str | None  # the model that made the call (a fallback model's name), None: the chain's
-
-    @property
-    def text(self) -> str: ...
-
-    @property
-    def usage(self) -> UsageDetails: ...  # with its cost
+    from chainform.types import ChatOptions, UsageDetails
 
 
 naming: ContextVar[tuple[str, str] | None] = ContextVar("chainform_conversation_name", default=None)
@@ -96,9 +74,9 @@ class ChainLogger:
             self.schema_id = known_schema(*schema_content)
         else:
             self.schema_id = schema_id(schema)
-        self._calls: list[_Noted] = []
-        self._options: tuple[dict[str, Any], dict[str, Any], str] | None = None  # the last options'
-        # set fields, their summary and its JSON
+        self._calls: list[Noted] = []
+        self._options: tuple[dict[str, Any], dict[str, Any], dict[str, Any], str] | None = None
+        # the last options' set fields, summary, redacted summary and its JSON
         self._attached: list[Attached] = []
         self.attach(attachments, store=attachments_store)
 
@@ -137,7 +115,7 @@ class ChainLogger:
             if not self._calls:
                 _unsaved.add(self)
             self._calls.append(
-                _Noted(call, rid, seq, created_at, link, name, run.conversation_id, run.chain_id)
+                Noted(call, rid, seq, created_at, link, name, run.conversation_id, run.chain_id)
             )
             call.response_id = rid
         except Exception as exc:  # never lose the chain's result because the log failed
@@ -148,6 +126,16 @@ class ChainLogger:
         calls mostly carry the same settings (the same tools, format and key): those are
         summarized and encoded once. Only a mapping (extras, a schema that is not the chain's)
         can hold a secret-looking key: a summary without one is encoded as it is."""
+        known = self._summarized(options)
+        return known[1], known[3]
+
+    def logged_options(self, options: ChatOptions) -> tuple[dict[str, Any], str]:
+        """The summary as the log holds it (redacted) and its JSON."""
+        known = self._summarized(options)
+        return known[2], known[3]
+
+    def _summarized(self, options: ChatOptions) -> tuple[dict[str, Any], dict[str, Any], dict[str, Any], str]:
+        """(set fields, summary, summary redacted, its JSON), worked out once for equal settings."""
         fields = options.set_fields()
         known = self._options
         if (
@@ -155,22 +143,22 @@ class ChainLogger:
             and known[0] == fields
             and known[0].get("response_format") is fields.get("response_format")
         ):
-            return known[1], known[2]
+            return known
         summary = _summary(fields, self.schema, self.schema_id)
         plain = "schema" not in summary.get("response_format", ()) and all(
             (k in _FLAT_OPTIONS or not isinstance(v, dict | list | tuple)) and not looks_secret(k)
             for k, v in summary.items()
         )
-        text = dumps(summary if plain else redact(summary))
-        self._options = (fields, summary, text)
-        return summary, text
+        safe = summary if plain else redact(summary)
+        self._options = known = (fields, summary, safe, dumps(safe))
+        return known
 
-    def _take(self) -> list[_Noted]:
+    def _take(self) -> list[Noted]:
         noted, self._calls = self._calls, []
         _unsaved.discard(self)
         return noted
 
-    def _rows(self, noted: list[_Noted]) -> Rows:
+    def _rows(self, noted: list[Noted]) -> Rows:
         return rows_of([_Call(self, n) for n in noted], self._attached)
 
     async def committed(self, in_place: bool = False) -> None:
@@ -181,6 +169,8 @@ class ChainLogger:
         fails, each call is tried alone: one bad call loses no other."""
         noted = self._take()
         if not noted:
+            return
+        if in_place and not self._attached and self._staged(noted):
             return
         write = self._write_in_place if in_place else self._write_by_writer
         try:
@@ -196,24 +186,21 @@ class ChainLogger:
             except Exception as exc:
                 _warn(exc)
 
+    def _staged(self, noted: list[Noted]) -> bool:
+        """Whether `noted` went to the spool as one compact record (store/_compact.py); False
+        for what only the rows can hold, or where the spool could not take it."""
+        chain = _compact.Chain(self.model, self.prompt, self.system, self.schema, self.schema_id, self.policy)
+        try:
+            data = _compact.encode(chain, noted, self.logged_options)
+            return data is not None and self.store.stage_record(_compact.FORMAT, data)
+        except Exception:  # the rows path writes it, or says why it cannot
+            return False
+
     async def _write_by_writer(self, rows: Rows) -> None:
         await asyncio.wrap_future(self.store.submit_rows(rows))
 
     async def _write_in_place(self, rows: Rows) -> None:
         self.store.stage_now(rows)
-
-
-class _Noted(NamedTuple):
-    """A finished call and what the logger learned of it when the engine handed it over."""
-
-    call: LoggableCall
-    id: str
-    seq: int
-    created_at: float
-    link: Lineage | None
-    conversation_name: str | None
-    conversation_id: str
-    chain_id: str
 
 
 class _Call:
@@ -228,7 +215,7 @@ class _Call:
         "tool_calls", "tool_results", "usage",
     )  # fmt: skip
 
-    def __init__(self, logger: ChainLogger, noted: _Noted) -> None:
+    def __init__(self, logger: ChainLogger, noted: Noted) -> None:
         call = noted.call
         response = call.response
         link = noted.link

@@ -12,7 +12,8 @@ failed direct write would have done). Chains that go through the writer thread (
 model.map) are written directly: their commits are shared and off the event loop already.
 
 A journal row holds `_rows.Rows` (statement name -> parameter tuples); `format` 2 added the cost
-column of `responses` (a format-1 row, journaled before, is read with no cost).
+column of `responses` (a format-1 row, journaled before, is read with no cost). Format 3 is a
+sync chain's compact record in the spool (store/_compact.py), turned into rows when it is spread.
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ from typing import Any
 
 from pydantic_core import from_json, to_json
 
+from chainform.store import _compact
 from chainform.store._rows import STATEMENTS, Rows, write_rows
 
 FORMAT = 2
@@ -70,6 +72,8 @@ def put(db: sqlite3.Connection, fmt: int, text: str | bytes) -> bool:
 
 
 def _decode(fmt: int, text: str | bytes) -> Rows:
+    if fmt == _compact.FORMAT:  # a sync chain's record in the spool
+        return _compact.decode(text)
     if fmt not in (1, FORMAT):
         raise ValueError(f"journal format {fmt} is not one this chainform reads")
     data: Any = from_json(text)

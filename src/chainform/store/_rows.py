@@ -74,6 +74,11 @@ def known_schema(text: str, sid: str) -> str:
     return sid
 
 
+def schema_text(sid: str, schema: dict[str, Any]) -> str:
+    """The canonical JSON of `schema`, whose id is `sid` (as just hashed, when it was)."""
+    return _TEXTS.get(sid) or canonical_json(schema)
+
+
 Rows = dict[str, list[tuple[Any, ...]]]
 """What a write puts in the log: for each statement of `STATEMENTS`, its parameter tuples."""
 
@@ -101,7 +106,7 @@ def write_rows(db: sqlite3.Connection, rows: Rows) -> None:
 
 
 def upsert_conversation(db: sqlite3.Connection, cid: str, model: str, name: str | None) -> None:
-    write_rows(db, storable_rows(_conversation_rows({}, cid, model, name)))
+    write_rows(db, storable_rows(_conversation_rows({}, cid, model, name, time.time())))
 
 
 def insert_schema(db: sqlite3.Connection, schema: dict[str, Any]) -> str:
@@ -159,10 +164,12 @@ class LoggedCall(Protocol):
     def schema(self) -> dict[str, Any] | None: ...
 
 
-def rows_of(records: Sequence[LoggedCall], attached: Sequence[Attached] = ()) -> Rows:
+def rows_of(records: Sequence[LoggedCall], attached: Sequence[Attached] = (), at: float | None = None) -> Rows:
     """The rows of calls (a chain's): each conversation and schema once, each message encoded
     once, each attachment (`attached`, and any inline bytes of the messages) once, linked to every
-    call. Every loaded key value is masked in them (`storable_rows`)."""
+    call. Every loaded key value is masked in them (`storable_rows`). `at`: when they were
+    written (a conversation's and a schema's creation time), if not now."""
+    at = time.time() if at is None else at
     rows: Rows = {}
     conversations: set[tuple[str, str, str | None]] = set()
     schemas: set[str] = set()  # a chain's calls share one schema (the logger gave its id)
@@ -172,14 +179,13 @@ def rows_of(records: Sequence[LoggedCall], attached: Sequence[Attached] = ()) ->
         conversation = (record.conversation_id, record.model, record.conversation_name)
         if conversation not in conversations:
             conversations.add(conversation)
-            _conversation_rows(rows, *conversation)
+            _conversation_rows(rows, *conversation, at)
         sid = None
         if record.schema is not None:
             sid = record.schema_id or schema_id(record.schema)
             if sid not in schemas:
                 schemas.add(sid)
-                text = _TEXTS.get(sid) or canonical_json(record.schema)
-                rows.setdefault("schemas", []).append((sid, text, time.time()))
+                rows.setdefault("schemas", []).append((sid, schema_text(sid, record.schema), at))
         _response_rows(rows, record, sid, encoded, blobs)
     if attached or blobs:
         rows.update(attachment_rows(list(attached), blobs, [r.id for r in records]))
@@ -203,8 +209,8 @@ def storable_rows(rows: Rows) -> Rows:
 _is_text = str.__instancecheck__  # isinstance(v, str), without a Python loop over the values
 
 
-def _conversation_rows(rows: Rows, cid: str, model: str, name: str | None) -> Rows:
-    rows.setdefault("conversations", []).append((cid, model, name, time.time()))
+def _conversation_rows(rows: Rows, cid: str, model: str, name: str | None, at: float) -> Rows:
+    rows.setdefault("conversations", []).append((cid, model, name, at))
     if name is not None:
         rows.setdefault("conversation_names", []).append((name, cid))
     return rows

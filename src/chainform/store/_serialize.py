@@ -186,7 +186,7 @@ def _message_json(message: Message, blobs: Blobs | None = None) -> str:
     return out + "}"
 
 
-_PLAIN = frozenset(
+PLAIN_PARTS = frozenset(
     {TextContent, TextReasoningContent, FunctionCallContent, FunctionResultContent, ErrorContent, UriContent}
 )
 """Parts whose fields are text, numbers and plain JSON values: pydantic_core's inference gives
@@ -195,7 +195,7 @@ dispatch (about a third of a message's encoding)."""
 
 
 def _contents_json(contents: list[Content]) -> str:
-    if all(type(c) in _PLAIN for c in contents):
+    if all(type(c) in PLAIN_PARTS for c in contents):
         return to_json(contents, fallback=str, bytes_mode="base64").decode()
     return _CONTENTS.dump_json(contents, fallback=str).decode()
 

@@ -9,7 +9,8 @@ takes half of it): the bytes are in the kernel's page cache when the chain retur
 what SQLite's WAL at `synchronous = NORMAL` gives a commit too; both survive the process being
 killed (`kill -9`), neither a power cut.
 
-Each record is a line, `FORMAT JSON` (the journal's format and `_rows.Rows`), a newline before and after it, so a record cut
+Each record is a line, `FORMAT JSON` (a chain's `_rows.Rows` in the journal's format, or its
+compact record, store/_compact.py), a newline before and after it, so a record cut
 short when its process died (a write the chain never returned from) spoils only itself. Readers
 drain the spool before anything reads the tables (`Store._spread`): inside a write transaction
 of the log and under an exclusive `flock` of the spool, every whole record is written to the
@@ -28,10 +29,7 @@ import warnings
 from collections.abc import Callable
 from pathlib import Path
 
-from pydantic_core import to_json
-
-from chainform.store._journal import FORMAT, put
-from chainform.store._rows import Rows
+from chainform.store._journal import put
 
 try:
     import fcntl
@@ -55,9 +53,10 @@ class Spool:
             self._pid = os.getpid()
         return self._fd
 
-    def append(self, rows: Rows) -> None:
-        """Add `rows` (a chain's, without attachments) as one record."""
-        data = memoryview(b"\n%d %s\n" % (FORMAT, to_json(rows)))
+    def append(self, fmt: int, record: bytes) -> None:
+        """Add a chain's record: its rows as JSON (`FORMAT`, without attachments), or its compact
+        record (`_compact.FORMAT`)."""
+        data = memoryview(b"\n%d %s\n" % (fmt, record))
         fd = self._append_fd()
         fcntl.flock(fd, fcntl.LOCK_SH)
         try:
@@ -105,13 +104,13 @@ def _put(db: sqlite3.Connection, line: bytes) -> bool:
     fmt, _, text = line.partition(b" ")
     if not fmt:
         return False
-    if not fmt.isdigit() or not text.endswith(b"}"):  # cut short by its process's death
+    if not fmt.isdigit() or not text.endswith((b"}", b"]")):  # cut short by its process's death
         warnings.warn("chainform: dropped a chain cut short in the log's spool", stacklevel=5)
         return False
     rid = _FIRST_ID.search(text)
-    if rid and db.execute("SELECT 1 FROM responses WHERE id = ?", (rid[1].decode(),)).fetchone():
+    if rid and db.execute("SELECT 1 FROM responses WHERE id = ?", ((rid[1] or rid[2]).decode(),)).fetchone():
         return False  # written by a reader that died before it emptied the spool
     return put(db, int(fmt), text)
 
 
-_FIRST_ID = re.compile(rb'"responses":\[\["([0-9a-z]{26})"')
+_FIRST_ID = re.compile(rb'^\["([0-9a-z]{26})"|"responses":\[\["([0-9a-z]{26})"')

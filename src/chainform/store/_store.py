@@ -25,11 +25,13 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, TypeVar
 
+from pydantic_core import to_json
+
 from chainform.store._attachments import ORPHAN_FILES
 from chainform.store._damage import as_store_error, check_intact
 from chainform.store._fts import catch_up, ensure_fts, has_fts, search_clause
 from chainform.store._home import create_private, default_path
-from chainform.store._journal import pending, spread, stage
+from chainform.store._journal import FORMAT, pending, spread, stage
 from chainform.store._migrations import MIGRATIONS, migrate, user_version
 from chainform.store._records import CallRecord, SchemaInfo, StoreError
 from chainform.store._rows import (
@@ -209,12 +211,18 @@ class Store:
         """Keep the rows of calls (`rows_of`) on this thread, as one record of the spool
         (store/_spool.py; as a journal row where it cannot be used or files are attached): a sync
         chain that runs alone, and the exit hook (no new thread then)."""
-        if not SPOOLING or "attachments" in rows:
+        if "attachments" in rows or not self.stage_record(FORMAT, to_json(rows)):
             self._write(lambda db: stage(db, rows))
-            return
+
+    def stage_record(self, fmt: int, data: bytes) -> bool:
+        """Append a chain's record in spool format `fmt` (store/_compact.py) on this thread, as
+        `stage_now` does its rows; False where there is no spool (the caller writes rows)."""
+        if not SPOOLING:
+            return False
         if self._db is None or self._pid != os.getpid():
             self.check()  # the log exists, migrated, before its spool
-        self._spool.append(rows)
+        self._spool.append(fmt, data)
+        return True
 
     def _spread(self) -> None:
         """Bring the tables up to date with the journal before a read (a write transaction, only
