@@ -22,7 +22,6 @@ import asyncio
 import atexit
 import time
 import warnings
-import weakref
 from collections.abc import Sequence
 from contextvars import ContextVar
 from pathlib import Path
@@ -75,8 +74,6 @@ class ChainLogger:
         else:
             self.schema_id = schema_id(schema)
         self._calls: list[Noted] = []
-        self._options: tuple[dict[str, Any], dict[str, Any], dict[str, Any], str] | None = None
-        # the last options' set fields, summary, redacted summary and its JSON
         self._attached: list[Attached] = []
         self.attach(attachments, store=attachments_store)
 
@@ -127,30 +124,34 @@ class ChainLogger:
         summarized and encoded once. Only a mapping (extras, a schema that is not the chain's)
         can hold a secret-looking key: a summary without one is encoded as it is."""
         known = self._summarized(options)
-        return known[1], known[3]
+        return known[0], known[2]
 
     def logged_options(self, options: ChatOptions) -> tuple[dict[str, Any], str]:
         """The summary as the log holds it (redacted) and its JSON."""
         known = self._summarized(options)
-        return known[2], known[3]
+        return known[1], known[2]
 
-    def _summarized(self, options: ChatOptions) -> tuple[dict[str, Any], dict[str, Any], dict[str, Any], str]:
-        """(set fields, summary, summary redacted, its JSON), worked out once for equal settings."""
+    def _summarized(self, options: ChatOptions) -> _Summarized:
+        """(summary, summary redacted, its JSON), worked out once for equal settings: the last
+        ones are kept for the next call and the next chain (`_last`)."""
         fields = options.set_fields()
-        known = self._options
-        if (
-            known is not None
-            and known[0] == fields
-            and known[0].get("response_format") is fields.get("response_format")
-        ):
-            return known
+        fields.pop("cache_key", None)  # the conversation's (or map run's) id: not in the summary
+        fmt = fields.get("response_format")
+        own = fmt is not None and fmt.schema is self.schema  # named by the chain's schema id
+        global _last
+        last = _last
+        if last is not None:
+            (known_fields, sid, known_own), known = last
+            if sid == self.schema_id and known_own == own and known_fields == fields:
+                return known  # the same schema (its content address) and the same settings
         summary = _summary(fields, self.schema, self.schema_id)
         plain = "schema" not in summary.get("response_format", ()) and all(
             (k in _FLAT_OPTIONS or not isinstance(v, dict | list | tuple)) and not looks_secret(k)
             for k, v in summary.items()
         )
         safe = summary if plain else redact(summary)
-        self._options = known = (fields, summary, safe, dumps(safe))
+        known = (summary, safe, dumps(safe))
+        _last = ((fields, self.schema_id, own), known)
         return known
 
     def _take(self) -> list[Noted]:
@@ -254,11 +255,18 @@ class _Call:
         self.agent_name = link.agent if link else None
 
 
+_Summarized = tuple[dict[str, Any], dict[str, Any], str]
+_last: tuple[tuple[dict[str, Any], str | None, bool], _Summarized] | None = None
+"""The last options summarized (set fields, the chain's schema id, whether the format is that
+schema) and their summary: a chain's calls, and the chains of one program, mostly repeat the
+same settings."""
+
 _FLAT_OPTIONS = frozenset({"tools", "response_format", "tool_mode"})
 """Summary entries whose mappings have only the summary's own keys (a list of names, two fixed
 dicts): nothing in them for `redact` to mask."""
 
-_unsaved: weakref.WeakSet[ChainLogger] = weakref.WeakSet()
+_unsaved: set[ChainLogger] = set()  # loggers holding calls not yet written (each chain's
+# `committed`, in a finally, takes them; the exit hook writes what a Ctrl-C left)
 
 
 @atexit.register
