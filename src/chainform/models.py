@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import warnings
 from collections.abc import Iterable, Sequence
 from typing import Any, Generic, TypeVar
@@ -18,7 +19,7 @@ from chainform.chain._lineage import traced
 from chainform.chain._records import ChainResult
 from chainform.chain._tools import AfterCall, BeforeCall, is_tool_source, normalize_tools
 from chainform.clients.base import ChatClient
-from chainform.errors import ProviderErrorKind
+from chainform.errors import HomeError, ProviderErrorKind
 from chainform.output import STRATEGIES, OutputSpec
 from chainform.output._fallbacks import Fallbacks
 from chainform.output.strategies._context import ContextPolicy
@@ -31,10 +32,17 @@ R = TypeVar("R", ChainResponse, AsyncChainResponse)
 M = TypeVar("M", "Model", "AsyncModel")
 
 
-def _new_id() -> str:
-    from chainform.store import new_id
+@functools.cache
+def _store() -> Any:
+    """`chainform.store` (it pulls in sqlite3), imported by the first chain: a `from package import
+    name` in a function would run importlib's Python code at every call."""
+    import chainform.store
 
-    return new_id()
+    return chainform.store
+
+
+def _new_id() -> str:
+    return str(_store().new_id())
 
 
 class _Base(Generic[R]):
@@ -190,28 +198,23 @@ class _Base(Generic[R]):
     def _open_store(self) -> Any:
         if self._store is None and not self._store_failed:
             try:
-                from chainform.store import Store, logging_enabled
-
-                if not logging_enabled():  # `chainform logs off`
+                if not _store().logging_enabled():  # `chainform logs off`
                     return None
-                self._store = Store(self._log_path)
+                self._store = _store().Store(self._log_path)
             except Exception as exc:  # logging must never break a chain; say so once
-                from chainform.errors import HomeError
-
                 self._store_failed = True
                 way_on = "" if isinstance(exc, HomeError) else " (move the file aside, or pass log=False)"
                 warnings.warn(f"chainform: logging disabled: {exc}{way_on}", stacklevel=3)
         return self._store
 
     def _logger(self, request: ChainRequest, prepared: Prepared | None = None) -> Any:
-        from chainform.store import ChainLogger, logging_enabled
-
+        api = _store()
         store = self._open_store()
-        if store is not None and not logging_enabled():
+        if store is not None and not api.logging_enabled():
             store = None
         if store is None:
             return None
-        return ChainLogger(
+        return api.ChainLogger(
             store,
             self.name,
             prompt=prepared.text if prepared else request.prompt.text if request.prompt else None,
@@ -232,8 +235,6 @@ class _Base(Generic[R]):
         pending: PendingPrompt | None = None,
     ) -> ChainResult:
         """Run a chain; it returns (or raises) only once the log has committed its calls."""
-        from chainform.store import ChainLogger
-
         prepared = await prepare_request(request, pending, self.profile, events)  # before any call
         run = ChainRun(
             self.client,
@@ -251,7 +252,7 @@ class _Base(Generic[R]):
             try:
                 result = await traced(run)
             finally:
-                if isinstance(run.logger, ChainLogger):
+                if isinstance(run.logger, _store().ChainLogger):
                     await run.logger.committed(in_place=_sync.only_chain())
         if prepared is not None:
             result.attachments = prepared.conversions
@@ -282,9 +283,7 @@ class Model(_Base[ChainResponse]):
     def __exit__(self, *exc: object) -> None:
         self.close()
 
-    def conversation(
-        self, conversation_id: str | None = None, history: Sequence[Message] = ()
-    ) -> Conversation:
+    def conversation(self, conversation_id: str | None = None, history: Sequence[Message] = ()) -> Conversation:
         return Conversation(self, conversation_id, history)
 
     map = map_sync

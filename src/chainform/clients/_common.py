@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import importlib
 import inspect
+import sys
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
 from typing import Any, ClassVar
 
@@ -33,6 +34,7 @@ from chainform.clients._reading import usage_details as usage_details
 from chainform.clients._timeouts import IdleClock
 from chainform.clients.base import BaseChatClient, Middleware
 from chainform.errors import ChainformError, UnsupportedOptionError
+from chainform.keys import require_key
 from chainform.types import (
     ChatOptions,
     ChatResponse,
@@ -51,17 +53,15 @@ from chainform.types import (
 
 
 def import_sdk(module: str, extra: str) -> Any:
-    """Import a provider SDK on first use, saying which extra installs it when it is missing."""
+    """Import a provider SDK on first use (then from sys.modules), naming the extra when it is missing."""
     try:
-        return importlib.import_module(module)
+        return sys.modules.get(module) or importlib.import_module(module)
     except ImportError as exc:
         raise ImportError(f"this adapter needs {module}: pip install 'chainform[{extra}]'") from exc
 
 
 def resolve_key(provider: str, key: str | None, env_var: str) -> str:
     """An explicit key wins, then the environment, then the user's keys file."""
-    from chainform.keys import require_key
-
     return require_key(provider, explicit=key, env_var=env_var)
 
 

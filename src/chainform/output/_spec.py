@@ -8,6 +8,8 @@ import json
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from pydantic import TypeAdapter, ValidationError
+
 from chainform._json import canonical_json, content_id
 from chainform.errors import SchemaError, StructuredOutputGenerationError
 from chainform.output._parse import extract_json
@@ -106,8 +108,6 @@ class OutputSpec:
             )
         if self.python_type is None:
             return data
-        from pydantic import ValidationError
-
         try:
             return self._adapter.validate_python(data)
         except ValidationError as exc:
@@ -120,10 +120,11 @@ class OutputSpec:
 
     @functools.cached_property
     def _adapter(self) -> Any:
-        """The pydantic validator of `python_type`, built once per spec (a map checks every row)."""
-        from pydantic import TypeAdapter
-
-        return TypeAdapter(self.python_type)
+        """The pydantic validator of `python_type`, built once per type (each chain makes its spec)."""
+        try:
+            return _type_adapter(self.python_type)
+        except TypeError:  # an unhashable type (Annotated with a dict in it): built for this spec
+            return TypeAdapter(self.python_type)
 
     def check_text(self, text: str, *, dialect: Dialect | str = "jsonschema") -> Any:
         try:
@@ -151,6 +152,11 @@ class OutputSpec:
 def _title(schema: dict[str, Any]) -> str:
     title = schema.get("title")
     return title if isinstance(title, str) and title else "response"
+
+
+@functools.lru_cache(maxsize=256)
+def _type_adapter(python_type: Any) -> TypeAdapter[Any]:
+    return TypeAdapter(python_type)
 
 
 @functools.lru_cache(maxsize=256)
