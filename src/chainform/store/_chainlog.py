@@ -27,7 +27,7 @@ from contextvars import ContextVar
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from chainform._lineage import current_chain
+from chainform._lineage import Lineage, current_chain
 from chainform.store import _compact
 from chainform.store._attachments import Attached, url_key
 from chainform.store._compact import LoggableCall, Noted
@@ -73,7 +73,9 @@ class ChainLogger:
             self.schema_id = known_schema(*schema_content)
         else:
             self.schema_id = schema_id(schema)
-        self._calls: list[Noted] = []
+        self._calls: list[tuple[LoggableCall, Any, _Context, float]] = []  # (call, run, context, when)
+        self._run: Any = None
+        self._context: _Context = (None, None)
         self._attached: list[Attached] = []
         self.attach(attachments, store=attachments_store)
 
@@ -91,30 +93,15 @@ class ChainLogger:
             self._attached.append(Attached(key, conversion.media_type, size, *how, data, ref))
 
     def __call__(self, call: LoggableCall, run: Any) -> None:
-        """Note `call` (it has its tool results) with what only this moment knows: its id, place,
-        time, and the lineage and conversation name of the context it ran in."""
+        """Note `call` (it has its tool results) and the time; its id and place are given when the
+        chain's calls are written (`_take`). What only this context knows, the lineage and the
+        conversation name, is read once per run: a chain's calls share them."""
         try:
-            # the engine logs from inside the chain's context: its Lineage says whether it is a subagent
-            lineage = current_chain.get()
-            link = (
-                lineage
-                if lineage is not None and lineage.chain_id == run.chain_id and lineage.agent
-                else None
-            )
-            named = naming.get()
-            name = named[1] if named is not None and named[0] == run.conversation_id else None
-            calls = run.calls
-            seq = len(calls) - 1
-            while calls[seq] is not call:  # the engine hands a call over right after the next one
-                seq -= 1
-            created_at = time.time() - call.duration_ms / 1000
-            rid = new_id()
+            if run is not self._run:
+                self._run, self._context = run, _context_of(run)
             if not self._calls:
                 _unsaved.add(self)
-            self._calls.append(
-                Noted(call, rid, seq, created_at, link, name, run.conversation_id, run.chain_id)
-            )
-            call.response_id = rid
+            self._calls.append((call, run, self._context, time.time()))
         except Exception as exc:  # never lose the chain's result because the log failed
             warnings.warn(f"chainform: could not log a model call: {exc}", stacklevel=2)
 
@@ -155,8 +142,21 @@ class ChainLogger:
         return known
 
     def _take(self) -> list[Noted]:
-        noted, self._calls = self._calls, []
+        """The calls noted and not yet written, each given its id (`call.response_id`) and place."""
+        pending, self._calls = self._calls, []
         _unsaved.discard(self)
+        noted = []
+        for call, run, (link, name), at in pending:
+            try:
+                calls = run.calls
+                seq = len(calls) - 1
+                while seq > 0 and calls[seq] is not call:  # handed over right after the next one
+                    seq -= 1
+                call.response_id = rid = new_id()
+                created_at = at - call.duration_ms / 1000
+                noted.append(Noted(call, rid, seq, created_at, link, name, run.conversation_id, run.chain_id))
+            except Exception as exc:  # never lose the chain's result because the log failed
+                _warn(exc)
         return noted
 
     def _rows(self, noted: list[Noted]) -> Rows:
@@ -253,6 +253,18 @@ class _Call:
         self.parent_chain_id = link.parent_chain_id if link else None
         self.parent_tool_call_id = link.parent_call_id if link else None
         self.agent_name = link.agent if link else None
+
+
+_Context = tuple[Lineage | None, str | None]
+
+
+def _context_of(run: Any) -> _Context:
+    """The lineage link (a subagent's chain) and conversation name of the context `run` runs in
+    (the engine notes its calls from inside it)."""
+    lineage = current_chain.get()
+    link = lineage if lineage is not None and lineage.chain_id == run.chain_id and lineage.agent else None
+    named = naming.get()
+    return link, named[1] if named is not None and named[0] == run.conversation_id else None
 
 
 _Summarized = tuple[dict[str, Any], dict[str, Any], str]
