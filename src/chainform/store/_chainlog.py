@@ -143,7 +143,7 @@ class ChainLogger:
 
     def _take(self) -> list[Noted]:
         """The calls noted and not yet written, each given its id (`call.response_id`) and place."""
-        pending, self._calls = self._calls, []
+        pending, self._calls, self._run = self._calls, [], None  # the run holds this logger
         _unsaved.discard(self)
         noted = []
         for call, run, (link, name), at in pending:
