@@ -40,6 +40,22 @@ def quick(n: int) -> int:
     return n + 1
 
 
+def runs_its_own_loop(n: int) -> int:
+    "A sync wrapper around async code."
+    where.append(threading.current_thread().name)
+
+    async def double() -> int:
+        await asyncio.sleep(0)
+        return 2 * n
+
+    return asyncio.run(double())
+
+
+def test_a_tool_inline_can_run_its_own_event_loop() -> None:
+    results = _run(runs_its_own_loop, 3, n=4)
+    assert [r.result for r in results] == [8, 8, 8] and where[1:] == [LOOP, LOOP]
+
+
 def slow(n: int) -> int:
     "Slow."
     where.append(threading.current_thread().name)

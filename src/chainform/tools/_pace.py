@@ -13,7 +13,8 @@ sync tool runs inline only when all of these hold:
   loop the tool holds: `_sync` refuses it with a clear error instead of hanging).
 
 A run that breaks either rule sends the tool to worker threads for good (`Pace.threaded`).
-A tool inline runs in a copy of the chain's context, as `asyncio.to_thread` would run it.
+A tool inline runs in a copy of the chain's context, as `asyncio.to_thread` would run it, and
+sees no running loop (its own `asyncio.run` works, as in a worker thread).
 """
 
 from __future__ import annotations
@@ -48,8 +49,19 @@ class Pace:
 async def run_sync(pace: Pace, fn: Callable[..., Any], *args: Any) -> Any:
     """`fn(*args)` for a sync tool: inline when the rules above allow it, else in a worker thread."""
     if pace.runs and not pace.threaded and _sync.only_chain():
-        return contextvars.copy_context().run(_timed, pace, fn, args)
+        return contextvars.copy_context().run(_inline, pace, fn, args)
     return await asyncio.to_thread(_timed, pace, fn, args)
+
+
+def _inline(pace: Pace, fn: Callable[..., Any], args: tuple[Any, ...]) -> Any:
+    """`_timed` on the loop's thread, the loop hidden as it is from a worker thread: a tool that
+    runs its own `asyncio.run` works inline too."""
+    loop = asyncio._get_running_loop()
+    asyncio._set_running_loop(None)
+    try:
+        return _timed(pace, fn, args)
+    finally:
+        asyncio._set_running_loop(loop)
 
 
 def _timed(pace: Pace, fn: Callable[..., Any], args: tuple[Any, ...]) -> Any:
