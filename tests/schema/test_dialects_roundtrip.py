@@ -77,3 +77,20 @@ def test_openai_strict_emitted_values_have_every_property(docs: list[dict]) -> N
             assert isinstance(emitted, dict)  # the root is always an object (wrapped if needed)
             if provider_accepts(emitted, conv):
                 assert restore(emitted, doc["schema"], "openai-strict") is not None
+
+
+@pytest.mark.parametrize("dialect", ["jsonschema", *DIALECTS])
+def test_converting_leaves_the_schema_as_it_was(dialect: str, docs: list[dict]) -> None:
+    """The adapters hand a chain's own schema object to `convert` (no copy: its canonical text is
+    known, schema/validate.py `remember_text`); the conversion must not change it."""
+    import contextlib
+    import copy
+
+    from chainform.schema.dialects import get_dialect
+
+    for doc in docs:
+        schema = doc["schema"]
+        before = copy.deepcopy(schema)
+        with contextlib.suppress(SchemaError):
+            get_dialect(dialect).convert(schema)
+        assert schema == before

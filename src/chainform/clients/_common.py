@@ -140,7 +140,7 @@ class AdapterClient(MediaAdapter, BaseChatClient):
     def in_dialect(self, schema: Mapping[str, Any]) -> dict[str, Any] | bool:
         """`schema` in this model's dialect (the engine restores outputs against the original);
         raises `SchemaError` when the dialect cannot express it."""
-        return self.profile.dialect.convert(dict(schema)).schema
+        return self.profile.dialect.convert(schema if isinstance(schema, dict) else dict(schema)).schema
 
     def dialect_schema(self, schema: Mapping[str, Any]) -> dict[str, Any]:
         """`schema` in this model's dialect, as an object schema (`true` accepts anything: `{}`)."""

@@ -267,8 +267,10 @@ class OpenAIBaseClient(AdapterClient):
         return out
 
     def response_schema(self, fmt: ResponseFormat) -> tuple[dict[str, Any], bool]:
-        schema, strict = self.convert_schema(dict(fmt.schema or {}))
-        return schema, strict and fmt.strict
+        """The format's schema in this model's dialect (a copy: the request may change it)."""
+        source = fmt.schema or {}  # as it is: the chain's own object, whose canonical text is known
+        schema, strict = self.convert_schema(source)
+        return dict(schema) if schema is source else schema, strict and fmt.strict
 
     def error(self, exc: Exception, guard: StreamGuard, opened: bool) -> ProviderError:
         """Status, the provider's own message and the request id; after the stream began, a
