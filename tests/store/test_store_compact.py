@@ -108,3 +108,26 @@ def test_what_only_rows_hold_is_written_as_rows(home: Path, chains: list[Any], m
     with sqlite3.connect(store.path) as db:
         assert not any(secret in str(row) for row in db.execute("SELECT * FROM responses"))
     store.close()
+
+
+class _Ambiguous:
+    """An option value whose == cannot answer (as a numpy array's)."""
+
+    def __eq__(self, other: object) -> bool:
+        raise ValueError("the truth value is ambiguous")
+
+    __hash__ = object.__hash__
+
+    def __str__(self) -> str:
+        return "ambiguous"
+
+
+def test_options_that_cannot_be_compared_are_still_logged(home: Path) -> None:
+    options = {"probe": _Ambiguous()}  # an option chainform does not know: kept as an extra
+    for text in ("one", "two"):
+        cf.Model(ScriptedClient([text])).chain("hi?", options=options).text()
+    store = Store()
+    records = store.recent(None)
+    assert sorted(r.text for r in records) == ["one", "two"]
+    assert all("'probe': 'ambiguous'" in str(r.options) for r in records)
+    store.close()

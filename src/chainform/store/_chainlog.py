@@ -129,8 +129,11 @@ class ChainLogger:
         last = _last
         if last is not None:
             (known_fields, sid, known_own), known = last
-            if sid == self.schema_id and known_own == own and known_fields == fields:
-                return known  # the same schema (its content address) and the same settings
+            try:  # the same schema (its content address) and the same settings
+                if sid == self.schema_id and known_own == own and known_fields == fields:
+                    return known
+            except Exception:  # an extra whose == cannot answer (an array): summarize it afresh
+                pass
         summary = _summary(fields, self.schema, self.schema_id)
         plain = "schema" not in summary.get("response_format", ()) and all(
             (k in _FLAT_OPTIONS or not isinstance(v, dict | list | tuple)) and not looks_secret(k)
