@@ -123,9 +123,8 @@ class _Ambiguous:
 
 
 def test_options_that_cannot_be_compared_are_still_logged(home: Path) -> None:
-    options = {"probe": _Ambiguous()}  # an option chainform does not know: kept as an extra
-    for text in ("one", "two"):
-        cf.Model(ScriptedClient([text])).chain("hi?", options=options).text()
+    for text in ("one", "two"):  # an option chainform does not know is kept as an extra
+        cf.Model(ScriptedClient([text])).chain("hi?", options={"probe": _Ambiguous()}).text()
     store = Store()
     records = store.recent(None)
     assert sorted(r.text for r in records) == ["one", "two"]
