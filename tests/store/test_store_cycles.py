@@ -53,3 +53,19 @@ def test_a_logged_chain_leaves_no_cycles(home: object) -> None:
 
 def test_an_unlogged_chain_leaves_no_cycles() -> None:
     assert _garbage_after(log=False) == []
+
+
+def test_a_dropped_models_log_is_freed_at_once(home: object) -> None:
+    """A model's log holds no reference back through its writer: dropping the model frees the log
+    (and closes its connection) without waiting for the garbage collector."""
+    import weakref
+
+    model = cf.Model(ScriptedClient([tool_call("get_weather", city="Paris"), "sunny"]))
+    assert model.chain("Weather?", tools=[get_weather]).text() == "sunny"
+    log = weakref.ref(model._open_store())
+    gc.disable()
+    try:
+        del model
+        assert log() is None
+    finally:
+        gc.enable()

@@ -47,7 +47,7 @@ from chainform.store._rows import (
 )
 from chainform.store._spool import AVAILABLE as SPOOLING
 from chainform.store._spool import Spool
-from chainform.store._writer import AUTOCHECKPOINT_PAGES, Checkpointer, Writer
+from chainform.store._writer import AUTOCHECKPOINT_PAGES, Checkpointer, Writer, weakly
 
 T = TypeVar("T")
 
@@ -69,7 +69,7 @@ class Store:
         self._pid = 0
         self._lock = threading.RLock()
         self._fts = False
-        self._writer = Writer(self._write, name=f"chainform-log-writer {self.path.name}")
+        self._writer = Writer(weakly(self._write), name=f"chainform-log-writer {self.path.name}")
         self._checkpointer = Checkpointer(self.path, BUSY_TIMEOUT_MS / 1000)
         self._spool = Spool(self.path)
 

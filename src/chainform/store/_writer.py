@@ -22,10 +22,13 @@ import os
 import queue
 import sqlite3
 import threading
+import weakref
 from collections.abc import Callable
 from concurrent.futures import Future
 from pathlib import Path
 from typing import Any
+
+from chainform.store._records import StoreError
 
 Job = Callable[[Any], Any]  # runs inside the write transaction, gets the sqlite3 connection
 RunBatch = Callable[[Callable[[Any], list[Any]]], list[Any]]  # runs a function in one transaction
@@ -34,6 +37,21 @@ _MAX_BATCH = 256
 _IDLE_S = 1.0
 CHECKPOINT_EVERY = 32  # commits (a chain's rows are one commit: about 20 WAL pages)
 AUTOCHECKPOINT_PAGES = 10_000  # SQLite's own, the bound (its default is 1000)
+
+
+def weakly(method: RunBatch) -> RunBatch:
+    """`method` (its owner's bound `_write`) without a reference back to the owner: the writer is
+    the owner's, so a bound method would make a cycle, and a dropped model's log (its connection
+    and all) would wait for the garbage collector. A job run after the owner is gone fails."""
+    ref = weakref.WeakMethod(method)
+
+    def run(batch: Callable[[Any], list[Any]]) -> list[Any]:
+        live = ref()
+        if live is None:
+            raise StoreError("the log was dropped before this write ran")
+        return live(batch)
+
+    return run
 
 
 class Writer:
