@@ -93,6 +93,11 @@ class CallRecord(BaseModel):
         """The record's id (the name the engine's `ModelCall.response_id` uses)."""
         return self.id
 
+    @property
+    def options_json(self) -> str | None:
+        """The options' JSON as logged, when already made (never for a record: `_rows` makes it)."""
+        return None
+
     def to_dict(self) -> dict[str, Any]:
         """The JSON-able view `chainform logs --json` prints."""
         return self.model_dump(mode="json", by_alias=True, fallback=str)

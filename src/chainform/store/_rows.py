@@ -163,6 +163,9 @@ class LoggedCall(Protocol):
     @property
     def schema(self) -> dict[str, Any] | None: ...
 
+    @property
+    def options_json(self) -> str | None: ...  # the options' JSON, redacted, when made already
+
 
 def rows_of(records: Sequence[LoggedCall], attached: Sequence[Attached] = (), at: float | None = None) -> Rows:
     """The rows of calls (a chain's): each conversation and schema once, each message encoded
@@ -230,7 +233,7 @@ def _response_rows(rows: Rows, record: LoggedCall, sid: str | None, encoded: Enc
             record.prompt,
             record.system,
             messages_to_json(record.messages, encoded, blobs),
-            getattr(record, "options_json", None) or dumps(redact(record.options)),
+            record.options_json or dumps(redact(record.options)),
             sid,
             record.text or "",
             dumps(record.parsed) if record.parsed is not None else None,
