@@ -211,7 +211,9 @@ class Store:
         """Keep the rows of calls (`rows_of`) on this thread, as one record of the spool
         (store/_spool.py; as a journal row where it cannot be used or files are attached): a sync
         chain that runs alone, and the exit hook (no new thread then)."""
-        if "attachments" in rows or not self.stage_record(FORMAT, to_json(rows)):
+        if SPOOLING and "attachments" not in rows:
+            self.stage_record(FORMAT, to_json(rows))
+        else:  # no spool: the rows are encoded once, by the journal
             self._write(lambda db: stage(db, rows))
 
     def stage_record(self, fmt: int, data: bytes) -> bool:
