@@ -41,8 +41,7 @@ def chains(monkeypatch: pytest.MonkeyPatch) -> list[tuple[bytes | None, Rows]]:
     staged = _chainlog.ChainLogger._staged
 
     def spy(self: Any, noted: list[Any]) -> bool:
-        chain = _compact.Chain(self.model, self.prompt, self.system, self.schema, self.schema_id, self.policy)
-        record = _compact.encode(chain, noted, self.logged_options)
+        record = _compact.encode(self, noted)
         seen.append((record, self._rows(noted)))
         return staged(self, noted)
 

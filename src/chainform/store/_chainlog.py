@@ -193,9 +193,8 @@ class ChainLogger:
     def _staged(self, noted: list[Noted]) -> bool:
         """Whether `noted` went to the spool as one compact record (store/_compact.py); False
         for what only the rows can hold, or where the spool could not take it."""
-        chain = _compact.Chain(self.model, self.prompt, self.system, self.schema, self.schema_id, self.policy)
         try:
-            data = _compact.encode(chain, noted, self.logged_options)
+            data = _compact.encode(self, noted)
             return data is not None and self.store.stage_record(_compact.FORMAT, data)
         except Exception:  # the rows path writes it, or says why it cannot
             return False

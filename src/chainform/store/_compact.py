@@ -22,7 +22,7 @@ record that mentions a loaded key (`_rows` masks it).
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from decimal import Decimal
 from typing import TYPE_CHECKING, Any, NamedTuple, Protocol
 
@@ -78,8 +78,8 @@ class Noted(NamedTuple):
     chain_id: str
 
 
-class Chain(NamedTuple):
-    """What a chain's calls share (the logger's)."""
+class Chain(Protocol):
+    """What a chain's calls share: the logger's (store/_chainlog.ChainLogger has these)."""
 
     model: str
     prompt: str | None
@@ -88,12 +88,13 @@ class Chain(NamedTuple):
     schema_id: str | None
     policy: str | None
 
+    def logged_options(self, options: ChatOptions) -> tuple[dict[str, Any], str]:
+        """A call's options summary as logged (redacted) and its JSON."""
+        ...
 
-def encode(
-    chain: Chain, noted: Sequence[Noted], options_of: Callable[[ChatOptions], tuple[dict[str, Any], str]]
-) -> bytes | None:
-    """The record of `noted` (a chain's calls, in order), or None where only the rows do
-    (above). `options_of` gives a call's options summary as logged (redacted) and its JSON."""
+
+def encode(chain: Chain, noted: Sequence[Noted]) -> bytes | None:
+    """The record of `noted` (a chain's calls, in order), or None where only the rows do (above)."""
     messages: list[dict[str, Any]] = []
     index: dict[int, int] = {}
     calls = []
@@ -116,7 +117,7 @@ def encode(
         response, usage, link = call.response, call.usage, n.link
         calls.append((
             n.id, n.conversation_id, n.conversation_name, n.chain_id, n.seq, call.purpose,
-            call.strategy, call.model or chain.model, sent, options_of(call.options)[0], call.text,
+            call.strategy, call.model or chain.model, sent, chain.logged_options(call.options)[0], call.text,
             call.parsed, (usage.input_tokens, usage.output_tokens, usage.total_tokens,
             usage.additional_counts or None, None if usage.cost is None else str(usage.cost)),
             call.duration_ms, n.created_at, call.error,
