@@ -31,7 +31,7 @@ from pydantic_core import from_json, to_json
 from chainform._lineage import Lineage
 from chainform.keys import mentions_secret
 from chainform.store._records import ToolCallRecord, ToolResultRecord
-from chainform.store._rows import Rows, known_schema, rows_of, schema_text
+from chainform.store._rows import Rows, known_schema, known_schema_text, rows_of
 from chainform.store._serialize import PLAIN_PARTS, dumps, message_from_dict
 from chainform.types import UsageDetails
 
@@ -129,7 +129,7 @@ def encode(chain: Chain, noted: Sequence[Noted]) -> bytes | None:
             if link else None,
         ))  # fmt: skip
     sid = chain.schema_id
-    text = schema_text(sid, chain.schema) if sid is not None and chain.schema is not None else None
+    text = known_schema_text(sid, chain.schema) if sid is not None and chain.schema is not None else None
     record = (noted[0].id, time.time(), chain.prompt, chain.system, sid, text, chain.policy, calls, messages)
     try:
         data = to_json(record, fallback=str, bytes_mode="base64")

@@ -74,7 +74,7 @@ def known_schema(text: str, sid: str) -> str:
     return sid
 
 
-def schema_text(sid: str, schema: dict[str, Any]) -> str:
+def known_schema_text(sid: str, schema: dict[str, Any]) -> str:
     """The canonical JSON of `schema`, whose id is `sid` (as just hashed, when it was)."""
     return _TEXTS.get(sid) or canonical_json(schema)
 
@@ -188,7 +188,7 @@ def rows_of(records: Sequence[LoggedCall], attached: Sequence[Attached] = (), at
             sid = record.schema_id or schema_id(record.schema)
             if sid not in schemas:
                 schemas.add(sid)
-                rows.setdefault("schemas", []).append((sid, schema_text(sid, record.schema), at))
+                rows.setdefault("schemas", []).append((sid, known_schema_text(sid, record.schema), at))
         _response_rows(rows, record, sid, encoded, blobs)
     if attached or blobs:
         rows.update(attachment_rows(list(attached), blobs, [r.id for r in records]))
