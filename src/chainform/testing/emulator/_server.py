@@ -120,6 +120,7 @@ class Emulator:
         self.requests: list[RecordedRequest] = []
         self.errors: list[str] = []
         self._lock = threading.Lock()
+        self._recorded = threading.Condition(self._lock)
         self._stopping = threading.Event()
         self._counter = itertools.count(1)
         self._cached: set[str] = set()  # prompt-cache prefixes seen (WireFormat.cache_prefix)
@@ -217,9 +218,18 @@ class Emulator:
             request_id=f"req_emu_{index}",
         )
         if self.record:
-            with self._lock:
+            with self._recorded:
                 self.requests.append(request)
+                self._recorded.notify_all()
         return request
+
+    def wait_for_requests(self, count: int, timeout: float = 10.0) -> list[RecordedRequest]:
+        """The recorded requests once there are at least `count` (or `timeout` seconds have
+        passed). A client that gives up on a request, a timeout, can be done before the server's
+        thread has read it: a test that counts requests after one waits here first."""
+        with self._recorded:
+            self._recorded.wait_for(lambda: len(self.requests) >= count, timeout)
+            return list(self.requests)
 
     def _route(self, request: RecordedRequest) -> WireFormat | None:
         for fmt in self.formats:
