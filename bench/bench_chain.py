@@ -3,9 +3,11 @@
 Compares chainform with a hand-written loop on the official openai SDK (whole and streamed
 responses), pydantic-ai and llm, all pointed at the same server through their base URL, with and
 without a schema. Runs are interleaved: every round runs a batch of each framework in a shuffled
-order, and the reported time is the median over rounds of the per-chain time. Run in bench/.venv:
+order, after a warm-up of 10 chains each; the reported time is the median over rounds of the
+per-chain time, and a ratio (to the SDK loop; log on / log off) the median of the per-round ratios,
+as `--ab` gives them. Run in bench/.venv:
 
-    bench/.venv/bin/python bench/bench_chain.py [--rounds 15 --batch 10 --out FILE]
+    bench/.venv/bin/python bench/bench_chain.py [--rounds 30 --batch 10 --out FILE]
 
 `--ab` measures what the log costs alone: chainform with the log on, with it off and the SDK loop
 (the only three runners) alternate on the fast server, in a shuffled order each round, and each
@@ -233,13 +235,26 @@ def interleaved(
     return wall, cpu
 
 
-def measure(base_url: str, schema: bool, rounds: int, batch: int) -> dict[str, Any]:
+def paired(samples: dict[str, list[float]], a: str, b: str) -> dict[str, float]:
+    """The median (and quartiles) of a/b per round: batches run seconds apart in the same round, so
+    a load that moves both cancels out, which a ratio of two medians does not do."""
+    per_round = sorted(x / y for x, y in zip(samples[a], samples[b], strict=True))
+    n = len(per_round)
+    return {
+        "median": round(median(per_round), 4),
+        "q1": round(per_round[n // 4], 4),
+        "q3": round(per_round[(3 * n) // 4], 4),
+    }
+
+
+def measure(base_url: str, schema: bool, rounds: int, batch: int, warm: int = 10) -> dict[str, Any]:
     runners: dict[str, Runner] = {}
     errors: dict[str, str] = {}
     for name, factory in FRAMEWORKS.items():
         try:
             run = factory(base_url, schema)
-            check(run(), schema)
+            for _ in range(warm):  # imports, caches, connections, the log's first open
+                check(run(), schema)
             runners[name] = run
         except Exception as exc:  # a peer that cannot do this variant is reported, not fatal
             errors[name] = f"{type(exc).__name__}: {str(exc)[:300]}"
@@ -250,12 +265,17 @@ def measure(base_url: str, schema: bool, rounds: int, batch: int) -> dict[str, A
             "median_ms": round(median(s), 3),
             "min_ms": round(min(s), 3),
             "max_ms": round(max(s), 3),
-            "ratio": round(median(s) / base, 2),
+            "ratio": paired(samples, name, BASELINE)["median"] if BASELINE in samples else float("nan"),
+            "ratio_of_medians": round(median(s) / base, 3),
             "overhead_ms": round(median(s) - base, 3),
         }
         for name, s in samples.items()
     }
-    return {"frameworks": rows, "errors": errors, "rounds": rounds, "batch": batch, "samples_ms": samples}
+    result = {"frameworks": rows, "errors": errors, "rounds": rounds, "batch": batch, "samples_ms": samples}
+    on, off = AB_RUNNERS[0], AB_RUNNERS[1]
+    if on in samples and off in samples:
+        result["log_on/log_off"] = paired(samples, on, off)
+    return result
 
 
 AB_RUNNERS = ("chainform", "chainform (log=False)", BASELINE)
@@ -270,23 +290,14 @@ def measure_ab(base_url: str, schema: bool, rounds: int, batch: int) -> dict[str
             check(run(), schema)
     wall, cpu = interleaved(runners, rounds, batch)
 
-    def ratios(samples: dict[str, list[float]], a: str, b: str) -> dict[str, float]:
-        per_round = sorted(x / y for x, y in zip(samples[a], samples[b], strict=True))
-        n = len(per_round)
-        return {
-            "median": round(median(per_round), 4),
-            "q1": round(per_round[n // 4], 4),
-            "q3": round(per_round[(3 * n) // 4], 4),
-        }
-
     on, off = AB_RUNNERS[0], AB_RUNNERS[1]
     return {
         "median_ms": {name: round(median(s), 3) for name, s in wall.items()},
         "median_cpu_ms": {name: round(median(s), 3) for name, s in cpu.items()},
-        "log_on/log_off": ratios(wall, on, off),
-        "log_on/log_off cpu": ratios(cpu, on, off),
-        "log_on/sdk": ratios(wall, on, BASELINE),
-        "log_off/sdk": ratios(wall, off, BASELINE),
+        "log_on/log_off": paired(wall, on, off),
+        "log_on/log_off cpu": paired(cpu, on, off),
+        "log_on/sdk": paired(wall, on, BASELINE),
+        "log_off/sdk": paired(wall, off, BASELINE),
         "rounds": rounds,
         "batch": batch,
     }
@@ -311,7 +322,7 @@ def main_ab(rounds: int, batch: int, variants: list[str], out: str | None) -> No
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--rounds", type=int, default=15)
+    parser.add_argument("--rounds", type=int, default=30)
     parser.add_argument("--batch", type=int, default=10)
     parser.add_argument("--servers", default="fast,emulator")
     parser.add_argument("--out")

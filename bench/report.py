@@ -53,11 +53,17 @@ def chain_md(section: dict[str, Any]) -> list[str]:
             lines += [f"**{variant}**, {server} server (ms per chain of 2 HTTP calls, median of "
                       f"{data.get('rounds', section.get('rounds'))} interleaved rounds of {data.get('batch', section.get('batch'))} chains)", ""]  # fmt: skip
             rows = [
-                [name, f"{r['median_ms']:.2f}", f"{r['ratio']:.2f}×", f"{r['overhead_ms']:+.2f}",
+                [name, f"{r['median_ms']:.2f}", f"{r['ratio']:.3f}×",
+                 f"{r['ratio_of_medians']:.2f}×" if "ratio_of_medians" in r else "", f"{r['overhead_ms']:+.2f}",
                  f"{r['min_ms']:.2f}–{r['max_ms']:.2f}"]
                 for name, r in sorted(data["frameworks"].items(), key=lambda kv: kv[1]["median_ms"])
             ]  # fmt: skip
-            lines += _table(["framework", "median ms", "ratio to SDK loop", "Δ ms", "range ms"], rows)
+            header = ["framework", "median ms", "ratio to SDK loop", "ratio of medians", "Δ ms", "range ms"]
+            lines += _table(header, rows)
+            if "log_on/log_off" in data:
+                log = data["log_on/log_off"]
+                quartiles = f"{log['q1']:.3f}–{log['q3']:.3f}"
+                lines.append(f"\nchainform log on / log off: {log['median']:.3f} (quartiles {quartiles})")
             for name, err in (data.get("errors") or {}).items():
                 lines.append(f"\n- {name}: not measured: `{err[:300]}`")
             lines.append("")
@@ -215,7 +221,23 @@ def plots(report: dict[str, Any]) -> list[str]:
     return made
 
 
-def markdown(report: dict[str, Any], images: list[str], image_dir: str) -> str:
+def kept_blocks(doc: str) -> dict[str, list[str]]:
+    """The results page's text under each `### N. Title` heading, by title: a section this run
+    left out (one run on its own, its figures written there by hand) keeps its text."""
+    blocks: dict[str, list[str]] = {}
+    title = None
+    for line in doc.split("\n"):
+        if line.startswith("### ") and line[4:5].isdigit():
+            title = line[4:]
+            blocks[title] = []
+        elif title is not None and (line or blocks[title]):  # the heading's blank line is markdown's
+            blocks[title].append(line)
+    return blocks
+
+
+def markdown(
+    report: dict[str, Any], images: list[str], image_dir: str, kept: dict[str, list[str]] | None = None
+) -> str:
     s = report.get("sections", {})
     lines = [f"_Machine, versions, date: {stamp(report)}._", ""]
     if report.get("quick"):
@@ -237,7 +259,8 @@ def markdown(report: dict[str, Any], images: list[str], image_dir: str) -> str:
     for key, title, render, image in blocks:
         lines += [f"### {title}", ""]
         if key not in s:
-            lines += ["Not run (`--only` left it out).", ""]
+            old = (kept or {}).get(title)
+            lines += old if old and not old[0].startswith("Not run") else ["Not run (`--only` left it out).", ""]
             continue
         lines += render()
         if image in images:
@@ -253,7 +276,8 @@ def main() -> None:
         "# chainform benchmarks: latest run\n\n" + markdown(report, images, "")
     )
     template = (Path(__file__).parent / "benchmarks_template.md").read_text()
-    DOC.write_text(template.replace("{{RESULTS}}", markdown(report, images, "../bench/results/")))
+    kept = kept_blocks(DOC.read_text()) if DOC.exists() else {}
+    DOC.write_text(template.replace("{{RESULTS}}", markdown(report, images, "../bench/results/", kept)))
 
 
 if __name__ == "__main__":

@@ -145,7 +145,7 @@ def main() -> None:
         try:
             if name == "chain":
                 rounds = (
-                    ["--rounds", "3", "--batch", "3"] if args.quick else ["--rounds", "15", "--batch", "10"]
+                    ["--rounds", "3", "--batch", "3"] if args.quick else ["--rounds", "30", "--batch", "10"]
                 )
                 result = run_section(
                     [str(VENV_PY), str(bench / "bench_chain.py"), *rounds], timeout=900, out=out

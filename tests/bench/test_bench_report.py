@@ -73,7 +73,7 @@ def test_markdown_has_every_section_stamped(bench_modules: tuple[Any, Any]) -> N
     report, _ = bench_modules
     text = report.markdown(fake_report(), [], "")
     assert "Fake CPU 9000" in text and "openai 9.9" in text and "2026-01-01" in text
-    assert "| chainform | 25.00 | 2.50× | +15.00 | 9.00–12.00 |" in text
+    assert "| chainform | 25.00 | 2.500× |  | +15.00 | 9.00–12.00 |" in text
     assert "llm: not measured: `no schema`" in text
     assert "chainform.local is not installed" in text
     assert "| scripted-good | native | 4/5 | 3/5 | 12 | 345 | 0.5 |" in text
@@ -81,6 +81,39 @@ def test_markdown_has_every_section_stamped(bench_modules: tuple[Any, Any]) -> N
     assert "`python -c pass`" in text
     assert "**1,048,576 bytes in 131,072 deltas of 8 characters**" in text
     assert "| chainform .value | 14.00 | 1.40× |  |  |" in text
+
+
+def test_chain_section_shows_the_paired_ratios(bench_modules: tuple[Any, Any]) -> None:
+    report, _ = bench_modules
+    data = fake_report()
+    variant = data["sections"]["chain"]["servers"]["fast"]["tools"]
+    variant["frameworks"]["chainform"]["ratio_of_medians"] = 2.4
+    variant["log_on/log_off"] = {"median": 1.0412, "q1": 1.01, "q3": 1.08}
+    text = report.markdown(data, [], "")
+    assert "| chainform | 25.00 | 2.500× | 2.40× | +15.00 | 9.00–12.00 |" in text
+    assert "chainform log on / log off: 1.041 (quartiles 1.010–1.080)" in text
+
+
+def test_paired_ratio_is_the_median_of_each_rounds_ratio() -> None:
+    sys.path.insert(0, str(BENCH))
+    try:
+        chain = importlib.import_module("bench_chain")
+    finally:
+        sys.path.remove(str(BENCH))
+    samples = {"a": [3.0, 1.0, 2.2, 8.0, 1.1], "b": [1.0, 1.0, 2.0, 4.0, 1.0]}  # ratios 3, 1, 1.1, 2, 1.1
+    assert chain.paired(samples, "a", "b") == {"median": 1.1, "q1": 1.1, "q3": 2.0}
+
+
+def test_a_section_left_out_keeps_its_text_on_the_results_page(bench_modules: tuple[Any, Any]) -> None:
+    """Sections run on their own (their figures written under their heading by hand) survive a
+    partial run that regenerates the page; one never run says so."""
+    report, _ = bench_modules
+    page = "### 10. Sending a large PDF\n\nhand-written figures\n\n### 11. Tracing (OpenTelemetry)\n\nNot run (x)\n"
+    kept = report.kept_blocks(page)
+    text = report.markdown(fake_report(), [], "", kept)
+    assert "### 10. Sending a large PDF\n\nhand-written figures" in text
+    after = text.split("### 11. Tracing (OpenTelemetry)")[1]
+    assert after.lstrip().startswith("Not run (`--only` left it out).")
 
 
 def test_unknown_layout_falls_back_to_a_flat_table(bench_modules: tuple[Any, Any]) -> None:
