@@ -230,6 +230,8 @@ def kept_blocks(doc: str) -> dict[str, list[str]]:
         if line.startswith("### ") and line[4:5].isdigit():
             title = line[4:]
             blocks[title] = []
+        elif line.startswith("## "):  # the results end where the page's next part begins
+            title = None
         elif title is not None and (line or blocks[title]):  # the heading's blank line is markdown's
             blocks[title].append(line)
     return blocks

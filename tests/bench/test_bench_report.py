@@ -109,7 +109,8 @@ def test_a_section_left_out_keeps_its_text_on_the_results_page(bench_modules: tu
     partial run that regenerates the page; one never run says so."""
     report, _ = bench_modules
     page = "### 10. Sending a large PDF\n\nhand-written figures\n\n### 11. Tracing (OpenTelemetry)\n\nNot run (x)\n"
-    kept = report.kept_blocks(page)
+    kept = report.kept_blocks(page + "## Notes\n\nnot a section's text\n")
+    assert "not a section's text" not in "\n".join(kept["11. Tracing (OpenTelemetry)"])
     text = report.markdown(fake_report(), [], "", kept)
     assert "### 10. Sending a large PDF\n\nhand-written figures" in text
     after = text.split("### 11. Tracing (OpenTelemetry)")[1]
