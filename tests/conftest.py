@@ -53,7 +53,7 @@ def damaged_log(home: Path) -> Path:
     path = home / "logs.db"
     with Store(path) as store:
         ids = [new_id() for _ in range(100)]
-        store.submit_all(
+        store.write_calls(
             [
                 CallRecord(
                     conversation_id=cid,
@@ -68,7 +68,7 @@ def damaged_log(home: Path) -> Path:
                 for cid in ids
                 for seq in (0, 1)
             ]
-        ).result()
+        )
     with sqlite3.connect(path) as db:
         page_size, pages = (db.execute(f"PRAGMA {p}").fetchone()[0] for p in ("page_size", "page_count"))
     with open(path, "r+b") as fh:

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import functools
 import warnings
 from collections.abc import Iterable, Sequence
 from typing import Any, Generic, TypeVar
@@ -25,24 +24,12 @@ from chainform.output._fallbacks import Fallbacks
 from chainform.output.strategies._context import ContextPolicy
 from chainform.pricing import Cost
 from chainform.response import AsyncChainResponse, ChainResponse, RunFactory
+from chainform.store import ChainLogger, Store, logging_enabled, new_id
 from chainform.types import Attachment, ChatOptions, Message, ModelProfile
 from chainform.types._options import as_options
 
 R = TypeVar("R", ChainResponse, AsyncChainResponse)
 M = TypeVar("M", "Model", "AsyncModel")
-
-
-@functools.cache
-def _store() -> Any:
-    """`chainform.store` (it pulls in sqlite3), imported by the first chain: a `from package import
-    name` in a function would run importlib's Python code at every call."""
-    import chainform.store
-
-    return chainform.store
-
-
-def _new_id() -> str:
-    return str(_store().new_id())
 
 
 class _Base(Generic[R]):
@@ -60,7 +47,7 @@ class _Base(Generic[R]):
         self._profile = profile
         self.name = name or (profile or client.profile).name
         self._log_path = log_path
-        self._store: Any = None
+        self._store: Store | None = None
         self._store_failed = False
         self.fallbacks = Fallbacks()
         """Refusals learnt at run time (e.g. tools with a schema), shared by this model's chains; `.clear()`."""
@@ -126,7 +113,11 @@ class _Base(Generic[R]):
             raise ValueError(f"unknown strategy {strategy!r}; choose one of {', '.join(STRATEGIES)}")
         sources = [t for t in tools or () if is_tool_source(t)]
         message = user_prompt(
-            prompt, attachments, convert=convert, allow_private_urls=allow_private_urls, store=attachments_store
+            prompt,
+            attachments,
+            convert=convert,
+            allow_private_urls=allow_private_urls,
+            store=attachments_store,
         )
         pending = message if isinstance(message, PendingPrompt) else None
         request = ChainRequest(
@@ -195,32 +186,36 @@ class _Base(Generic[R]):
 
     # -- logging ----------------------------------------------------------------------------
 
-    def _open_store(self) -> Any:
+    def log_to(self, store: Store) -> None:
+        """Log this model's chains to `store`, an open log (the CLI opens one per command)."""
+        self._store, self._store_failed = store, False
+
+    def _open_store(self) -> Store | None:
         if self._store is None and not self._store_failed:
             try:
-                if not _store().logging_enabled():  # `chainform logs off`
+                if not logging_enabled():  # `chainform logs off`
                     return None
-                self._store = _store().Store(self._log_path)
+                self._store = Store(self._log_path)
             except Exception as exc:  # logging must never break a chain; say so once
                 self._store_failed = True
                 way_on = "" if isinstance(exc, HomeError) else " (move the file aside, or pass log=False)"
                 warnings.warn(f"chainform: logging disabled: {exc}{way_on}", stacklevel=3)
         return self._store
 
-    def _logger(self, request: ChainRequest, prepared: Prepared | None = None) -> Any:
-        api = _store()
+    def _logger(
+        self, request: ChainRequest, prepared: Prepared | None, conversation_id: str, chain_id: str
+    ) -> ChainLogger | None:
         store = self._open_store()
-        if store is not None and not api.logging_enabled():
-            store = None
-        if store is None:
+        if store is None or not logging_enabled():
             return None
-        return api.ChainLogger(
+        return ChainLogger(
             store,
-            self.name,
+            conversation_id=conversation_id,
+            chain_id=chain_id,
+            model=self.name,
             prompt=prepared.text if prepared else request.prompt.text if request.prompt else None,
             system=request.system,
             schema=request.output.schema if request.output else None,
-            schema_content=request.output.content if request.output else None,
             format_context_policy=request.format_context.name,
             attachments=prepared.attachments if prepared else (),
             attachments_store=prepared.store if prepared else "copy",
@@ -234,26 +229,25 @@ class _Base(Generic[R]):
         events: EventLog,
         pending: PendingPrompt | None = None,
     ) -> ChainResult:
-        """Run a chain; it returns (or raises) only once the log has committed its calls."""
+        """Run a chain; each call is committed to the log as it finishes (chain/_calls.py), so
+        the chain returns (or raises) with all of its calls in the log."""
         prepared = await prepare_request(request, pending, self.profile, events)  # before any call
+        conversation_id = conversation_id or new_id()
+        chain_id = new_id()
         run = ChainRun(
             self.client,
             request,
             profile=self.profile,
             model_name=self.name,
-            conversation_id=conversation_id or _new_id(),
-            chain_id=_new_id(),
+            conversation_id=conversation_id,
+            chain_id=chain_id,
             events=events,
-            logger=self._logger(request, prepared) if log else None,
+            logger=self._logger(request, prepared, conversation_id, chain_id) if log else None,
             fallbacks=self.fallbacks,
             fallback=self.fallback,
         )
         with _sync.chain_running():
-            try:
-                result = await traced(run)
-            finally:
-                if isinstance(run.logger, _store().ChainLogger):
-                    await run.logger.committed(in_place=_sync.only_chain())
+            result = await traced(run)
         if prepared is not None:
             result.attachments = prepared.conversions
         return result
@@ -283,7 +277,9 @@ class Model(_Base[ChainResponse]):
     def __exit__(self, *exc: object) -> None:
         self.close()
 
-    def conversation(self, conversation_id: str | None = None, history: Sequence[Message] = ()) -> Conversation:
+    def conversation(
+        self, conversation_id: str | None = None, history: Sequence[Message] = ()
+    ) -> Conversation:
         return Conversation(self, conversation_id, history)
 
     map = map_sync
@@ -316,7 +312,7 @@ class Conversation:
         self, model: Model, conversation_id: str | None = None, history: Sequence[Message] = ()
     ) -> None:
         self.model = model
-        self.id = conversation_id or _new_id()
+        self.id = conversation_id or new_id()
         self.history: list[Message] = list(history)
         self.responses: list[ChainResponse] = []
 
@@ -343,7 +339,7 @@ class AsyncConversation:
         self, model: AsyncModel, conversation_id: str | None = None, history: Sequence[Message] = ()
     ) -> None:
         self.model = model
-        self.id = conversation_id or _new_id()
+        self.id = conversation_id or new_id()
         self.history: list[Message] = list(history)
         self._last: AsyncChainResponse | None = None
 

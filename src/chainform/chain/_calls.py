@@ -1,5 +1,9 @@
 """One model call of a chain: streamed into the event log, validated in the middleware, logged.
 
+A call is logged once its tool results are known: when the next call starts, or the chain ends
+(`log_finished`, awaited then). The engine builds its CallRecord (`log_record`) and the chain's
+logger commits it before the chain goes on, so a chain killed midway keeps every finished call.
+
 Kept apart from the turn loop (chain/_engine.py) so the loop reads top to bottom; this is the
 plumbing every turn shares, whatever the strategy.
 """
@@ -7,10 +11,9 @@ plumbing every turn shares, whatever the strategy.
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
 from typing import Any
 
-from chainform import _trace
+from chainform import _lineage, _trace
 from chainform.chain._events import ChainEvent, EventLog
 from chainform.chain._records import ModelCall
 from chainform.chain._tap import CallTap
@@ -20,9 +23,10 @@ from chainform.output._fallbacks import Fallbacks
 from chainform.output._select import StrategyChoice
 from chainform.output.strategies import NOT_FINAL, Strategy
 from chainform.pricing import Meter
+from chainform.store import CallRecord, ChainLogger, ToolCallRecord, ToolResultRecord
 from chainform.types import ChatOptions, ChatResponse, Message
 
-CallLogger = Callable[[ModelCall, Any], None]
+CallLogger = ChainLogger
 
 
 class CallRunner:
@@ -48,12 +52,13 @@ class CallRunner:
         self.model_name: str | None = None
         self.choice: StrategyChoice | None = None
         self.format_context: str | None = None
-        self._pending: list[ModelCall] = []
+        self._unlogged: list[tuple[ModelCall, int, float]] = []  # (call, its place, when it started)
 
     async def call(
         self, messages: list[Message], options: ChatOptions, strategy: Strategy, purpose: str
     ) -> tuple[ChatResponse, Any, StructuredOutputGenerationError | None]:
         """One model call; returns (response, value or NOT_FINAL, validation error)."""
+        await self.log_finished()  # the calls before this one have their tool results
         if self.meter is not None:
             self.meter.check(self.calls)  # a capped chain ends between calls
         stream = self.stream and self.events.streamed
@@ -144,16 +149,62 @@ class CallRunner:
             call.priced = self.meter.priced(response, call.model)
         if _trace.hooks is not None:
             _trace.hooks.call(call)
-        self.flush_log()
+        started_at = time.time() - call.duration_ms / 1000
+        self._unlogged.append((call, len(self.calls), started_at))
         self.calls.append(call)
-        self._pending.append(call)
 
-    def flush_log(self) -> None:
-        """Log calls whose tool results are known; called at every step and at the end."""
-        pending, self._pending = self._pending, []
-        if self.logger is not None:
-            for call in pending:
-                self.logger(call, self)
+    async def log_finished(self) -> None:
+        """Commit the calls not logged yet (their tool results are known): at the start of each
+        call, and when the chain ends. Each call's `response_id` becomes its record's id."""
+        unlogged, self._unlogged = self._unlogged, []
+        if self.logger is None:
+            return
+        for call, seq, started_at in unlogged:
+            record = log_record(self.logger, call, seq, started_at)
+            call.response_id = record.id
+            await self.logger.log(record)
+
+
+def log_record(log: ChainLogger, call: ModelCall, seq: int, created_at: float) -> CallRecord:
+    """The log's record of `call`, the `seq`-th of the chain `log` logs (read in the chain's own
+    context: a subagent's chain links to the chain and tool call that started it)."""
+    lineage = _lineage.current_chain.get()
+    link = lineage if lineage is not None and lineage.chain_id == log.chain_id and lineage.agent else None
+    calls = call.response.function_calls if call.response else []
+    return CallRecord(
+        conversation_id=log.conversation_id,
+        conversation_name=log.conversation_name(),
+        chain_id=log.chain_id,
+        seq=seq,
+        purpose=call.purpose,
+        strategy=call.strategy,
+        model=call.model or log.model,
+        prompt=log.prompt,
+        system=log.system,
+        messages=call.messages,
+        options=log.options(call.options),
+        schema=log.schema,
+        schema_id=log.schema_id,
+        text=call.text,
+        parsed=call.parsed,
+        usage=call.usage,
+        duration_ms=call.duration_ms,
+        created_at=created_at,
+        error=call.error,
+        tool_calls=[
+            ToolCallRecord(c.call_id, c.name, c.arguments if c.arguments is not None else c.raw_arguments)
+            for c in calls
+        ],
+        tool_results=[
+            ToolResultRecord(r.call_id, r.name or "", r.result_text(), r.error) for r in call.tool_results
+        ],
+        format_context=call.format_context,
+        format_context_policy=log.policy if call.format_context else None,
+        parent_conversation_id=link.parent_conversation_id if link else None,
+        parent_chain_id=link.parent_chain_id if link else None,
+        parent_tool_call_id=link.parent_call_id if link else None,
+        agent_name=link.agent if link else None,
+    )
 
 
 def plain_data(value: Any) -> Any:

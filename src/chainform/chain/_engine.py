@@ -131,7 +131,7 @@ class ChainRun(CallRunner):
                 exc.responses = list(self.calls)
             raise
         finally:
-            self.flush_log()
+            await self.log_finished()  # the last call, once its chain is done with it
             self.events.close()
 
     # -- choosing a strategy, and falling back when the provider refuses it ---------------------

@@ -275,6 +275,8 @@ def prompt_command(
     name = model_name or default_model()
     apply_price(name, price)
     model = resolve_model(name, key=key, base_url=base_url, **fallback_kwargs(fallback), **provider_settings)
+    if store is not None:
+        model.log_to(store)  # the command's one log
     response = model.chain(
         text,
         system=system,

@@ -1,7 +1,8 @@
-"""The SQLite log of every model call (see docs/cli.md): written by the chain engine through one
-writer thread, read by the CLI; one record shape (CallRecord) from the engine to `logs --json`."""
+"""The SQLite log of every model call (see docs/cli.md): a plain SQLite database, each call
+committed by the chain engine as it finishes; one record shape (CallRecord) from the engine to
+`logs --json`."""
 
-from chainform.store._chainlog import ChainLogger
+from chainform.store._chainlog import ChainLogger, naming, options_summary
 from chainform.store._costs import GROUPS, CostTotal, cost_totals
 from chainform.store._home import default_path, logging_enabled, set_logging
 from chainform.store._records import (
@@ -33,7 +34,9 @@ __all__ = [
     "logging_enabled",
     "message_from_dict",
     "message_to_dict",
+    "naming",
     "new_id",
+    "options_summary",
     "redact",
     "schema_id",
     "set_logging",

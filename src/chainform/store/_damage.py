@@ -2,22 +2,16 @@
 
 A page that went bad (a disk fault, a copy taken mid-write, a stray write) is not noticed by
 SQLite until a statement reads it; a chain whose journal row lands on good pages would seem logged
-while every later read failed. `PRAGMA quick_check` on open finds it first. It reads every page
-(about 15 ms for a log of 10,000 chains here), so it runs once per process for each state of a log
-file (device, inode, size, modification time): not again at every connect of an unchanged file.
+while every later read failed. `PRAGMA quick_check` on open finds it first (it reads every page:
+docs/benchmarks.md says what that costs).
 """
 
 from __future__ import annotations
 
-import os
 import sqlite3
-import threading
 from pathlib import Path
 
 from chainform.store._records import StoreError
-
-_intact: set[tuple[int, int, int, int]] = set()  # log file states this process found intact
-_lock = threading.Lock()
 
 
 class LogDamagedError(StoreError):
@@ -32,23 +26,13 @@ class LogDamagedError(StoreError):
 
 
 def check_intact(db: sqlite3.Connection, path: Path) -> None:
-    """Raise LogDamagedError unless the file passes `PRAGMA quick_check` (once per process)."""
-    try:
-        stat = os.stat(path)
-    except OSError:
-        return  # an in-memory or vanished file: nothing to check here
-    key = (stat.st_dev, stat.st_ino, stat.st_size, stat.st_mtime_ns)
-    with _lock:
-        if key in _intact:
-            return
+    """Raise LogDamagedError unless the file passes `PRAGMA quick_check`."""
     try:
         problems = [row[0] for row in db.execute("PRAGMA quick_check(3)").fetchall()]
     except sqlite3.DatabaseError as exc:
         raise LogDamagedError(path, str(exc)) from None
     if problems != ["ok"]:
         raise LogDamagedError(path, "; ".join(problems))
-    with _lock:
-        _intact.add(key)
 
 
 def as_store_error(exc: sqlite3.Error, path: Path, doing: str) -> StoreError:

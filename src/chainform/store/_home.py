@@ -2,33 +2,19 @@
 
 from __future__ import annotations
 
-import functools
 import os
 from pathlib import Path
 
-
-@functools.lru_cache(maxsize=8)
-def _marker_in(home_override: str | None) -> Path:
-    from chainform._paths import home
-
-    return home() / "logs-off"
+from chainform._paths import home, private
 
 
 def _off_marker() -> Path:
-    # home() depends on CHAINFORM_HOME alone; a chain asks at every start, so resolve it once per value
-    return _marker_in(os.environ.get("CHAINFORM_HOME"))
-
-
-@functools.lru_cache(maxsize=8)
-def _marker_text(home_override: str | None) -> str:
-    return str(_marker_in(home_override))
+    return home() / "logs-off"
 
 
 def logging_enabled() -> bool:
-    """False after `chainform logs off`: chains then write nothing until `chainform logs on`.
-    Every chain asks: `os.access` answers without raising (and catching) an error for the
-    marker that is not there, as `os.path.exists` does."""
-    return not os.access(_marker_text(os.environ.get("CHAINFORM_HOME")), os.F_OK)
+    """False after `chainform logs off`: chains then write nothing until `chainform logs on`."""
+    return not _off_marker().exists()
 
 
 def set_logging(enabled: bool) -> None:
@@ -43,16 +29,12 @@ def set_logging(enabled: bool) -> None:
 
 def default_path() -> Path:
     """`<chainform home>/logs.db`; `CHAINFORM_HOME` moves it."""
-    from chainform._paths import home
-
     return home() / "logs.db"
 
 
 def create_private(path: Path) -> None:
     """Create the log 0600 before SQLite does (its -wal and -shm files copy the database's mode), and
     tighten a log and its side files left readable by others by an older chainform."""
-    from chainform._paths import private
-
     # Only a file that does not exist yet is opened here: closing a second descriptor of a database
     # this process already has open would drop SQLite's POSIX locks on it.
     try:

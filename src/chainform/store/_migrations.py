@@ -121,18 +121,16 @@ def _m004_subagent_links(db: sqlite3.Connection) -> None:
 
 
 def _m005_lighter_writes(db: sqlite3.Connection) -> None:
-    """Less work in every chain's commit: a chain writing in place commits one journal row
-    (store/_journal.py), rows are indexed for full-text search when somebody searches
-    (store/_fts.py), and the indexes kept only for rare filters are gone (each cost every
-    commit a page: 6-8 us of a 0.18 ms write). Rows are read newest first by rowid, so `logs
-    --chain`/`--schema` find recent matches at once and scan for old ones; only `logs rm --before`
-    filters on created_at; nothing on the parent. The conversation index stays: `-c` reads a
-    conversation's history at every turn."""
+    """Lighter commits: rows are indexed for full-text search when somebody searches
+    (store/_fts.py), and the indexes kept only for rare filters are gone. Rows are read newest first
+    by rowid, so `logs --chain`/`--schema` find recent matches at once and scan for old ones; only
+    `logs rm --before` filters on created_at; nothing on the parent. The conversation index stays:
+    `-c` reads a conversation's history at every turn. The `journal` table held a sync chain's
+    calls until a read spread them (store/_legacy.py drains what an old version left there)."""
     if has_fts(db):
         index_lazily(db)
     for index in ("responses_created", "responses_parent", "responses_chain", "responses_schema"):
         db.execute(f"DROP INDEX IF EXISTS {index}")
-    # a sync chain's calls, committed as one row until a read spreads them (store/_journal.py)
     db.execute("CREATE TABLE journal (id INTEGER PRIMARY KEY, format INTEGER NOT NULL, rows TEXT NOT NULL)")
 
 

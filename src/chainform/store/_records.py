@@ -1,5 +1,5 @@
-"""The one record of a model call: built from what the engine produced, written to the log, read
-back, and printed by `chainform logs --json` — the same pydantic model all the way.
+"""The one record of a model call: built by the engine (chain/_calls.py), written to the log
+(`_rows.rows_of`), read back (`_rows.read_call`), and printed by `chainform logs --json`.
 
 Its shape is versioned with the database (store/_migrations.py): a field added here is a column or
 table added by a new migration there.
@@ -46,8 +46,8 @@ class ToolResultRecord:
 class CallRecord(BaseModel):
     """One model call of a chain (failures, retries and the formatting call included).
 
-    The engine's logger builds it, the writer stores it before the chain returns, `Store.recent`
-    reads it back, and `to_dict()` is what `chainform logs --json` prints.
+    The engine builds it when the call's tool results are known and commits it before the next
+    call starts; `Store.recent` reads it back, and `to_dict()` is what `chainform logs --json` prints.
     """
 
     model_config = ConfigDict(populate_by_name=True, ser_json_bytes="base64", val_json_bytes="base64")
@@ -87,16 +87,6 @@ class CallRecord(BaseModel):
     def schema(self) -> dict[str, Any] | None:  # type: ignore[override]
         """The JSON Schema the call had to satisfy (None without one)."""
         return self.schema_
-
-    @property
-    def response_id(self) -> str:
-        """The record's id (the name the engine's `ModelCall.response_id` uses)."""
-        return self.id
-
-    @property
-    def options_json(self) -> str | None:
-        """The options' JSON as logged, when already made (never for a record: `_rows` makes it)."""
-        return None
 
     def to_dict(self) -> dict[str, Any]:
         """The JSON-able view `chainform logs --json` prints."""

@@ -1,6 +1,5 @@
-"""A CallRecord to and from the log's rows (responses, tool_calls, tool_results, format_contexts).
-
-The one place that knows the column layout written by store/_migrations.py.
+"""A CallRecord to the log's rows (`rows_of`) and back (`read_call`): the one place that knows
+the column layout that store/_migrations.py creates.
 """
 
 from __future__ import annotations
@@ -10,16 +9,13 @@ import sqlite3
 import time
 from collections.abc import Sequence
 from decimal import Decimal
-from itertools import chain
-from typing import Any, Protocol
+from typing import Any
 
 from chainform._json import content_id
-from chainform.keys import mentions_secret
 from chainform.store._attachments import Attached, Blobs, of_call, restore
 from chainform.store._attachments import rows as attachment_rows
-from chainform.store._records import CallRecord, StoreError, ToolCallRecord, ToolResultRecord
+from chainform.store._records import CallRecord, StoreError
 from chainform.store._serialize import (
-    Encoded,
     canonical_json,
     dumps,
     messages_from_json,
@@ -27,7 +23,7 @@ from chainform.store._serialize import (
     redact,
     storable_row,
 )
-from chainform.types import Message, UsageDetails
+from chainform.types import UsageDetails
 
 RESPONSE_COLUMNS = (
     "id", "conversation_id", "chain_id", "seq", "purpose", "strategy", "model", "prompt", "system",
@@ -56,27 +52,9 @@ SELECT_NAMES = tuple(SELECTED)
 SELECT = ", ".join(SELECTED.values())
 
 
-_TEXTS: dict[str, str] = {}  # schema id -> its canonical JSON, as just hashed (content-addressed:
-# right for any log); a chain's logger hashes its schema once, and its rows reuse the text
-
-
 def schema_id(schema: dict[str, Any]) -> str:
     """The content address of a schema: sha256 of its canonical JSON (key order does not matter)."""
-    text = canonical_json(schema)
-    return known_schema(text, content_id(text))
-
-
-def known_schema(text: str, sid: str) -> str:
-    """Keep `text` (a schema's canonical JSON, whose id is `sid`) for the rows that name it; `sid`."""
-    if len(_TEXTS) >= 256:
-        _TEXTS.clear()
-    _TEXTS[sid] = text
-    return sid
-
-
-def known_schema_text(sid: str, schema: dict[str, Any]) -> str:
-    """The canonical JSON of `schema`, whose id is `sid` (as just hashed, when it was)."""
-    return _TEXTS.get(sid) or canonical_json(schema)
+    return content_id(canonical_json(schema))
 
 
 Rows = dict[str, list[tuple[Any, ...]]]
@@ -105,121 +83,44 @@ def write_rows(db: sqlite3.Connection, rows: Rows) -> None:
             db.executemany(statement, params)
 
 
-def upsert_conversation(db: sqlite3.Connection, cid: str, model: str, name: str | None) -> None:
-    write_rows(db, storable_rows(_conversation_rows({}, cid, model, name, time.time())))
-
-
 def insert_schema(db: sqlite3.Connection, schema: dict[str, Any]) -> str:
     """Store `schema` under its content address; that id."""
     text = canonical_json(schema)
-    sid = known_schema(text, content_id(text))
+    sid = content_id(text)
     write_rows(db, {"schemas": [(sid, text, time.time())]})
     return sid
 
 
-def insert_call(db: sqlite3.Connection, record: CallRecord) -> str:
-    """Write one model call with its tool calls/results and format context."""
-    write_rows(db, rows_of([record]))
-    return record.id
-
-
-def insert_calls(db: sqlite3.Connection, rows: Rows) -> None:
-    """Write the rows of calls (a chain's, from `rows_of`) in the caller's transaction."""
-    write_rows(db, rows)
-
-
-class LoggedCall(Protocol):
-    """What the rows of one call are made of: a CallRecord's fields. The engine's logger reads
-    them straight off its ModelCall (store/_chainlog.py) rather than building a record first."""
-
-    id: str
-    conversation_id: str
-    conversation_name: str | None
-    chain_id: str
-    seq: int
-    purpose: str
-    strategy: str | None
-    model: str
-    prompt: str | None
-    system: str | None
-    messages: list[Message]
-    options: dict[str, Any]
-    schema_id: str | None
-    text: str
-    parsed: Any
-    usage: UsageDetails | None
-    duration_ms: float | None
-    created_at: float
-    error: str | None
-    tool_calls: list[ToolCallRecord]
-    tool_results: list[ToolResultRecord]
-    format_context_policy: str | None
-    format_context: str | None
-    parent_conversation_id: str | None
-    parent_chain_id: str | None
-    parent_tool_call_id: str | None
-    agent_name: str | None
-
-    @property
-    def schema(self) -> dict[str, Any] | None: ...
-
-    @property
-    def options_json(self) -> str | None: ...  # the options' JSON, redacted, when made already
-
-
-def rows_of(records: Sequence[LoggedCall], attached: Sequence[Attached] = (), at: float | None = None) -> Rows:
-    """The rows of calls (a chain's): each conversation and schema once, each message encoded
-    once, each attachment (`attached`, and any inline bytes of the messages) once, linked to every
-    call. Every loaded key value is masked in them (`storable_rows`). `at`: when they were
-    written (a conversation's and a schema's creation time), if not now."""
-    at = time.time() if at is None else at
+def rows_of(records: Sequence[CallRecord], attached: Sequence[Attached] = ()) -> Rows:
+    """The rows of calls: their conversations and schemas (each once), the calls with their tool
+    calls, results and format contexts, and the files they sent (`attached`, the chain's, and any
+    inline bytes of the messages), each file once, linked to every call. Every loaded key value is
+    masked in them (`storable_row`), but in a schema's text (stored as hashed)."""
     rows: Rows = {}
-    conversations: set[tuple[str, str, str | None]] = set()
-    schemas: set[str] = set()  # a chain's calls share one schema (the logger gave its id)
-    encoded: Encoded = {}
     blobs: Blobs = {}
     for record in records:
-        conversation = (record.conversation_id, record.model, record.conversation_name)
-        if conversation not in conversations:
-            conversations.add(conversation)
-            _conversation_rows(rows, *conversation, at)
+        rows.setdefault("conversations", []).append(
+            (record.conversation_id, record.model, record.conversation_name, record.created_at)
+        )
+        if record.conversation_name is not None:
+            rows.setdefault("conversation_names", []).append(
+                (record.conversation_name, record.conversation_id)
+            )
         sid = None
         if record.schema is not None:
-            sid = record.schema_id or schema_id(record.schema)
-            if sid not in schemas:
-                schemas.add(sid)
-                rows.setdefault("schemas", []).append((sid, known_schema_text(sid, record.schema), at))
-        _response_rows(rows, record, sid, encoded, blobs)
+            text = canonical_json(record.schema)
+            sid = content_id(text)
+            rows.setdefault("schemas", []).append((sid, text, record.created_at))
+        _response_rows(rows, record, sid, blobs)
     if attached or blobs:
         rows.update(attachment_rows(list(attached), blobs, [r.id for r in records]))
-    return storable_rows(rows)
-
-
-def storable_rows(rows: Rows) -> Rows:
-    """`rows` as the log writes them (`storable_row`: loaded keys masked, text SQLite can encode),
-    but for a schema's (stored as hashed). All their text is looked at once first: a chain's rows
-    rarely need either."""
-    tables = (params for name, params in rows.items() if name != "schemas")
-    texts = "\x00".join(filter(_is_text, chain.from_iterable(chain.from_iterable(tables))))
-    if texts.isascii() and not mentions_secret(texts):
-        return rows
     return {
         name: params if name == "schemas" else [storable_row(r) for r in params]
         for name, params in rows.items()
     }
 
 
-_is_text = str.__instancecheck__  # isinstance(v, str), without a Python loop over the values
-
-
-def _conversation_rows(rows: Rows, cid: str, model: str, name: str | None, at: float) -> Rows:
-    rows.setdefault("conversations", []).append((cid, model, name, at))
-    if name is not None:
-        rows.setdefault("conversation_names", []).append((name, cid))
-    return rows
-
-
-def _response_rows(rows: Rows, record: LoggedCall, sid: str | None, encoded: Encoded, blobs: Blobs) -> None:
+def _response_rows(rows: Rows, record: CallRecord, sid: str | None, blobs: Blobs) -> None:
     usage = record.usage
     rows.setdefault("responses", []).append(
         (
@@ -232,8 +133,8 @@ def _response_rows(rows: Rows, record: LoggedCall, sid: str | None, encoded: Enc
             record.model,
             record.prompt,
             record.system,
-            messages_to_json(record.messages, encoded, blobs),
-            record.options_json or dumps(redact(record.options)),
+            messages_to_json(record.messages, blobs),
+            dumps(redact(record.options)),
             sid,
             record.text or "",
             dumps(record.parsed) if record.parsed is not None else None,

@@ -9,29 +9,17 @@ headers or keys.
 from __future__ import annotations
 
 import copy
-import functools
 import json
 import re
 from typing import Annotated, Any
 
 from pydantic import ConfigDict, Field, PlainSerializer, PlainValidator, TypeAdapter
-from pydantic_core import to_json
 
 from chainform._json import canonical_json as canonical_json  # the log's form of a schema
-from chainform.keys import mentions_secret
 from chainform.keys import redact as mask_keys
 from chainform.store._attachments import Blobs, without_bytes
 from chainform.types import Message, encodable_text
-from chainform.types._content import (
-    Content,
-    DataContent,
-    ErrorContent,
-    FunctionCallContent,
-    FunctionResultContent,
-    TextContent,
-    TextReasoningContent,
-    UriContent,
-)
+from chainform.types._content import Content, DataContent
 
 REDACTED = "[redacted]"
 
@@ -52,15 +40,10 @@ _ANY: TypeAdapter[Any] = TypeAdapter(Any, config=_BYTES)
 
 def storable_row(row: tuple[Any, ...]) -> tuple[Any, ...]:
     """A row as the log writes it: every loaded key value masked (`chainform.keys.redact`), and text
-    SQLite can encode (model text may hold lone surrogates, which would drop the row). One flat pass:
-    a row's values are scalars and JSON text."""
-    texts = "\x00".join([v for v in row if isinstance(v, str)])  # most rows need neither: test once
-    if texts.isascii() and not mentions_secret(texts):
-        return row
+    SQLite can encode (model text may hold lone surrogates, which would drop the row)."""
     return tuple(encodable_text(mask_keys(v)) if isinstance(v, str) else v for v in row)
 
 
-@functools.lru_cache(maxsize=4096)  # a log sees the same few keys in every row
 def looks_secret(key: str) -> bool:
     """True for mapping keys whose value should never reach the log."""
     return bool(_SECRET_KEY.search(key))
@@ -70,19 +53,11 @@ def redact(value: Any) -> Any:
     """A copy of `value` where every mapping entry under a secret-looking key is replaced."""
     if isinstance(value, dict):
         return {
-            k: REDACTED
-            if isinstance(k, str) and looks_secret(k)
-            else redact(v)
-            if isinstance(v, _NESTED)
-            else v
-            for k, v in value.items()
+            k: REDACTED if isinstance(k, str) and looks_secret(k) else redact(v) for k, v in value.items()
         }
     if isinstance(value, list | tuple):
-        return [redact(v) if isinstance(v, _NESTED) else v for v in value]
+        return [redact(v) for v in value]
     return value
-
-
-_NESTED = (dict, list, tuple)  # what `redact` looks into; other values are kept (not called on)
 
 
 def to_jsonable(value: Any) -> Any:
@@ -139,75 +114,23 @@ StoredMessage = Annotated[
 """A Message as a field of a pydantic model: validated from and serialized to its stored form."""
 
 _MESSAGES: TypeAdapter[list[Message]] = TypeAdapter(list[StoredMessage])  # type: ignore[arg-type]
-_MESSAGE: TypeAdapter[Message] = TypeAdapter(StoredMessage)  # type: ignore[arg-type]
-
-Encoded = dict[int, tuple[Message, str]]
-"""Messages already encoded while writing one chain's rows: id -> (the message, its JSON)."""
 
 
-def messages_to_json(
-    messages: list[Message], encoded: Encoded | None = None, blobs: Blobs | None = None
-) -> str:
-    """The stored JSON of a list of messages. A chain's later calls resend every message of the
-    earlier ones: with `encoded` (one per write of a chain's rows, while the messages cannot
-    change) each message is encoded once, not once per call it was sent with. With `blobs`, inline
-    bytes are stored by their sha256 and kept in `blobs` for the attachments table."""
-    if encoded is None:
-        encoded = {}
-    parts = []
-    for message in messages:
-        known = encoded.get(id(message))
-        if known is None:
-            known = encoded[id(message)] = (message, _message_json(message, blobs))
-        parts.append(known[1])
-    return "[" + ",".join(parts) + "]"
+def messages_to_json(messages: list[Message], blobs: Blobs | None = None) -> str:
+    """The stored JSON of a list of messages. With `blobs`, inline bytes are stored by their sha256
+    and kept in `blobs` for the attachments table (store/_attachments.py)."""
+    return dumps([_stored(message, blobs) for message in messages])
 
 
-def _message_json(message: Message, blobs: Blobs | None = None) -> str:
-    if blobs is not None and any(isinstance(c, DataContent) and c.data for c in message.contents):
-        light = copy.copy(message)
-        light.contents, keys = without_bytes(message.contents, blobs)
-        stored = _MESSAGE.dump_python(light, mode="json")
-        for position, key in keys.items():
-            stored["contents"][position]["sha256"] = key
-        return dumps(stored)
-    if message.additional_properties:  # extras are redacted (`message_to_dict`): rare
-        return _stored_json(message)
-    try:  # the text `message_to_dict` gives, in one pass of the serializer over the contents
-        contents = _contents_json(message.contents)
-    except ValueError:  # lone surrogates (see `dumps`)
-        return _stored_json(message)
-    role = _ROLES.get(message.role) or to_json(str(message.role)).decode()
-    out = f'{{"role":{role},"contents":{contents}'
-    if message.author_name is not None:
-        out += f',"author_name":{to_json(message.author_name).decode()}'
-    if message.message_id is not None:
-        out += f',"message_id":{to_json(message.message_id).decode()}'
-    return out + "}"
-
-
-PLAIN_PARTS = frozenset(
-    {TextContent, TextReasoningContent, FunctionCallContent, FunctionResultContent, ErrorContent, UriContent}
-)
-"""Parts whose fields are text, numbers and plain JSON values: pydantic_core's inference gives
-the union's own JSON for them (same fields, same order) without the discriminated union's
-dispatch (about a third of a message's encoding)."""
-
-
-def _contents_json(contents: list[Content]) -> str:
-    if all(type(c) in PLAIN_PARTS for c in contents):
-        return to_json(contents, fallback=str, bytes_mode="base64").decode()
-    return _CONTENTS.dump_json(contents, fallback=str).decode()
-
-
-_ROLES = {role: f'"{role}"' for role in ("system", "user", "assistant", "tool")}
-
-
-def _stored_json(message: Message) -> str:
-    try:
-        return _MESSAGE.dump_json(message).decode()
-    except ValueError:  # lone surrogates (see `dumps`)
-        return dumps(_MESSAGE.dump_python(message, mode="json"))
+def _stored(message: Message, blobs: Blobs | None) -> dict[str, Any]:
+    if blobs is None or not any(isinstance(c, DataContent) and c.data for c in message.contents):
+        return message_to_dict(message)
+    light = copy.copy(message)
+    light.contents, keys = without_bytes(message.contents, blobs)
+    stored = message_to_dict(light)
+    for position, key in keys.items():
+        stored["contents"][position]["sha256"] = key
+    return stored
 
 
 def messages_from_json(text: str | None) -> list[Message]:

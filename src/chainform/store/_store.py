@@ -1,12 +1,14 @@
 """The SQLite log: every model call of every chain, its tool calls/results, schemas, format contexts.
 
-Writes go through one writer thread per log (store/_writer.py), so the event loop never waits on
-SQLite; reads run on the caller's thread.
+A plain SQLite database: what a chain logged is in its tables once the call is committed, for
+sqlite3, sqlite-utils or Datasette to read. Writes run on the caller's thread, one transaction
+each (a chain calls `write_calls` through a worker thread, store/_chainlog.py); reads too.
 
 Several processes may log at once (a shell loop of `chainform` calls, parallel scripts): the
 database runs in WAL mode, every write is one `BEGIN IMMEDIATE` transaction (so writers queue on
-the lock instead of failing when a read transaction tries to upgrade), SQLite's busy timeout
-waits for the lock and a bounded retry with jittered backoff covers what the timeout cannot.
+the lock instead of failing when a read transaction tries to upgrade), and SQLite's busy timeout
+waits for the lock: `CHAINFORM_LOG_TIMEOUT` seconds (30 unless set), after which the log reports
+it is locked.
 """
 
 from __future__ import annotations
@@ -14,45 +16,40 @@ from __future__ import annotations
 import contextlib
 import json
 import os
-import random
 import sqlite3
 import threading
 import time
-import warnings
-from collections.abc import Callable, Iterator
-from concurrent.futures import Future
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, TypeVar
 
-from pydantic_core import to_json
-
-from chainform.store._attachments import ORPHAN_FILES
+from chainform.store._attachments import ORPHAN_FILES, Attached
 from chainform.store._damage import as_store_error, check_intact
 from chainform.store._fts import catch_up, ensure_fts, has_fts, search_clause
 from chainform.store._home import create_private, default_path
-from chainform.store._journal import FORMAT, pending, spread, stage
+from chainform.store._legacy import drain_legacy
 from chainform.store._migrations import MIGRATIONS, migrate, user_version
 from chainform.store._records import CallRecord, SchemaInfo, StoreError
-from chainform.store._rows import (
-    SELECT,
-    Rows,
-    filters,
-    insert_call,
-    insert_calls,
-    insert_schema,
-    read_call,
-    rows_of,
-    upsert_conversation,
-)
-from chainform.store._spool import AVAILABLE as SPOOLING
-from chainform.store._spool import Spool
-from chainform.store._writer import AUTOCHECKPOINT_PAGES, Checkpointer, Writer, weakly
+from chainform.store._rows import SELECT, filters, insert_schema, read_call, rows_of, write_rows
 
 T = TypeVar("T")
 
-BUSY_TIMEOUT_MS = 30_000
-_RETRIES = 12
+DEFAULT_TIMEOUT_S = 30.0
+
+
+def lock_timeout() -> float:
+    """How long a write waits for another process's lock: `CHAINFORM_LOG_TIMEOUT` seconds, else 30."""
+    text = os.environ.get("CHAINFORM_LOG_TIMEOUT", "").strip()
+    if not text:
+        return DEFAULT_TIMEOUT_S
+    try:
+        value = float(text)
+    except ValueError:
+        raise StoreError(f"CHAINFORM_LOG_TIMEOUT is {text!r}, not a number of seconds") from None
+    if not 0 <= value <= 3600:
+        raise StoreError(f"CHAINFORM_LOG_TIMEOUT is {text}; give 0 to 3600 seconds")
+    return value
 
 
 def _is_busy(exc: sqlite3.OperationalError) -> bool:
@@ -67,11 +64,9 @@ class Store:
         self.path = Path(path) if path is not None else default_path()
         self._db: sqlite3.Connection | None = None
         self._pid = 0
-        self._lock = threading.RLock()
+        self._lock = threading.RLock()  # one connection, used by the caller's and worker threads
         self._fts = False
-        self._writer = Writer(weakly(self._write), name=f"chainform-log-writer {self.path.name}")
-        self._checkpointer = Checkpointer(self.path, BUSY_TIMEOUT_MS / 1000)
-        self._spool = Spool(self.path)
+        self._timeout_s = DEFAULT_TIMEOUT_S
 
     # -- connection -------------------------------------------------------------------------
 
@@ -79,34 +74,34 @@ class Store:
         # A connection must not cross fork(): a child process opens its own.
         if self._db is not None and self._pid == os.getpid():
             return self._db
+        self._timeout_s = lock_timeout()
         try:
             self.path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
             create_private(self.path)
             db = sqlite3.connect(
-                self.path, timeout=BUSY_TIMEOUT_MS / 1000, isolation_level=None, check_same_thread=False
+                self.path, timeout=self._timeout_s, isolation_level=None, check_same_thread=False
             )
         except (OSError, sqlite3.Error) as exc:
             raise StoreError(f"cannot open the log at {self.path}: {exc}") from exc
-        db.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
         self._db, self._pid = db, os.getpid()
         try:
             self._retry(lambda: db.execute("PRAGMA journal_mode = WAL").fetchone())
             db.execute("PRAGMA synchronous = NORMAL")
-            db.execute(f"PRAGMA wal_autocheckpoint = {AUTOCHECKPOINT_PAGES}")  # see store/_writer.py
             db.execute("PRAGMA foreign_keys = ON")
             check_intact(db, self.path)
-            if user_version(db) < len(MIGRATIONS):
-                self._write(migrate)
-            elif user_version(db) > len(MIGRATIONS):
+            if user_version(db) > len(MIGRATIONS):
                 raise StoreError(
                     f"the log at {self.path} was written by a newer chainform "
                     f"(schema version {user_version(db)} > {len(MIGRATIONS)}); upgrade chainform"
                 )
+            if user_version(db) < len(MIGRATIONS):
+                self._write(migrate)
             self._fts = has_fts(db) or self._write(ensure_fts)
+            drain_legacy(db, self.path, self._write)
         except sqlite3.DatabaseError as exc:  # not a database, unreadable, a directory in its place
             self._db = None
             db.close()
-            raise StoreError(f"cannot use the log at {self.path}: {exc}") from exc
+            raise as_store_error(exc, self.path, "cannot use the log") from exc
         except BaseException:
             self._db = None
             db.close()
@@ -114,15 +109,12 @@ class Store:
         return db
 
     def check(self) -> None:
-        """Open (and migrate) the log now, so an unusable file is reported before any model call."""
-        with self._lock:
-            self._connect()
+        """Open (and migrate) the log now and take its write lock once, so a file that cannot be
+        used (not SQLite, read-only, locked past the timeout) is reported before any model call."""
+        self._write(lambda db: None)
 
     def close(self) -> None:
-        """Commit what the writer holds, then close the connection (the store reopens on use)."""
-        self.flush()
-        self._checkpointer.close()
-        self._spool.close()
+        """Close the connection (the store reopens on use)."""
         with self._lock:
             if self._db is not None and self._pid == os.getpid():
                 self._db.close()
@@ -135,16 +127,23 @@ class Store:
         self.close()
 
     def _retry(self, fn: Callable[[], T]) -> T:
+        """`fn`, tried again while the log is busy (SQLite's busy timeout does not cover every
+        case, e.g. a WAL being recovered) until the lock timeout has passed since the first try."""
+        deadline = time.monotonic() + self._timeout_s
         delay = 0.01
-        for attempt in range(_RETRIES):
+        while True:
             try:
                 return fn()
             except sqlite3.OperationalError as exc:
-                if not _is_busy(exc) or attempt == _RETRIES - 1:
+                if not _is_busy(exc):
                     raise StoreError(f"log database error ({self.path}): {exc}") from exc
-                time.sleep(delay * (1 + random.random()))
-                delay = min(delay * 2, 1.0)
-        raise AssertionError("unreachable")
+                if time.monotonic() >= deadline:
+                    raise StoreError(
+                        f"the log at {self.path} is locked by another process (waited {self._timeout_s:g} s; "
+                        "CHAINFORM_LOG_TIMEOUT sets how long)"
+                    ) from exc
+                time.sleep(delay)
+                delay = min(delay * 2, 0.5)
 
     def _write(self, fn: Callable[[sqlite3.Connection], T]) -> T:
         """Run `fn` in one immediate write transaction, retried as a whole when the lock is busy."""
@@ -163,15 +162,12 @@ class Store:
                 return result
 
             try:
-                result = self._retry(attempt)
-            except sqlite3.Error as exc:  # a constraint, a value SQLite cannot store, ...
+                return self._retry(attempt)
+            except sqlite3.Error as exc:  # a constraint, a value SQLite cannot store, read-only...
                 raise as_store_error(exc, self.path, "cannot write to the log") from exc
-        self._checkpointer.committed()
-        return result
 
     @contextmanager
     def _read(self) -> Iterator[sqlite3.Connection]:
-        self._spread()
         with self._lock:
             db = self._connect()
             try:
@@ -181,73 +177,15 @@ class Store:
 
     # -- writing ----------------------------------------------------------------------------
 
-    def ensure_conversation(self, conversation_id: str, model: str, name: str | None = None) -> None:
-        """Record a conversation (idempotent); a later name fills in a missing one."""
-        self._write(lambda db: upsert_conversation(db, conversation_id, model, name))
-
     def save_schema(self, schema: dict[str, Any]) -> str:
         """Store a schema under the sha256 of its canonical JSON and return that id."""
         return self._write(lambda db: insert_schema(db, schema))
 
-    def submit(self, record: CallRecord) -> Future[str]:
-        """Queue one model call for the writer thread; the future resolves once it is committed."""
-        return self._writer.submit(lambda db: insert_call(db, record))
-
-    def submit_all(self, records: list[CallRecord]) -> Future[None]:
-        """Queue model calls to be written in ONE transaction; the future resolves once committed."""
-        return self.submit_rows(rows_of(records))
-
-    def submit_rows(self, rows: Rows) -> Future[None]:
-        """Queue the rows of model calls (a chain's, `rows_of`) to be written in ONE transaction;
-        the future resolves once it is committed."""
-        return self._writer.submit(lambda db: insert_calls(db, rows))
-
-    def write_now(self, records: list[CallRecord]) -> None:
-        """Keep calls on this thread, through `stage_now` (the spool, or one journal row)."""
-        if records:
-            self.stage_now(rows_of(records))
-
-    def stage_now(self, rows: Rows) -> None:
-        """Keep the rows of calls (`rows_of`) on this thread, as one record of the spool
-        (store/_spool.py; as a journal row where it cannot be used or files are attached): a sync
-        chain that runs alone, and the exit hook (no new thread then)."""
-        if SPOOLING and "attachments" not in rows:
-            self.stage_record(FORMAT, to_json(rows))
-        else:  # no spool: the rows are encoded once, by the journal
-            self._write(lambda db: stage(db, rows))
-
-    def stage_record(self, fmt: int, data: bytes) -> bool:
-        """Append a chain's record in spool format `fmt` (store/_compact.py) on this thread, as
-        `stage_now` does its rows; False where there is no spool (the caller writes rows)."""
-        if not SPOOLING:
-            return False
-        if self._db is None or self._pid != os.getpid():
-            self.check()  # the log exists, migrated, before its spool
-        self._spool.append(fmt, data)
-        return True
-
-    def _spread(self) -> None:
-        """Bring the tables up to date with the journal before a read (a write transaction, only
-        when there is something to spread). A log this process cannot write is read as it is."""
-        with self._lock:
-            try:
-                has_pending = pending(self._connect())
-            except sqlite3.DatabaseError as exc:
-                raise as_store_error(exc, self.path, "log database error") from exc
-        if SPOOLING and self._spool.pending():
-            try:
-                self._spool.drain(self._write)
-            except (StoreError, OSError) as exc:
-                warnings.warn(f"chainform: the log shows no chain still in its spool: {exc}", stacklevel=3)
-        if has_pending:
-            try:
-                self._write(spread)
-            except StoreError as exc:
-                warnings.warn(f"chainform: the log shows no chain still in its journal: {exc}", stacklevel=3)
-
-    def log_call(self, record: CallRecord) -> str:
-        """Write one model call and wait for its commit (what `submit` does, synchronously)."""
-        return self.submit(record).result()
+    def write_calls(self, records: Sequence[CallRecord], attached: Sequence[Attached] = ()) -> None:
+        """Commit model calls in one transaction on this thread (`rows_of`: their conversations,
+        schemas, tool calls and results; `attached`: the files they sent)."""
+        rows = rows_of(records, attached)
+        self._write(lambda db: write_rows(db, rows))
 
     # -- maintenance ------------------------------------------------------------------------
 
@@ -256,12 +194,9 @@ class Store:
         target = Path(target)
         if target.exists():
             raise StoreError(f"{target} exists; give a new file name")
-        self.flush()
-        with contextlib.suppress(StoreError):  # a damaged log is copied as it is: the way to keep it
-            self._spread()
         try:
             target.parent.mkdir(parents=True, exist_ok=True)
-            source = sqlite3.connect(self.path, timeout=BUSY_TIMEOUT_MS / 1000)
+            source = sqlite3.connect(self.path, timeout=lock_timeout())
             with contextlib.closing(source), contextlib.closing(sqlite3.connect(target)) as out:
                 source.backup(out)
         except (OSError, sqlite3.Error) as exc:
@@ -285,7 +220,6 @@ class Store:
         selected = "SELECT r.id FROM responses r WHERE " + " AND ".join(clauses)
 
         def delete(db: sqlite3.Connection) -> int:
-            spread(db)
             for table in ("tool_calls", "tool_results", "format_contexts", "response_attachments"):
                 db.execute(f"DELETE FROM {table} WHERE response_id IN ({selected})", args)
             count = db.execute(f"DELETE FROM responses WHERE id IN ({selected})", args).rowcount
@@ -296,8 +230,6 @@ class Store:
             db.execute(ORPHAN_FILES)
             return int(count)
 
-        self.flush()
-        self._spread()  # the spool's chains too, before they are chosen
         return self._write(delete)
 
     def counts(self) -> dict[str, int]:
@@ -307,10 +239,6 @@ class Store:
                 table: int(db.execute(f"SELECT COUNT(*) FROM {table}").fetchone()[0])
                 for table in ("responses", "conversations", "schemas")
             }
-
-    def flush(self) -> None:
-        """Wait until everything queued for the writer is committed."""
-        self._writer.flush()
 
     # -- reading ----------------------------------------------------------------------------
 
@@ -381,10 +309,8 @@ class Store:
         self.check()
         if not self._fts:
             return False
-        self.flush()
-        self._spread()  # the spool's chains too
         try:
-            self._write(lambda db: (spread(db), catch_up(db)))
+            self._write(catch_up)
         except StoreError:  # a log we may read but not write (a read-only copy): LIKE sees every row
             return False
         return True
