@@ -18,16 +18,20 @@ CALLS = 40
 def _writer(path: str, worker: int) -> None:
     store = Store(Path(path))
     for i in range(CALLS):
-        store.write_calls([make_record(
-                conversation_id=f"w{worker}",
-                chain_id=f"w{worker}-{i // 4}",
-                seq=i % 4,
-                prompt=f"worker {worker} call {i}",
-                schema={"worker": worker},
-                tool_calls=[ToolCallRecord(f"c{i}", "t", {"i": i})],
-                tool_results=[ToolResultRecord(f"c{i}", "t", str(i))],
-                created_at=time.time(),
-            )])
+        store.write_calls(
+            [
+                make_record(
+                    conversation_id=f"w{worker}",
+                    chain_id=f"w{worker}-{i // 4}",
+                    seq=i % 4,
+                    prompt=f"worker {worker} call {i}",
+                    schema={"worker": worker},
+                    tool_calls=[ToolCallRecord(f"c{i}", "t", {"i": i})],
+                    tool_results=[ToolResultRecord(f"c{i}", "t", str(i))],
+                    created_at=time.time(),
+                )
+            ]
+        )
     store.close()
 
 
@@ -53,7 +57,9 @@ def test_store_concurrent_processes_lose_nothing(tmp_path: Path) -> None:
 def test_store_concurrent_threads_share_one_store(tmp_path: Path) -> None:
     store = Store(tmp_path / "logs.db")
     threads = [
-        threading.Thread(target=lambda n=n: [store.write_calls([make_record(seq=n * 100 + i)]) for i in range(25)])
+        threading.Thread(
+            target=lambda n=n: [store.write_calls([make_record(seq=n * 100 + i)]) for i in range(25)]
+        )
         for n in range(4)
     ]
     for t in threads:

@@ -3,7 +3,6 @@ damage is said once, with the way on."""
 
 from __future__ import annotations
 
-import sqlite3
 import warnings
 from pathlib import Path
 

@@ -132,13 +132,17 @@ def test_store_like_fallback_search(store: Store) -> None:
 
 def test_store_redacts_secrets(store: Store) -> None:
     message = Message("user", "hi", additional_properties={"api_key": "sk-1", "trace": {"x-api-key": "k"}})
-    store.write_calls([make_record(
-            messages=[message],
-            options={
-                "max_output_tokens": 5,
-                "additional_properties": {"Authorization": "Bearer x", "top_k": 3},
-            },
-        )])
+    store.write_calls(
+        [
+            make_record(
+                messages=[message],
+                options={
+                    "max_output_tokens": 5,
+                    "additional_properties": {"Authorization": "Bearer x", "top_k": 3},
+                },
+            )
+        ]
+    )
     raw = store.path.read_bytes()
     [got] = store.recent()
     assert got.messages[0].additional_properties == {"api_key": REDACTED, "trace": {"x-api-key": REDACTED}}
@@ -155,31 +159,43 @@ def test_conversation_rebuilt_from_the_log(store: Store) -> None:
     now = time.time()
     store.write_calls([make_record(chain_id="a", prompt="Hi", text="Hello!", created_at=now)])
     call = FunctionCallContent("c1", "lookup", {})
-    store.write_calls([make_record(
-            chain_id="b",
-            seq=0,
-            prompt="Look it up",
-            text="",
-            created_at=now + 1,
-            messages=[Message.user("Look it up"), Message.assistant(call)],
-        )])
-    store.write_calls([make_record(
-            chain_id="b",
-            seq=1,
-            prompt="Look it up",
-            text="Found it",
-            created_at=now + 2,
-            messages=[Message("tool", FunctionResultContent("c1", "x"))],
-        )])
-    store.write_calls([make_record(
-            chain_id="b",
-            seq=2,
-            purpose="format",
-            prompt=None,
-            text='{"v":1}',
-            parsed={"v": 1},
-            created_at=now + 3,
-        )])
+    store.write_calls(
+        [
+            make_record(
+                chain_id="b",
+                seq=0,
+                prompt="Look it up",
+                text="",
+                created_at=now + 1,
+                messages=[Message.user("Look it up"), Message.assistant(call)],
+            )
+        ]
+    )
+    store.write_calls(
+        [
+            make_record(
+                chain_id="b",
+                seq=1,
+                prompt="Look it up",
+                text="Found it",
+                created_at=now + 2,
+                messages=[Message("tool", FunctionResultContent("c1", "x"))],
+            )
+        ]
+    )
+    store.write_calls(
+        [
+            make_record(
+                chain_id="b",
+                seq=2,
+                purpose="format",
+                prompt=None,
+                text='{"v":1}',
+                parsed={"v": 1},
+                created_at=now + 3,
+            )
+        ]
+    )
     store.write_calls([make_record(chain_id="c", prompt="Broken", text="", error="boom", created_at=now + 4)])
     store.write_calls([make_record(conversation_id="other", chain_id="d", created_at=now + 5)])
     history = of_conversation(store, "conv1")
@@ -222,15 +238,19 @@ def test_store_masks_loaded_keys_in_every_written_column(store: Store, extra: st
     monkeypatch.setattr(keys, "_longest_first", keys._longest_first)
     secret = "sk-cf-store-planted-7d1e"
     keys.remember(secret)
-    store.write_calls([make_record(
-            prompt=f"use {secret}{extra}",
-            messages=[Message.user(f"key {secret}")],
-            text=f"echo {secret}",
-            tool_calls=[ToolCallRecord("c1", "t", {"k": secret})],
-            tool_results=[ToolResultRecord("c1", "t", f"out {secret}", f"err {secret}")],
-            format_context=f"ctx {secret}",
-            error=f"boom http://user:{secret}@host",
-        )])
+    store.write_calls(
+        [
+            make_record(
+                prompt=f"use {secret}{extra}",
+                messages=[Message.user(f"key {secret}")],
+                text=f"echo {secret}",
+                tool_calls=[ToolCallRecord("c1", "t", {"k": secret})],
+                tool_results=[ToolResultRecord("c1", "t", f"out {secret}", f"err {secret}")],
+                format_context=f"ctx {secret}",
+                error=f"boom http://user:{secret}@host",
+            )
+        ]
+    )
     [got] = store.recent()
     assert got.prompt == f"use {keys.MASK}{extra}"
     raw = store.path.read_bytes()

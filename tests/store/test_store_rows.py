@@ -111,12 +111,19 @@ def test_options_summary_names_the_chains_schema_by_id_and_drops_the_cache_key()
         format_context_policy=None,
     )  # fmt: skip
     own = cf.types.ChatOptions(
-        response_format=cf.types.ResponseFormat("json_schema", dict(schema), "A"), temperature=0.5, cache_key="01"
+        response_format=cf.types.ResponseFormat("json_schema", dict(schema), "A"),
+        temperature=0.5,
+        cache_key="01",
     )
     summary = logger.options(own)  # an equal schema (not the same object) is named by its id
-    assert summary["response_format"]["schema_id"] == logger.schema_id and "schema" not in summary["response_format"]
+    assert (
+        summary["response_format"]["schema_id"] == logger.schema_id
+        and "schema" not in summary["response_format"]
+    )
     assert summary["temperature"] == 0.5 and "cache_key" not in summary
-    inline = logger.options(cf.types.ChatOptions(response_format=cf.types.ResponseFormat("json_schema", other, "B")))
+    inline = logger.options(
+        cf.types.ChatOptions(response_format=cf.types.ResponseFormat("json_schema", other, "B"))
+    )
     assert inline["response_format"]["schema"] == other and "schema_id" not in inline["response_format"]
     assert options_summary(cf.types.ChatOptions(tool_mode=cf.types.ToolMode("required", "f"), seed=3)) == {
         "tool_mode": {"mode": "required", "function_name": "f"},

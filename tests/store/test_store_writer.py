@@ -50,7 +50,9 @@ def test_each_call_is_committed_before_the_next_is_sent(home: Path) -> None:
     assert seen == [0, 1, 2, 3]  # each call, with its tool results, was in the table before the next
     assert _committed(home / "logs.db") == 4  # and the last one before the chain returned
     rows_ = Store().recent(None)
-    assert [r.tool_results[0].output for r in rows_[1:]] == [json.dumps(get_weather(c)) for c in ("Oslo", "Rome", "Paris")]
+    assert [r.tool_results[0].output for r in rows_[1:]] == [
+        json.dumps(get_weather(c)) for c in ("Oslo", "Rome", "Paris")
+    ]
 
 
 def test_async_chains_commit_on_a_worker_thread(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -70,8 +70,8 @@ def _put(db: sqlite3.Connection, fmt: str, text: str | bytes, where: str) -> Non
     except (ValueError, TypeError, IndexError, KeyError, sqlite3.Error) as exc:
         db.execute("ROLLBACK TO legacy")
         warnings.warn(
-            f"chainform: dropped {where} of the old log format: a chain cut short when its process died "
-            f"or unreadable ({type(exc).__name__}: {str(exc)[:200]})",
+            f"chainform: dropped {where}, written by an older chainform: cut short when its process "
+            f"was killed, or unreadable ({type(exc).__name__}: {str(exc)[:200]})",
             stacklevel=5,
         )
     db.execute("RELEASE legacy")

@@ -52,6 +52,10 @@ def lock_timeout() -> float:
     return value
 
 
+class _Undo(Exception):
+    """Raised inside a write transaction to roll it back (`Store.check`)."""
+
+
 def _is_busy(exc: sqlite3.OperationalError) -> bool:
     text = str(exc).lower()
     return "locked" in text or "busy" in text
@@ -109,9 +113,15 @@ class Store:
         return db
 
     def check(self) -> None:
-        """Open (and migrate) the log now and take its write lock once, so a file that cannot be
-        used (not SQLite, read-only, locked past the timeout) is reported before any model call."""
-        self._write(lambda db: None)
+        """Open (and migrate) the log now and try a write (never committed), so a file that cannot
+        be used (not SQLite, read-only, locked past the timeout) is reported before any model call."""
+
+        def write_and_undo(db: sqlite3.Connection) -> None:
+            db.execute(f"PRAGMA user_version = {user_version(db)}")
+            raise _Undo
+
+        with contextlib.suppress(_Undo):
+            self._write(write_and_undo)
 
     def close(self) -> None:
         """Close the connection (the store reopens on use)."""
