@@ -15,6 +15,9 @@ round gives its own ratios (log on / log off, log on / SDK loop) from batches ru
 the medians of those per-round ratios are the figures (a shared machine's load moves all three):
 
     .venv/bin/python bench/bench_chain.py --ab --rounds 40 --batch 50
+
+`--think SECONDS` makes the fast server answer each request that late (a model's think time):
+`--ab --think 0.02` is what the log costs a chain at 20 ms a call (docs/benchmarks.md).
 """
 
 from __future__ import annotations
@@ -303,11 +306,12 @@ def measure_ab(base_url: str, schema: bool, rounds: int, batch: int) -> dict[str
     }
 
 
-def main_ab(rounds: int, batch: int, variants: list[str], out: str | None) -> None:
-    proc, url = start_server("fast")
+def main_ab(rounds: int, batch: int, variants: list[str], out: str | None, think: float = 0.0) -> None:
+    proc, url = start_server("fast", *([str(think)] if think else []))
     try:
         result: dict[str, Any] = {
             "mode": "ab",
+            "think_s": think,
             "load_before": os.getloadavg()[0],
             "versions": versions("chainform", "openai", "httpx"),
         }
@@ -327,11 +331,12 @@ def main() -> None:
     parser.add_argument("--servers", default="fast,emulator")
     parser.add_argument("--out")
     parser.add_argument("--ab", action="store_true", help="log on vs log off vs the SDK loop only")
+    parser.add_argument("--think", type=float, default=0.0, help="--ab: the server's delay per reply, seconds")
     parser.add_argument("--variants", default="tools,tools+schema")
     args = parser.parse_args()
     os.environ.setdefault("CHAINFORM_HOME", tempfile.mkdtemp(prefix="bench-cf-"))
     if args.ab:
-        main_ab(args.rounds, args.batch, args.variants.split(","), args.out)
+        main_ab(args.rounds, args.batch, args.variants.split(","), args.out, args.think)
         return
     result: dict[str, Any] = {
         "rounds": args.rounds,
