@@ -22,6 +22,27 @@ from chainform.store import Store
 from chainform.testing import tool_call
 from chainform.testing.emulator import Emulator
 
+DOCS = Path(__file__).resolve().parents[2]
+
+
+def _doc_command(tool: str) -> str:
+    """The line of docs/cli.md (the same in README.md) that runs `tool` on the log, its comment cut."""
+    found = {
+        line.split("  #")[0].strip()
+        for name in ("docs/cli.md", "README.md")
+        for line in (DOCS / name).read_text(encoding="utf-8").splitlines()
+        if line.startswith(f'{tool} "$(chainform logs path)"')
+    }
+    assert len(found) == 1, found
+    return found.pop()
+
+
+def _shell_env(home: Path) -> dict[str, str]:
+    """The environment a user's shell would have: this venv's `chainform` on PATH, this home."""
+    bin_dir = str(Path(sys.executable).parent)
+    return {**os.environ, "PATH": f"{bin_dir}:{os.environ.get('PATH', '')}", "CHAINFORM_HOME": str(home)}
+
+
 ADD = "def add(a: int, b: int) -> int:\n    'Add two numbers.'\n    return a + b"
 
 
@@ -48,6 +69,11 @@ def test_sqlite3_counts_a_cli_chains_calls_once_it_returns(run, emulator: Emulat
     assert path == home / "logs.db"
     assert (_count(path, "responses"), _count(path, "tool_calls"), _count(path, "tool_results")) == (2, 1, 1)
     assert not Path(f"{path}-spool").exists()
+    command = _doc_command("sqlite3")  # the docs' line, run as written
+    done = subprocess.run(
+        ["bash", "-c", command], capture_output=True, text=True, env=_shell_env(home), timeout=60
+    )
+    assert (done.returncode, done.stdout.strip()) == (0, "2"), done.stderr
 
 
 def _free_port() -> int:
@@ -96,7 +122,7 @@ def _datasette(path: Path) -> Iterator[str]:
 def test_datasette_reads_the_last_call_over_http(run, emulator: Emulator, home: Path) -> None:
     assert _chain(run, emulator).exit_code == 0
     [last] = Store(home / "logs.db").recent(1)
-    with _datasette(home / "logs.db") as base:
+    with _datasette(home) as base:
         url = f"{base}/logs/responses.json?_shape=array&_sort_desc=created_at&_size=1"
         with urllib.request.urlopen(url, timeout=10) as answer:
             [row] = json.load(answer)
