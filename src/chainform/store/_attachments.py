@@ -99,18 +99,11 @@ def rows(attached: list[Attached], blobs: Blobs, response_ids: list[str]) -> dic
             files[key] = (key, media_type, len(data), data, None, now)
         elif files[key][3] is None and files[key][4] is None:
             files[key] = (*files[key][:3], data, None, now)
-    named: list[tuple[str, str | None, str | None, str | None]] = [
-        (a.sha256, a.name, a.method, a.detail) for a in attached
-    ]
+    named: list[tuple[str, str | None, str | None, str | None]] = [(a.sha256, a.name, a.method, a.detail) for a in attached]
     known = {a.sha256 for a in attached}  # inline bytes of the messages (a file a tool returned...)
     named += [(key, None, None, None) for key in blobs if key not in known]
     links = [(rid, position, *link) for rid in response_ids for position, link in enumerate(named)]
-    out: dict[str, list[tuple[Any, ...]]] = {}
-    if files:
-        out["attachments"] = list(files.values())
-    if links:
-        out["response_attachments"] = links
-    return out
+    return {"attachments": list(files.values()), "response_attachments": links}
 
 
 def of_call(db: sqlite3.Connection, response_id: str) -> list[AttachmentRecord]:
@@ -121,18 +114,9 @@ def of_call(db: sqlite3.Connection, response_id: str) -> list[AttachmentRecord]:
            WHERE l.response_id = ? ORDER BY l.position""",
         (response_id,),
     ).fetchall()
+    fields = ("name", "media_type", "sha256", "bytes", "method", "detail", "stored", "ref")
     return [
-        AttachmentRecord(
-            name=r[0],
-            media_type=r[1],
-            sha256=r[2],
-            bytes=r[3],
-            method=r[4],
-            detail=r[5],
-            stored="ref" if r[6] else "copy",
-            ref=r[7],
-        )
-        for r in found
+        AttachmentRecord(**dict(zip(fields, (*r[:6], "ref" if r[6] else "copy", r[7]), strict=True))) for r in found
     ]
 
 
@@ -154,11 +138,9 @@ def restore(db: sqlite3.Connection, text: str) -> str:
 def content_of(db: sqlite3.Connection, key: str) -> bytes | None:
     """The bytes logged under `key`; a reference is read again and must still hash to it."""
     row = db.execute("SELECT content, ref FROM attachments WHERE sha256 = ?", (key,)).fetchone()
-    if row is None:
-        return None
-    if row[0] is not None:
+    if row is not None and row[0] is not None:
         return bytes(row[0])
-    ref = row[1]
+    ref = row[1] if row is not None else None
     if not ref or "://" in ref:
         return None
     try:

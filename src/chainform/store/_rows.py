@@ -37,18 +37,13 @@ _INSERT_RESPONSE = (
 )
 
 SELECTED = {
-    "id": "r.id", "conversation_id": "r.conversation_id", "conversation_name": "c.name",
-    "chain_id": "r.chain_id", "seq": "r.seq", "purpose": "r.purpose", "strategy": "r.strategy",
-    "model": "r.model", "prompt": "r.prompt", "system": "r.system", "messages": "r.messages",
-    "options": "r.options", "schema_id": "r.schema_id", "schema": "s.content", "text": "r.text",
-    "parsed": "r.parsed", "input_tokens": "r.input_tokens", "output_tokens": "r.output_tokens",
-    "total_tokens": "r.total_tokens", "additional_counts": "r.additional_counts",
-    "duration_ms": "r.duration_ms", "created_at": "r.created_at", "error": "r.error",
-    "format_context_policy": "f.policy", "format_context": "f.context",
-    "parent_conversation_id": "r.parent_conversation_id", "parent_chain_id": "r.parent_chain_id",
-    "parent_tool_call_id": "r.parent_tool_call_id", "agent_name": "r.agent_name", "cost": "r.cost",
-}  # fmt: skip
-SELECT_NAMES = tuple(SELECTED)
+    **{name: f"r.{name}" for name in RESPONSE_COLUMNS},
+    "conversation_name": "c.name",
+    "schema": "s.content",
+    "format_context_policy": "f.policy",
+    "format_context": "f.context",
+}
+"""What a read selects (`Store.recent` joins conversations c, schemas s, format_contexts f)."""
 SELECT = ", ".join(SELECTED.values())
 
 
@@ -122,36 +117,20 @@ def rows_of(records: Sequence[CallRecord], attached: Sequence[Attached] = ()) ->
 
 def _response_rows(rows: Rows, record: CallRecord, sid: str | None, blobs: Blobs) -> None:
     usage = record.usage
-    rows.setdefault("responses", []).append(
-        (
-            record.id,
-            record.conversation_id,
-            record.chain_id,
-            record.seq,
-            record.purpose,
-            record.strategy,
-            record.model,
-            record.prompt,
-            record.system,
-            messages_to_json(record.messages, blobs),
-            dumps(redact(record.options)),
-            sid,
-            record.text or "",
-            dumps(record.parsed) if record.parsed is not None else None,
-            usage.input_tokens if usage else None,
-            usage.output_tokens if usage else None,
-            usage.total_tokens if usage else None,
-            dumps(usage.additional_counts) if usage and usage.additional_counts else None,
-            record.duration_ms,
-            record.created_at,
-            record.error,
-            record.parent_conversation_id,
-            record.parent_chain_id,
-            record.parent_tool_call_id,
-            record.agent_name,
-            str(usage.cost) if usage is not None and usage.cost is not None else None,
-        )
-    )
+    encoded = {
+        "messages": messages_to_json(record.messages, blobs),
+        "options": dumps(redact(record.options)),
+        "schema_id": sid,
+        "text": record.text or "",
+        "parsed": dumps(record.parsed) if record.parsed is not None else None,
+        "input_tokens": usage.input_tokens if usage else None,
+        "output_tokens": usage.output_tokens if usage else None,
+        "total_tokens": usage.total_tokens if usage else None,
+        "additional_counts": dumps(usage.additional_counts) if usage and usage.additional_counts else None,
+        "cost": str(usage.cost) if usage is not None and usage.cost is not None else None,
+    }  # the other columns are the record's fields of the same name
+    row = tuple(encoded[c] if c in encoded else getattr(record, c) for c in RESPONSE_COLUMNS)
+    rows.setdefault("responses", []).append(row)
     for c in record.tool_calls:
         rows.setdefault("tool_calls", []).append((record.id, c.call_id, c.name, dumps(c.arguments)))
     for r in record.tool_results:
@@ -163,19 +142,14 @@ def _response_rows(rows: Rows, record: CallRecord, sid: str | None, blobs: Blobs
 
 
 def read_call(db: sqlite3.Connection, row: tuple[Any, ...]) -> CallRecord:
-    data = dict(zip(SELECT_NAMES, row, strict=True))
+    """The CallRecord of a row selected with `SELECT`, with its tool calls, results and files."""
+    data = dict(zip(SELECTED, row, strict=True))
     rid = data["id"]
     counts = [data.pop(k) for k in ("input_tokens", "output_tokens", "total_tokens", "additional_counts")]
     cost = data.pop("cost")
     if cost is not None or any(v is not None for v in counts):
-        data["usage"] = UsageDetails(
-            counts[0],
-            counts[1],
-            counts[2],
-            json.loads(counts[3]) if counts[3] else {},
-            Decimal(cost) if cost is not None else None,
-            None if cost is not None else "not priced when it was logged",
-        )
+        priced = (Decimal(cost), None) if cost is not None else (None, "not priced when it was logged")
+        data["usage"] = UsageDetails(*counts[:3], json.loads(counts[3]) if counts[3] else {}, *priced)
     data["messages"] = messages_from_json(restore(db, data["messages"]) if data["messages"] else None)
     data["attachments"] = of_call(db, rid)
     for key in ("options", "schema", "parsed"):

@@ -204,6 +204,8 @@ class Store:
         target = Path(target)
         if target.exists():
             raise StoreError(f"{target} exists; give a new file name")
+        with contextlib.suppress(StoreError), self._lock:  # an old spool drained first (store/_legacy.py),
+            self._connect()  # unless the log is damaged: it is copied as it is, the way to keep it
         try:
             target.parent.mkdir(parents=True, exist_ok=True)
             source = sqlite3.connect(self.path, timeout=lock_timeout())
@@ -316,7 +318,8 @@ class Store:
 
     def _searchable(self) -> bool:
         """Index what was logged since the last search (store/_fts.py); False: search with LIKE."""
-        self.check()
+        with self._lock:
+            self._connect()
         if not self._fts:
             return False
         try:
