@@ -148,8 +148,14 @@ def read_call(db: sqlite3.Connection, row: tuple[Any, ...]) -> CallRecord:
     counts = [data.pop(k) for k in ("input_tokens", "output_tokens", "total_tokens", "additional_counts")]
     cost = data.pop("cost")
     if cost is not None or any(v is not None for v in counts):
-        priced = (Decimal(cost), None) if cost is not None else (None, "not priced when it was logged")
-        data["usage"] = UsageDetails(*counts[:3], json.loads(counts[3]) if counts[3] else {}, *priced)
+        data["usage"] = UsageDetails(
+            counts[0],
+            counts[1],
+            counts[2],
+            json.loads(counts[3]) if counts[3] else {},
+            Decimal(cost) if cost is not None else None,
+            None if cost is not None else "not priced when it was logged",
+        )
     data["messages"] = messages_from_json(restore(db, data["messages"]) if data["messages"] else None)
     data["attachments"] = of_call(db, rid)
     for key in ("options", "schema", "parsed"):
