@@ -6,11 +6,9 @@ from __future__ import annotations
 import contextlib
 import json
 import os
-import socket
 import sqlite3
 import subprocess
 import sys
-import time
 import urllib.request
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -21,6 +19,7 @@ from click.testing import Result
 from chainform.store import Store
 from chainform.testing import tool_call
 from chainform.testing.emulator import Emulator
+from server_helpers import free_port, serving
 
 DOCS = Path(__file__).resolve().parents[2]
 
@@ -76,47 +75,15 @@ def test_sqlite3_counts_a_cli_chains_calls_once_it_returns(run, emulator: Emulat
     assert (done.returncode, done.stdout.strip()) == (0, "2"), done.stderr
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
 @contextlib.contextmanager
-def _datasette(path: Path) -> Iterator[str]:
-    """Datasette serving `path` on 127.0.0.1; its base URL. Always stopped."""
-    port = _free_port()
-    command = [
-        str(Path(sys.executable).parent / "datasette"),
-        "serve",
-        str(path),
-        "-h",
-        "127.0.0.1",
-        "-p",
-        str(port),
-    ]
-    proc = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+def _datasette(home: Path) -> Iterator[str]:
+    """The docs' `datasette "$(chainform logs path)"`, on 127.0.0.1 and a free port; its base URL.
+    Always stopped (`exec`: the shell becomes Datasette, so stopping it stops Datasette)."""
+    port = free_port()
+    argv = ["bash", "-c", f"exec {_doc_command('datasette')} -h 127.0.0.1 -p {port}"]
     base = f"http://127.0.0.1:{port}"
-    try:
-        deadline = time.monotonic() + 30
-        while True:
-            try:
-                with urllib.request.urlopen(base + "/-/versions.json", timeout=2):
-                    break
-            except OSError:
-                if proc.poll() is not None or time.monotonic() > deadline:
-                    raise AssertionError(
-                        f"datasette did not start: {proc.stderr.read() if proc.stderr else ''}"
-                    ) from None
-                time.sleep(0.1)
+    with serving(argv, base + "/-/versions.json", within_s=30, stdout=subprocess.DEVNULL, env=_shell_env(home)):
         yield base
-    finally:
-        proc.terminate()
-        try:
-            proc.wait(10)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
 
 
 def test_datasette_reads_the_last_call_over_http(run, emulator: Emulator, home: Path) -> None:

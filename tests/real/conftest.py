@@ -5,14 +5,13 @@ there), skipped with the reason otherwise, always stopped. Never run in CI."""
 from __future__ import annotations
 
 import os
-import socket
 import subprocess
-import time
-import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+
+from server_helpers import free_port, serving
 
 CACHE = Path(os.environ.get("CHAINFORM_REAL_CACHE", Path.home() / ".cache" / "chainform-real"))
 PYTHON = CACHE / "venv" / "bin" / "python"
@@ -29,12 +28,6 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
             item.add_marker(skip)
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
 @pytest.fixture(scope="session")
 def llama_log(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """The server's output (uvicorn's access log: one line a request it answered), this session's
@@ -49,29 +42,14 @@ def llama_server(llama_log: Path) -> Iterator[str]:
         pytest.skip(f"llama-cpp-python[server] is not built at {PYTHON} (scripts/real-servers.sh)")
     if not GGUF.exists():
         pytest.skip(f"the SmolLM2 GGUF is not in the cache at {GGUF} (scripts/real-servers.sh)")
-    port = _free_port()
+    port = free_port()
     argv = [str(PYTHON), "-m", "llama_cpp.server", "--model", str(GGUF), "--host", "127.0.0.1"]
     # n_ctx 4096: room for a map row's whole conversation (2048 was once too few; SmolLM2 takes 8192)
     argv += ["--port", str(port), "--chat_format", "chatml-function-calling", "--n_ctx", "4096"]
-    log = open(llama_log, "wb")  # noqa: SIM115 - open for the server's lifetime
-    server = subprocess.Popen(argv, stdout=log, stderr=subprocess.STDOUT)
     base = f"http://127.0.0.1:{port}/v1"
-    try:
-        deadline = time.monotonic() + 120
-        while True:
-            try:
-                urllib.request.urlopen(base + "/models", timeout=2).read()
-                break
-            except OSError:
-                if server.poll() is not None or time.monotonic() > deadline:
-                    pytest.fail(f"the server did not start (see {llama_log})")
-                time.sleep(0.5)
-        yield base
-    finally:
-        server.terminate()
+    with open(llama_log, "wb") as log:
         try:
-            server.wait(10)
-        except subprocess.TimeoutExpired:
-            server.kill()
-            server.wait()
-        log.close()
+            with serving(argv, base + "/models", within_s=120, stdout=log, stderr=subprocess.STDOUT):
+                yield base
+        except AssertionError as exc:
+            pytest.fail(f"{exc} (see {llama_log})")
