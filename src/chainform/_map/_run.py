@@ -3,9 +3,8 @@
 Rows are run with `AsyncModel.chain` (not engine internals), so the engine can change beneath.
 When logging is on, each row's conversation is named `map <run id> <key>` in the log, which ties
 every logged call back to the row (and run) that made it. The name travels with the chain's own
-records (store/_chainlog.py `naming`), so it is committed by the log writer in the same
-transaction as the row's calls: a row never waits on a write of its own, and when the chain
-returns, its calls and its name are both in the log.
+records (store/_chainlog.py `naming`), so it is committed in the same transaction as each of the
+row's calls: when the chain returns, its calls and its name are both in the log.
 """
 
 from __future__ import annotations

@@ -134,7 +134,7 @@ def open_log(*, required: bool, wanted: bool) -> Store | None:
     if not (required or wanted):
         return None
     from chainform.store import Store, StoreError
-    from chainform.store._damage import LogDamagedError
+    from chainform.store._store import LogDamagedError
 
     store = Store()
     try:

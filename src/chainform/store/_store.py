@@ -8,7 +8,8 @@ Several processes may log at once (a shell loop of `chainform` calls, parallel s
 database runs in WAL mode, every write is one `BEGIN IMMEDIATE` transaction (so writers queue on
 the lock instead of failing when a read transaction tries to upgrade), and SQLite's busy timeout
 waits for the lock: `CHAINFORM_LOG_TIMEOUT` seconds (30 unless set), after which the log reports
-it is locked.
+it is locked. A page that went bad (a disk fault, a copy taken mid-write) is not noticed by SQLite
+until a statement reads it: `PRAGMA quick_check` on open finds it first (LogDamagedError).
 """
 
 from __future__ import annotations
@@ -25,7 +26,6 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from chainform.store._attachments import ORPHAN_FILES, Attached
-from chainform.store._damage import as_store_error, check_intact
 from chainform.store._fts import catch_up, ensure_fts, has_fts, search_clause
 from chainform.store._home import create_private, default_path
 from chainform.store._legacy import drain_legacy
@@ -54,6 +54,34 @@ def lock_timeout() -> float:
 
 class _Undo(Exception):
     """Raised inside a write transaction to roll it back (`Store.check`)."""
+
+
+class LogDamagedError(StoreError):
+    """The log database has damaged pages; the message says how to keep what it holds."""
+
+    def __init__(self, path: Path, detail: str) -> None:
+        self.path = path
+        super().__init__(
+            f"the log at {path} is damaged ({detail}); keep what it holds with `chainform logs backup "
+            "FILE`, then move it aside (a fresh log is created)"
+        )
+
+
+def check_intact(db: sqlite3.Connection, path: Path) -> None:
+    """Raise LogDamagedError unless the file passes `PRAGMA quick_check`."""
+    try:
+        problems = [row[0] for row in db.execute("PRAGMA quick_check(3)").fetchall()]
+    except sqlite3.DatabaseError as exc:
+        raise LogDamagedError(path, str(exc)) from None
+    if problems != ["ok"]:
+        raise LogDamagedError(path, "; ".join(problems))
+
+
+def as_store_error(exc: sqlite3.Error, path: Path, doing: str) -> StoreError:
+    """A SQLite error met while using the log: a damaged file says so (and the way on)."""
+    if isinstance(exc, sqlite3.DatabaseError) and "malformed" in str(exc):
+        return LogDamagedError(path, str(exc))
+    return StoreError(f"{doing} ({path}): {exc}")
 
 
 def _is_busy(exc: sqlite3.OperationalError) -> bool:
