@@ -113,11 +113,7 @@ class _Base(Generic[R]):
             raise ValueError(f"unknown strategy {strategy!r}; choose one of {', '.join(STRATEGIES)}")
         sources = [t for t in tools or () if is_tool_source(t)]
         message = user_prompt(
-            prompt,
-            attachments,
-            convert=convert,
-            allow_private_urls=allow_private_urls,
-            store=attachments_store,
+            prompt, attachments, convert=convert, allow_private_urls=allow_private_urls, store=attachments_store
         )
         pending = message if isinstance(message, PendingPrompt) else None
         request = ChainRequest(
@@ -277,9 +273,7 @@ class Model(_Base[ChainResponse]):
     def __exit__(self, *exc: object) -> None:
         self.close()
 
-    def conversation(
-        self, conversation_id: str | None = None, history: Sequence[Message] = ()
-    ) -> Conversation:
+    def conversation(self, conversation_id: str | None = None, history: Sequence[Message] = ()) -> Conversation:
         return Conversation(self, conversation_id, history)
 
     map = map_sync

@@ -74,14 +74,7 @@ class Tracker:
             )
             self._progress.start()
             self._task = self._progress.add_task(
-                "map",
-                total=self.total,
-                completed=self.skipped,
-                failed=0,
-                rate=0.0,
-                tokens=0,
-                cost="",
-                batch="",
+                "map", total=self.total, completed=self.skipped, failed=0, rate=0.0, tokens=0, cost="", batch=""
             )
         return self
 
@@ -121,9 +114,7 @@ class Tracker:
         if stats is None:
             return ""
         text = f"round {stats.round}: {stats.status} ({stats.answered}/{stats.requests} answered)"
-        return text + (
-            f", {stats.unknown_ids} result line(s) of no request ignored" if stats.unknown_ids else ""
-        )
+        return text + (f", {stats.unknown_ids} result line(s) of no request ignored" if stats.unknown_ids else "")
 
     def summary(self, output: str, run_id: str) -> str:
         elapsed = time.monotonic() - self.started
@@ -135,11 +126,7 @@ class Tracker:
             f"{self.done - self.failed} ok, {self.failed} failed{resumed}; {self.tokens} tokens, "
             f"{cost_text(self.cost, self.unpriced)}; {output} (run {run_id})"
             + (f"\nmap: {capped}" if capped else "")
-            + (
-                f"\nmap: batch {self.batch_text()}, {self.batch.created} batch(es) created"
-                if self.batch
-                else ""
-            )
+            + (f"\nmap: batch {self.batch_text()}, {self.batch.created} batch(es) created" if self.batch else "")
         )
 
 
@@ -226,11 +213,7 @@ ATTACH_HELP = (
     help="Send the rows through the provider's batch API (OpenAI, Anthropic, Gemini; about half price, within 24h).",
 )
 @click.option(
-    "--batch-poll",
-    type=click.FloatRange(min=0),
-    default=5.0,
-    show_default=True,
-    help="Seconds between polls.",
+    "--batch-poll", type=click.FloatRange(min=0), default=5.0, show_default=True, help="Seconds between polls."
 )
 @conversion_options
 def map_command(
@@ -355,14 +338,7 @@ def map_command(
                 from chainform.ray import run_job
 
                 for result in run_job(
-                    ray_address,
-                    source,
-                    name,
-                    key,
-                    base_url,
-                    ray_workers,
-                    settings,
-                    model_settings=provider_settings,
+                    ray_address, source, name, key, base_url, ray_workers, settings, model_settings=provider_settings
                 ):
                     commit(result)
             else:
