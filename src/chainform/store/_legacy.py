@@ -18,6 +18,7 @@ column of `responses`); 3 is a chain's compact record:
 
 from __future__ import annotations
 
+import contextlib
 import json
 import sqlite3
 import warnings
@@ -36,23 +37,20 @@ Write = Callable[[Callable[[sqlite3.Connection], None]], None]
 def drain_legacy(db: sqlite3.Connection, log: Path, write: Write) -> None:
     """Move an old spool's and journal's records into the tables (`write`: one write transaction)."""
     spool = Path(f"{log}-spool")
-    try:
-        data = spool.read_bytes()
-    except FileNotFoundError:
-        data = None
-    if data is None and db.execute("SELECT 1 FROM journal LIMIT 1").fetchone() is None:
+    if not spool.exists() and db.execute("SELECT 1 FROM journal LIMIT 1").fetchone() is None:
         return
 
     def drain(db: sqlite3.Connection) -> None:
         for jid, fmt, text in db.execute("SELECT id, format, rows FROM journal ORDER BY id").fetchall():
             _put(db, str(fmt), text, f"journal row {jid}")
         db.execute("DELETE FROM journal")
-        for number, line in enumerate((data or b"").split(b"\n"), 1):
-            fmt, _, text = line.partition(b" ")
-            if line.strip():
-                _put(
-                    db, fmt.decode("ascii", "replace"), text, f"line {number} of {spool} ({len(line)} bytes)"
-                )
+        with contextlib.suppress(FileNotFoundError), spool.open("rb") as lines:  # one record a line
+            for number, line in enumerate(lines, 1):
+                record = line.rstrip(b"\n")
+                fmt, _, text = record.partition(b" ")
+                if record.strip():
+                    where = f"line {number} of {spool} ({len(record)} bytes)"
+                    _put(db, fmt.decode("ascii", "replace"), text, where)
 
     write(drain)
     spool.unlink(missing_ok=True)
