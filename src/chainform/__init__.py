@@ -54,6 +54,7 @@ _PUBLIC: dict[str, tuple[str, ...]] = {
         "UnknownToolError",
         "UnsupportedOptionError",
     ),
+    "chainform.evals": ("EvalInputError", "EvalReport", "evaluate"),
     "chainform.models": (
         "AsyncConversation",
         "AsyncModel",
@@ -159,6 +160,9 @@ if TYPE_CHECKING:  # what type checkers and editors see: the same names, importe
     from chainform.errors import TracingSetupError as TracingSetupError
     from chainform.errors import UnknownToolError as UnknownToolError
     from chainform.errors import UnsupportedOptionError as UnsupportedOptionError
+    from chainform.evals import EvalInputError as EvalInputError
+    from chainform.evals import EvalReport as EvalReport
+    from chainform.evals import evaluate as evaluate
     from chainform.models import AsyncConversation as AsyncConversation
     from chainform.models import AsyncModel as AsyncModel
     from chainform.models import Conversation as Conversation

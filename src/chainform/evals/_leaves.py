@@ -1,0 +1,104 @@
+"""How two scalar values compare, one function per kind of leaf a JSON Schema can declare.
+
+Each comparer is built once per field (`leaf_comparer`) and then called per row, so the work that
+depends only on the schema (which kind, which tolerance, which date format) is done once. They are
+pure: `(expected, actual) -> bool`, both values already known to be present and not null.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import unicodedata
+from collections.abc import Callable
+from typing import Any
+
+Compare = Callable[[Any, Any], bool]
+
+
+def normalise(text: str) -> str:
+    """Unicode NFKC, case folded, runs of whitespace made one space, trimmed."""
+    return " ".join(unicodedata.normalize("NFKC", text).casefold().split())
+
+
+def exact(expected: Any, actual: Any) -> bool:
+    """Equal, and of the same JSON kind (`true` is not `1`; `3` and `3.0` are the same number)."""
+    if isinstance(expected, bool) or isinstance(actual, bool):
+        return type(expected) is type(actual) and expected == actual
+    return bool(expected == actual)
+
+
+def number(tolerance: float) -> Compare:
+    """Within `tolerance` of the expected value, relative to it: |actual - expected| <= tolerance * |expected|."""
+
+    def compare(expected: Any, actual: Any) -> bool:
+        if isinstance(actual, bool) or not isinstance(actual, int | float):
+            return False
+        if tolerance == 0:
+            return bool(actual == expected)
+        return abs(actual - expected) <= tolerance * abs(expected)
+
+    return compare
+
+
+def string(fuzzy: float | None) -> Compare:
+    """Equal once normalised; with `fuzzy` (0..1), a rapidfuzz ratio of at least that counts too."""
+    ratio = _ratio() if fuzzy is not None else None
+
+    def compare(expected: Any, actual: Any) -> bool:
+        if not isinstance(actual, str) or not isinstance(expected, str):
+            return exact(expected, actual)
+        left, right = normalise(expected), normalise(actual)
+        if left == right:
+            return True
+        return ratio is not None and fuzzy is not None and ratio(left, right) / 100 >= fuzzy
+
+    return compare
+
+
+def _ratio() -> Callable[[str, str], float]:
+    try:
+        from rapidfuzz.fuzz import ratio
+    except ImportError:
+        from chainform.evals._errors import EvalInputError
+
+        raise EvalInputError(
+            "a fuzzy string threshold needs rapidfuzz: pip install 'chainform[evals]'"
+        ) from None
+    return ratio  # type: ignore[no-any-return]
+
+
+def _date_time(text: str) -> dt.datetime:
+    parsed = dt.datetime.fromisoformat(text.strip().replace("Z", "+00:00").replace("z", "+00:00"))
+    return parsed if parsed.tzinfo is not None else parsed.replace(tzinfo=dt.timezone.utc)
+
+
+def _time(text: str) -> dt.time:
+    parsed = dt.time.fromisoformat(text.strip().replace("Z", "+00:00").replace("z", "+00:00"))
+    return parsed.replace(tzinfo=None) if parsed.utcoffset() in (None, dt.timedelta(0)) else parsed
+
+
+_PARSERS: dict[str, Callable[[str], Any]] = {
+    "date": lambda text: dt.date.fromisoformat(text.strip()),
+    "date-time": _date_time,
+    "time": _time,
+}
+
+
+def temporal(fmt: str, fallback: Compare) -> Compare:
+    """The same instant (date-time: a time zone's offset applied; no zone read as UTC), day or
+    time of day, parsed by the schema's `format`; text that does not parse compares as `fallback`."""
+    parse = _PARSERS[fmt]
+
+    def compare(expected: Any, actual: Any) -> bool:
+        try:
+            return bool(parse(expected) == parse(actual))
+        except (TypeError, ValueError, AttributeError):
+            return fallback(expected, actual)
+
+    return compare
+
+
+TEMPORAL_FORMATS = frozenset(_PARSERS)
+
+
+__all__ = ["TEMPORAL_FORMATS", "Compare", "exact", "normalise", "number", "string", "temporal"]

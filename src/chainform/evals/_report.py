@@ -1,0 +1,234 @@
+"""What an eval found: `EvalReport` (one per eval) of `Cell`s (one per model x strategy x prompt)
+of `RowResult`s (one per data row). Every figure is computed from the rows, so a report read back
+from its JSON says exactly what it said when it was made."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import asdict, dataclass, field
+from decimal import Decimal
+from typing import Any
+
+from chainform.evals._score import Outcome
+
+
+@dataclass
+class RowResult:
+    """One row of one cell: its outcomes per field, and what the row's chain cost and took."""
+
+    key: str
+    fields: dict[str, Outcome]
+    expected: Any
+    actual: Any = None
+    error: str | None = None  # "phase: Type: message" of a failed chain
+    error_phase: str | None = None
+    tokens: int = 0
+    cost: str | None = None  # USD as text (exact); None: unknown
+    latency_ms: float | None = None
+    calls: dict[str, int] = field(default_factory=dict)  # logged calls by purpose
+    call_ids: list[str] = field(default_factory=list)
+    strategy: str | None = None
+    conversation_id: str | None = None
+
+    @property
+    def valid(self) -> bool:
+        """The chain gave a schema-valid answer."""
+        return self.error is None
+
+    @property
+    def right(self) -> bool:
+        return self.error is None and all(o.status == "right" for o in self.fields.values())
+
+    def to_dict(self) -> dict[str, Any]:
+        out = asdict(self)
+        out["fields"] = {path: list(o) for path, o in self.fields.items()}
+        return out
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> RowResult:
+        data = dict(data)
+        data["fields"] = {path: Outcome(*o) for path, o in data["fields"].items()}
+        return cls(**data)
+
+
+@dataclass
+class FieldFigures:
+    """A field over a cell's rows: `accuracy` (right / total); arrays also precision, recall, F1
+    of their items (micro-averaged over the rows)."""
+
+    right: int
+    total: int
+    tp: int = 0
+    fp: int = 0
+    fn: int = 0
+    is_array: bool = False
+    statuses: dict[str, int] = field(default_factory=dict)
+
+    @property
+    def accuracy(self) -> float:
+        return self.right / self.total if self.total else 0.0
+
+    @property
+    def precision(self) -> float:
+        return self.tp / (self.tp + self.fp) if self.tp + self.fp else 1.0
+
+    @property
+    def recall(self) -> float:
+        return self.tp / (self.tp + self.fn) if self.tp + self.fn else 1.0
+
+    @property
+    def f1(self) -> float:
+        p, r = self.precision, self.recall
+        return 2 * p * r / (p + r) if p + r else 0.0
+
+
+@dataclass
+class Cell:
+    """One model x strategy x prompt of an eval: one map run (`run_id`) over every row."""
+
+    model: str
+    strategy: str
+    prompt: str
+    run_id: str
+    rows: list[RowResult]
+    arrays: list[str] = field(default_factory=list)  # which field paths are arrays
+
+    @property
+    def name(self) -> str:
+        return f"{self.model} / {self.strategy}" + (f" / {self.prompt_label}" if self.prompt_label else "")
+
+    prompt_label: str = ""
+
+    @property
+    def n(self) -> int:
+        return len(self.rows)
+
+    @property
+    def valid_rate(self) -> float:
+        return sum(r.valid for r in self.rows) / self.n if self.n else 0.0
+
+    @property
+    def rows_right(self) -> int:
+        return sum(r.right for r in self.rows)
+
+    @property
+    def right_rate(self) -> float:
+        return self.rows_right / self.n if self.n else 0.0
+
+    def fields(self) -> dict[str, FieldFigures]:
+        figures: dict[str, FieldFigures] = {}
+        for row in self.rows:
+            for path, o in row.fields.items():
+                f = figures.setdefault(path, FieldFigures(0, 0, is_array=path in self.arrays))
+                f.right += o.right
+                f.total += o.total
+                f.tp, f.fp, f.fn = f.tp + o.tp, f.fp + o.fp, f.fn + o.fn
+                f.statuses[o.status] = f.statuses.get(o.status, 0) + 1
+        return figures
+
+    @property
+    def field_accuracy(self) -> float:
+        """Right fields over all fields, every row and field counted alike."""
+        right = total = 0
+        for row in self.rows:
+            for o in row.fields.values():
+                right, total = right + o.right, total + o.total
+        return right / total if total else 0.0
+
+    def calls_per_row(self) -> dict[str, float]:
+        counts: dict[str, int] = {}
+        for row in self.rows:
+            for purpose, count in row.calls.items():
+                counts[purpose] = counts.get(purpose, 0) + count
+        return {purpose: count / self.n for purpose, count in sorted(counts.items())} if self.n else {}
+
+    @property
+    def tokens(self) -> int:
+        return sum(r.tokens for r in self.rows)
+
+    @property
+    def cost(self) -> Decimal | None:
+        """USD over every row; None when a row's cost is unknown."""
+        if any(r.cost is None for r in self.rows):
+            return None
+        return sum((Decimal(r.cost) for r in self.rows if r.cost is not None), Decimal(0))
+
+    @property
+    def cost_per_row(self) -> Decimal | None:
+        cost = self.cost
+        return None if cost is None or not self.n else cost / self.n
+
+    @property
+    def cost_per_correct_row(self) -> Decimal | None:
+        """Everything the cell spent over the rows it got fully right (None: none right, or unpriced)."""
+        cost = self.cost
+        return None if cost is None or not self.rows_right else cost / self.rows_right
+
+    def latency(self, quantile: float) -> float | None:
+        """Nearest-rank quantile of the rows' latencies (ms, the sum of a row's logged calls)."""
+        values = sorted(r.latency_ms for r in self.rows if r.latency_ms is not None)
+        if not values:
+            return None
+        return values[max(math.ceil(quantile * len(values)) - 1, 0)]
+
+    @property
+    def strategies_ran(self) -> list[str]:
+        return sorted({r.strategy for r in self.rows if r.strategy})
+
+    def summary(self) -> dict[str, Any]:
+        """The figures of the cell (what `--json` prints per cell, beside its rows)."""
+        cost, per_row, per_right = self.cost, self.cost_per_row, self.cost_per_correct_row
+        return {
+            "model": self.model,
+            "strategy": self.strategy,
+            "strategy_ran": self.strategies_ran,
+            "prompt": self.prompt,
+            "run_id": self.run_id,
+            "rows": self.n,
+            "valid_rate": self.valid_rate,
+            "rows_right": self.rows_right,
+            "right_rate": self.right_rate,
+            "field_accuracy": self.field_accuracy,
+            "fields": {
+                path: {"accuracy": f.accuracy, "right": f.right, "total": f.total, "statuses": f.statuses}
+                | ({"precision": f.precision, "recall": f.recall, "f1": f.f1} if f.is_array else {})
+                for path, f in self.fields().items()
+            },
+            "calls_per_row": self.calls_per_row(),
+            "tokens": self.tokens,
+            "cost": None if cost is None else str(cost),
+            "cost_per_row": None if per_row is None else str(per_row),
+            "cost_per_correct_row": None if per_right is None else str(per_right),
+            "latency_p50_ms": self.latency(0.5),
+            "latency_p95_ms": self.latency(0.95),
+            "errors": _count(r.error_phase for r in self.rows if r.error_phase),
+        }
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "model": self.model,
+            "strategy": self.strategy,
+            "prompt": self.prompt,
+            "prompt_label": self.prompt_label,
+            "run_id": self.run_id,
+            "arrays": self.arrays,
+            "rows": [r.to_dict() for r in self.rows],
+        }
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> Cell:
+        rows = [RowResult.from_dict(r) for r in data["rows"]]
+        return cls(
+            data["model"], data["strategy"], data["prompt"], data["run_id"], rows, data["arrays"],
+            data.get("prompt_label", ""),
+        )
+
+
+def _count(items: Any) -> dict[str, int]:
+    out: dict[str, int] = {}
+    for item in items:
+        out[item] = out.get(item, 0) + 1
+    return out
+
+
+__all__ = ["Cell", "FieldFigures", "RowResult"]

@@ -1,0 +1,277 @@
+"""`evaluate(rows, schema=..., prompt=..., models=[...])`: every model x strategy x prompt cell is a
+`model.map` run over the rows; each finished row is committed to the cell's JSONL (the map's own
+commit record, so `resume=True` runs each row exactly once), then every cell is scored from those
+lines and the log's calls. Everything about the input is checked before the first call.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from decimal import Decimal
+from pathlib import Path
+from typing import Any
+
+from chainform.evals._errors import EvalInputError
+from chainform.evals._eval_report import EvalReport
+from chainform.evals._keep import eval_dir, find_resumable, save_report, save_spec
+from chainform.evals._plan import Arr, Node, Options, Scorer, compile_plan, walk
+from chainform.evals._report import Cell, RowResult
+from chainform.evals._score import ABSENT, Outcome, score
+
+MAX_ROWS = 100_000
+"""Rows one eval reads at most (`max_rows`, `--max-rows`): the data is read whole, to check every
+expected answer before any call."""
+
+
+@dataclass
+class _Row:
+    key: str
+    inputs: dict[str, Any]
+    expected: Any
+
+
+def evaluate(
+    rows: Iterable[Mapping[str, Any]],
+    *,
+    schema: Any,
+    prompt: str | Sequence[str],
+    models: Sequence[Any],
+    strategies: Sequence[str] = ("auto",),
+    expected: str = "expected",
+    id_field: str | None = None,
+    tolerance: Mapping[str, float] | None = None,
+    default_tolerance: float = 0.0,
+    fuzzy: float | None = None,
+    scorers: Mapping[str, Scorer] | None = None,
+    resume: bool = False,
+    max_rows: int = MAX_ROWS,
+    max_cost: float | str | Decimal | None = None,
+    model_options: Mapping[str, Any] | None = None,
+    on_row: Callable[[Cell | None, Any], None] | None = None,
+    **map_options: Any,
+) -> EvalReport:
+    """Run and score every cell; the report is also kept (`chainform eval show ID`).
+
+    `rows`: dicts holding the prompt's `{fields}` and the `expected` answer. `models`: names (made with
+    `get_model(name, **model_options)`) or models. `prompt`: one template or several (variants).
+    `tolerance` (relative, per field path) and `default_tolerance` for numbers; `fuzzy` (0..1) a
+    rapidfuzz ratio that counts as a right string; `scorers` custom per field path. `resume=True`
+    continues the newest eval asked with the same data and settings. `max_cost` (USD) caps the whole
+    eval (rows not run are scored wrong as `not-run`; resume runs them). Other keyword arguments go to
+    `model.map` (concurrency, retries, attach, attach_base, batch, system, tools, chain_limit, ...).
+    Raises EvalInputError (bad rows, tolerance, scorer) before any call.
+    """
+    from chainform.schema import resolve_schema
+
+    spec_schema = resolve_schema(schema)
+    plan = compile_plan(
+        spec_schema,
+        Options(default_tolerance, dict(tolerance or {}), fuzzy, dict(scorers or {})),
+    )
+    data = read_rows(rows, spec_schema, expected, id_field, max_rows)
+    prompts = [prompt] if isinstance(prompt, str) else list(prompt)
+    if not prompts or not models or not strategies:
+        raise EvalInputError("an eval needs at least one prompt, one model and one strategy")
+    names = [m if isinstance(m, str) else str(getattr(m, "name", m)) for m in models]
+    spec = {
+        "data": _digest([(r.key, r.inputs, r.expected) for r in data]),
+        "schema": spec_schema,
+        "prompts": prompts,
+        "models": names,
+        "strategies": list(strategies),
+        "expected": expected,
+    }
+    eval_id = (find_resumable(spec) if resume else None)
+    if resume and eval_id is None:
+        raise EvalInputError("no earlier eval of this data with these settings to resume")
+    if eval_id is None:
+        from chainform.store import new_id
+
+        eval_id = new_id()
+        save_spec(eval_id, spec)
+    budget = None
+    if max_cost is not None:
+        from chainform.pricing import Budget
+
+        budget = Budget(max_cost)
+    cells: list[Cell] = []
+    arrays = [node.path for node in walk(plan) if isinstance(node, Arr)]
+    number = 0
+    for model_index, model in enumerate(models):
+        built = _model(model, model_options or {})
+        for strategy in strategies:
+            for prompt_index, template in enumerate(prompts):
+                path = eval_dir(eval_id, create=True) / f"cell-{number}.jsonl"
+                number += 1
+                run_id = _run_cell(
+                    built, path, data, template, strategy, id_field, budget, resume, spec_schema, map_options
+                )
+                cell = Cell(names[model_index], strategy, template, run_id, [], arrays)
+                cell.prompt_label = f"prompt {prompt_index + 1}" if len(prompts) > 1 else ""
+                cells.append(cell)
+    log_reader = _LogReader(enabled=map_options.get("log", True))
+    try:
+        for index, cell in enumerate(cells):
+            lines = _read_lines(eval_dir(eval_id) / f"cell-{index}.jsonl")
+            cell.rows = [_scored(plan, row, lines.get(row.key), log_reader) for row in data]
+    finally:
+        log_reader.close()
+    report = EvalReport(eval_id, spec_schema, cells, settings={"expected": expected, "prompts": prompts})
+    save_report(report)
+    return report
+
+
+def read_rows(
+    rows: Iterable[Mapping[str, Any]], schema: dict[str, Any], expected: str, id_field: str | None, max_rows: int
+) -> list[_Row]:
+    """The rows, each checked: a dict with its expected answer, valid under the schema, a unique key."""
+    from chainform.schema.validate import validate
+
+    out: list[_Row] = []
+    seen: set[str] = set()
+    for index, row in enumerate(rows):
+        if index >= max_rows:
+            raise EvalInputError(f"the data has more than {max_rows} rows (--max-rows)")
+        if isinstance(row, BaseException):  # what map's file reader yields for a broken line
+            raise EvalInputError(f"row {index}: {row}")
+        if not isinstance(row, Mapping):
+            raise EvalInputError(f"row {index} is not an object with fields (got {type(row).__name__})")
+        key = str(index) if id_field is None else str(row.get(id_field, ""))
+        name = f"row {index}" if id_field is None else f"row {key!r}"
+        if id_field is not None and id_field not in row:
+            raise EvalInputError(f"row {index} has no {id_field!r} field to key it by")
+        if key in seen:
+            raise EvalInputError(f"{name}: the key {key!r} is used twice")
+        seen.add(key)
+        if expected not in row:
+            raise EvalInputError(f"{name} has no expected answer (no {expected!r} field; --expected names it)")
+        answer = row[expected]
+        if isinstance(answer, str):  # CSV cells hold JSON text
+            try:
+                answer = json.loads(answer)
+            except ValueError:
+                pass
+        problems = validate(answer, schema)
+        if problems:
+            raise EvalInputError(f"{name}: the expected answer does not match the schema: {problems[0]}")
+        out.append(_Row(key, {k: v for k, v in row.items() if k != expected}, answer))
+    if not out:
+        raise EvalInputError("the data has no rows")
+    return out
+
+
+def _digest(value: Any) -> str:
+    return hashlib.sha256(json.dumps(value, sort_keys=True, default=str).encode()).hexdigest()
+
+
+def _model(model: Any, options: Mapping[str, Any]) -> Any:
+    if isinstance(model, str):
+        from chainform.models import get_model
+
+        return get_model(model, **options)
+    return model
+
+
+def _run_cell(
+    model: Any,
+    path: Path,
+    data: list[_Row],
+    template: str,
+    strategy: str,
+    id_field: str | None,
+    budget: Any,
+    resume: bool,
+    schema: dict[str, Any],
+    options: Mapping[str, Any],
+) -> str:
+    """One map run into `path` (rows already there skipped); returns its run id."""
+    from chainform._map._jsonl import JsonlSink, line_for
+    from chainform.store import new_id
+
+    sink = JsonlSink(path)
+    sink.prepare(resume=resume)
+    run_id = sink.run_id or new_id()
+    todo = [row.inputs for row in data if row.key not in sink.done]
+    try:
+        if todo:
+            settings = dict(options)
+            if budget is not None:
+                settings["max_cost"] = budget
+            for result in model.map(
+                todo, prompt=template, schema=schema, strategy=strategy, id_field=id_field, run_id=run_id, **settings
+            ):
+                sink.commit(line_for(result, run_id, {}))
+    finally:
+        sink.close()
+    return run_id
+
+
+def _read_lines(path: Path) -> dict[str, dict[str, Any]]:
+    out: dict[str, dict[str, Any]] = {}
+    if path.is_file():
+        with open(path, encoding="utf-8") as handle:
+            for raw in handle:
+                if raw.strip():
+                    line = json.loads(raw)
+                    out[str(line["_map"]["key"])] = line
+    return out
+
+
+def _scored(plan: Node, row: _Row, line: dict[str, Any] | None, log: _LogReader) -> RowResult:
+    if line is None:
+        fields = _all_wrong(plan, row.expected, "error")
+        return RowResult(row.key, fields, row.expected, error="not-run: stopped by --max-cost", error_phase="not-run")
+    meta = line["_map"]
+    result = RowResult(row.key, {}, row.expected, tokens=meta.get("tokens", 0), cost=meta.get("cost"))
+    result.conversation_id = meta.get("conversation_id")
+    if "error" in line:
+        error = line["error"]
+        result.error = f"{error.get('phase')}: {error.get('type')}: {error.get('message')}"
+        result.error_phase = str(error.get("phase"))
+        result.fields = _all_wrong(plan, row.expected, "error")
+    else:
+        result.actual = line.get("value")
+        result.fields = score(plan, row.expected, result.actual)
+    log.fill(result)
+    return result
+
+
+def _all_wrong(plan: Node, expected: Any, status: str) -> dict[str, Outcome]:
+    """A row with no answer: every field as an answer of nothing would score, none of it right."""
+    return {p: o._replace(status=status, right=0) for p, o in score(plan, expected, ABSENT).items()}
+
+
+class _LogReader:
+    """The row's logged calls: their ids, purposes, summed duration and the strategy that answered."""
+
+    def __init__(self, *, enabled: bool) -> None:
+        self.store: Any = None
+        if enabled:
+            from chainform.store import Store
+
+            try:
+                self.store = Store()
+            except Exception:  # no readable log: the report says nothing of calls or latency
+                self.store = None
+
+    def fill(self, result: RowResult) -> None:
+        if self.store is None or result.conversation_id is None:
+            return
+        calls = sorted(self.store.recent(None, conversation_id=result.conversation_id), key=lambda c: c.seq)
+        result.call_ids = [c.id for c in calls]
+        for call in calls:
+            result.calls[call.purpose] = result.calls.get(call.purpose, 0) + 1
+        durations = [c.duration_ms for c in calls if c.duration_ms is not None]
+        result.latency_ms = sum(durations) if durations else None
+        answered = [c.strategy for c in calls if c.strategy]
+        result.strategy = answered[-1] if answered else None
+
+    def close(self) -> None:
+        if self.store is not None:
+            self.store.close()
+
+
+__all__ = ["MAX_ROWS", "evaluate", "read_rows"]

@@ -1,0 +1,178 @@
+"""Score one answer against its expected answer, field by field, from a compiled plan (`_plan`).
+
+`score(plan, expected, actual)` returns `{path: Outcome}`. A field's status is one of
+`right`, `wrong` (both present, values differ), `missing` (the answer lacks it), `null` (the answer
+has null where a value, or nothing, was expected), `unexpected` (a value where null or nothing
+was expected); `error` is given by the caller to every field of a row whose chain failed.
+
+Arrays carry true/false positives and false negatives of their items; the fields of an array's
+items (`items[].price`) carry `right` of `total` (one per expected item, plus one per answered
+item that matched none). Items of an unordered array are aligned by the assignment that makes the
+most fields right (scipy's `linear_sum_assignment`; without scipy a greedy pass: each expected
+item in turn takes the best answered item not yet taken).
+"""
+
+from __future__ import annotations
+
+from typing import Any, NamedTuple
+
+from chainform.evals._plan import Arr, Leaf, Node, Obj, field_paths
+
+
+class Outcome(NamedTuple):
+    status: str
+    right: int = 0
+    total: int = 1
+    tp: int = 0
+    fp: int = 0
+    fn: int = 0
+
+    def __add__(self, other: object) -> Outcome:  # type: ignore[override]
+        if not isinstance(other, Outcome):
+            return NotImplemented
+        return Outcome(
+            self.status if self.status != "right" else other.status,
+            self.right + other.right,
+            self.total + other.total,
+            self.tp + other.tp,
+            self.fp + other.fp,
+            self.fn + other.fn,
+        )
+
+
+class _Absent:
+    def __repr__(self) -> str:
+        return "ABSENT"
+
+
+ABSENT: Any = _Absent()
+"""A field the object does not have (as opposed to one that is null)."""
+
+RIGHT = Outcome("right", 1)
+_STATUS = {name: Outcome(name) for name in ("wrong", "missing", "null", "unexpected", "error")}
+_STATUS["right"] = RIGHT
+
+
+def presence(expected: Any, actual: Any) -> str | None:
+    """The status decided by presence and null alone; None when both hold a value to compare."""
+    if expected is ABSENT:
+        return "right" if actual is ABSENT else ("null" if actual is None else "unexpected")
+    if expected is None:
+        return "right" if actual is None else ("missing" if actual is ABSENT else "unexpected")
+    if actual is ABSENT:
+        return "missing"
+    if actual is None:
+        return "null"
+    return None
+
+
+def score(plan: Node, expected: Any, actual: Any) -> dict[str, Outcome]:
+    """Every field's Outcome for one row (`actual` ABSENT: no answer at all)."""
+    out: dict[str, Outcome] = {}
+    _score(plan, expected, actual, out)
+    return out
+
+
+def failed(plan: Node, status: str = "error") -> dict[str, Outcome]:
+    """The outcomes of a row with no answer to score (its chain failed)."""
+    return {path: _STATUS[status] for path in field_paths(plan)}
+
+
+def _score(node: Node, expected: Any, actual: Any, out: dict[str, Outcome]) -> None:
+    if type(node) is Leaf:
+        out[node.path] = _leaf(node, expected, actual)
+    elif type(node) is Obj:
+        _object(node, expected, actual, out)
+    else:
+        assert isinstance(node, Arr)
+        _array(node, expected, actual, out)
+
+
+def _leaf(node: Leaf, expected: Any, actual: Any) -> Outcome:
+    if expected == actual and type(expected) is type(actual):
+        return RIGHT
+    status = presence(expected, actual)
+    if status is not None:
+        return _STATUS[status]
+    return RIGHT if node.compare(expected, actual) else _STATUS["wrong"]
+
+
+def _object(node: Obj, expected: Any, actual: Any, out: dict[str, Outcome]) -> None:
+    status = presence(expected, actual)
+    if status is None and not (isinstance(expected, dict) and isinstance(actual, dict)):
+        status = "wrong"
+    if status is not None:
+        for path in field_paths(node):
+            out[path] = _STATUS[status]
+        return
+    get_e, get_a = expected.get, actual.get
+    for name, child in node.fields.items():
+        _score(child, get_e(name, ABSENT), get_a(name, ABSENT), out)
+
+
+def _array(node: Arr, expected: Any, actual: Any, out: dict[str, Outcome]) -> None:
+    status = presence(expected, actual)
+    if status is None and not (isinstance(expected, list) and isinstance(actual, list)):
+        status = "wrong"
+    if status is not None:
+        wanted = len(expected) if isinstance(expected, list) else 0
+        given = len(actual) if isinstance(actual, list) else 0
+        out[node.path] = Outcome(status, 0, 1, 0, given, wanted)
+        for path in field_paths(node.item):
+            out[path] = Outcome(status, 0, max(wanted, 1))
+        return
+    pairs = _ordered(node, expected, actual) if node.ordered else _aligned(node, expected, actual)
+    items: dict[str, Outcome] = {}
+    tp = 0
+    for sub in pairs:
+        tp += all(o.status == "right" for o in sub.values())
+        for path, outcome in sub.items():
+            items[path] = items[path] + outcome if path in items else outcome
+    unmatched = len(expected) + len(actual) - 2 * len(pairs)
+    for path in field_paths(node.item):
+        got = items.get(path)
+        if unmatched:
+            got = got + Outcome("missing", 0, unmatched) if got else Outcome("missing", 0, unmatched)
+        out[path] = got or RIGHT
+    fp, fn = len(actual) - tp, len(expected) - tp
+    out[node.path] = Outcome("right" if fp == fn == 0 else "wrong", int(fp == fn == 0), 1, tp, fp, fn)
+
+
+def _ordered(node: Arr, expected: list[Any], actual: list[Any]) -> list[dict[str, Outcome]]:
+    return [score(node.item, e, a) for e, a in zip(expected, actual)]
+
+
+def _aligned(node: Arr, expected: list[Any], actual: list[Any]) -> list[dict[str, Outcome]]:
+    """The item pairs of the best one-to-one alignment, each pair's outcomes."""
+    if not expected or not actual:
+        return []
+    grid = [[score(node.item, e, a) for a in actual] for e in expected]
+    worth = [[sum(o.right for o in cell.values()) / max(sum(o.total for o in cell.values()), 1) for cell in row]
+             for row in grid]
+    return [grid[i][j] for i, j in assign(worth)]
+
+
+def assign(worth: list[list[float]]) -> list[tuple[int, int]]:
+    """Pairs (row, column), each used once, of greatest total worth."""
+    try:
+        from scipy.optimize import linear_sum_assignment
+    except ImportError:
+        return _greedy(worth)
+    rows, cols = linear_sum_assignment(worth, maximize=True)
+    return [(int(i), int(j)) for i, j in zip(rows, cols)]
+
+
+def _greedy(worth: list[list[float]]) -> list[tuple[int, int]]:
+    taken: set[int] = set()
+    pairs: list[tuple[int, int]] = []
+    for i, row in enumerate(worth):
+        free = [j for j in range(len(row)) if j not in taken]
+        if not free:
+            break
+        best = max(free, key=lambda j: row[j])  # the first of equal worth
+        taken.add(best)
+        pairs.append((i, best))
+    return pairs
+
+
+__all__ = ["ABSENT", "Outcome", "assign", "failed", "presence", "score"]
