@@ -9,6 +9,7 @@ import warnings
 import click
 
 from chainform._version import __version__
+from chainform.cli._eval import eval_group
 from chainform.cli._group import DefaultGroup, debug_enabled
 from chainform.cli._keys import keys_command
 from chainform.cli._local import local_command
@@ -48,6 +49,7 @@ for _command in (
     local_command,
     map_command,
     mcp_group,
+    eval_group,
 ):
     cli.add_command(_command)
 

@@ -1,0 +1,172 @@
+"""`chainform eval DATA --schema S -p '... {field} ...' -m A -m B --strategy native --strategy deferred`:
+is the valid answer also right? Each model x strategy x prompt cell is a map run; every field of
+every row is scored against the row's expected answer. `eval show ID` renders a kept report again,
+`eval compare A B` says what changed between two cells or two evals (docs/evals.md)."""
+
+from __future__ import annotations
+
+import json
+from decimal import Decimal
+from pathlib import Path
+from typing import Any
+
+import click
+import click_default_group
+
+from chainform.cli._group import EXIT_USAGE
+from chainform.cli._options import STRATEGY_CHOICES, count_option
+from chainform.cli._prompt import FALLBACK_HELP
+
+
+class _EvalGroup(click_default_group.DefaultGroup):  # type: ignore[misc]  # untyped library
+    """`eval DATA ...` runs an eval; `eval show` and `eval compare` are subcommands."""
+
+
+@click.group(name="eval", cls=_EvalGroup, default="run", default_if_no_args=False)
+def eval_group() -> None:
+    """Measure how often answers are right: field accuracy, cost per correct row, strategy vs strategy."""
+
+
+def _bad_input(exc: Exception) -> click.exceptions.Exit:
+    click.echo(f"Error: {' '.join(str(exc).split())}", err=True)
+    return click.exceptions.Exit(EXIT_USAGE)
+
+
+def _tolerances(pairs: tuple[str, ...]) -> tuple[dict[str, float], float]:
+    """`FIELD=REL` pairs, and a bare `REL` as the default for every number field."""
+    per_field: dict[str, float] = {}
+    default = 0.0
+    for pair in pairs:
+        name, sep, value = pair.rpartition("=")
+        try:
+            number = float(value)
+        except ValueError:
+            raise click.BadParameter(f"{pair!r}: give FIELD=REL or REL, e.g. total=0.01", param_hint="--tolerance") from None
+        if sep:
+            per_field[name] = number
+        else:
+            default = number
+    return per_field, default
+
+
+@eval_group.command(name="run")
+@click.argument("data", metavar="DATA")
+@click.option("--schema", required=True, help="Output schema: JSON, a .json file or the concise DSL.")
+@click.option("-p", "--prompt", "prompts", multiple=True, required=True, help="Prompt template, e.g. 'Extract: {text}'; repeat for variants.")
+@click.option("-m", "--model", "models", multiple=True, required=True, help="Model; repeat to compare models.")
+@click.option("--strategy", "strategies", type=click.Choice(list(STRATEGY_CHOICES)), multiple=True, help="Output strategy; repeat to compare (default auto).")
+@click.option("--expected", default="expected", show_default=True, help="The field of each row holding its expected answer.")
+@click.option("--id-field", help="Key rows by this field (default: the row's position).")
+@click.option("--tolerance", "tolerances", multiple=True, metavar="FIELD=REL", help="Relative tolerance of a number field (a bare REL: every number field); repeatable.")
+@click.option("--fuzzy", type=click.FloatRange(0, 1), help="A string is right at this rapidfuzz ratio (0..1) too.")
+@click.option("--json", "as_json", is_flag=True, help="Print the report as JSON.")
+@click.option("--html", "html_path", type=click.Path(dir_okay=False), help="Write a self-contained HTML report here.")
+@click.option("--resume", is_flag=True, help="Continue the newest eval of this data with these settings.")
+@count_option("--concurrency", minimum=1, default=8, help="Rows at once, per cell.")
+@count_option("--max-rows", minimum=1, default=100_000, help="Most rows read from DATA.")
+@click.option("--max-cost", type=click.FloatRange(min=0, min_open=True), metavar="USD", help="Stop starting rows once the eval has cost this; --resume runs the rest.")
+@click.option("--fallback", multiple=True, help=FALLBACK_HELP)
+@click.option("--batch", is_flag=True, help="Send each cell's rows through the provider's batch API.")
+@click.option("--attach", "attach_field", metavar="FIELD", help="Attach the path(s) or URL(s) in this field of each row.")
+@click.option("--format", "fmt", type=click.Choice(["jsonl", "csv"]), help="DATA format.")
+@click.option("-s", "--system", help="System prompt.")
+@click.option("--key", help="API key (else environment, else `chainform keys set`).")
+@click.option("--base-url", help="Provider endpoint (OpenAI-compatible servers, proxies).")
+def eval_run(
+    data: str,
+    schema: str,
+    prompts: tuple[str, ...],
+    models: tuple[str, ...],
+    strategies: tuple[str, ...],
+    expected: str,
+    id_field: str | None,
+    tolerances: tuple[str, ...],
+    fuzzy: float | None,
+    as_json: bool,
+    html_path: str | None,
+    resume: bool,
+    concurrency: int,
+    max_rows: int,
+    max_cost: float | None,
+    fallback: tuple[str, ...],
+    batch: bool,
+    attach_field: str | None,
+    fmt: str | None,
+    system: str | None,
+    key: str | None,
+    base_url: str | None,
+) -> None:
+    """Score every model x strategy x prompt on DATA (JSONL or CSV rows, each with its expected answer)."""
+    from chainform._map._inputs import read_file
+    from chainform.errors import SchemaError
+    from chainform.evals import EvalInputError, evaluate
+    from chainform.schema import resolve_schema
+
+    if not Path(data).is_file():
+        raise click.BadParameter(f"cannot read {data!r}", param_hint="DATA")
+    per_field, default = _tolerances(tolerances)
+    options: dict[str, Any] = {"concurrency": concurrency, "system": system}
+    if batch:
+        options["batch"] = True
+    if attach_field is not None:
+        options |= {"attach": attach_field, "attach_base": Path(data).resolve().parent}
+    model_options: dict[str, Any] = {"key": key, "base_url": base_url}
+    if fallback:
+        model_options["fallback"] = list(fallback)
+    try:
+        spec = resolve_schema(schema)
+        report = evaluate(
+            read_file(data, fmt),
+            schema=spec,
+            prompt=list(prompts),
+            models=list(models),
+            strategies=list(strategies) or ["auto"],
+            expected=expected,
+            id_field=id_field,
+            tolerance=per_field,
+            default_tolerance=default,
+            fuzzy=fuzzy,
+            resume=resume,
+            max_rows=max_rows,
+            max_cost=Decimal(str(max_cost)) if max_cost is not None else None,
+            model_options=model_options,
+            **options,
+        )
+    except (EvalInputError, SchemaError) as exc:
+        raise _bad_input(exc) from None
+    _show(report, as_json, html_path)
+
+
+def _show(report: Any, as_json: bool, html_path: str | None) -> None:
+    if html_path is not None:
+        from chainform.evals._html import html
+
+        Path(html_path).write_text(html(report), encoding="utf-8")
+    if as_json:
+        click.echo(json.dumps(report.to_dict(), default=str))
+        return
+    from chainform.cli._output import console
+    from chainform.evals._table import render
+
+    render(report, console())
+    if html_path is not None:
+        click.echo(f"eval: report written to {html_path}", err=True)
+    click.echo(f"eval: {report.eval_id} (`chainform eval show {report.eval_id}` shows it again)", err=True)
+
+
+@eval_group.command(name="show")
+@click.argument("eval_id", metavar="ID")
+@click.option("--json", "as_json", is_flag=True, help="Print the report as JSON.")
+@click.option("--html", "html_path", type=click.Path(dir_okay=False), help="Write a self-contained HTML report here.")
+def eval_show(eval_id: str, as_json: bool, html_path: str | None) -> None:
+    """Render a kept eval report again (ID: the id an eval printed, or a unique prefix)."""
+    from chainform.evals import EvalInputError, load_report
+
+    try:
+        report = load_report(eval_id)
+    except EvalInputError as exc:
+        raise _bad_input(exc) from None
+    _show(report, as_json, html_path)
+
+
+__all__ = ["eval_group"]
