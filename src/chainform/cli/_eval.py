@@ -169,4 +169,51 @@ def eval_show(eval_id: str, as_json: bool, html_path: str | None) -> None:
     _show(report, as_json, html_path)
 
 
+def _cell(ref: str) -> Any:
+    """`ID` (an eval of one cell) or `ID#N` (its N-th cell, from 1)."""
+    from chainform.evals import EvalInputError, load_report
+
+    eval_id, _, number = ref.partition("#")
+    report = load_report(eval_id)
+    if not number:
+        if len(report.cells) != 1:
+            names = ", ".join(f"{ref}#{i}: {c.name}" for i, c in enumerate(report.cells, 1))
+            raise EvalInputError(f"eval {eval_id} has {len(report.cells)} cells; name one ({names})")
+        return report.cells[0]
+    if not number.isdigit() or not 1 <= int(number) <= len(report.cells):
+        raise EvalInputError(f"{ref!r}: eval {eval_id} has cells 1 to {len(report.cells)}")
+    return report.cells[int(number) - 1]
+
+
+@eval_group.command(name="compare")
+@click.argument("a", metavar="A")
+@click.argument("b", metavar="B")
+@count_option("--resamples", minimum=100, default=10_000, help="Bootstrap resamples.")
+@click.option("--seed", type=int, default=20240601, show_default=True, help="Seed of the bootstrap.")
+@click.option("--json", "as_json", is_flag=True, help="Print the comparison as JSON.")
+def eval_compare(a: str, b: str, resamples: int, seed: int, as_json: bool) -> None:
+    """Compare B with A: rows right (paired bootstrap 95% interval, McNemar's exact test) and the
+    fields that got worse. A and B: an eval ID, or ID#N for its N-th cell."""
+    from chainform.evals import EvalInputError
+    from chainform.evals._compare import compare
+
+    try:
+        result = compare(_cell(a), _cell(b), seed=seed, resamples=resamples)
+    except EvalInputError as exc:
+        raise _bad_input(exc) from None
+    if as_json:
+        click.echo(json.dumps(result.to_dict()))
+        return
+    click.echo(f"A: {result.a}: {result.a_right}/{result.rows} rows right")
+    click.echo(f"B: {result.b}: {result.b_right}/{result.rows} rows right")
+    click.echo(
+        f"B - A: {result.difference:+.1%} of rows right (95% CI {result.low:+.1%} to {result.high:+.1%}); "
+        f"McNemar p = {result.p_value:.3g} ({result.only_a} right only in A, {result.only_b} only in B)"
+    )
+    for path, (before, after) in result.worse_fields.items():
+        click.echo(f"worse: {path} {before:.1%} -> {after:.1%}")
+    if result.worse_rows:
+        click.echo("worse rows: " + ", ".join(result.worse_rows))
+
+
 __all__ = ["eval_group"]
