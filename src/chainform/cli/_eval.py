@@ -22,9 +22,13 @@ class _EvalGroup(click_default_group.DefaultGroup):  # type: ignore[misc]  # unt
     """`eval DATA ...` runs an eval; `eval show` and `eval compare` are subcommands."""
 
 
-@click.group(name="eval", cls=_EvalGroup, default="run", default_if_no_args=False)
-def eval_group() -> None:
+def _eval_group() -> None:
     """Measure how often answers are right: field accuracy, cost per correct row, strategy vs strategy."""
+
+
+eval_group: click.Group = click.group(name="eval", cls=_EvalGroup, default="run", default_if_no_args=False)(
+    _eval_group
+)
 
 
 def _bad_input(exc: Exception) -> click.exceptions.Exit:
@@ -41,7 +45,9 @@ def _tolerances(pairs: tuple[str, ...]) -> tuple[dict[str, float], float]:
         try:
             number = float(value)
         except ValueError:
-            raise click.BadParameter(f"{pair!r}: give FIELD=REL or REL, e.g. total=0.01", param_hint="--tolerance") from None
+            raise click.BadParameter(
+                f"{pair!r}: give FIELD=REL or REL, e.g. total=0.01", param_hint="--tolerance"
+            ) from None
         if sep:
             per_field[name] = number
         else:
@@ -52,22 +58,62 @@ def _tolerances(pairs: tuple[str, ...]) -> tuple[dict[str, float], float]:
 @eval_group.command(name="run")
 @click.argument("data", metavar="DATA")
 @click.option("--schema", required=True, help="Output schema: JSON, a .json file or the concise DSL.")
-@click.option("-p", "--prompt", "prompts", multiple=True, required=True, help="Prompt template, e.g. 'Extract: {text}'; repeat for variants.")
-@click.option("-m", "--model", "models", multiple=True, required=True, help="Model; repeat to compare models.")
-@click.option("--strategy", "strategies", type=click.Choice(list(STRATEGY_CHOICES)), multiple=True, help="Output strategy; repeat to compare (default auto).")
-@click.option("--expected", default="expected", show_default=True, help="The field of each row holding its expected answer.")
+@click.option(
+    "-p",
+    "--prompt",
+    "prompts",
+    multiple=True,
+    required=True,
+    help="Prompt template, e.g. 'Extract: {text}'; repeat for variants.",
+)
+@click.option(
+    "-m", "--model", "models", multiple=True, required=True, help="Model; repeat to compare models."
+)
+@click.option(
+    "--strategy",
+    "strategies",
+    type=click.Choice(list(STRATEGY_CHOICES)),
+    multiple=True,
+    help="Output strategy; repeat to compare (default auto).",
+)
+@click.option(
+    "--expected",
+    default="expected",
+    show_default=True,
+    help="The field of each row holding its expected answer.",
+)
 @click.option("--id-field", help="Key rows by this field (default: the row's position).")
-@click.option("--tolerance", "tolerances", multiple=True, metavar="FIELD=REL", help="Relative tolerance of a number field (a bare REL: every number field); repeatable.")
-@click.option("--fuzzy", type=click.FloatRange(0, 1), help="A string is right at this rapidfuzz ratio (0..1) too.")
+@click.option(
+    "--tolerance",
+    "tolerances",
+    multiple=True,
+    metavar="FIELD=REL",
+    help="Relative tolerance of a number field (a bare REL: every number field); repeatable.",
+)
+@click.option(
+    "--fuzzy", type=click.FloatRange(0, 1), help="A string is right at this rapidfuzz ratio (0..1) too."
+)
 @click.option("--json", "as_json", is_flag=True, help="Print the report as JSON.")
-@click.option("--html", "html_path", type=click.Path(dir_okay=False), help="Write a self-contained HTML report here.")
+@click.option(
+    "--html", "html_path", type=click.Path(dir_okay=False), help="Write a self-contained HTML report here."
+)
 @click.option("--resume", is_flag=True, help="Continue the newest eval of this data with these settings.")
 @count_option("--concurrency", minimum=1, default=8, help="Rows at once, per cell.")
 @count_option("--max-rows", minimum=1, default=100_000, help="Most rows read from DATA.")
-@click.option("--max-cost", type=click.FloatRange(min=0, min_open=True), metavar="USD", help="Stop starting rows once the eval has cost this; --resume runs the rest.")
+@click.option(
+    "--max-cost",
+    type=click.FloatRange(min=0, min_open=True),
+    metavar="USD",
+    help="Stop starting rows once the eval has cost this; --resume runs the rest.",
+)
 @click.option("--fallback", multiple=True, help=FALLBACK_HELP)
 @click.option("--batch", is_flag=True, help="Send each cell's rows through the provider's batch API.")
-@click.option("--attach", "attach_field", metavar="FIELD", help="Attach the path(s) or URL(s) in this field of each row.")
+@click.option(
+    "--attach",
+    "attach_field",
+    metavar="FIELD",
+    help="Attach the path(s) or URL(s) in this field of each row.",
+)
 @click.option("--format", "fmt", type=click.Choice(["jsonl", "csv"]), help="DATA format.")
 @click.option("-s", "--system", help="System prompt.")
 @click.option("--key", help="API key (else environment, else `chainform keys set`).")
@@ -157,7 +203,9 @@ def _show(report: Any, as_json: bool, html_path: str | None) -> None:
 @eval_group.command(name="show")
 @click.argument("eval_id", metavar="ID")
 @click.option("--json", "as_json", is_flag=True, help="Print the report as JSON.")
-@click.option("--html", "html_path", type=click.Path(dir_okay=False), help="Write a self-contained HTML report here.")
+@click.option(
+    "--html", "html_path", type=click.Path(dir_okay=False), help="Write a self-contained HTML report here."
+)
 def eval_show(eval_id: str, as_json: bool, html_path: str | None) -> None:
     """Render a kept eval report again (ID: the id an eval printed, or a unique prefix)."""
     from chainform.evals import EvalInputError, load_report

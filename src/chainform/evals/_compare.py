@@ -39,12 +39,16 @@ class Comparison:
         return {k: v for k, v in self.__dict__.items()}
 
 
-def compare(a: Cell, b: Cell, *, seed: int = SEED, resamples: int = RESAMPLES, level: float = 0.95) -> Comparison:
+def compare(
+    a: Cell, b: Cell, *, seed: int = SEED, resamples: int = RESAMPLES, level: float = 0.95
+) -> Comparison:
     """Compare two cells over the rows both have (their keys must match)."""
     right_a = {row.key: row.right for row in a.rows}
     right_b = {row.key: row.right for row in b.rows}
     if set(right_a) != set(right_b):
-        raise EvalInputError(f"{a.name} and {b.name} did not score the same rows; compare cells of the same data")
+        raise EvalInputError(
+            f"{a.name} and {b.name} did not score the same rows; compare cells of the same data"
+        )
     keys = sorted(right_a)
     diffs = [int(right_b[k]) - int(right_a[k]) for k in keys]
     low, high = bootstrap_interval(diffs, seed=seed, resamples=resamples, level=level)
@@ -69,7 +73,7 @@ def compare(a: Cell, b: Cell, *, seed: int = SEED, resamples: int = RESAMPLES, l
         high,
         mcnemar(only_a, only_b),
         worse,
-        [k for k, d in zip(keys, diffs) if d < 0],
+        [k for k, d in zip(keys, diffs, strict=False) if d < 0],
     )
 
 
@@ -90,7 +94,7 @@ def mcnemar(b: int, c: int) -> float:
     if n == 0:
         return 1.0
     tail = sum(math.comb(n, i) for i in range(min(b, c) + 1)) / 2**n
-    return min(1.0, 2 * tail)
+    return float(min(1.0, 2 * tail))
 
 
 __all__ = ["RESAMPLES", "SEED", "Comparison", "bootstrap_interval", "compare", "mcnemar"]

@@ -25,7 +25,8 @@ class EvalReport:
     def cell(self, model: str | None = None, strategy: str | None = None) -> Cell:
         """The one cell of `model` (and `strategy`), e.g. `report.cell("openai/gpt-4.1", "native")`."""
         found = [
-            c for c in self.cells
+            c
+            for c in self.cells
             if (model is None or c.model == model) and (strategy is None or c.strategy == strategy)
         ]
         if len(found) != 1:
@@ -57,7 +58,9 @@ class EvalReport:
                     if got < least:
                         problems.append(f"{cell.name}: field {path!r} accuracy {got:.1%} < {least:.1%}")
             elif field_accuracy is not None and cell.field_accuracy < field_accuracy:
-                problems.append(f"{cell.name}: field accuracy {cell.field_accuracy:.1%} < {field_accuracy:.1%}")
+                problems.append(
+                    f"{cell.name}: field accuracy {cell.field_accuracy:.1%} < {field_accuracy:.1%}"
+                )
         if problems:
             raise AssertionError(f"eval {self.eval_id} falls short:\n  " + "\n  ".join(problems))
 
@@ -77,7 +80,9 @@ class EvalReport:
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> EvalReport:
         if data.get("format") != FORMAT:
-            raise ValueError(f"an eval report of format {data.get('format')!r}; this chainform reads {FORMAT}")
+            raise ValueError(
+                f"an eval report of format {data.get('format')!r}; this chainform reads {FORMAT}"
+            )
         return cls(
             data["eval_id"],
             data["schema"],

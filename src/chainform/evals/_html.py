@@ -47,7 +47,7 @@ def plot(cells: list[Cell], width: int = 560, height: int = 320) -> str:
     costs = [float(c.cost_per_row or 0) for c in cells]
     top = max(costs) or 1.0
     points = []
-    for index, (cell, cost) in enumerate(zip(cells, costs)):
+    for index, (cell, cost) in enumerate(zip(cells, costs, strict=False)):
         x = pad + (width - 2 * pad) * cost / top
         y = height - pad - (height - 2 * pad) * cell.right_rate
         colour = _COLOURS[index % len(_COLOURS)]
@@ -74,17 +74,39 @@ _COLOURS = ("#1f77b4", "#d62728", "#2ca02c", "#ff7f0e", "#9467bd", "#8c564b", "#
 
 
 def _cells_table(cells: list[Cell]) -> str:
-    head = "".join(f"<th>{h}</th>" for h in (
-        "cell", "ran", "valid", "rows right", "field acc", "calls/row", "tokens", "cost/row",
-        "cost/right row", "p50 ms", "p95 ms", "run id",
-    ))
+    head = "".join(
+        f"<th>{h}</th>"
+        for h in (
+            "cell",
+            "ran",
+            "valid",
+            "rows right",
+            "field acc",
+            "calls/row",
+            "tokens",
+            "cost/row",
+            "cost/right row",
+            "p50 ms",
+            "p95 ms",
+            "run id",
+        )
+    )
     rows = []
     for cell in cells:
         calls = " ".join(f"{k} {v:.2g}" for k, v in cell.calls_per_row().items())
         values = (
-            cell.name, ",".join(cell.strategies_ran), percent(cell.valid_rate), f"{cell.rows_right}/{cell.n}",
-            percent(cell.field_accuracy), calls, str(cell.tokens), money(cell.cost_per_row),
-            money(cell.cost_per_correct_row), ms(cell.latency(0.5)), ms(cell.latency(0.95)), cell.run_id,
+            cell.name,
+            ",".join(cell.strategies_ran),
+            percent(cell.valid_rate),
+            f"{cell.rows_right}/{cell.n}",
+            percent(cell.field_accuracy),
+            calls,
+            str(cell.tokens),
+            money(cell.cost_per_row),
+            money(cell.cost_per_correct_row),
+            ms(cell.latency(0.5)),
+            ms(cell.latency(0.95)),
+            cell.run_id,
         )
         rows.append("<tr>" + "".join(f"<td>{escape(v)}</td>" for v in values) + "</tr>")
     return f"<table id='cells'><tr>{head}</tr>{''.join(rows)}</table>"
@@ -120,7 +142,8 @@ def _at(value: Any, path: str) -> Any:
 def _confusions(report: EvalReport) -> list[str]:
     """Expected value (rows) against answered value (columns), per enum field not inside an array."""
     enums = [
-        n for n in walk(compile_plan(report.schema))
+        n
+        for n in walk(compile_plan(report.schema))
         if isinstance(n, Leaf) and n.kind == "enum" and "[]" not in n.path
     ]
     out: list[str] = []
@@ -160,9 +183,7 @@ def _wrong_rows(cell: Cell) -> str:
         if row.conversation_id:
             calls = f"<code>{escape(row.conversation_id)}</code>: {calls}"
         error = f" <span class='bad'>{escape(row.error)}</span>" if row.error else ""
-        items.append(
-            f"<tr><td>{escape(row.key)}</td><td>{escape(fields)}{error}</td><td>{calls}</td></tr>"
-        )
+        items.append(f"<tr><td>{escape(row.key)}</td><td>{escape(fields)}{error}</td><td>{calls}</td></tr>")
     more = f"<p>and {len(wrong) - MAX_WRONG_ROWS} more</p>" if len(wrong) > MAX_WRONG_ROWS else ""
     return (
         f"<h3>{escape(cell.name)}: {len(wrong)} wrong</h3><table class='wrong'><tr><th>row</th>"

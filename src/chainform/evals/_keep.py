@@ -23,7 +23,7 @@ MAX_REPORT_BYTES = 512 * 1024 * 1024
 
 
 def eval_dir(eval_id: str, *, create: bool = False) -> Path:
-    if not eval_id or any(ch in eval_id for ch in "/\\.") :
+    if not eval_id or any(ch in eval_id for ch in "/\\."):
         raise EvalInputError(f"{eval_id!r} is not an eval id")
     path = (home() if create else home_path()) / "evals" / eval_id
     if create:
@@ -64,7 +64,9 @@ def load_report(eval_id: str) -> EvalReport:
     matches = [m for m in matches if (root / m / "report.json").is_file()]
     if len(matches) != 1:
         raise EvalInputError(
-            f"no kept eval {eval_id!r}" if not matches else f"{eval_id!r} names {len(matches)} evals; give more of the id"
+            f"no kept eval {eval_id!r}"
+            if not matches
+            else f"{eval_id!r} names {len(matches)} evals; give more of the id"
         )
     path = root / matches[0] / "report.json"
     if path.stat().st_size > MAX_REPORT_BYTES:

@@ -35,7 +35,7 @@ def number(tolerance: float) -> Compare:
             return False
         if tolerance == 0:
             return bool(actual == expected)
-        return abs(actual - expected) <= tolerance * abs(expected)
+        return bool(abs(actual - expected) <= tolerance * abs(expected))
 
     return compare
 

@@ -72,11 +72,15 @@ def compile_plan(schema: dict[str, Any], options: Options | None = None) -> Node
     known = {node.path: node for node in walk(root)}
     for path in options.scorers:
         if path not in known:
-            raise EvalInputError(f"a scorer names {path!r}, which is no field of the schema ({_listing(known)})")
+            raise EvalInputError(
+                f"a scorer names {path!r}, which is no field of the schema ({_listing(known)})"
+            )
     for path in options.tolerance:
         node = known.get(path)
         if node is None:
-            raise EvalInputError(f"--tolerance names {path!r}, which is no field of the schema ({_listing(known)})")
+            raise EvalInputError(
+                f"--tolerance names {path!r}, which is no field of the schema ({_listing(known)})"
+            )
         if not (isinstance(node, Leaf) and node.kind == "number"):
             raise EvalInputError(f"--tolerance names {path!r}, which is not a number field")
     return root

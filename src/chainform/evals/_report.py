@@ -219,7 +219,12 @@ class Cell:
     def from_dict(cls, data: dict[str, Any]) -> Cell:
         rows = [RowResult.from_dict(r) for r in data["rows"]]
         return cls(
-            data["model"], data["strategy"], data["prompt"], data["run_id"], rows, data["arrays"],
+            data["model"],
+            data["strategy"],
+            data["prompt"],
+            data["run_id"],
+            rows,
+            data["arrays"],
             data.get("prompt_label", ""),
         )
 

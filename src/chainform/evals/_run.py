@@ -6,6 +6,7 @@ lines and the log's calls. Everything about the input is checked before the firs
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 from collections.abc import Callable, Iterable, Mapping, Sequence
@@ -21,6 +22,9 @@ from chainform.evals._plan import Arr, Node, Options, Scorer, compile_plan, walk
 from chainform.evals._report import Cell, RowResult
 from chainform.evals._score import ABSENT, Outcome, score
 
+_KEY = "_chainform_eval_key"
+"""The field each row gives the map to key it by: the row's key in the data, whatever rows a resume skips."""
+
 MAX_ROWS = 100_000
 """Rows one eval reads at most (`max_rows`, `--max-rows`): the data is read whole, to check every
 expected answer before any call."""
@@ -34,7 +38,7 @@ class _Row:
 
 
 def evaluate(
-    rows: Iterable[Mapping[str, Any]],
+    rows: Iterable[Any],
     *,
     schema: Any,
     prompt: str | Sequence[str],
@@ -84,7 +88,7 @@ def evaluate(
         "strategies": list(strategies),
         "expected": expected,
     }
-    eval_id = (find_resumable(spec) if resume else None)
+    eval_id = find_resumable(spec) if resume else None
     if resume and eval_id is None:
         raise EvalInputError("no earlier eval of this data with these settings to resume")
     if eval_id is None:
@@ -107,7 +111,7 @@ def evaluate(
                 path = eval_dir(eval_id, create=True) / f"cell-{number}.jsonl"
                 number += 1
                 run_id = _run_cell(
-                    built, path, data, template, strategy, id_field, budget, resume, spec_schema, map_options
+                    built, path, data, template, strategy, budget, resume, spec_schema, map_options
                 )
                 cell = Cell(names[model_index], strategy, template, run_id, [], arrays)
                 cell.prompt_label = f"prompt {prompt_index + 1}" if len(prompts) > 1 else ""
@@ -125,7 +129,11 @@ def evaluate(
 
 
 def read_rows(
-    rows: Iterable[Mapping[str, Any]], schema: dict[str, Any], expected: str, id_field: str | None, max_rows: int
+    rows: Iterable[Mapping[str, Any]],
+    schema: dict[str, Any],
+    expected: str,
+    id_field: str | None,
+    max_rows: int,
 ) -> list[_Row]:
     """The rows, each checked: a dict with its expected answer, valid under the schema, a unique key."""
     from chainform.schema.validate import validate
@@ -147,13 +155,13 @@ def read_rows(
             raise EvalInputError(f"{name}: the key {key!r} is used twice")
         seen.add(key)
         if expected not in row:
-            raise EvalInputError(f"{name} has no expected answer (no {expected!r} field; --expected names it)")
+            raise EvalInputError(
+                f"{name} has no expected answer (no {expected!r} field; --expected names it)"
+            )
         answer = row[expected]
         if isinstance(answer, str):  # CSV cells hold JSON text
-            try:
+            with contextlib.suppress(ValueError):
                 answer = json.loads(answer)
-            except ValueError:
-                pass
         problems = validate(answer, schema)
         if problems:
             raise EvalInputError(f"{name}: the expected answer does not match the schema: {problems[0]}")
@@ -181,7 +189,6 @@ def _run_cell(
     data: list[_Row],
     template: str,
     strategy: str,
-    id_field: str | None,
     budget: Any,
     resume: bool,
     schema: dict[str, Any],
@@ -192,16 +199,22 @@ def _run_cell(
     from chainform.store import new_id
 
     sink = JsonlSink(path)
-    sink.prepare(resume=resume)
+    sink.prepare(resume=resume, retry_errors=False)  # a failed row is a result of the eval, not a row to do
     run_id = sink.run_id or new_id()
-    todo = [row.inputs for row in data if row.key not in sink.done]
+    todo = [{**row.inputs, _KEY: row.key} for row in data if row.key not in sink.done]
     try:
         if todo:
             settings = dict(options)
             if budget is not None:
                 settings["max_cost"] = budget
             for result in model.map(
-                todo, prompt=template, schema=schema, strategy=strategy, id_field=id_field, run_id=run_id, **settings
+                todo,
+                prompt=template,
+                schema=schema,
+                strategy=strategy,
+                id_field=_KEY,
+                run_id=run_id,
+                **settings,
             ):
                 sink.commit(line_for(result, run_id, {}))
     finally:
@@ -223,7 +236,9 @@ def _read_lines(path: Path) -> dict[str, dict[str, Any]]:
 def _scored(plan: Node, row: _Row, line: dict[str, Any] | None, log: _LogReader) -> RowResult:
     if line is None:
         fields = _all_wrong(plan, row.expected, "error")
-        return RowResult(row.key, fields, row.expected, error="not-run: stopped by --max-cost", error_phase="not-run")
+        return RowResult(
+            row.key, fields, row.expected, error="not-run: stopped by --max-cost", error_phase="not-run"
+        )
     meta = line["_map"]
     result = RowResult(row.key, {}, row.expected, tokens=meta.get("tokens", 0), cost=meta.get("cost"))
     result.conversation_id = meta.get("conversation_id")

@@ -101,13 +101,24 @@ def _object(node: Obj, expected: Any, actual: Any, out: dict[str, Outcome]) -> N
     status = presence(expected, actual)
     if status is None and not (isinstance(expected, dict) and isinstance(actual, dict)):
         status = "wrong"
-    if status is not None:
-        for path in field_paths(node):
-            out[path] = _STATUS[status]
+    if (
+        status is not None
+    ):  # the fields score as absent (or null), with their counts, under the object's status
+        inner: dict[str, Outcome] = {}
+        for name, child in node.fields.items():
+            _score(child, _child(expected, name), None if actual is None else ABSENT, inner)
+        for path, outcome in inner.items():
+            out[path] = outcome if status == "right" else outcome._replace(status=status, right=0, tp=0)
         return
     get_e, get_a = expected.get, actual.get
     for name, child in node.fields.items():
         _score(child, get_e(name, ABSENT), get_a(name, ABSENT), out)
+
+
+def _child(value: Any, name: str) -> Any:
+    if isinstance(value, dict):
+        return value.get(name, ABSENT)
+    return None if value is None else ABSENT
 
 
 def _array(node: Arr, expected: Any, actual: Any, out: dict[str, Outcome]) -> None:
@@ -139,7 +150,7 @@ def _array(node: Arr, expected: Any, actual: Any, out: dict[str, Outcome]) -> No
 
 
 def _ordered(node: Arr, expected: list[Any], actual: list[Any]) -> list[dict[str, Outcome]]:
-    return [score(node.item, e, a) for e, a in zip(expected, actual)]
+    return [score(node.item, e, a) for e, a in zip(expected, actual, strict=False)]
 
 
 def _aligned(node: Arr, expected: list[Any], actual: list[Any]) -> list[dict[str, Outcome]]:
@@ -147,8 +158,10 @@ def _aligned(node: Arr, expected: list[Any], actual: list[Any]) -> list[dict[str
     if not expected or not actual:
         return []
     grid = [[score(node.item, e, a) for a in actual] for e in expected]
-    worth = [[sum(o.right for o in cell.values()) / max(sum(o.total for o in cell.values()), 1) for cell in row]
-             for row in grid]
+    worth = [
+        [sum(o.right for o in cell.values()) / max(sum(o.total for o in cell.values()), 1) for cell in row]
+        for row in grid
+    ]
     return [grid[i][j] for i, j in assign(worth)]
 
 
@@ -159,7 +172,7 @@ def assign(worth: list[list[float]]) -> list[tuple[int, int]]:
     except ImportError:
         return _greedy(worth)
     rows, cols = linear_sum_assignment(worth, maximize=True)
-    return [(int(i), int(j)) for i, j in zip(rows, cols)]
+    return [(int(i), int(j)) for i, j in zip(rows, cols, strict=False)]
 
 
 def _greedy(worth: list[list[float]]) -> list[tuple[int, int]]:

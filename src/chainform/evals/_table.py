@@ -27,10 +27,22 @@ def tables(report: EvalReport) -> list[Any]:
 
     cells = Table(title=f"eval {report.eval_id}", title_justify="left")
     for column in (
-        "cell", "ran", "valid", "rows right", "field acc", "calls/row", "tokens",
-        "cost/row", "cost/right row", "p50 ms", "p95 ms", "errors",
+        "cell",
+        "ran",
+        "valid",
+        "rows right",
+        "field acc",
+        "calls/row",
+        "tokens",
+        "cost/row",
+        "cost/right row",
+        "p50 ms",
+        "p95 ms",
+        "errors",
     ):
-        cells.add_column(column, justify="left" if column in ("cell", "ran", "calls/row", "errors") else "right")
+        cells.add_column(
+            column, justify="left" if column in ("cell", "ran", "calls/row", "errors") else "right"
+        )
     for cell in report.cells:
         calls = " ".join(f"{k} {v:.2g}" for k, v in cell.calls_per_row().items()) or "?"
         errors = ", ".join(f"{k} {v}" for k, v in cell.summary()["errors"].items())

@@ -1,0 +1,154 @@
+"""`cf.evaluate` on scripted models whose answers are right for a known subset: every figure of the
+report equals the one computed by hand from eval_helpers' table."""
+
+from __future__ import annotations
+
+import math
+from decimal import Decimal
+
+import pytest
+from eval_helpers import PROMPT, ROWS, SCHEMA, expected, rows, scripted, sloppy
+
+import chainform as cf
+from chainform.evals import EvalInputError, load_report
+from chainform.pricing import PRICES, set_price
+
+
+@pytest.fixture(autouse=True)
+def prices():
+    PRICES.clear()
+    set_price("bad", "10000", "0")  # 100 input tokens a call: $1 a call
+    set_price("good", "10000", "0")
+    yield
+    PRICES.clear()
+
+
+def run(**kwargs):
+    bad, bad_script = scripted("bad", sloppy)
+    good, good_script = scripted("good", expected)
+    report = cf.evaluate(
+        rows(),
+        schema=SCHEMA,
+        prompt=PROMPT,
+        models=[bad, good],
+        strategies=["native"],
+        tolerance={"total": 0.01},
+        concurrency=2,
+        **kwargs,
+    )
+    return report, bad_script, good_script
+
+
+def test_every_figure_of_a_cell_is_the_hand_computed_one():
+    report, bad_script, _good_script = run()
+    bad, good = report.cells
+    assert (bad.model, bad.strategy, good.model) == ("bad", "native", "good")
+    k = bad_script.calls[4]  # row 4 never answers valid JSON: its first call and its retries
+    assert k > 1 and all(bad_script.calls[n] == 1 for n in (0, 1, 2, 3, 5))
+    assert bad.n == ROWS and bad.valid_rate == 5 / 6
+    assert bad.rows_right == 2 and [r.key for r in bad.rows if r.right] == ["0", "1"]
+    figures = bad.fields()
+    assert {p: (f.right, f.total) for p, f in figures.items()} == {
+        "vendor": (4, 6),
+        "total": (4, 6),
+        "currency": (4, 6),
+        "date": (5, 6),
+        "paid": (4, 6),
+        "items": (4, 6),
+        "items[].name": (9, 12),
+        "items[].qty": (9, 12),
+    }
+    items = figures["items"]
+    assert (items.tp, items.fp, items.fn) == (9, 0, 3)
+    assert items.precision == 1.0 and items.recall == 0.75 and items.f1 == pytest.approx(2 * 0.75 / 1.75)
+    assert bad.field_accuracy == 43 / 60
+    row5 = {p: o.status for p, o in bad.rows[5].fields.items()}
+    assert row5["vendor"] == "missing" and row5["paid"] == "null"
+    row4 = bad.rows[4]
+    assert (
+        not row4.valid
+        and row4.error_phase == "output"
+        and set(o.status for o in row4.fields.values()) == {"error"}
+    )
+    assert bad.calls_per_row() == {"chain": 1.0, "retry": (k - 1) / 6}
+    assert bad.cost == Decimal(5 + k) and bad.cost_per_row == Decimal(5 + k) / 6
+    assert bad.cost_per_correct_row == Decimal(5 + k) / 2
+    assert bad.tokens == 100 * (5 + k)
+    assert good.rows_right == 6 and good.field_accuracy == 1.0 and good.cost_per_correct_row == Decimal(1)
+    assert bad.strategies_ran == ["native"]
+    latencies = sorted(r.latency_ms for r in bad.rows)
+    assert bad.latency(0.5) == latencies[2] and bad.latency(0.95) == latencies[5]
+    assert all(len(r.call_ids) == (k if r.key == "4" else 1) for r in bad.rows)
+
+
+def test_the_report_is_kept_and_reads_back_the_same():
+    report, _, _ = run()
+    again = load_report(report.eval_id[:12])
+    assert again.to_dict() == report.to_dict()
+    assert [c.run_id for c in again.cells] == [c.run_id for c in report.cells]
+    assert len({c.run_id for c in report.cells}) == 2
+
+
+def test_assert_at_least_names_each_shortfall():
+    report, _, _ = run()
+    report.cell("good").rows  # one cell by model
+    with pytest.raises(AssertionError) as failure:
+        report.assert_at_least(valid=0.9, field_accuracy={"total": 0.7})
+    text = str(failure.value)
+    assert "bad / native: valid 83.3% < 90.0%" in text
+    assert "bad / native: field 'total' accuracy 66.7% < 70.0%" in text
+    assert "good" not in text
+    report.assert_at_least(valid=0.8, field_accuracy=0.7, rows_right=1 / 3)
+
+
+def test_a_resumed_eval_runs_only_the_rows_not_done_and_reports_the_same():
+    first, _, _ = run()
+    again, bad_script, good_script = run(resume=True)
+    assert again.eval_id == first.eval_id
+    assert bad_script.calls == {} and good_script.calls == {}  # every row was done
+    assert again.to_dict(rows=False)["cells"] == first.to_dict(rows=False)["cells"]
+
+
+def test_a_cap_leaves_rows_not_run_scored_wrong_and_resume_runs_them():
+    capped, _, _ = run(max_cost=2)
+    bad = capped.cells[0]
+    not_run = [r for r in bad.rows if r.error_phase == "not-run"]
+    assert not_run and all(not r.right for r in not_run)
+    assert bad.n == ROWS  # never dropped
+    finished, _, _ = run(resume=True)
+    assert finished.eval_id == capped.eval_id
+    assert not [r for c in finished.cells for r in c.rows if r.error_phase == "not-run"]
+
+
+@pytest.mark.parametrize(
+    ("data", "message"),
+    [
+        ([{"text": "invoice 0"}], "row 0 has no expected answer"),
+        (
+            [{"text": "invoice 0", "expected": {**expected(0), "total": "ten"}}],
+            "row 0: the expected answer does not match",
+        ),
+        ([], "no rows"),
+    ],
+)
+def test_bad_rows_are_refused_before_any_call(data, message):
+    model, script = scripted("bad", sloppy)
+    with pytest.raises(EvalInputError, match=message):
+        cf.evaluate(data, schema=SCHEMA, prompt=PROMPT, models=[model])
+    assert script.calls == {}
+
+
+def test_a_row_keyed_by_id_field_is_named_by_its_key():
+    model, script = scripted("bad", sloppy)
+    data = [{"id": "a", "text": "invoice 0", "expected": expected(0)}, {"id": "b", "text": "invoice 1"}]
+    with pytest.raises(EvalInputError, match="row 'b' has no expected answer"):
+        cf.evaluate(data, schema=SCHEMA, prompt=PROMPT, models=[model], id_field="id")
+    assert script.calls == {}
+
+
+def test_nearest_rank_quantiles():
+    report, _, _ = run()
+    cell = report.cells[1]
+    values = sorted(r.latency_ms for r in cell.rows)
+    for q in (0.5, 0.95, 1.0):
+        assert cell.latency(q) == values[math.ceil(q * len(values)) - 1]
