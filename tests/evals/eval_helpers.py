@@ -96,3 +96,15 @@ class Script:
 def scripted(name: str, answer: Any, calls: int = 200) -> tuple[Model, Script]:
     script = Script(answer)
     return Model(ScriptedClient([script] * calls), name=name), script
+
+
+def two_cell_report(**kwargs: Any) -> Any:
+    """The 'bad' and 'good' models over the six rows (priced at $1 a call by the caller)."""
+    import chainform as cf
+
+    bad, _ = scripted("bad", sloppy)
+    good, _ = scripted("good", expected)
+    return cf.evaluate(
+        rows(), schema=SCHEMA, prompt=PROMPT, models=[bad, good], strategies=["native"],
+        tolerance={"total": 0.01}, concurrency=2, **kwargs,
+    )

@@ -41,14 +41,14 @@ def html(report: EvalReport) -> str:
     return "\n".join(parts)
 
 
-def plot(cells: list[Cell], width: int = 560, height: int = 320) -> str:
+def plot(cells: list[Cell], width: int = 720, height: int = 320) -> str:
     """An SVG scatter: x cost per row (USD; unpriced cells at 0), y the share of rows right."""
-    pad = 50
+    pad, labels = 50, 180  # room for the axes' text; on the right, for the cells' names
     costs = [float(c.cost_per_row or 0) for c in cells]
     top = max(costs) or 1.0
     points = []
     for index, (cell, cost) in enumerate(zip(cells, costs, strict=False)):
-        x = pad + (width - 2 * pad) * cost / top
+        x = pad + (width - 2 * pad - labels) * cost / top
         y = height - pad - (height - 2 * pad) * cell.right_rate
         colour = _COLOURS[index % len(_COLOURS)]
         points.append(
@@ -57,9 +57,9 @@ def plot(cells: list[Cell], width: int = 560, height: int = 320) -> str:
             f"<text x='{x + 9:.1f}' y='{y + 4:.1f}' font-size='11'>{escape(cell.name)}</text>"
         )
     axes = (
-        f"<line x1='{pad}' y1='{height - pad}' x2='{width - pad}' y2='{height - pad}' stroke='#333'/>"
+        f"<line x1='{pad}' y1='{height - pad}' x2='{width - pad - labels}' y2='{height - pad}' stroke='#333'/>"
         f"<line x1='{pad}' y1='{pad}' x2='{pad}' y2='{height - pad}' stroke='#333'/>"
-        f"<text x='{width / 2}' y='{height - 12}' text-anchor='middle' font-size='12'>cost per row (max ${top:.4g})</text>"
+        f"<text x='{(width - labels) / 2}' y='{height - 12}' text-anchor='middle' font-size='12'>cost per row (max ${top:.4g})</text>"
         f"<text x='14' y='{height / 2}' font-size='12' transform='rotate(-90 14 {height / 2})' text-anchor='middle'>rows right</text>"
         f"<text x='{pad - 6}' y='{pad + 4}' text-anchor='end' font-size='11'>100%</text>"
         f"<text x='{pad - 6}' y='{height - pad + 4}' text-anchor='end' font-size='11'>0%</text>"
@@ -155,7 +155,9 @@ def _confusions(report: EvalReport) -> list[str]:
                 answered = "(error)" if row.error else _text(_at(row.actual, node.path))
                 pair = (_text(_at(row.expected, node.path)), answered)
                 counts[pair] = counts.get(pair, 0) + 1
-            labels = sorted({p[0] for p in counts} | {p[1] for p in counts})
+            seen = {p[0] for p in counts} | {p[1] for p in counts}
+            declared = [_text(v) for v in node.enum or []]
+            labels = declared + sorted(seen - set(declared))  # the schema's order, then null and (error)
             head = "".join(f"<th>{escape(label)}</th>" for label in labels)
             body = "".join(
                 f"<tr><th>{escape(e)}</th>"

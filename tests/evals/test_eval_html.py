@@ -1,0 +1,69 @@
+"""The HTML report: self-contained (no script, no fetch), escaped, with the plot, the tables, the
+enum confusion and the wrong rows' call ids; it opens in headless Chromium and draws something."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+from eval_helpers import two_cell_report
+
+from chainform.evals._html import html
+from chainform.pricing import PRICES, set_price
+
+
+@pytest.fixture
+def report():
+    PRICES.clear()
+    set_price("bad", "10000", "0")
+    set_price("good", "10000", "0")
+    yield two_cell_report()
+    PRICES.clear()
+
+
+def test_the_page_holds_plot_tables_confusion_and_wrong_rows(report):
+    page = html(report)
+    assert "<svg id='plot'" in page and page.count("class='cell'") == 2
+    assert "<table id='cells'>" in page and "class='bars'" in page
+    assert "Confusion: <code>currency</code>" in page
+    bad = report.cells[0]
+    # row 3 answered USD for EUR: one off the diagonal; row 4 failed
+    confusion = page[page.index("Confusion") :]
+    assert "<th>expected \\ answered</th><th>EUR</th><th>USD</th><th>(error)</th>" in confusion
+    assert "<tr><th>EUR</th><td>4</td><td>1</td><td>1</td></tr>" in confusion
+    assert "bad / native: 4 wrong" in page and "good / native: 0 wrong" in page
+    for row in bad.rows[2:]:
+        assert all(call_id in page for call_id in row.call_ids)
+    lowered = page.lower()
+    assert "<script" not in lowered and "src=" not in lowered and "href=" not in lowered and "@import" not in lowered
+
+
+def test_model_output_is_escaped(report):
+    report.cells[0].rows[4].error = "output: <img src=x onerror=alert(1)>"
+    page = html(report)
+    assert "<img src=x" not in page and "&lt;img src=x" in page
+
+
+def _chromium() -> str | None:
+    return shutil.which("chromium") or shutil.which("chromium-browser") or shutil.which("google-chrome")
+
+
+@pytest.mark.skipif(_chromium() is None, reason="no chromium on this machine (apt-get install -y chromium)")
+def test_headless_chromium_renders_a_non_blank_page(report, tmp_path: Path):
+    from PIL import Image
+
+    page = tmp_path / "report.html"
+    page.write_text(html(report), encoding="utf-8")
+    shot = tmp_path / "shot.png"
+    argv = [_chromium(), "--headless", "--disable-gpu", f"--screenshot={shot}", "--window-size=1200,900"]
+    if os.geteuid() == 0:
+        argv.append("--no-sandbox")
+    subprocess.run([*argv, page.as_uri()], check=True, capture_output=True, timeout=120)
+    image = Image.open(shot).convert("RGB")
+    colours = image.getcolors(maxcolors=1 << 20)
+    assert colours is not None and len(colours) > 10  # text, axes, points: not one flat colour
+    blue = (0x1F, 0x77, 0xB4)  # the first cell's point and the accuracy bars
+    assert any(abs(r - blue[0]) + abs(g - blue[1]) + abs(b - blue[2]) < 30 for _, (r, g, b) in colours)
