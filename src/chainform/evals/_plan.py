@@ -39,6 +39,7 @@ class Leaf:
 class Obj:
     path: str
     fields: dict[str, Node] = field(default_factory=dict)
+    paths: list[str] = field(default_factory=list)  # its fields' report paths (set by compile_plan)
 
 
 @dataclass
@@ -46,6 +47,7 @@ class Arr:
     path: str
     item: Node
     ordered: bool
+    paths: list[str] = field(default_factory=list)  # its items' report paths (set by compile_plan)
 
 
 Node = Leaf | Obj | Arr
@@ -69,6 +71,11 @@ def compile_plan(schema: dict[str, Any], options: Options | None = None) -> Node
     if options.fuzzy is not None and not 0 <= options.fuzzy <= 1:
         raise EvalInputError(f"the fuzzy threshold {options.fuzzy!r} is not between 0 and 1")
     root = _Compiler(schema, options).node(schema, "", depth=0)
+    for node in walk(root):
+        if isinstance(node, Obj):
+            node.paths = field_paths(node)
+        elif isinstance(node, Arr):
+            node.paths = field_paths(node.item)
     known = {node.path: node for node in walk(root)}
     for path in options.scorers:
         if path not in known:

@@ -116,15 +116,25 @@ class Cell:
         return self.rows_right / self.n if self.n else 0.0
 
     def fields(self) -> dict[str, FieldFigures]:
-        figures: dict[str, FieldFigures] = {}
+        sums: dict[str, list[int]] = {}  # path: right, total, tp, fp, fn
+        statuses: dict[str, dict[str, int]] = {}
         for row in self.rows:
-            for path, o in row.fields.items():
-                f = figures.setdefault(path, FieldFigures(0, 0, is_array=path in self.arrays))
-                f.right += o.right
-                f.total += o.total
-                f.tp, f.fp, f.fn = f.tp + o.tp, f.fp + o.fp, f.fn + o.fn
-                f.statuses[o.status] = f.statuses.get(o.status, 0) + 1
-        return figures
+            for path, (status, right, total, tp, fp, fn) in row.fields.items():
+                acc = sums.get(path)
+                if acc is None:
+                    acc = sums[path] = [0, 0, 0, 0, 0]
+                    statuses[path] = {}
+                acc[0] += right
+                acc[1] += total
+                acc[2] += tp
+                acc[3] += fp
+                acc[4] += fn
+                counts = statuses[path]
+                counts[status] = counts.get(status, 0) + 1
+        return {
+            path: FieldFigures(*acc, is_array=path in self.arrays, statuses=statuses[path])
+            for path, acc in sums.items()
+        }
 
     @property
     def field_accuracy(self) -> float:

@@ -3,20 +3,21 @@
 `score(plan, expected, actual)` returns `{path: Outcome}`. A field's status is one of
 `right`, `wrong` (both present, values differ), `missing` (the answer lacks it), `null` (the answer
 has null where a value, or nothing, was expected), `unexpected` (a value where null or nothing
-was expected); `error` is given by the caller to every field of a row whose chain failed.
+was expected); `error` is what the eval gives every field of a row whose chain failed.
 
 Arrays carry true/false positives and false negatives of their items; the fields of an array's
 items (`items[].price`) carry `right` of `total` (one per expected item, plus one per answered
 item that matched none). Items of an unordered array are aligned by the assignment that makes the
-most fields right (scipy's `linear_sum_assignment`; without scipy a greedy pass: each expected
-item in turn takes the best answered item not yet taken).
+most fields right: a greedy pass (each expected item in turn takes the best answered item not yet
+taken) when it provably cannot be beaten, else scipy's `linear_sum_assignment` (without scipy, the
+greedy pass: it can miss the best alignment when items look alike).
 """
 
 from __future__ import annotations
 
 from typing import Any, NamedTuple
 
-from chainform.evals._plan import Arr, Leaf, Node, Obj, field_paths
+from chainform.evals._plan import Arr, Leaf, Node, Obj
 
 
 class Outcome(NamedTuple):
@@ -73,11 +74,6 @@ def score(plan: Node, expected: Any, actual: Any) -> dict[str, Outcome]:
     return out
 
 
-def failed(plan: Node, status: str = "error") -> dict[str, Outcome]:
-    """The outcomes of a row with no answer to score (its chain failed)."""
-    return {path: _STATUS[status] for path in field_paths(plan)}
-
-
 def _score(node: Node, expected: Any, actual: Any, out: dict[str, Outcome]) -> None:
     if type(node) is Leaf:
         out[node.path] = _leaf(node, expected, actual)
@@ -129,9 +125,29 @@ def _array(node: Arr, expected: Any, actual: Any, out: dict[str, Outcome]) -> No
         wanted = len(expected) if isinstance(expected, list) else 0
         given = len(actual) if isinstance(actual, list) else 0
         out[node.path] = Outcome(status, 0, 1, 0, given, wanted)
-        for path in field_paths(node.item):
+        for path in node.paths:
             out[path] = Outcome(status, 0, max(wanted, 1))
         return
+    if type(node.item) is Leaf:
+        tp = _scalar_matches(node.item, node.ordered, expected, actual)
+    else:
+        tp = _object_items(node, expected, actual, out)
+    fp, fn = len(actual) - tp, len(expected) - tp
+    out[node.path] = Outcome("right" if fp == fn == 0 else "wrong", int(fp == fn == 0), 1, tp, fp, fn)
+
+
+def _scalar_matches(item: Leaf, ordered: bool, expected: list[Any], actual: list[Any]) -> int:
+    """How many items of an array of scalars are matched by a right one."""
+    if expected == actual:
+        return len(expected)
+    if ordered:
+        return sum(_leaf(item, e, a) is RIGHT for e, a in zip(expected, actual, strict=False))
+    grid = [[1.0 if _leaf(item, e, a) is RIGHT else 0.0 for a in actual] for e in expected]
+    return sum(int(grid[i][j]) for i, j in assign(grid)) if expected and actual else 0
+
+
+def _object_items(node: Arr, expected: list[Any], actual: list[Any], out: dict[str, Outcome]) -> int:
+    """Score the fields of aligned item pairs into `out`; return the pairs right in every field."""
     pairs = _ordered(node, expected, actual) if node.ordered else _aligned(node, expected, actual)
     items: dict[str, Outcome] = {}
     tp = 0
@@ -140,13 +156,12 @@ def _array(node: Arr, expected: Any, actual: Any, out: dict[str, Outcome]) -> No
         for path, outcome in sub.items():
             items[path] = items[path] + outcome if path in items else outcome
     unmatched = len(expected) + len(actual) - 2 * len(pairs)
-    for path in field_paths(node.item):
+    for path in node.paths:
         got = items.get(path)
         if unmatched:
             got = got + Outcome("missing", 0, unmatched) if got else Outcome("missing", 0, unmatched)
         out[path] = got or RIGHT
-    fp, fn = len(actual) - tp, len(expected) - tp
-    out[node.path] = Outcome("right" if fp == fn == 0 else "wrong", int(fp == fn == 0), 1, tp, fp, fn)
+    return tp
 
 
 def _ordered(node: Arr, expected: list[Any], actual: list[Any]) -> list[dict[str, Outcome]]:
@@ -166,11 +181,21 @@ def _aligned(node: Arr, expected: list[Any], actual: list[Any]) -> list[dict[str
 
 
 def assign(worth: list[list[float]]) -> list[tuple[int, int]]:
-    """Pairs (row, column), each used once, of greatest total worth."""
+    """Pairs (row, column), each used once, of greatest total worth.
+
+    A greedy pass first (each row in turn takes its best free column); when its total reaches the
+    bound nothing can pass (the smaller of the sums of the rows' and the columns' best worths), it
+    is the answer. Otherwise scipy's `linear_sum_assignment`, or the greedy pairs without scipy."""
+    pairs = _greedy(worth)
+    if not pairs:
+        return pairs
+    bound = min(sum(max(row) for row in worth), sum(max(column) for column in zip(*worth)))
+    if sum(worth[i][j] for i, j in pairs) >= bound:
+        return pairs
     try:
         from scipy.optimize import linear_sum_assignment
     except ImportError:
-        return _greedy(worth)
+        return pairs
     rows, cols = linear_sum_assignment(worth, maximize=True)
     return [(int(i), int(j)) for i, j in zip(rows, cols, strict=False)]
 
@@ -188,4 +213,4 @@ def _greedy(worth: list[list[float]]) -> list[tuple[int, int]]:
     return pairs
 
 
-__all__ = ["ABSENT", "Outcome", "assign", "failed", "presence", "score"]
+__all__ = ["ABSENT", "Outcome", "assign", "presence", "score"]
