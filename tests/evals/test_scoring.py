@@ -163,3 +163,14 @@ def test_unknown_fields_in_a_tolerance_or_scorer_are_refused_by_name():
         plan({"name": {"type": "string"}}, scorers={"x": lambda e, a: True})
     with pytest.raises(EvalInputError, match="not a number >= 0"):
         plan({"total": {"type": "number"}}, default_tolerance=-1)
+
+
+def test_precision_and_recall_when_nothing_was_answered_or_expected():
+    from chainform.evals import FieldFigures
+
+    nothing_answered = FieldFigures(0, 1, tp=0, fp=0, fn=2, is_array=True)
+    assert (nothing_answered.precision, nothing_answered.recall, nothing_answered.f1) == (0.0, 0.0, 0.0)
+    nothing_at_all = FieldFigures(1, 1, is_array=True)
+    assert (nothing_at_all.precision, nothing_at_all.recall) == (1.0, 1.0)
+    extra = FieldFigures(0, 1, tp=0, fp=3, fn=0, is_array=True)
+    assert (extra.precision, extra.recall) == (0.0, 0.0)

@@ -70,11 +70,13 @@ class FieldFigures:
 
     @property
     def precision(self) -> float:
-        return self.tp / (self.tp + self.fp) if self.tp + self.fp else 1.0
+        """Of the items answered, the share right (no item answered: 1 when none was expected, else 0)."""
+        return self.tp / (self.tp + self.fp) if self.tp + self.fp else float(self.fn == 0)
 
     @property
     def recall(self) -> float:
-        return self.tp / (self.tp + self.fn) if self.tp + self.fn else 1.0
+        """Of the items expected, the share found (none expected: 1 when none was answered, else 0)."""
+        return self.tp / (self.tp + self.fn) if self.tp + self.fn else float(self.fp == 0)
 
     @property
     def f1(self) -> float:
@@ -138,12 +140,9 @@ class Cell:
 
     @property
     def field_accuracy(self) -> float:
-        """Right fields over all fields, every row and field counted alike."""
-        right = total = 0
-        for row in self.rows:
-            for o in row.fields.values():
-                right, total = right + o.right, total + o.total
-        return right / total if total else 0.0
+        """The mean of the fields' accuracies: each field counts once, however many items it has."""
+        figures = self.fields()
+        return sum(f.accuracy for f in figures.values()) / len(figures) if figures else 0.0
 
     def calls_per_row(self) -> dict[str, float]:
         counts: dict[str, int] = {}
