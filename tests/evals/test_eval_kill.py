@@ -1,0 +1,82 @@
+"""`kill -9` during `chainform eval`, then `--resume`: the same report as an eval never interrupted
+(every figure but the latencies, which are measured), and no row sent twice."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+from chainform.testing.emulator import Emulator, RecordedRequest
+
+ROWS = 60
+
+
+def answer(request: RecordedRequest) -> str:
+    n = int(re.search(r"order (\d+)", json.dumps(request.json)).group(1))
+    return json.dumps({"id": n, "total": n / 2})
+
+
+def write_data(path: Path) -> Path:
+    with open(path, "w", encoding="utf-8") as handle:
+        for n in range(ROWS):  # every third row's expected total is not what the model says
+            handle.write(json.dumps({"text": f"order {n}", "expected": {"id": n, "total": n / 2 if n % 3 else 0}}) + "\n")
+    return path
+
+
+def argv(data: Path, emulator: Emulator, *extra: str) -> list[str]:
+    return [
+        sys.executable, "-m", "chainform.cli", "eval", str(data), "--schema", "id int, total float",
+        "-p", "Extract: {text}", "-m", "openai/gpt-4.1-mini", "--base-url", emulator.base_url + "/v1",
+        "--key", "sk-test", "--strategy", "native", "--strategy", "prompted", "--concurrency", "4", "--json", *extra,
+    ]
+
+
+def figures(report: dict[str, Any]) -> list[dict[str, Any]]:
+    """Each cell's figures and rows, less what is measured (latency) or drawn (ids)."""
+    out = []
+    for cell, result in zip(report["cells"], report["results"]):
+        kept = {k: v for k, v in cell.items() if not k.startswith("latency") and k != "run_id"}
+        rows = [(r["key"], r["fields"], r["actual"], r["error"], r["tokens"], r["cost"], r["calls"]) for r in result["rows"]]
+        out.append({"cell": kept, "rows": rows})
+    return out
+
+
+def test_kill_9_then_resume_reports_what_an_uninterrupted_eval_does(tmp_path: Path, emulator: Emulator) -> None:
+    data = write_data(tmp_path / "orders.jsonl")
+    emulator.default, emulator.delay = answer, 0.02
+    whole_home = tmp_path / "whole"
+    whole = subprocess.run(argv(data, emulator), capture_output=True, text=True, timeout=600,
+                           env={**os.environ, "CHAINFORM_HOME": str(whole_home)})
+    assert whole.returncode == 0, whole.stderr
+    expected = json.loads(whole.stdout)
+    assert expected["cells"][0]["rows_right"] == ROWS - (ROWS // 3 - 1)  # rows 3, 6, ... are wrong; 0 is right
+
+    home = Path(os.environ["CHAINFORM_HOME"])
+    emulator.requests.clear()
+    proc = subprocess.Popen(argv(data, emulator), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    deadline = time.monotonic() + 300
+    cells = home / "evals"
+    while time.monotonic() < deadline:
+        assert proc.poll() is None, proc.communicate()
+        done = list(cells.glob("*/cell-0.jsonl"))
+        if done and done[0].read_text().count("\n") >= 15:
+            break
+        time.sleep(0.02)
+    proc.send_signal(signal.SIGKILL)
+    proc.communicate(timeout=60)
+    committed = done[0].read_text().count("\n")
+    assert 15 <= committed < ROWS
+    sent_before = len(emulator.requests)
+    resumed = subprocess.run(argv(data, emulator, "--resume"), capture_output=True, text=True, timeout=600)
+    assert resumed.returncode == 0, resumed.stderr
+    report = json.loads(resumed.stdout)
+    assert figures(report) == figures(expected)
+    # no committed row was sent again: the resume asked for the rest of cell 0 and all of cell 1
+    assert len(emulator.requests) - sent_before == 2 * ROWS - committed
