@@ -11,6 +11,7 @@ No model is called: this is the cost `chainform eval` adds on top of the map run
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import random
 import sys
@@ -32,7 +33,10 @@ SCHEMA: dict[str, Any] = {
         "tags": {"type": "array", "items": {"type": "string"}},
     },
 }
-LINES = {"type": "array", "items": {"type": "object", "properties": {"name": {"type": "string"}, "qty": {"type": "integer"}}}}
+LINES = {
+    "type": "array",
+    "items": {"type": "object", "properties": {"name": {"type": "string"}, "qty": {"type": "integer"}}},
+}
 
 
 def pair(n: int, rng: random.Random, lines: bool) -> tuple[dict[str, Any], dict[str, Any]]:
@@ -61,10 +65,8 @@ def measure(rows: int, lines: bool) -> dict[str, Any]:
     from chainform.evals import Options, compile_plan, score
     from chainform.evals._report import Cell, RowResult
 
-    try:  # imported once per process (about a second): not a cost per row
+    with contextlib.suppress(ImportError):  # imported once per process (about a second): not a cost per row
         import scipy.optimize  # noqa: F401
-    except ImportError:
-        pass
 
     schema = json.loads(json.dumps(SCHEMA))
     if lines:

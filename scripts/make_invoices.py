@@ -50,14 +50,23 @@ def document(index: int, rng: random.Random) -> tuple[str, dict[str, Any]]:
     currency = rng.choice(list(SYMBOL))
     items = [{"name": name, "qty": rng.randint(1, 4)} for name in rng.sample(GOODS, rng.randint(1, 3))]
     prices = [round(rng.uniform(1, 40), 2) for _ in items]
-    total = round(sum(item["qty"] * price for item, price in zip(items, prices)), 2)
-    lines = [f"{item['qty']} x {item['name']} @ {price:.2f}" for item, price in zip(items, prices)]
+    total = round(sum(item["qty"] * price for item, price in zip(items, prices, strict=True)), 2)
+    lines = [f"{item['qty']} x {item['name']} @ {price:.2f}" for item, price in zip(items, prices, strict=True)]
     if kind == "invoice":
         text = "\n".join([f"INVOICE No. {1000 + index}", f"From: {vendor}", f"Date: {day}", *lines,
                           f"Total due: {total:.2f} {currency}"])  # fmt: skip
     else:
-        text = "\n".join([vendor.upper(), f"Receipt {day}", *lines, f"TOTAL {currency} {total:.2f}", "Thank you!"])
-    answer = {"kind": kind, "vendor": vendor, "date": day, "currency": currency, "total": total, "items": items}
+        text = "\n".join(
+            [vendor.upper(), f"Receipt {day}", *lines, f"TOTAL {currency} {total:.2f}", "Thank you!"]
+        )
+    answer = {
+        "kind": kind,
+        "vendor": vendor,
+        "date": day,
+        "currency": currency,
+        "total": total,
+        "items": items,
+    }
     return text, answer
 
 

@@ -105,6 +105,12 @@ def two_cell_report(**kwargs: Any) -> Any:
     bad, _ = scripted("bad", sloppy)
     good, _ = scripted("good", expected)
     return cf.evaluate(
-        rows(), schema=SCHEMA, prompt=PROMPT, models=[bad, good], strategies=["native"],
-        tolerance={"total": 0.01}, concurrency=2, **kwargs,
+        rows(),
+        schema=SCHEMA,
+        prompt=PROMPT,
+        models=[bad, good],
+        strategies=["native"],
+        tolerance={"total": 0.01},
+        concurrency=2,
+        **kwargs,
     )

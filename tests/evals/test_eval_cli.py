@@ -54,14 +54,26 @@ def invoke(*args: str):
 
 def eval_argv(data: Path, schema: Path, emulator: Emulator, *extra: str) -> list[str]:
     return [
-        str(data), "--schema", str(schema), "-p", PROMPT, "-m", MODEL,
-        "--base-url", emulator.base_url + "/v1", "--key", "sk-test", *extra,
+        str(data),
+        "--schema",
+        str(schema),
+        "-p",
+        PROMPT,
+        "-m",
+        MODEL,
+        "--base-url",
+        emulator.base_url + "/v1",
+        "--key",
+        "sk-test",
+        *extra,
     ]
 
 
 def test_json_report_show_and_compare(data, schema_file, emulator: Emulator):
     emulator.default = answer(wrong=True)
-    first = invoke(*eval_argv(data, schema_file, emulator, "--tolerance", "total=0.01", "--json", "--strategy", "native"))
+    first = invoke(
+        *eval_argv(data, schema_file, emulator, "--tolerance", "total=0.01", "--json", "--strategy", "native")
+    )
     assert first.exit_code == 0, first.output
     report = json.loads(first.stdout)
     cell = report["cells"][0]
@@ -70,7 +82,9 @@ def test_json_report_show_and_compare(data, schema_file, emulator: Emulator):
     assert cell["errors"] == {"output": 1}
     assert float(cell["cost_per_correct_row"]) == pytest.approx(float(cell["cost"]) / 2)
     emulator.default = answer(wrong=False)
-    second = invoke(*eval_argv(data, schema_file, emulator, "--tolerance", "total=0.01", "--json", "--strategy", "native"))
+    second = invoke(
+        *eval_argv(data, schema_file, emulator, "--tolerance", "total=0.01", "--json", "--strategy", "native")
+    )
     assert second.exit_code == 0, second.output
     b = json.loads(second.stdout)["eval_id"]
     a = report["eval_id"]
@@ -91,16 +105,31 @@ def test_json_report_show_and_compare(data, schema_file, emulator: Emulator):
 @pytest.mark.parametrize(
     ("rows_text", "extra", "message"),
     [
-        ('{"text": "invoice 0"}\n', (), "Error: row 0 has no expected answer (no 'expected' field; --expected names it)"),
-        (json.dumps({"text": "invoice 0", "expected": {**expected(0), "currency": "GBP"}}) + "\n", (),
-         "Error: row 0: the expected answer does not match the schema: $.currency: 'GBP' is not one of ['EUR', 'USD']"),
-        (json.dumps({"text": "invoice 0", "expected": expected(0)}) + "\n", ("--tolerance", "totl=0.1"),
-         "Error: --tolerance names 'totl', which is no field of the schema"),
-        (json.dumps({"text": "invoice 0", "answer": expected(0)}) + "\n", ("--expected", "solution"),
-         "Error: row 0 has no expected answer (no 'solution' field"),
+        (
+            '{"text": "invoice 0"}\n',
+            (),
+            "Error: row 0 has no expected answer (no 'expected' field; --expected names it)",
+        ),
+        (
+            json.dumps({"text": "invoice 0", "expected": {**expected(0), "currency": "GBP"}}) + "\n",
+            (),
+            "Error: row 0: the expected answer does not match the schema: $.currency: 'GBP' is not one of ['EUR', 'USD']",
+        ),
+        (
+            json.dumps({"text": "invoice 0", "expected": expected(0)}) + "\n",
+            ("--tolerance", "totl=0.1"),
+            "Error: --tolerance names 'totl', which is no field of the schema",
+        ),
+        (
+            json.dumps({"text": "invoice 0", "answer": expected(0)}) + "\n",
+            ("--expected", "solution"),
+            "Error: row 0 has no expected answer (no 'solution' field",
+        ),
     ],
 )
-def test_bad_input_is_one_error_line_and_exit_2_before_any_call(tmp_path, schema_file, emulator: Emulator, rows_text, extra, message):
+def test_bad_input_is_one_error_line_and_exit_2_before_any_call(
+    tmp_path, schema_file, emulator: Emulator, rows_text, extra, message
+):
     path = tmp_path / "bad.jsonl"
     path.write_text(rows_text)
     result = invoke(*eval_argv(path, schema_file, emulator, *extra))
@@ -113,7 +142,9 @@ def test_an_unknown_eval_id_and_an_ambiguous_cell(data, schema_file, emulator: E
     missing = invoke("show", "nope")
     assert missing.exit_code == 2 and missing.stderr.strip() == "Error: no kept eval 'nope'"
     emulator.default = answer(wrong=False)
-    two = invoke(*eval_argv(data, schema_file, emulator, "--strategy", "native", "--strategy", "prompted", "--json"))
+    two = invoke(
+        *eval_argv(data, schema_file, emulator, "--strategy", "native", "--strategy", "prompted", "--json")
+    )
     eval_id = json.loads(two.stdout)["eval_id"]
     ambiguous = invoke("compare", eval_id, eval_id + "#2")
     assert ambiguous.exit_code == 2 and "has 2 cells; name one" in ambiguous.stderr

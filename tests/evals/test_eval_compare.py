@@ -8,16 +8,11 @@ from eval_helpers import two_cell_report
 
 from chainform.evals import EvalInputError
 from chainform.evals._compare import bootstrap_interval, compare, mcnemar
-from chainform.pricing import PRICES, set_price
 
 
 @pytest.fixture
-def report():
-    PRICES.clear()
-    set_price("bad", "10000", "0")
-    set_price("good", "10000", "0")
-    yield two_cell_report()
-    PRICES.clear()
+def report(priced):
+    return two_cell_report()
 
 
 def test_good_against_bad(report):

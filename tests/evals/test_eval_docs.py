@@ -77,7 +77,7 @@ def test_the_shell_block_on_the_emulator(tmp_path: Path, emulator: Emulator) -> 
     for line in (tmp_path / "invoices" / "invoices.jsonl").read_text().splitlines():
         row = json.loads(line)
         answers[row["text"]] = row["expected"]
-    made, evaluated, shown, compared = run_block(commands, tmp_path, 3, model)
+    _made, evaluated, shown, compared = run_block(commands, tmp_path, 3, model)
     assert "3/3" in evaluated and "3/3" in shown and "rows right" in shown
     assert "+0.0% of rows right" in compared
     page = (tmp_path / "report.html").read_text()
@@ -91,6 +91,6 @@ def test_readme_shows_the_eval_block() -> None:
 
 @pytest.mark.integration
 def test_the_shell_block_on_the_embedded_model(tmp_path: Path) -> None:
-    made, evaluated, shown, compared = run_block(shell_commands(DOC), tmp_path, 2, None)
+    _made, evaluated, shown, compared = run_block(shell_commands(DOC), tmp_path, 2, None)
     assert "local / native" in evaluated and "local / deferred" in evaluated and "rows right" in shown
     assert "McNemar" in compared

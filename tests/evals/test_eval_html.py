@@ -12,16 +12,11 @@ import pytest
 from eval_helpers import two_cell_report
 
 from chainform.evals._html import html
-from chainform.pricing import PRICES, set_price
 
 
 @pytest.fixture
-def report():
-    PRICES.clear()
-    set_price("bad", "10000", "0")
-    set_price("good", "10000", "0")
-    yield two_cell_report()
-    PRICES.clear()
+def report(priced):
+    return two_cell_report()
 
 
 def test_the_page_holds_plot_tables_confusion_and_wrong_rows(report):
@@ -38,7 +33,12 @@ def test_the_page_holds_plot_tables_confusion_and_wrong_rows(report):
     for row in bad.rows[2:]:
         assert all(call_id in page for call_id in row.call_ids)
     lowered = page.lower()
-    assert "<script" not in lowered and "src=" not in lowered and "href=" not in lowered and "@import" not in lowered
+    assert (
+        "<script" not in lowered
+        and "src=" not in lowered
+        and "href=" not in lowered
+        and "@import" not in lowered
+    )
 
 
 def test_model_output_is_escaped(report):

@@ -26,37 +26,72 @@ def answer(request: RecordedRequest) -> str:
 def write_data(path: Path) -> Path:
     with open(path, "w", encoding="utf-8") as handle:
         for n in range(ROWS):  # every third row's expected total is not what the model says
-            handle.write(json.dumps({"text": f"order {n}", "expected": {"id": n, "total": n / 2 if n % 3 else 0}}) + "\n")
+            handle.write(
+                json.dumps({"text": f"order {n}", "expected": {"id": n, "total": n / 2 if n % 3 else 0}})
+                + "\n"
+            )
     return path
 
 
 def argv(data: Path, emulator: Emulator, *extra: str) -> list[str]:
     return [
-        sys.executable, "-m", "chainform.cli", "eval", str(data), "--schema", "id int, total float",
-        "-p", "Extract: {text}", "-m", "openai/gpt-4.1-mini", "--base-url", emulator.base_url + "/v1",
-        "--key", "sk-test", "--strategy", "native", "--strategy", "prompted", "--concurrency", "4", "--json", *extra,
+        sys.executable,
+        "-m",
+        "chainform.cli",
+        "eval",
+        str(data),
+        "--schema",
+        "id int, total float",
+        "-p",
+        "Extract: {text}",
+        "-m",
+        "openai/gpt-4.1-mini",
+        "--base-url",
+        emulator.base_url + "/v1",
+        "--key",
+        "sk-test",
+        "--strategy",
+        "native",
+        "--strategy",
+        "prompted",
+        "--concurrency",
+        "4",
+        "--json",
+        *extra,
     ]
 
 
 def figures(report: dict[str, Any]) -> list[dict[str, Any]]:
     """Each cell's figures and rows, less what is measured (latency) or drawn (ids)."""
     out = []
-    for cell, result in zip(report["cells"], report["results"]):
+    for cell, result in zip(report["cells"], report["results"], strict=False):
         kept = {k: v for k, v in cell.items() if not k.startswith("latency") and k != "run_id"}
-        rows = [(r["key"], r["fields"], r["actual"], r["error"], r["tokens"], r["cost"], r["calls"]) for r in result["rows"]]
+        rows = [
+            (r["key"], r["fields"], r["actual"], r["error"], r["tokens"], r["cost"], r["calls"])
+            for r in result["rows"]
+        ]
         out.append({"cell": kept, "rows": rows})
     return out
 
 
-def test_kill_9_then_resume_reports_what_an_uninterrupted_eval_does(tmp_path: Path, emulator: Emulator) -> None:
+def test_kill_9_then_resume_reports_what_an_uninterrupted_eval_does(
+    tmp_path: Path, emulator: Emulator
+) -> None:
     data = write_data(tmp_path / "orders.jsonl")
     emulator.default, emulator.delay = answer, 0.02
     whole_home = tmp_path / "whole"
-    whole = subprocess.run(argv(data, emulator), capture_output=True, text=True, timeout=600,
-                           env={**os.environ, "CHAINFORM_HOME": str(whole_home)})
+    whole = subprocess.run(
+        argv(data, emulator),
+        capture_output=True,
+        text=True,
+        timeout=600,
+        env={**os.environ, "CHAINFORM_HOME": str(whole_home)},
+    )
     assert whole.returncode == 0, whole.stderr
     expected = json.loads(whole.stdout)
-    assert expected["cells"][0]["rows_right"] == ROWS - (ROWS // 3 - 1)  # rows 3, 6, ... are wrong; 0 is right
+    assert expected["cells"][0]["rows_right"] == ROWS - (
+        ROWS // 3 - 1
+    )  # rows 3, 6, ... are wrong; 0 is right
 
     home = Path(os.environ["CHAINFORM_HOME"])
     emulator.requests.clear()

@@ -11,16 +11,8 @@ from eval_helpers import PROMPT, ROWS, SCHEMA, expected, rows, scripted, sloppy
 
 import chainform as cf
 from chainform.evals import EvalInputError, load_report
-from chainform.pricing import PRICES, set_price
 
-
-@pytest.fixture(autouse=True)
-def prices():
-    PRICES.clear()
-    set_price("bad", "10000", "0")  # 100 input tokens a call: $1 a call
-    set_price("good", "10000", "0")
-    yield
-    PRICES.clear()
+pytestmark = pytest.mark.usefixtures("priced")
 
 
 def run(**kwargs):

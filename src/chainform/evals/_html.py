@@ -10,7 +10,7 @@ from typing import Any
 from chainform.evals._eval_report import EvalReport
 from chainform.evals._plan import Leaf, compile_plan, walk
 from chainform.evals._report import Cell
-from chainform.evals._table import money, ms, percent
+from chainform.evals._table import COLUMNS, cell_texts, field_text, money, percent
 
 MAX_WRONG_ROWS = 200
 """Wrong rows listed per cell at most (the rest are counted)."""
@@ -74,41 +74,11 @@ _COLOURS = ("#1f77b4", "#d62728", "#2ca02c", "#ff7f0e", "#9467bd", "#8c564b", "#
 
 
 def _cells_table(cells: list[Cell]) -> str:
-    head = "".join(
-        f"<th>{h}</th>"
-        for h in (
-            "cell",
-            "ran",
-            "valid",
-            "rows right",
-            "field acc",
-            "calls/row",
-            "tokens",
-            "cost/row",
-            "cost/right row",
-            "p50 ms",
-            "p95 ms",
-            "run id",
-        )
-    )
-    rows = []
-    for cell in cells:
-        calls = " ".join(f"{k} {v:.2g}" for k, v in cell.calls_per_row().items())
-        values = (
-            cell.name,
-            ",".join(cell.strategies_ran),
-            percent(cell.valid_rate),
-            f"{cell.rows_right}/{cell.n}",
-            percent(cell.field_accuracy),
-            calls,
-            str(cell.tokens),
-            money(cell.cost_per_row),
-            money(cell.cost_per_correct_row),
-            ms(cell.latency(0.5)),
-            ms(cell.latency(0.95)),
-            cell.run_id,
-        )
-        rows.append("<tr>" + "".join(f"<td>{escape(v)}</td>" for v in values) + "</tr>")
+    head = "".join(f"<th>{escape(h)}</th>" for h in (*COLUMNS, "run id"))
+    rows = [
+        "<tr>" + "".join(f"<td>{escape(v)}</td>" for v in (*cell_texts(cell), cell.run_id)) + "</tr>"
+        for cell in cells
+    ]
     return f"<table id='cells'><tr>{head}</tr>{''.join(rows)}</table>"
 
 
@@ -118,11 +88,10 @@ def _field_bars(cell: Cell) -> str:
     bars = []
     for index, (path, f) in enumerate(figures.items()):
         y = index * line
-        extra = f" P{f.precision:.2f} R{f.recall:.2f} F1 {f.f1:.2f}" if f.is_array else ""
         bars.append(
             f"<text x='0' y='{y + 14}' font-size='12'>{escape(path)}</text>"
             f"<rect x='180' y='{y + 3}' width='{bar_width * f.accuracy:.1f}' height='14' fill='#1f77b4'/>"
-            f"<text x='{185 + bar_width}' y='{y + 14}' font-size='12'>{percent(f.accuracy)}{extra}</text>"
+            f"<text x='{185 + bar_width}' y='{y + 14}' font-size='12'>{field_text(f)}</text>"
         )
     height = max(len(figures), 1) * line
     return (

@@ -83,12 +83,12 @@ def compile_plan(schema: dict[str, Any], options: Options | None = None) -> Node
                 f"a scorer names {path!r}, which is no field of the schema ({_listing(known)})"
             )
     for path in options.tolerance:
-        node = known.get(path)
-        if node is None:
+        found = known.get(path)
+        if found is None:
             raise EvalInputError(
                 f"--tolerance names {path!r}, which is no field of the schema ({_listing(known)})"
             )
-        if not (isinstance(node, Leaf) and node.kind == "number"):
+        if not (isinstance(found, Leaf) and found.kind == "number"):
             raise EvalInputError(f"--tolerance names {path!r}, which is not a number field")
     return root
 

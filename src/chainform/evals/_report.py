@@ -134,7 +134,7 @@ class Cell:
                 counts = statuses[path]
                 counts[status] = counts.get(status, 0) + 1
         return {
-            path: FieldFigures(*acc, is_array=path in self.arrays, statuses=statuses[path])
+            path: FieldFigures(acc[0], acc[1], acc[2], acc[3], acc[4], path in self.arrays, statuses[path])
             for path, acc in sums.items()
         }
 

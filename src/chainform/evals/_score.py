@@ -189,7 +189,7 @@ def assign(worth: list[list[float]]) -> list[tuple[int, int]]:
     pairs = _greedy(worth)
     if not pairs:
         return pairs
-    bound = min(sum(max(row) for row in worth), sum(max(column) for column in zip(*worth)))
+    bound = min(sum(max(row) for row in worth), sum(max(column) for column in zip(*worth, strict=False)))
     if sum(worth[i][j] for i, j in pairs) >= bound:
         return pairs
     try:
