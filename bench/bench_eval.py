@@ -5,7 +5,9 @@ figures of the cell. A second run adds an array of three objects per row (aligne
 
     .venv/bin/python bench/bench_eval.py [--rows 100000 --out eval.json]
 
-No model is called: this is the cost `chainform eval` adds on top of the map runs it scores.
+No model is called for the scoring. A third run times the same 2,000 rows (`--map-rows`) through
+`model.map` alone and through `evaluate` on a scripted model that answers at once (the worst case for
+what an eval adds to its map: the map's own time is as small as it gets).
 """
 
 from __future__ import annotations
@@ -93,12 +95,48 @@ def measure(rows: int, lines: bool) -> dict[str, Any]:
     }
 
 
+def overhead(rows: int) -> dict[str, Any]:
+    """The same rows through `model.map` alone and through `evaluate` (which runs that map, then
+    reads the log and scores): a scripted model answers at once, so this is the worst case."""
+    import os
+    import tempfile
+
+    os.environ["CHAINFORM_HOME"] = tempfile.mkdtemp(prefix="bench-eval-")
+    import chainform as cf
+    from chainform.testing import ScriptedClient
+
+    def reply(messages: Any, options: Any) -> str:
+        n = int(messages[-1].text.rsplit(" ", 1)[-1])
+        return json.dumps({"id": n, "total": n / 2})
+
+    data = [{"text": f"order {n}", "expected": {"id": n, "total": n / 2 if n % 3 else 0}} for n in range(rows)]
+    inputs = [{"text": row["text"]} for row in data]
+
+    def model() -> Any:
+        return cf.Model(ScriptedClient([reply] * rows), name="scripted")
+
+    schema = "id int, total float"
+    started = time.perf_counter()
+    list(model().map(inputs, prompt="Extract: {text}", schema=schema, strategy="native"))
+    mapped = time.perf_counter() - started
+    started = time.perf_counter()
+    cf.evaluate(data, schema=schema, prompt="Extract: {text}", models=[model()], strategies=["native"])
+    evaluated = time.perf_counter() - started
+    return {
+        "rows": rows,
+        "map_seconds": round(mapped, 3),
+        "eval_seconds": round(evaluated, 3),
+        "added": round(evaluated / mapped - 1, 3),
+    }
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rows", type=int, default=100_000)
     parser.add_argument("--out", type=Path)
+    parser.add_argument("--map-rows", type=int, default=2000, help="rows of the map-vs-eval run")
     args = parser.parse_args()
-    results = [measure(args.rows, lines=False), measure(args.rows, lines=True)]
+    results = [measure(args.rows, lines=False), measure(args.rows, lines=True), overhead(args.map_rows)]
     text = json.dumps(results, indent=2)
     print(text)
     if args.out is not None:

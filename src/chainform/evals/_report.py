@@ -5,7 +5,8 @@ from its JSON says exactly what it said when it was made."""
 from __future__ import annotations
 
 import math
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
+from dataclasses import fields as dataclass_fields
 from decimal import Decimal
 from typing import Any
 
@@ -40,7 +41,7 @@ class RowResult:
         return self.error is None and all(o.status == "right" for o in self.fields.values())
 
     def to_dict(self) -> dict[str, Any]:
-        out = asdict(self)
+        out = {name: getattr(self, name) for name in _ROW_FIELDS}
         out["fields"] = {path: list(o) for path, o in self.fields.items()}
         return out
 
@@ -49,6 +50,9 @@ class RowResult:
         data = dict(data)
         data["fields"] = {path: Outcome(*o) for path, o in data["fields"].items()}
         return cls(**data)
+
+
+_ROW_FIELDS = tuple(f.name for f in dataclass_fields(RowResult))
 
 
 @dataclass

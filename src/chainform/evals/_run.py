@@ -136,8 +136,9 @@ def read_rows(
     max_rows: int,
 ) -> list[_Row]:
     """The rows, each checked: a dict with its expected answer, valid under the schema, a unique key."""
-    from chainform.schema.validate import validate
+    from chainform.schema.validate import compile_validator, validate
 
+    validator = compile_validator(schema)  # once: the reasons are worked out only for a refused answer
     out: list[_Row] = []
     seen: set[str] = set()
     for index, row in enumerate(rows):
@@ -162,7 +163,7 @@ def read_rows(
         if isinstance(answer, str):  # CSV cells hold JSON text
             with contextlib.suppress(ValueError):
                 answer = json.loads(answer)
-        problems = validate(answer, schema)
+        problems = [] if validator.is_valid(answer) else validate(answer, schema)
         if problems:
             raise EvalInputError(f"{name}: the expected answer does not match the schema: {problems[0]}")
         out.append(_Row(key, {k: v for k, v in row.items() if k != expected}, answer))
