@@ -93,6 +93,10 @@ def _tolerances(pairs: tuple[str, ...]) -> tuple[dict[str, float], float]:
 @click.option(
     "--fuzzy", type=click.FloatRange(0, 1), help="A string is right at this rapidfuzz ratio (0..1) too."
 )
+@click.option("--judge", help="A model that decides the free-text fields the rules score wrong (off by default).")
+@click.option(
+    "--judge-field", "judge_fields", multiple=True, help="A free-text field for --judge (default: all); repeatable."
+)
 @click.option("--json", "as_json", is_flag=True, help="Print the report as JSON.")
 @click.option(
     "--html", "html_path", type=click.Path(dir_okay=False), help="Write a self-contained HTML report here."
@@ -128,6 +132,8 @@ def eval_run(
     id_field: str | None,
     tolerances: tuple[str, ...],
     fuzzy: float | None,
+    judge: str | None,
+    judge_fields: tuple[str, ...],
     as_json: bool,
     html_path: str | None,
     resume: bool,
@@ -176,6 +182,8 @@ def eval_run(
             max_rows=max_rows,
             max_cost=Decimal(str(max_cost)) if max_cost is not None else None,
             model_options=model_options,
+            judge=judge,
+            judge_fields=list(judge_fields) or None,
             **options,
         )
     except (EvalInputError, SchemaError) as exc:

@@ -9,7 +9,7 @@ from typing import Any
 
 from chainform.evals._eval_report import EvalReport
 from chainform.evals._plan import Leaf, compile_plan, walk
-from chainform.evals._report import Cell
+from chainform.evals._report import Cell, value_at
 from chainform.evals._table import COLUMNS, cell_texts, field_text, money, percent
 
 MAX_WRONG_ROWS = 200
@@ -100,14 +100,6 @@ def _field_bars(cell: Cell) -> str:
     )
 
 
-def _at(value: Any, path: str) -> Any:
-    for part in path.split("."):
-        if not isinstance(value, dict):
-            return None
-        value = value.get(part)
-    return value
-
-
 def _confusions(report: EvalReport) -> list[str]:
     """Expected value (rows) against answered value (columns), per enum field not inside an array."""
     enums = [
@@ -121,8 +113,8 @@ def _confusions(report: EvalReport) -> list[str]:
         for cell in report.cells:
             counts: dict[tuple[str, str], int] = {}
             for row in cell.rows:
-                answered = "(error)" if row.error else _text(_at(row.actual, node.path))
-                pair = (_text(_at(row.expected, node.path)), answered)
+                answered = "(error)" if row.error else _text(value_at(row.actual, node.path))
+                pair = (_text(value_at(row.expected, node.path)), answered)
                 counts[pair] = counts.get(pair, 0) + 1
             seen = {p[0] for p in counts} | {p[1] for p in counts}
             declared = [_text(v) for v in node.enum or []]

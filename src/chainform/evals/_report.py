@@ -30,6 +30,7 @@ class RowResult:
     call_ids: list[str] = field(default_factory=list)
     strategy: str | None = None
     conversation_id: str | None = None
+    judged: list[str] = field(default_factory=list)  # fields the judge model found right
 
     @property
     def valid(self) -> bool:
@@ -242,6 +243,15 @@ class Cell:
         )
 
 
+def value_at(value: Any, path: str) -> Any:
+    """The value at a dotted path of nested objects (None where there is none)."""
+    for part in path.split("."):
+        if not isinstance(value, dict):
+            return None
+        value = value.get(part)
+    return value
+
+
 def _count(items: Any) -> dict[str, int]:
     out: dict[str, int] = {}
     for item in items:
@@ -249,4 +259,4 @@ def _count(items: Any) -> dict[str, int]:
     return out
 
 
-__all__ = ["Cell", "FieldFigures", "RowResult"]
+__all__ = ["Cell", "FieldFigures", "RowResult", "value_at"]

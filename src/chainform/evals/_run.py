@@ -9,21 +9,19 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import json
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from decimal import Decimal
-from pathlib import Path
 from typing import Any
 
+from chainform.evals._cells import read_lines, run_map
 from chainform.evals._errors import EvalInputError
 from chainform.evals._eval_report import EvalReport
+from chainform.evals._judge import free_text_fields, judge_cell
 from chainform.evals._keep import eval_dir, find_resumable, save_report, save_spec
 from chainform.evals._plan import Arr, Node, Options, Scorer, compile_plan, walk
 from chainform.evals._report import Cell, RowResult
 from chainform.evals._score import ABSENT, Outcome, score
-
-_KEY = "_chainform_eval_key"
-"""The field each row gives the map to key it by: the row's key in the data, whatever rows a resume skips."""
 
 MAX_ROWS = 100_000
 """Rows one eval reads at most (`max_rows`, `--max-rows`): the data is read whole, to check every
@@ -54,7 +52,8 @@ def evaluate(
     max_rows: int = MAX_ROWS,
     max_cost: float | str | Decimal | None = None,
     model_options: Mapping[str, Any] | None = None,
-    on_row: Callable[[Cell | None, Any], None] | None = None,
+    judge: Any = None,
+    judge_fields: Sequence[str] | None = None,
     **map_options: Any,
 ) -> EvalReport:
     """Run and score every cell; the report is also kept (`chainform eval show ID`).
@@ -66,7 +65,9 @@ def evaluate(
     continues the newest eval asked with the same data and settings. `max_cost` (USD) caps the whole
     eval (rows not run are scored wrong as `not-run`; resume runs them). Other keyword arguments go to
     `model.map` (concurrency, retries, attach, attach_base, batch, system, tools, chain_limit, ...).
-    Raises EvalInputError (bad rows, tolerance, scorer) before any call.
+    `judge` (a model or its name; off by default) decides the free-text fields (`judge_fields`, else
+    every plain string field) that the rules scored wrong (see `_judge`). Raises EvalInputError
+    (bad rows, tolerance, scorer, a judge with no key) before any call.
     """
     from chainform.schema import resolve_schema
 
@@ -79,7 +80,10 @@ def evaluate(
     prompts = [prompt] if isinstance(prompt, str) else list(prompt)
     if not prompts or not models or not strategies:
         raise EvalInputError("an eval needs at least one prompt, one model and one strategy")
-    names = [m if isinstance(m, str) else str(getattr(m, "name", m)) for m in models]
+    names = [_name(m) for m in models]
+    judged = free_text_fields(plan, judge_fields) if judge is not None else []
+    judge_model = _judge_model(judge)
+    built = [_model(m, model_options or {}) for m in models]  # a model with no key fails before any call
     spec = {
         "data": _digest([(r.key, r.inputs, r.expected) for r in data]),
         "schema": spec_schema,
@@ -87,6 +91,7 @@ def evaluate(
         "models": names,
         "strategies": list(strategies),
         "expected": expected,
+        "judge": None if judge is None else [_name(judge), judged],
     }
     eval_id = find_resumable(spec) if resume else None
     if resume and eval_id is None:
@@ -104,23 +109,29 @@ def evaluate(
     cells: list[Cell] = []
     arrays = [node.path for node in walk(plan) if isinstance(node, Arr)]
     number = 0
-    for model_index, model in enumerate(models):
-        built = _model(model, model_options or {})
+    for model_index in range(len(models)):
         for strategy in strategies:
             for prompt_index, template in enumerate(prompts):
                 path = eval_dir(eval_id, create=True) / f"cell-{number}.jsonl"
                 number += 1
-                run_id = _run_cell(
-                    built, path, data, template, strategy, budget, resume, spec_schema, map_options
-                )
+                items = [(row.key, row.inputs) for row in data]
+                run_id = run_map(
+                    built[model_index], path, items, resume=resume, budget=budget, prompt=template, schema=spec_schema,
+                    strategy=strategy, **map_options,
+                )  # fmt: skip
                 cell = Cell(names[model_index], strategy, template, run_id, [], arrays)
                 cell.prompt_label = f"prompt {prompt_index + 1}" if len(prompts) > 1 else ""
                 cells.append(cell)
     log_reader = _LogReader(enabled=map_options.get("log", True))
     try:
         for index, cell in enumerate(cells):
-            lines = _read_lines(eval_dir(eval_id) / f"cell-{index}.jsonl")
+            lines = read_lines(eval_dir(eval_id) / f"cell-{index}.jsonl")
             cell.rows = [_scored(plan, row, lines.get(row.key), log_reader) for row in data]
+            if judge_model is not None and judged:
+                judge_cell(
+                    judge_model, eval_dir(eval_id) / f"judge-{index}.jsonl", cell, judged, resume=resume,
+                    budget=budget, concurrency=map_options.get("concurrency"), log=map_options.get("log", True),
+                )  # fmt: skip
     finally:
         log_reader.close()
     report = EvalReport(eval_id, spec_schema, cells, settings={"expected": expected, "prompts": prompts})
@@ -176,62 +187,28 @@ def _digest(value: Any) -> str:
     return hashlib.sha256(json.dumps(value, sort_keys=True, default=str).encode()).hexdigest()
 
 
+def _name(model: Any) -> str:
+    return model if isinstance(model, str) else str(getattr(model, "name", model))
+
+
+def _judge_model(judge: Any) -> Any:
+    """The judge, made before any call: one with no key is bad input (exit 2), not a failed row."""
+    if judge is None:
+        return None
+    from chainform.errors import MissingKeyError
+
+    try:
+        return _model(judge, {})
+    except MissingKeyError as exc:
+        raise EvalInputError(f"the judge model {_name(judge)!r} cannot run: {exc}") from None
+
+
 def _model(model: Any, options: Mapping[str, Any]) -> Any:
     if isinstance(model, str):
         from chainform.models import get_model
 
         return get_model(model, **options)
     return model
-
-
-def _run_cell(
-    model: Any,
-    path: Path,
-    data: list[_Row],
-    template: str,
-    strategy: str,
-    budget: Any,
-    resume: bool,
-    schema: dict[str, Any],
-    options: Mapping[str, Any],
-) -> str:
-    """One map run into `path` (rows already there skipped); returns its run id."""
-    from chainform._map._jsonl import JsonlSink, line_for
-    from chainform.store import new_id
-
-    sink = JsonlSink(path)
-    sink.prepare(resume=resume, retry_errors=False)  # a failed row is a result of the eval, not a row to do
-    run_id = sink.run_id or new_id()
-    todo = [{**row.inputs, _KEY: row.key} for row in data if row.key not in sink.done]
-    try:
-        if todo:
-            settings = dict(options)
-            if budget is not None:
-                settings["max_cost"] = budget
-            for result in model.map(
-                todo,
-                prompt=template,
-                schema=schema,
-                strategy=strategy,
-                id_field=_KEY,
-                run_id=run_id,
-                **settings,
-            ):
-                sink.commit(line_for(result, run_id, {}))
-    finally:
-        sink.close()
-    return run_id
-
-
-def _read_lines(path: Path) -> dict[str, dict[str, Any]]:
-    out: dict[str, dict[str, Any]] = {}
-    if path.is_file():
-        with open(path, encoding="utf-8") as handle:
-            for raw in handle:
-                if raw.strip():
-                    line = json.loads(raw)
-                    out[str(line["_map"]["key"])] = line
-    return out
 
 
 def _scored(plan: Node, row: _Row, line: dict[str, Any] | None, log: _LogReader) -> RowResult:

@@ -1,0 +1,83 @@
+"""`--judge MODEL`: a model decides whether a free-text answer says what the expected one says.
+
+Off by default. Only fields the rules scored `wrong` (both present, the texts differ even once
+normalised) are sent, one call each, as a map run of their own (`judge-N.jsonl` beside the cell's
+rows, so `--resume` sends none twice); a verdict of "same" turns the field right. The judge's calls
+are priced like every other call: their tokens and cost are added to the row's, under `judge` in
+calls per row, so cost per right row includes them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from decimal import Decimal
+from pathlib import Path
+from typing import Any
+
+from chainform.evals._cells import read_lines, run_map
+from chainform.evals._errors import EvalInputError
+from chainform.evals._plan import Leaf, Node, walk
+from chainform.evals._report import Cell, value_at
+from chainform.evals._score import Outcome
+
+PROMPT = (
+    "Two values of the field {field} of a record: the expected one and an answer.\n"
+    "Expected: {expected}\nAnswer: {answer}\n"
+    "Do they say the same thing (wording, spelling and abbreviations aside)? Reply with same: true or false."
+)
+SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "properties": {"same": {"type": "boolean"}},
+    "required": ["same"],
+}
+_SEP = "\x1f"  # between a row's key and a field's path in a judge row's key
+
+
+def free_text_fields(plan: Node, wanted: Sequence[str] | None) -> list[str]:
+    """The string fields (no format, no enum, outside arrays) the judge reads: all, or `wanted`."""
+    free = [n.path for n in walk(plan) if isinstance(n, Leaf) and n.kind == "string" and "[]" not in n.path]
+    if wanted is None:
+        return free
+    for path in wanted:
+        if path not in free:
+            raise EvalInputError(
+                f"--judge-field names {path!r}, which is no free-text field (free-text fields: {', '.join(free)})"
+            )
+    return list(wanted)
+
+
+def judge_cell(model: Any, path: Path, cell: Cell, fields: Sequence[str], *, resume: bool, budget: Any,
+               **map_options: Any) -> None:  # fmt: skip
+    """Ask `model` about each wrong free-text field of the cell's rows; apply its verdicts."""
+    items = [
+        (
+            f"{row.key}{_SEP}{name}",
+            {
+                "field": name,
+                "expected": value_at(row.expected, name),
+                "answer": value_at(row.actual, name),
+            },
+        )
+        for row in cell.rows
+        for name in fields
+        if row.fields.get(name, Outcome("right")).status == "wrong"
+    ]
+    run_map(model, path, items, resume=resume, budget=budget, prompt=PROMPT, schema=SCHEMA, **map_options)
+    rows = {row.key: row for row in cell.rows}
+    for key, line in read_lines(path).items():
+        row_key, _, name = key.partition(_SEP)
+        row = rows.get(row_key)
+        if row is None:
+            continue
+        meta = line["_map"]
+        row.calls["judge"] = row.calls.get("judge", 0) + 1
+        row.tokens += int(meta.get("tokens") or 0)
+        cost = meta.get("cost")
+        row.cost = None if row.cost is None or cost is None else str(Decimal(row.cost) + Decimal(cost))
+        value = line.get("value")
+        if isinstance(value, dict) and value.get("same") is True:
+            row.fields[name] = Outcome("right", 1)
+            row.judged.append(name)
+
+
+__all__ = ["PROMPT", "SCHEMA", "free_text_fields", "judge_cell"]
