@@ -150,3 +150,19 @@ def test_an_unknown_eval_id_and_an_ambiguous_cell(data, schema_file, emulator: E
     assert ambiguous.exit_code == 2 and "has 2 cells; name one" in ambiguous.stderr
     same = invoke("compare", eval_id + "#1", eval_id + "#2")
     assert same.exit_code == 0 and "+0.0% of rows right" in same.stdout
+
+
+def test_csv_rows_hold_their_expected_answer_as_json_text(tmp_path, schema_file, emulator: Emulator):
+    import csv
+
+    path = tmp_path / "invoices.csv"
+    with open(path, "w", newline="", encoding="utf-8") as handle:
+        writer = csv.writer(handle)
+        writer.writerow(["text", "expected"])
+        for row in rows()[:3]:
+            writer.writerow([row["text"], json.dumps(row["expected"])])
+    emulator.default = answer(wrong=True)
+    result = invoke(*eval_argv(path, schema_file, emulator, "--json", "--tolerance", "total=0.01"))
+    assert result.exit_code == 0, result.output
+    cell = json.loads(result.stdout)["cells"][0]
+    assert (cell["rows"], cell["rows_right"]) == (3, 2)  # rows 0 and 1 right, row 2's total 5% off
