@@ -23,7 +23,14 @@ class _EvalGroup(click_default_group.DefaultGroup):  # type: ignore[misc]  # unt
 
 
 def _eval_group() -> None:
-    """Measure how often answers are right: field accuracy, cost per correct row, strategy vs strategy."""
+    """Measure how often answers are right: field accuracy, cost per correct row, strategy vs strategy.
+
+    \b
+    chainform eval DATA --schema S -p 'Extract: {text}' -m A -m B --strategy native --strategy deferred
+    chainform eval show ID
+    chainform eval compare ID#1 ID#2
+    (`chainform eval run --help`: every option; docs/evals.md)
+    """
 
 
 eval_group: click.Group = click.group(name="eval", cls=_EvalGroup, default="run", default_if_no_args=False)(
