@@ -98,13 +98,14 @@ def scripted(name: str, answer: Any, calls: int = 200) -> tuple[Model, Script]:
     return Model(ScriptedClient([script] * calls), name=name), script
 
 
-def two_cell_report(**kwargs: Any) -> Any:
-    """The 'bad' and 'good' models over the six rows (priced at $1 a call by the caller)."""
+def two_cells(**kwargs: Any) -> tuple[Any, Script, Script]:
+    """The 'bad' and 'good' models over the six rows (priced at $1 a call by the caller): the
+    report, and the two scripts (which count the calls per row)."""
     import chainform as cf
 
-    bad, _ = scripted("bad", sloppy)
-    good, _ = scripted("good", expected)
-    return cf.evaluate(
+    bad, bad_script = scripted("bad", sloppy)
+    good, good_script = scripted("good", expected)
+    report = cf.evaluate(
         rows(),
         schema=SCHEMA,
         prompt=PROMPT,
@@ -114,3 +115,8 @@ def two_cell_report(**kwargs: Any) -> Any:
         concurrency=2,
         **kwargs,
     )
+    return report, bad_script, good_script
+
+
+def two_cell_report(**kwargs: Any) -> Any:
+    return two_cells(**kwargs)[0]

@@ -15,7 +15,7 @@ from typing import Any
 
 from chainform.testing.emulator import Emulator, RecordedRequest
 
-ROWS = 60
+ROWS = 120
 
 
 def answer(request: RecordedRequest) -> str:
@@ -78,7 +78,7 @@ def test_kill_9_then_resume_reports_what_an_uninterrupted_eval_does(
     tmp_path: Path, emulator: Emulator
 ) -> None:
     data = write_data(tmp_path / "orders.jsonl")
-    emulator.default, emulator.delay = answer, 0.02
+    emulator.default, emulator.delay = answer, 0.05
     whole_home = tmp_path / "whole"
     whole = subprocess.run(
         argv(data, emulator),

@@ -7,7 +7,7 @@ import math
 from decimal import Decimal
 
 import pytest
-from eval_helpers import PROMPT, ROWS, SCHEMA, expected, rows, scripted, sloppy
+from eval_helpers import PROMPT, ROWS, SCHEMA, expected, scripted, sloppy, two_cells
 
 import chainform as cf
 from chainform.evals import EvalInputError, load_report
@@ -15,20 +15,7 @@ from chainform.evals import EvalInputError, load_report
 pytestmark = pytest.mark.usefixtures("priced")
 
 
-def run(**kwargs):
-    bad, bad_script = scripted("bad", sloppy)
-    good, good_script = scripted("good", expected)
-    report = cf.evaluate(
-        rows(),
-        schema=SCHEMA,
-        prompt=PROMPT,
-        models=[bad, good],
-        strategies=["native"],
-        tolerance={"total": 0.01},
-        concurrency=2,
-        **kwargs,
-    )
-    return report, bad_script, good_script
+run = two_cells
 
 
 def test_every_figure_of_a_cell_is_the_hand_computed_one():
