@@ -114,8 +114,7 @@ def attachments_from_cli(
         if value == "-":
             if prompt is None:
                 raise click.UsageError("with -a - the file comes on stdin: give the prompt as an argument")
-            data = sys.stdin.buffer.read() if hasattr(sys.stdin, "buffer") else sys.stdin.read().encode()
-            out.attachments.append(_checked(Attachment(content=data, name="stdin")))
+            out.attachments.append(_checked(Attachment(content=_stdin_bytes(), name="stdin")))
             out.reads_stdin = True
         elif "://" in value or value.startswith("data:"):
             out.attachments.append(_checked(Attachment(url=value)))
@@ -126,6 +125,21 @@ def attachments_from_cli(
             raise click.BadParameter(f"{mime!r} is not a content type such as image/png", param_hint="--at")
         out.attachments.append(_checked(Attachment(path=path, type=mime)))
     return out
+
+
+def _stdin_bytes() -> bytes:
+    """Stdin's bytes, at most MAX_READ_BYTES: an endless pipe is refused, never read to MemoryError."""
+    from chainform.errors import AttachmentError
+    from chainform.types._attachment import MAX_READ_BYTES
+
+    stream = getattr(sys.stdin, "buffer", None)
+    if stream is None:  # a text stream (a test runner's): its text as UTF-8
+        data = sys.stdin.read(MAX_READ_BYTES + 1).encode()
+    else:
+        data = stream.read(MAX_READ_BYTES + 1)
+    if len(data) > MAX_READ_BYTES:
+        raise AttachmentError(f"stdin: more than {MAX_READ_BYTES:,} bytes (the limit of one attachment)")
+    return data
 
 
 def _checked(attachment: Attachment) -> Attachment:

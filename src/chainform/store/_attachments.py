@@ -17,12 +17,16 @@ import dataclasses
 import hashlib
 import json
 import sqlite3
+import stat
 import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from pydantic import BaseModel
+
+from chainform.errors import AttachmentError
+from chainform.types._attachment import read_regular
 
 ORPHAN_FILES = "DELETE FROM attachments WHERE sha256 NOT IN (SELECT sha256 FROM response_attachments)"
 """What `logs rm` runs once calls are gone: the files no call names any more."""
@@ -136,15 +140,22 @@ def restore(db: sqlite3.Connection, text: str) -> str:
 
 
 def content_of(db: sqlite3.Connection, key: str) -> bytes | None:
-    """The bytes logged under `key`; a reference is read again and must still hash to it."""
-    row = db.execute("SELECT content, ref FROM attachments WHERE sha256 = ?", (key,)).fetchone()
-    if row is not None and row[0] is not None:
+    """The bytes logged under `key`; a reference is read again only when it is still a regular file
+    of the logged size, not modified since it was logged, and must still hash to it (a FIFO, a
+    device or a grown file is never read)."""
+    row = db.execute("SELECT content, ref, size, created_at FROM attachments WHERE sha256 = ?", (key,)).fetchone()
+    if row is None:
+        return None
+    if row[0] is not None:
         return bytes(row[0])
-    ref = row[1] if row is not None else None
-    if not ref or "://" in ref:
+    ref, size, logged_at = row[1], row[2], row[3]
+    if not ref or "://" in ref or size is None:
         return None
     try:
-        data = Path(ref).read_bytes()
-    except OSError:
+        found = Path(ref).stat()
+        if not stat.S_ISREG(found.st_mode) or found.st_size != size or found.st_mtime > logged_at:
+            return None
+        data = read_regular(ref, size, ref)
+    except (OSError, AttachmentError):
         return None
     return data if sha256(data) == key else None

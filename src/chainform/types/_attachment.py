@@ -11,6 +11,7 @@ from __future__ import annotations
 import hashlib
 import mimetypes
 import os
+import stat
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -20,6 +21,9 @@ from chainform.errors import AttachmentError
 from chainform.types._content import DataContent, UriContent
 
 _SNIFF_BYTES = 8192
+MAX_READ_BYTES = 100_000_000
+"""The most bytes any attachment is read into memory (a file, stdin, a download to convert), whatever
+the model's own limit: devices, FIFOs and endless pipes never grow past it."""
 # Extensions whose text types mimetypes does not know everywhere.
 _TEXT_EXTENSIONS = {
     ".md": "text/markdown",
@@ -102,46 +106,37 @@ class Attachment:
     def _stat(self) -> os.stat_result:
         path = Path(self.path or "")
         try:
-            stat = path.stat()
+            found = path.stat()
         except FileNotFoundError:
             raise AttachmentError(f"{path}: no such file") from None
         except OSError as exc:
             raise AttachmentError(f"{path}: cannot read ({exc.strerror or exc})") from None
-        if path.is_dir():
-            raise AttachmentError(f"{path}: is a directory, not a file")
-        return stat
+        _check_regular(found, str(path))
+        return found
 
     def read(self, max_bytes: int | None = None) -> bytes:
-        """The bytes, read once; a file over `max_bytes` is refused before it is read."""
+        """The bytes, read once; a file over `max_bytes` (at most MAX_READ_BYTES) is refused before
+        it is read whole, and never more than that many bytes are read."""
+        limit = MAX_READ_BYTES if max_bytes is None else min(max_bytes, MAX_READ_BYTES)
         if self._data is not None:
             data = self._data
         elif self.path is not None:
-            size = self._stat().st_size
-            if max_bytes is not None and size > max_bytes:
-                raise AttachmentError(f"{self.name}: {size:,} bytes is over the limit of {max_bytes:,}")
-            try:
-                data = Path(self.path).read_bytes()
-            except OSError as exc:
-                raise AttachmentError(f"{self.path}: cannot read ({exc.strerror or exc})") from None
-            self._data = data
+            data = self._data = read_regular(self.path, limit, self.name or str(self.path))
         else:
             raise AttachmentError(f"{self.url}: not downloaded yet")
         if not data:
             raise AttachmentError(f"{self.name}: is empty")
-        if max_bytes is not None and len(data) > max_bytes:
-            raise AttachmentError(f"{self.name}: {len(data):,} bytes is over the limit of {max_bytes:,}")
+        if len(data) > limit:
+            raise AttachmentError(f"{self.name}: {len(data):,} bytes is over the limit of {limit:,}")
         return data
 
     def _head(self) -> bytes:
         """The first bytes, enough to tell the type, without reading a large file whole."""
         if self._data is None and self.path is not None:
-            if self._stat().st_size == 0:
+            head = read_regular(self.path, _SNIFF_BYTES, self.name or str(self.path), whole=False)
+            if not head:
                 raise AttachmentError(f"{self.name}: is empty")
-            try:
-                with open(self.path, "rb") as handle:
-                    return handle.read(_SNIFF_BYTES)
-            except OSError as exc:
-                raise AttachmentError(f"{self.path}: cannot read ({exc.strerror or exc})") from None
+            return head
         return self.read()[:_SNIFF_BYTES]
 
     def set_downloaded(self, data: bytes, media_type: str | None) -> None:
@@ -190,6 +185,50 @@ class Attachment:
 
     def describe(self) -> dict[str, Any]:
         return {"name": self.name, "media_type": self.media_type(), "bytes": self.size()}
+
+
+def read_regular(path: str | os.PathLike[str], limit: int, name: str, *, whole: bool = True) -> bytes:
+    """At most `limit` bytes of the regular file at `path` (`whole`: all of it, refused when it is
+    larger). The file is opened without blocking and checked on the open handle, so a FIFO, a
+    device (/dev/zero reports size 0) or a socket is refused, never waited on or read forever, and
+    a file swapped for one between a check and the read is caught."""
+    try:
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
+    except FileNotFoundError:
+        raise AttachmentError(f"{name}: no such file") from None
+    except OSError as exc:
+        raise AttachmentError(f"{name}: cannot read ({exc.strerror or exc})") from None
+    try:
+        _check_regular(os.fstat(fd), name)
+    except BaseException:
+        os.close(fd)
+        raise
+    with os.fdopen(fd, "rb") as handle:
+        found = os.fstat(handle.fileno())
+        if whole and found.st_size > limit:
+            raise AttachmentError(f"{name}: {found.st_size:,} bytes is over the limit of {limit:,}")
+        try:
+            if not whole:
+                data = handle.read(limit)
+            else:  # its size (+1, to see it grew), then whatever it grew by up to the limit
+                data = handle.read(min(found.st_size, limit) + 1)
+                if found.st_size < len(data) <= limit:
+                    data += handle.read(limit + 1 - len(data))
+        except OSError as exc:
+            raise AttachmentError(f"{name}: cannot read ({exc.strerror or exc})") from None
+    if whole and len(data) > limit:
+        raise AttachmentError(f"{name}: more than {limit:,} bytes (the limit)")
+    return data
+
+
+def _check_regular(found: os.stat_result, name: str) -> None:
+    if stat.S_ISDIR(found.st_mode):
+        raise AttachmentError(f"{name}: is a directory, not a file")
+    if not stat.S_ISREG(found.st_mode):
+        raise AttachmentError(
+            f"{name}: is not a regular file (a device, FIFO or socket); "
+            "give its bytes with content= or on stdin (-a -)"
+        )
 
 
 def _type_from_name(name: str) -> str | None:

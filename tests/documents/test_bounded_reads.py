@@ -1,0 +1,109 @@
+"""Reads with a bound (issue 38, item 7): a device, a FIFO or an endless pipe is refused or read up to
+a cap, never waited on or read into MemoryError; `logs` never reads a referenced file that changed."""
+
+from __future__ import annotations
+
+import os
+import threading
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+from docs_helpers import receipt_png
+
+import chainform as cf
+from chainform.clients.profiles import IMAGES
+from chainform.errors import AttachmentError
+from chainform.models import Model
+from chainform.store import Store
+from chainform.testing import ScriptedClient
+from chainform.types import ModelProfile
+
+VISION = ModelProfile(name="scripted", provider="testing", supports_json_schema=True, media=IMAGES)
+BOUND = 20.0  # seconds: a generous bound on what must end at once (the bug is waiting forever)
+
+
+def _ends(work: Callable[[], object]) -> object:
+    """`work`'s result (or the exception it raised), failing the test if it does not end within BOUND."""
+    out: list[object] = []
+
+    def target() -> None:
+        try:
+            out.append(work())
+        except BaseException as exc:  # noqa: BLE001 - handed back to the test
+            out.append(exc)
+
+    thread = threading.Thread(target=target, daemon=True)
+    thread.start()
+    thread.join(BOUND)
+    assert not thread.is_alive(), "the read did not end: it waited on the file"
+    return out[0]
+
+
+def test_a_device_path_is_refused_not_read_until_memory_runs_out() -> None:
+    attachment = cf.Attachment(path="/dev/zero", type="image/png")
+    with pytest.raises(AttachmentError, match="not a regular file"):
+        attachment.read(10_000)
+    with pytest.raises(AttachmentError, match="not a regular file"):
+        cf.Attachment(path="/dev/zero").media_type()
+
+
+@pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="no FIFOs here")
+def test_a_fifo_with_a_type_given_is_refused_without_waiting(tmp_path: Path) -> None:
+    fifo = tmp_path / "scan.png"
+    os.mkfifo(fifo)
+    found = _ends(lambda: cf.Attachment(path=fifo, type="image/png").read())
+    assert isinstance(found, AttachmentError) and "not a regular file" in str(found)
+    model = Model(ScriptedClient(["x"], VISION), name="scripted")
+    found = _ends(lambda: model.chain("Read", attachments=[cf.Attachment(path=fifo, type="image/png")]).text())
+    assert isinstance(found, AttachmentError)
+
+
+def test_endless_stdin_is_refused_at_the_cap(monkeypatch: pytest.MonkeyPatch) -> None:
+    from click.testing import CliRunner
+
+    from chainform.cli import cli
+
+    monkeypatch.setattr("chainform.types._attachment.MAX_READ_BYTES", 1000)
+    result = CliRunner().invoke(cli, ["-m", "testing/echo", "Read", "-a", "-"], input=b"x" * 5000)
+    assert result.exit_code == 2, result.output
+    assert "more than 1,000 bytes" in result.stderr and "Traceback" not in result.stderr
+
+
+def _logged_by_ref(tmp_path: Path) -> tuple[Path, str]:
+    path = tmp_path / "receipt.png"
+    receipt_png(path)
+    model = Model(ScriptedClient(["seen"], VISION), name="scripted")
+    response = model.chain("Extract", attachments=[cf.Attachment(path=path)], attachments_store="ref")
+    response.text()
+    return path, response.conversation_id
+
+
+@pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="no FIFOs here")
+def test_logs_never_waits_on_a_referenced_path_that_became_a_fifo(tmp_path: Path) -> None:
+    path, _ = _logged_by_ref(tmp_path)
+    path.unlink()
+    os.mkfifo(path)
+    records = _ends(lambda: Store().recent(1))
+    assert isinstance(records, list) and records[0].messages[-1].contents[1].data == b""
+
+
+def test_logs_never_reads_a_referenced_path_that_became_a_device(tmp_path: Path) -> None:
+    path, _ = _logged_by_ref(tmp_path)
+    path.unlink()
+    path.symlink_to("/dev/zero")
+    records = _ends(lambda: Store().recent(1))
+    assert isinstance(records, list) and records[0].messages[-1].contents[1].data == b""
+
+
+def test_a_reference_touched_since_it_was_logged_is_not_hashed(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    path, _ = _logged_by_ref(tmp_path)
+    later = path.stat().st_mtime + 3600
+    os.utime(path, (later, later))
+    hashed: list[bytes] = []
+    import chainform.store._attachments as stored
+
+    real = stored.sha256
+    monkeypatch.setattr(stored, "sha256", lambda data: hashed.append(data) or real(data))
+    assert Store().recent(1)[0].messages[-1].contents[1].data == b""
+    assert hashed == []
