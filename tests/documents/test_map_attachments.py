@@ -88,3 +88,43 @@ def test_a_row_whose_file_is_missing_is_a_row_error(tmp_path: Path, emulator: Em
     assert "gone.txt: no such file" in lines["order 2"]["error"]["message"]
     assert "has no 'doc' to attach" in lines["order 3"]["error"]["message"]
     assert len(emulator.requests) == 1, result.stderr
+
+
+def _map_rows(tmp_path: Path, emulator: Emulator, rows: str, *extra: str) -> tuple[dict[str, Any], Any]:
+    data = tmp_path / "data"
+    data.mkdir(exist_ok=True)
+    (data / "a.txt").write_text("order total 3\n")
+    inp = data / "rows.csv"
+    inp.write_text(rows)
+    out = tmp_path / "out.jsonl"
+    emulator.default = '{"id": 1, "total": 3}'
+    argv = ["map", str(inp), "-o", str(out), "--prompt", "{text}", "--attach", "doc", *extra]
+    argv += ["--schema", "id int, total float", "-m", "openai/gpt-4.1-mini"]
+    argv += ["--base-url", emulator.base_url + "/v1", "--key", "sk-test"]
+    result = CliRunner().invoke(cli, argv)
+    return {line["text"]: line for line in map(json.loads, out.read_text().splitlines())}, result
+
+
+def test_map_attach_paths_outside_the_input_folder_are_row_input_errors(tmp_path: Path, emulator: Emulator) -> None:
+    (tmp_path / "secret.txt").write_text("the password is hunter2\n")
+    (tmp_path / "data").mkdir()
+    (tmp_path / "data" / "link.txt").symlink_to(tmp_path / "secret.txt")
+    rows = (
+        "text,doc\norder 1,a.txt\norder 2,../secret.txt\n"
+        f"order 3,{tmp_path / 'secret.txt'}\norder 4,~/..\norder 5,link.txt\norder 6,../../../../etc/hostname\n"
+    )
+    lines, result = _map_rows(tmp_path, emulator, rows)
+    assert lines["order 1"].get("error") is None, result.stderr
+    for n in range(2, 7):
+        error = lines[f"order {n}"]["error"]
+        assert error["phase"] == "input" and "--attach-root" in error["message"], error
+    assert len(emulator.requests) == 1
+    assert not any("hunter2" in json.dumps(r.json) for r in emulator.requests)
+
+
+def test_map_attach_root_allows_the_folder_it_names(tmp_path: Path, emulator: Emulator) -> None:
+    (tmp_path / "shared.txt").write_text("order total 3\n")
+    lines, result = _map_rows(
+        tmp_path, emulator, "text,doc\norder 1,shared.txt\n", "--attach-root", str(tmp_path)
+    )
+    assert lines["order 1"].get("error") is None, (lines, result.stderr)

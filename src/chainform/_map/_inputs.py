@@ -58,7 +58,9 @@ class Row:
 
     def attachments(self, field: str | None, base: Path | None) -> list[Attachment]:
         """The files or URLs in `field` (several separated by commas), a path taken relative to
-        `base` (the input file's folder); MapInputError when the row has none."""
+        `base` (the input file's folder, or --attach-root) and refused unless it stays inside it
+        (`..`, an absolute path, `~` or a symlink out of it): a data file cannot send other local
+        files to a provider. MapInputError when the row has none or one is outside."""
         if field is None:
             return []
         value = self.data.get(field) if isinstance(self.data, dict) else None
@@ -69,9 +71,22 @@ class Row:
             if "://" in item:
                 out.append(Attachment(url=item))
             elif item:
-                path = Path(item).expanduser()
-                out.append(Attachment(path=path if path.is_absolute() or base is None else base / path))
+                out.append(Attachment(path=_inside(item, base)))
         return out
+
+
+def _inside(item: str, root: Path | None) -> Path:
+    """`item` as a path under `root`, refused when it resolves outside; any path when no root."""
+    if root is None:
+        return Path(item).expanduser()
+    top = root.resolve()
+    path = (top / Path(item).expanduser()).resolve()
+    if not path.is_relative_to(top):
+        raise MapInputError(
+            f"{item!r} is outside {top}: attached paths must stay inside the input file's folder "
+            "(give --attach-root DIR, or attach_base=, to allow another)"
+        )
+    return path
 
 
 @functools.lru_cache(maxsize=32)

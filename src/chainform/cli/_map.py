@@ -150,7 +150,8 @@ async def _run_local(model: AsyncModel, source: Iterator[Row], commit: Any, **kw
 
 
 ATTACH_HELP = (
-    "Attach the path(s) or URL(s) in this field of each row (comma-separated; paths relative to INPUT)."
+    "Attach the path(s) or URL(s) in this field of each row (comma-separated; paths relative to INPUT's "
+    "folder and refused outside it unless --attach-root names another)."
 )
 
 
@@ -208,6 +209,12 @@ ATTACH_HELP = (
 )
 @click.option("--attach", "attach_field", metavar="FIELD", help=ATTACH_HELP)
 @click.option(
+    "--attach-root",
+    type=click.Path(exists=True, file_okay=False),
+    metavar="DIR",
+    help="The folder --attach paths are relative to and must stay inside (default: INPUT's folder).",
+)
+@click.option(
     "--batch",
     is_flag=True,
     help="Send the rows through the provider's batch API (OpenAI, Anthropic, Gemini; about half price, within 24h).",
@@ -247,6 +254,7 @@ def map_command(
     ray_address: str | None,
     ray_workers: int,
     attach_field: str | None,
+    attach_root: str | None,
     batch: bool,
     batch_poll: float,
     no_convert: bool,
@@ -315,6 +323,7 @@ def map_command(
     }
     if attach_field is not None:
         base = Path(input_path).resolve().parent if input_path != "-" else Path.cwd()
+        base = Path(attach_root).resolve() if attach_root is not None else base
         settings |= {"attach": attach_field, "attach_base": base, "convert": not no_convert}
         settings |= {"attachments_store": attachments_store, "allow_private_urls": allow_private_urls}
     if budget is not None:
