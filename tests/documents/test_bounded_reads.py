@@ -30,7 +30,7 @@ def _ends(work: Callable[[], object]) -> object:
     def target() -> None:
         try:
             out.append(work())
-        except BaseException as exc:  # noqa: BLE001 - handed back to the test
+        except BaseException as exc:
             out.append(exc)
 
     thread = threading.Thread(target=target, daemon=True)
@@ -55,19 +55,24 @@ def test_a_fifo_with_a_type_given_is_refused_without_waiting(tmp_path: Path) -> 
     found = _ends(lambda: cf.Attachment(path=fifo, type="image/png").read())
     assert isinstance(found, AttachmentError) and "not a regular file" in str(found)
     model = Model(ScriptedClient(["x"], VISION), name="scripted")
-    found = _ends(lambda: model.chain("Read", attachments=[cf.Attachment(path=fifo, type="image/png")]).text())
+    found = _ends(
+        lambda: model.chain("Read", attachments=[cf.Attachment(path=fifo, type="image/png")]).text()
+    )
     assert isinstance(found, AttachmentError)
 
 
 def test_endless_stdin_is_refused_at_the_cap(monkeypatch: pytest.MonkeyPatch) -> None:
     from click.testing import CliRunner
 
-    from chainform.cli import cli
+    from chainform.cli import _prompt, cli
 
+    client = ScriptedClient(["seen"], VISION)
+    monkeypatch.setattr(_prompt, "resolve_model", lambda name, **_: Model(client, name=name))
     monkeypatch.setattr("chainform.types._attachment.MAX_READ_BYTES", 1000)
-    result = CliRunner().invoke(cli, ["-m", "testing/echo", "Read", "-a", "-"], input=b"x" * 5000)
+    result = CliRunner().invoke(cli, ["Read", "-a", "-"], input=b"x" * 5000)
     assert result.exit_code == 2, result.output
     assert "more than 1,000 bytes" in result.stderr and "Traceback" not in result.stderr
+    assert not client.requests
 
 
 def _logged_by_ref(tmp_path: Path) -> tuple[Path, str]:
@@ -96,7 +101,9 @@ def test_logs_never_reads_a_referenced_path_that_became_a_device(tmp_path: Path)
     assert isinstance(records, list) and records[0].messages[-1].contents[1].data == b""
 
 
-def test_a_reference_touched_since_it_was_logged_is_not_hashed(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_reference_touched_since_it_was_logged_is_not_hashed(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     path, _ = _logged_by_ref(tmp_path)
     later = path.stat().st_mtime + 3600
     os.utime(path, (later, later))

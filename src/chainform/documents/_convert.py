@@ -7,7 +7,7 @@ from dataclasses import dataclass
 
 from chainform.errors import AttachmentError
 from chainform.types import MediaSupport, ModelProfile
-from chainform.types._attachment import Attachment, is_text_type
+from chainform.types._attachment import Attachment, decode_text, is_text_type
 from chainform.types._content import DataContent, TextContent, UriContent
 
 MAX_CONVERT_BYTES = 100_000_000
@@ -52,7 +52,9 @@ def to_text(attachment: Attachment) -> tuple[str, Conversion]:
         lines = ocr_lines(data)
         return "\n".join(lines), Conversion(name, media_type, "OCR", f"{len(lines)} line{'s' * (len(lines) != 1)}")
     if is_text_type(media_type):
-        text = data.decode("utf-8-sig", errors="replace")
+        text = decode_text(data)
+        if text is None:
+            text = data.decode("utf-8-sig", errors="replace")
         count = text.count("\n") + (not text.endswith("\n"))
         return text, Conversion(name, media_type, "text", f"{count} line{'s' * (count != 1)}")
     raise AttachmentError(f"{name}: no local converter reads {media_type}")

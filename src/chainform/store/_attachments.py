@@ -143,7 +143,8 @@ def content_of(db: sqlite3.Connection, key: str) -> bytes | None:
     """The bytes logged under `key`; a reference is read again only when it is still a regular file
     of the logged size, not modified since it was logged, and must still hash to it (a FIFO, a
     device or a grown file is never read)."""
-    row = db.execute("SELECT content, ref, size, created_at FROM attachments WHERE sha256 = ?", (key,)).fetchone()
+    query = "SELECT content, ref, size, created_at FROM attachments WHERE sha256 = ?"
+    row = db.execute(query, (key,)).fetchone()
     if row is None:
         return None
     if row[0] is not None:

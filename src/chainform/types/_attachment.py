@@ -9,8 +9,10 @@ only where the bytes say nothing, and `type=` overrides both.
 from __future__ import annotations
 
 import hashlib
+import ipaddress
 import mimetypes
 import os
+import re
 import stat
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -18,6 +20,7 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from chainform.errors import AttachmentError
+from chainform.keys import redact, remember_url
 from chainform.types._content import DataContent, UriContent
 
 _SNIFF_BYTES = 8192
@@ -54,6 +57,7 @@ class Attachment:
     name: str | None = None
     _data: bytes | None = field(default=None, init=False, repr=False)
     _media_type: str | None = field(default=None, init=False, repr=False)
+    _declared: str | None = field(default=None, init=False, repr=False)  # a server's content type
 
     def __post_init__(self) -> None:
         given = [k for k in ("path", "url", "content") if getattr(self, k) is not None]
@@ -67,9 +71,14 @@ class Attachment:
                 raise AttachmentError(f"content= takes bytes, not {type(self.content).__name__}")
             self._data = bytes(self.content)
         if self.url is not None:
-            scheme = urlsplit(self.url).scheme.lower()
+            remember_url(self.url)  # a password in it is masked wherever text leaves chainform
+            scheme = self.url.partition(":")[0].lower()
             if scheme not in ("http", "https", "data"):
-                raise AttachmentError(f"{self.url[:80]!r}: only http(s) and data: URLs can be attached")
+                raise AttachmentError(
+                    f"{redact(self.url)[:80]!r}: only http(s) and data: URLs can be attached"
+                )
+            if scheme != "data":
+                check_url(self.url)
             if scheme == "data":
                 try:
                     inline = DataContent.from_uri(self.url)
@@ -86,8 +95,8 @@ class Attachment:
         if self.path is not None:
             return Path(self.path).name
         if self.url is not None:
-            tail = urlsplit(self.url).path.rstrip("/").rsplit("/", 1)[-1]
-            return tail or urlsplit(self.url).netloc
+            parts = urlsplit(self.url)
+            return parts.path.rstrip("/").rsplit("/", 1)[-1] or parts.hostname or "attachment"
         return "attachment"
 
     @property
@@ -140,10 +149,11 @@ class Attachment:
         return self.read()[:_SNIFF_BYTES]
 
     def set_downloaded(self, data: bytes, media_type: str | None) -> None:
-        """Keep what a download of `url` brought (chainform.documents fetches it)."""
+        """Keep what a download of `url` brought (chainform.documents fetches it). The server's
+        content type is a claim like a file's extension: the bytes must agree with it."""
         self._data = data
-        if media_type and not self.type:
-            self.type = media_type
+        self._declared = media_type
+        self._media_type = None
 
     def media_type(self) -> str:
         """The content type: `type=`, else told from the bytes, else from the extension."""
@@ -154,7 +164,7 @@ class Attachment:
     def _detect(self) -> str:
         if self.type:
             return self.type
-        by_name = _type_from_name(self.name or "")
+        by_name = self._declared or _type_from_name(self.name or "")
         if self.is_remote:
             if by_name is None:
                 raise AttachmentError(f"{self.name}: cannot tell its content type (give type=)")
@@ -164,6 +174,10 @@ class Attachment:
         if by_bytes is None or (by_name and is_text_type(by_name) and _looks_like_text(data)):
             if _looks_like_text(data):
                 return by_name if by_name and is_text_type(by_name) else "text/plain"
+            if by_name and is_text_type(by_name):
+                raise AttachmentError(
+                    f"{self.name}: its bytes are not text, which contradicts its type ({by_name})"
+                )
             raise AttachmentError(
                 f"{self.name}: unknown binary content type (give type= or a known format: "
                 "PNG, JPEG, WebP, GIF, PDF, text)"
@@ -249,15 +263,65 @@ def _type_from_bytes(data: bytes) -> str | None:
     return found or None
 
 
+_CONTROL = re.compile(rb"[\x00-\x08\x0e-\x1a\x1c-\x1f\x7f]")
+
+
 def _looks_like_text(data: bytes) -> bool:
+    """No NUL or other control bytes, and UTF-8 or (a legacy file: a cp1252 CSV) Windows-1252."""
     head = data[:_SNIFF_BYTES]
-    if b"\x00" in head:
+    if _CONTROL.search(head):
         return False
     try:
         head.decode("utf-8")
     except UnicodeDecodeError as exc:
-        return exc.start >= len(head) - 3  # a multi-byte character cut by the sniff window
+        if exc.start >= len(head) - 3:
+            return True  # a multi-byte character cut by the sniff window
+        return decode_text(head) is not None
     return True
+
+
+def decode_text(data: bytes) -> str | None:
+    """Text bytes as a string: UTF-8 (a BOM dropped), else Windows-1252; None when neither reads them."""
+    try:
+        return data.decode("utf-8-sig")
+    except UnicodeDecodeError:
+        pass
+    try:
+        return data.decode("cp1252")
+    except UnicodeDecodeError:
+        return None
+
+
+def check_url(url: str) -> None:
+    """An http(s) URL chainform can parse and connect to; AttachmentError (its password masked) for
+    a malformed one: a port that is not a number or out of range, junk after `[IPv6]`, a host that is
+    not a valid name (`xn--`, an empty label)."""
+    shown = redact(url)[:80]
+    try:
+        parts = urlsplit(url)
+        parts.port  # noqa: B018 - parsing the port is the check (ValueError when it is not one)
+        host = parts.hostname
+    except ValueError as exc:
+        raise AttachmentError(f"{shown}: malformed URL ({exc})") from None
+    if not host:
+        raise AttachmentError(f"{shown}: malformed URL (no host)")
+    where = parts.netloc.rpartition("@")[2]
+    if where.startswith("["):
+        rest = where[where.find("]") + 1 :]
+        try:
+            ipaddress.ip_address(host.split("%")[0])
+        except ValueError:
+            raise AttachmentError(f"{shown}: malformed URL ({host!r} is not an IP address)") from None
+        if rest and not re.fullmatch(r":\d+", rest):
+            raise AttachmentError(f"{shown}: malformed URL ({rest!r} after the address)")
+        return
+    try:
+        host.encode("idna")
+        for label in host.split("."):
+            if label.lower().startswith("xn--"):
+                label.encode("ascii").decode("idna")
+    except UnicodeError:
+        raise AttachmentError(f"{shown}: malformed URL ({host!r} is not a valid host name)") from None
 
 
 def _family(media_type: str) -> str:
