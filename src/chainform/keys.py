@@ -15,9 +15,10 @@ import os
 import re
 import tempfile
 import threading
+from collections.abc import Mapping
 from pathlib import Path
-from typing import TypeVar
-from urllib.parse import unquote, urlsplit
+from typing import Any, TypeVar
+from urllib.parse import parse_qsl, unquote, urlsplit
 
 from chainform import _paths
 from chainform.errors import ChainformError, MissingKeyError
@@ -25,6 +26,13 @@ from chainform.errors import ChainformError, MissingKeyError
 MASK = "[redacted key]"
 _MIN_SECRET = 6  # shorter values would mask ordinary words; real keys are far longer
 _URL_CREDENTIALS = re.compile(r"(?<=://)[^/\s@'\"]+@")  # user:password@ or token@
+# a name that holds a credential: `api-key`, `X-Goog-Api-Key`, `Authorization`, `?token=`, `sig=`...
+_SECRET_NAME = re.compile(r"key|token|secret|passw|auth|sig|credential|cookie", re.IGNORECASE)
+# `?api-key=VALUE` / `&token=VALUE` in a URL's query: the value masked even when never loaded
+_QUERY_SECRET = re.compile(
+    r"(?<=[?&])([^=&\s#'\"]*(?:key|token|secret|passw|auth|sig|credential)[^=&\s#'\"]*=)[^&\s#'\"]+",
+    re.IGNORECASE,
+)
 _loaded: set[str] = set()
 _longest_first: tuple[str, ...] = ()  # _loaded sorted once per change, not once per string masked
 _lock = threading.Lock()
@@ -40,7 +48,8 @@ def remember(*values: str | None) -> None:
 
 
 def remember_url(url: str | None) -> None:
-    """Remember the password of a ``scheme://user:password@host/`` URL (a credential like a key)."""
+    """Remember the password of a ``scheme://user:password@host/`` URL (a credential like a key), and
+    the values of its query's credential parameters (`?api-key=K`, `?token=T`)."""
     if url and "@" in url:
         with contextlib.suppress(ValueError):
             parts = urlsplit(url)
@@ -51,6 +60,29 @@ def remember_url(url: str | None) -> None:
                 # that header text turns up in errors and tracebacks, so it is masked like the password
                 user, password = unquote(parts.username), unquote(parts.password or "")
                 remember(*_basic_forms(f"{user}:{password}"))
+    if url and "?" in url:
+        with contextlib.suppress(ValueError):
+            remember(*(value for name, value in parse_qsl(urlsplit(url).query) if _SECRET_NAME.search(name)))
+
+
+def remember_headers(settings: Mapping[str, Any] | None) -> None:
+    """Remember credential values given as headers anywhere in a client's settings (`default_headers=
+    {"api-key": K}`, `{"X-Goog-Api-Key": K}`, `Authorization: Bearer K`), so they are masked like keys."""
+    for name, value in (settings or {}).items():
+        if isinstance(value, Mapping):
+            remember_headers(value)
+        elif isinstance(value, str) and _SECRET_NAME.search(str(name)):
+            remember(value, value.partition(" ")[2] or None)
+
+
+def check_base_url(url: str | None) -> None:
+    """A base URL with a query is refused: a client joins its paths after the query
+    (`/v1/?api-key=K/chat/completions`), so a key there would be sent in the wrong place and logged."""
+    if url and urlsplit(url).query:
+        raise ValueError(
+            "base_url must not carry a query (?...): give a key with key= (or default_headers=) "
+            "and other parameters through the provider's settings"
+        )
 
 
 def _basic_forms(userinfo: str) -> tuple[str, ...]:
@@ -75,6 +107,8 @@ def mentions_secret(text: str) -> bool:
     """Whether `redact(text)` would mask anything (a loaded key, or URL credentials) in `text`."""
     if "://" in text and "@" in text:
         return True
+    if "=" in text and _QUERY_SECRET.search(text):
+        return True
     return any(secret in text for secret in _longest_first)
 
 
@@ -84,6 +118,8 @@ def redact(text: str, *secrets: str | None) -> str:
     candidates = sorted({*_longest_first, *extra}, key=len, reverse=True) if extra else _longest_first
     if "://" in text and "@" in text:
         text = _URL_CREDENTIALS.sub(MASK + "@", text)
+    if "=" in text:
+        text = _QUERY_SECRET.sub(lambda found: found.group(1) + MASK, text)
     for secret in candidates:
         if secret in text:
             text = text.replace(secret, MASK)

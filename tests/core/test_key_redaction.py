@@ -141,3 +141,47 @@ def test_basic_credential_from_base_url_is_masked_and_key_beside_it_refused() ->
     assert keys.MASK in keys.redact(text)
     with pytest.raises(ValueError, match="either a key or user:password"):
         get_client("openai/gpt-4.1-mini", base_url=url, key="sk-beside-the-url")
+
+
+HEADER_KEY = "hdr-key-4b1e9c77aa"
+
+
+@pytest.mark.parametrize(
+    ("settings", "secret"),
+    [
+        ({"default_headers": {"api-key": HEADER_KEY}}, HEADER_KEY),
+        ({"default_headers": {"X-Goog-Api-Key": HEADER_KEY + "g"}}, HEADER_KEY + "g"),
+        ({"default_headers": {"Authorization": f"Bearer {HEADER_KEY}b"}}, HEADER_KEY + "b"),
+    ],
+)
+def test_a_key_given_as_a_header_is_masked_in_provider_errors(home: Path, settings: dict, secret: str) -> None:
+    from chainform.testing.emulator import Emulator, Fault
+
+    with Emulator([Fault(401, message=f"bad credential {secret} for this resource")]) as emu:
+        model = cf.get_model("openai/gpt-4.1-mini", base_url=emu.base_url + "/v1", key="sk-x", **settings)
+        with pytest.raises(cf.ProviderError) as info:
+            model.prompt("hi").text()
+    assert secret not in str(info.value) and keys.MASK in str(info.value)
+    assert secret not in _log_text(home)
+
+
+def test_a_gemini_header_key_is_masked() -> None:
+    from chainform.clients.registry import get_client
+
+    get_client("gemini/gemini-2.5-flash", key="g-key-x", headers={"X-Goog-Api-Key": "goog-hdr-77c1d2"})
+    assert keys.redact("403: key goog-hdr-77c1d2 is invalid") == f"403: key {keys.MASK} is invalid"
+
+
+def test_a_base_url_with_a_query_is_refused_and_its_key_masked() -> None:
+    from chainform.clients.registry import get_client
+
+    with pytest.raises(ValueError, match="must not carry a query") as info:
+        get_client("openai/gpt-4.1-mini", base_url="http://127.0.0.1:9/v1/?api-key=q-key-1d9e4f2a")
+    assert "q-key-1d9e4f2a" not in str(info.value)
+    assert "q-key-1d9e4f2a" not in keys.redact("GET /v1/?api-key=q-key-1d9e4f2a")
+
+
+def test_query_credentials_are_masked_in_any_url() -> None:
+    text = "could not send traces to https://otel.example/v1/traces?token=tok-9a8b7c&x=1"
+    assert keys.redact(text) == f"could not send traces to https://otel.example/v1/traces?token={keys.MASK}&x=1"
+    assert keys.redact("?page=2&size=10") == "?page=2&size=10"

@@ -152,3 +152,64 @@ def test_otel_without_the_packages_or_a_collector_is_a_usage_error(
     done = CliRunner().invoke(cli, _argv(emulator, tmp_path, "--otel"))
     assert done.exit_code == 2 and "chainform[otel-export]" in done.output
     assert emulator.requests == []  # nothing was sent
+
+
+@pytest.fixture
+def silent_collector() -> Iterator[int]:
+    """A port on 127.0.0.1 that accepts connections (the kernel's backlog) and never answers."""
+    with socket.socket() as listener:
+        listener.bind(("127.0.0.1", 0))
+        listener.listen(64)
+        yield listener.getsockname()[1]
+
+
+@pytest.mark.parametrize("timeout", [None, "abc"])
+def test_a_collector_that_never_answers_does_not_hold_the_exit_past_the_bound(
+    emulator: Emulator, tmp_path: Any, monkeypatch: pytest.MonkeyPatch, silent_collector: int, timeout: str | None
+) -> None:
+    import time
+
+    from chainform.otel._export import DEFAULT_TIMEOUT
+
+    monkeypatch.setenv("OTEL_EXPORTER_OTLP_ENDPOINT", f"http://127.0.0.1:{silent_collector}")
+    if timeout is None:
+        monkeypatch.delenv("OTEL_EXPORTER_OTLP_TIMEOUT", raising=False)
+    else:
+        monkeypatch.setenv("OTEL_EXPORTER_OTLP_TIMEOUT", timeout)
+    emulator.add('{"temp_c": 21}')
+    started = time.monotonic()
+    with pytest.warns(UserWarning, match=f"127.0.0.1:{silent_collector}"):
+        done = CliRunner().invoke(cli, _argv(emulator, tmp_path, "--otel"))
+    took = time.monotonic() - started
+    assert done.exit_code == 0, done.output
+    assert took < 3 * DEFAULT_TIMEOUT, f"the exit waited {took:.1f} s for the collector"
+
+
+@pytest.mark.parametrize(
+    ("value", "seconds"), [("abc", 3.0), ("nan", 3.0), ("-1", 3.0), ("1.5", 1.5), ("20", 10.0), ("inf", 3.0)]
+)
+def test_the_otlp_timeout_from_the_environment_keeps_its_cap(
+    monkeypatch: pytest.MonkeyPatch, value: str, seconds: float
+) -> None:
+    from chainform.otel._export import export_timeout
+
+    monkeypatch.setenv("OTEL_EXPORTER_OTLP_TIMEOUT", value)
+    assert export_timeout() == seconds
+
+
+def test_the_collector_endpoints_credentials_are_masked_in_the_warning(
+    emulator: Emulator, tmp_path: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    with socket.socket() as s:  # a port nobody listens on
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    endpoint = f"http://otel-user:otlp-pass-5e6f@127.0.0.1:{port}/?token=otlp-tok-9a8b"
+    monkeypatch.setenv("OTEL_EXPORTER_OTLP_ENDPOINT", endpoint)
+    monkeypatch.setenv("OTEL_EXPORTER_OTLP_TIMEOUT", "1")
+    emulator.add('{"temp_c": 21}')
+    with pytest.warns(UserWarning) as caught:
+        done = CliRunner().invoke(cli, _argv(emulator, tmp_path, "--otel"))
+    assert done.exit_code == 0, done.output
+    text = " ".join(str(w.message) for w in caught) + done.output
+    assert f"127.0.0.1:{port}" in text
+    assert "otlp-pass-5e6f" not in text and "otlp-tok-9a8b" not in text

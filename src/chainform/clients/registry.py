@@ -249,9 +249,11 @@ def get_client(
     `key` and `base_url` override the provider's defaults; other keyword arguments go to the
     provider's factory (max_retries, timeout, api_version, ...).
     """
-    from chainform.keys import remember_url, url_has_credentials
+    from chainform.keys import check_base_url, remember_headers, remember_url, url_has_credentials
 
     remember_url(base_url)  # a password in the URL is masked like a key in errors and the log
+    remember_headers(kwargs)  # so is a key given as a header (default_headers={"api-key": ...})
+    check_base_url(base_url)
     if key is not None and url_has_credentials(base_url):
         # the HTTP client sends the URL's user:password as Basic auth in place of the key's header,
         # so a key given beside it would silently not be sent

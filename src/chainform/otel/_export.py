@@ -4,23 +4,30 @@ that OTEL_EXPORTER_OTLP_ENDPOINT names, with opentelemetry-sdk's providers and e
 The providers are this command's own (no global is set, so a library user's are never replaced)
 and are shut down, flushing what is left, when the command ends. A collector that cannot be
 reached costs one warning: the chain still answers and is logged. The exporters' own log lines
-are silenced in favour of that warning, and their timeout is short unless the environment sets one.
+are silenced in favour of that warning. The export timeout is OTEL_EXPORTER_OTLP_TIMEOUT seconds
+when that is a number (at most MAX_TIMEOUT), else DEFAULT_TIMEOUT, and it also bounds the wait at
+exit: the flush runs on a helper thread the command waits for that long at most (Ctrl-C ends the
+wait), so a collector that accepts and never answers cannot hold the command's exit.
 """
 
 from __future__ import annotations
 
 import logging
+import math
 import os
+import threading
 import warnings
 from collections.abc import Callable
 from typing import Any
 
 from chainform.errors import TracingSetupError
+from chainform.keys import redact, remember_url
 
 _PACKAGES = "opentelemetry-sdk opentelemetry-exporter-otlp-proto-http"
 _ENDPOINTS = ("OTEL_EXPORTER_OTLP_ENDPOINT", "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT")
 _TIMEOUTS = ("OTEL_EXPORTER_OTLP_TIMEOUT", "OTEL_EXPORTER_OTLP_TRACES_TIMEOUT")
-_DEFAULT_TIMEOUT = 3.0  # seconds; the exporter's own default (10 s) would hold a CLI's exit that long
+DEFAULT_TIMEOUT = 3.0  # seconds; the exporter's own default (10 s) would hold a CLI's exit that long
+MAX_TIMEOUT = 10.0  # seconds: the most OTEL_EXPORTER_OTLP_TIMEOUT can make a command wait at exit
 
 
 def wanted(flag: bool) -> bool:
@@ -51,27 +58,58 @@ def start(include_content: bool = False) -> Callable[[], None]:
     from chainform.otel import instrument, uninstrument
 
     logging.getLogger("opentelemetry").setLevel(logging.CRITICAL)  # one warning of ours instead
-    timeout = None if any(os.environ.get(v) for v in _TIMEOUTS) else _DEFAULT_TIMEOUT
+    remember_url(endpoint)  # a password or token in it is masked like a key
+    shown = redact(endpoint)
+    timeout = export_timeout()
     resource = Resource.create({"service.name": os.environ.get("OTEL_SERVICE_NAME") or "chainform"})
     told: list[bool] = []  # one warning for traces and metrics together
-    spans = _warned(OTLPSpanExporter(timeout=timeout), endpoint, told)
-    tracer_provider = TracerProvider(resource=resource)
-    tracer_provider.add_span_processor(BatchSpanProcessor(spans))
-    metrics = _warned(OTLPMetricExporter(timeout=timeout), endpoint, told)
-    reader = PeriodicExportingMetricReader(metrics, export_interval_millis=60_000)
-    meter_provider = MeterProvider(resource=resource, metric_readers=[reader])
+    spans = _warned(OTLPSpanExporter(timeout=timeout), shown, told)
+    # no atexit shutdown of their own: `stop` is the one flush, and it is bounded
+    tracer_provider = TracerProvider(resource=resource, shutdown_on_exit=False)
+    tracer_provider.add_span_processor(BatchSpanProcessor(spans, export_timeout_millis=timeout * 1000))
+    metrics = _warned(OTLPMetricExporter(timeout=timeout), shown, told)
+    reader = PeriodicExportingMetricReader(
+        metrics, export_interval_millis=60_000, export_timeout_millis=timeout * 1000
+    )
+    meter_provider = MeterProvider(resource=resource, metric_readers=[reader], shutdown_on_exit=False)
     instrument(tracer_provider, include_content, meter_provider=meter_provider)
+
+    def flush() -> None:
+        tracer_provider.shutdown()
+        meter_provider.shutdown()
 
     def stop() -> None:
         uninstrument()
-        tracer_provider.shutdown()
-        meter_provider.shutdown()
+        worker = threading.Thread(target=flush, name="chainform-otel-flush", daemon=True)
+        worker.start()
+        worker.join(timeout)  # a collector that never answers is given up on, not waited for
+        if worker.is_alive() and not told:
+            told.append(True)
+            warnings.warn(
+                f"chainform: {shown} did not answer within {timeout:g} s; the last traces were not sent",
+                stacklevel=2,
+            )
 
     return stop
 
 
+def export_timeout() -> float:
+    """Seconds an export may take (and the command wait at exit): OTEL_EXPORTER_OTLP_TIMEOUT when
+    it is a positive number, at most MAX_TIMEOUT; else DEFAULT_TIMEOUT (`abc` does not lift the cap)."""
+    for name in _TIMEOUTS:
+        raw = os.environ.get(name, "").strip()
+        try:
+            value = float(raw)
+        except ValueError:
+            continue
+        if math.isfinite(value) and value > 0:
+            return min(value, MAX_TIMEOUT)
+    return DEFAULT_TIMEOUT
+
+
 def _warned(exporter: Any, endpoint: str, told: list[bool]) -> Any:
-    """`exporter` whose failed exports warn once (naming the endpoint) instead of logging each."""
+    """`exporter` whose failed exports warn once (naming the endpoint, credentials masked) instead
+    of logging each."""
     export = exporter.export
 
     def checked(*args: Any, **kwargs: Any) -> Any:
