@@ -169,6 +169,10 @@ def test_a_collector_that_never_answers_does_not_hold_the_exit_past_the_bound(
 ) -> None:
     import time
 
+    import opentelemetry.exporter.otlp.proto.http.metric_exporter  # imported before the timing
+    import opentelemetry.exporter.otlp.proto.http.trace_exporter
+    import opentelemetry.sdk.metrics  # noqa: F401
+
     from chainform.otel._export import DEFAULT_TIMEOUT
 
     monkeypatch.setenv("OTEL_EXPORTER_OTLP_ENDPOINT", f"http://127.0.0.1:{silent_collector}")
