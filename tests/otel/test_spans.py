@@ -239,3 +239,53 @@ def test_unsampled_chains_still_count_in_metrics_and_sampled_calls_keep_their_at
         assert a["chainform.purpose"] == "chain" and a["gen_ai.response.model"] == "scripted"
         assert a["gen_ai.usage.output_tokens"] == call.usage.output_tokens
         assert a["gen_ai.response.finish_reasons"]
+
+
+MARKER = "card-4111-1111-prompt-content"
+
+
+def _errors_text(traced: Traced) -> str:
+    """Every span's status text and event attributes, as one string."""
+    parts = []
+    for span in traced.spans:
+        parts.append(span.status.description or "")
+        parts += [json.dumps(dict(event.attributes or {})) for event in span.events]
+    return "\n".join(parts)
+
+
+def charge(card: str) -> str:
+    """Charge a card."""
+    raise ValueError(f"declined: {card}")
+
+
+def test_without_content_a_tools_exception_text_never_reaches_a_span(traced: Traced) -> None:
+    client = ScriptedClient([tool_call("charge", card=MARKER), "done"])
+    assert cf.Model(client).chain("Pay", tools=[charge], log=False).text() == "done"
+    text = _errors_text(traced)
+    (tool,) = traced.named("execute_tool")
+    assert tool.status.status_code == StatusCode.ERROR and "ValueError" in text
+    assert MARKER not in text
+
+
+def test_without_content_a_structured_output_errors_answer_never_reaches_a_span(traced: Traced) -> None:
+    client = ScriptedClient([f"not json {MARKER}"] * 6)
+    with pytest.raises(cf.StructuredOutputError):
+        cf.Model(client).chain("Give n", schema="n int", log=False).value
+    text = _errors_text(traced)
+    assert "StructuredOutputError" in text and MARKER not in text
+
+
+def test_without_content_a_provider_error_echoing_the_prompt_never_reaches_a_span(traced: Traced) -> None:
+    client = ScriptedClient([ProviderError(f"bad request: {MARKER}", status=400)])
+    with pytest.raises(ProviderError):
+        cf.Model(client).chain(f"Charge {MARKER}", log=False).text()
+    text = _errors_text(traced)
+    assert "ProviderError" in text and "HTTP 400" in text and MARKER not in text
+
+
+def test_with_content_the_error_text_is_recorded(traced: Traced) -> None:
+    cf.instrument(traced.provider, include_content=True, meter_provider=traced.meters)
+    client = ScriptedClient([ProviderError(f"bad request: {MARKER}", status=400)])
+    with pytest.raises(ProviderError):
+        cf.Model(client).chain("Charge", log=False).text()
+    assert MARKER in _errors_text(traced)

@@ -63,10 +63,11 @@ class _Current:
     around use_span, another generator) under a generator of ours: the span and the context token
     are all it holds. `done` runs before the span ends (a chain's totals)."""
 
-    __slots__ = ("done", "span", "token")
+    __slots__ = ("content", "done", "span", "token")
 
-    def __init__(self, span: Any, done: Callable[[Any], None] | None = None) -> None:
+    def __init__(self, span: Any, content: bool, done: Callable[[Any], None] | None = None) -> None:
         self.span = span
+        self.content = content
         self.done = done
         self.token: Any = None
 
@@ -78,7 +79,7 @@ class _Current:
         span = self.span
         try:
             if exc is not None and span.is_recording():
-                _failed(span, exc)
+                _failed(span, exc, self.content)
             if self.done is not None:
                 self.done(span)
         finally:
@@ -133,7 +134,7 @@ class Spans:
             attributes["gen_ai.agent.name"] = agent
         name = f"invoke_agent {agent}" if agent else f"chain {run.model_name}"
         span = self.tracer.start_span(name, attributes=attributes)
-        return _Current(span, lambda span: _chain_totals(span, run))
+        return _Current(span, self.content, lambda span: _chain_totals(span, run))
 
     # -- a model call -------------------------------------------------------------------------
 
@@ -160,7 +161,9 @@ class Spans:
                 start_time=start,
             )
         if call.failed and span.is_recording():
-            span.set_status(Status(StatusCode.ERROR, scrub(call.error or call.failed)[:500]))
+            # the error's text may echo the prompt (a provider's body): only with content
+            said = scrub(call.error or call.failed)[:500] if self.content else call.failed
+            span.set_status(Status(StatusCode.ERROR, said))
         span.end(end_time=end)
         self.duration.record(call.duration_ms / 1000, points.base, context=_NO_SPAN)
         usage = call.usage
@@ -204,7 +207,8 @@ class Spans:
         }
         if self.content:
             attributes["gen_ai.tool.call.arguments"] = _json(call.arguments)
-        with _Current(self.tracer.start_span(f"execute_tool {call.name}", attributes=attributes)) as span:
+        span = self.tracer.start_span(f"execute_tool {call.name}", attributes=attributes)
+        with _Current(span, self.content):
             value = await work
             if self.content and span.is_recording():
                 span.set_attribute("gen_ai.tool.call.result", _json(value))
@@ -224,12 +228,13 @@ class Spans:
     def map_row(self, run: Any, key: str) -> _Current:
         parent = trace.set_span_in_context(run)
         return _Current(
-            self.tracer.start_span(f"map row {key}", parent, attributes={"chainform.map.row": key})
+            self.tracer.start_span(f"map row {key}", parent, attributes={"chainform.map.row": key}),
+            self.content,
         )
 
     def map_done(self, run: Any, error: BaseException | None) -> None:
         if error is not None and run.is_recording():
-            _failed(run, error)
+            _failed(run, error, self.content)
         run.end()
 
 
@@ -260,11 +265,24 @@ def _sampled_out(parent: Any) -> bool:
     return not parent.is_recording() and parent.get_span_context().is_valid
 
 
-def _failed(span: Any, exc: BaseException) -> None:
-    message = scrub(str(exc))[:500]
-    span.set_status(Status(StatusCode.ERROR, f"{type(exc).__name__}: {message}"))
-    span.set_attribute("error.type", type(exc).__name__)
-    span.add_event("exception", {"exception.type": type(exc).__name__, "exception.message": message})
+def _failed(span: Any, exc: BaseException, content: bool) -> None:
+    """The span marked failed. Its status and event carry the error's text (keys masked) only with
+    content: a tool's exception quotes its arguments, a StructuredOutputError the answer, a
+    provider's body the prompt. Without, only what holds no content: the type, a status, a kind."""
+    name = type(exc).__name__
+    message = scrub(str(exc))[:500] if content else _content_free(exc)
+    span.set_status(Status(StatusCode.ERROR, f"{name}: {message}" if content else message))
+    span.set_attribute("error.type", name)
+    span.add_event("exception", {"exception.type": name, "exception.message": message})
+
+
+def _content_free(exc: BaseException) -> str:
+    """`ProviderError (HTTP 400, bad_request)`: the type, and a provider error's status and kind."""
+    status = getattr(exc, "status", None)
+    kind = getattr(exc, "kind", None)
+    bits = [f"HTTP {status}" if isinstance(status, int) else "", kind if isinstance(kind, str) else ""]
+    shown = ", ".join(bit for bit in bits if bit)
+    return f"{type(exc).__name__} ({shown})" if shown else type(exc).__name__
 
 
 def _usage(usage: Any, out: dict[str, Any] | None = None) -> dict[str, Any]:
