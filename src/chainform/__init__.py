@@ -75,6 +75,7 @@ _PUBLIC: dict[str, tuple[str, ...]] = {
         "ChatResponse",
         "ChatResponseUpdate",
         "Content",
+        "ConversionLimits",
         "DataContent",
         "ErrorContent",
         "FinishReason",
@@ -188,6 +189,7 @@ if TYPE_CHECKING:  # what type checkers and editors see: the same names, importe
     from chainform.types import ChatResponse as ChatResponse
     from chainform.types import ChatResponseUpdate as ChatResponseUpdate
     from chainform.types import Content as Content
+    from chainform.types import ConversionLimits as ConversionLimits
     from chainform.types import DataContent as DataContent
     from chainform.types import ErrorContent as ErrorContent
     from chainform.types import FinishReason as FinishReason

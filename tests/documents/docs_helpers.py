@@ -112,3 +112,48 @@ INVOICE_ASK = (
     "invoice_number, quantity int, total float",
 )
 INVOICE_FIELDS = {"invoice_number": "INV-2041", "quantity": 400, "total": 1234.5}
+
+
+def repeated_page_pdf(count: int, size: tuple[int, int] = (612, 792), text: bool = True) -> bytes:
+    """A hand-written PDF whose page tree names one page `count` times (a tiny file, many pages);
+    `text=False`: the page has no text layer (only OCR could read it)."""
+    content = b"BT /F1 24 Tf 72 72 Td (Repeated page) Tj ET" if text else b""
+    kids = b" ".join([b"3 0 R"] * count)
+    objects = [
+        b"<< /Type /Catalog /Pages 2 0 R >>",
+        b"<< /Type /Pages /Kids [" + kids + b"] /Count %d >>" % count,
+        b"<< /Type /Page /Parent 2 0 R /MediaBox [0 0 %d %d] /Contents 4 0 R" % size
+        + b" /Resources << /Font << /F1 5 0 R >> >> >>",
+        b"<< /Length %d >>\nstream\n" % len(content) + content + b"\nendstream",
+        b"<< /Type /Font /Subtype /Type1 /BaseFont /Helvetica >>",
+    ]
+    out = bytearray(b"%PDF-1.4\n")
+    offsets = []
+    for number, body in enumerate(objects, 1):
+        offsets.append(len(out))
+        out += b"%d 0 obj\n" % number + body + b"\nendobj\n"
+    xref = len(out)
+    out += b"xref\n0 %d\n0000000000 65535 f \n" % (len(objects) + 1)
+    out += b"".join(b"%010d 00000 n \n" % offset for offset in offsets)
+    out += b"trailer\n<< /Size %d /Root 1 0 R >>\nstartxref\n%d\n%%%%EOF\n" % (len(objects) + 1, xref)
+    return bytes(out)
+
+
+def png_header(width: int, height: int) -> bytes:
+    """A PNG that claims `width` x `height` pixels in a few hundred bytes (its pixels never decode)."""
+    import struct
+    import zlib
+
+    def chunk(kind: bytes, body: bytes) -> bytes:
+        return struct.pack(">I", len(body)) + kind + body + struct.pack(">I", zlib.crc32(kind + body))
+
+    header = struct.pack(">IIBBBBB", width, height, 8, 0, 0, 0, 0)
+    return b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", header) + chunk(b"IDAT", zlib.compress(b"\x00" * 64)) + chunk(b"IEND", b"")
+
+
+def frames(kind: str, pages: list[list[tuple[str, str | None]]]) -> bytes:
+    """A multi-page TIFF or GIF: one receipt-like frame per page."""
+    images = [receipt_image(lines) for lines in pages]
+    buffer = io.BytesIO()
+    images[0].save(buffer, format=kind, save_all=True, append_images=images[1:])
+    return buffer.getvalue()

@@ -12,10 +12,13 @@ its result (`ChainResult.attachments`) and its log rows.
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import contextvars
 import copy
 import json
 import logging
-from collections.abc import Sequence
+import threading
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any, Protocol
 
@@ -113,7 +116,7 @@ def _part(item: Any) -> Content:
 async def prepare_prompt(pending: PendingPrompt, profile: ModelProfile, events: EventLog) -> Prepared:
     """The user message `profile`'s model can take; every check and conversion (downloads, OCR)
     runs in a thread, before any call. Each conversion is an `attachment` event and a log line."""
-    parts, conversions = await asyncio.to_thread(
+    parts, conversions = await _in_thread(
         prepare_parts,
         pending.items,
         profile,
@@ -131,6 +134,45 @@ async def prepare_prompt(pending: PendingPrompt, profile: ModelProfile, events: 
             logger.info("%s (for %s/%s)", conversion.summary(), profile.provider, profile.name)
     pairs = list(zip(attachments, conversions, strict=True))
     return Prepared(Message.user(_joined(parts)), pairs, pending.text, pending.store)
+
+
+async def _in_thread(
+    function: Callable[..., tuple[list[Content], list[Conversion]]], *args: Any, **kwargs: Any
+) -> tuple[list[Content], list[Conversion]]:
+    """`prepare_parts` on a thread of its own: a cancelled chain sets its stop, and a program that
+    ends (Ctrl-C) has ended its main thread by the time it waits for this one, so a download or
+    an OCR of many pages ends at its next chunk or page instead of running on (chainform.documents
+    checks both between pages). Not the loop's executor: the program waits for that one's threads
+    before its main thread ends."""
+    loop = asyncio.get_running_loop()
+    done: asyncio.Future[tuple[list[Content], list[Conversion]]] = loop.create_future()
+    stop = threading.Event()
+    context = contextvars.copy_context()
+
+    def settle(result: Any, error: BaseException | None) -> None:
+        if done.done():
+            return
+        if error is not None:
+            done.set_exception(error)
+        else:
+            done.set_result(result)
+
+    def work() -> None:
+        try:
+            outcome: tuple[Any, BaseException | None] = (context.run(function, *args, stop=stop, **kwargs), None)
+        except BaseException as exc:  # handed to the awaiting chain
+            outcome = (None, exc)
+        with contextlib.suppress(RuntimeError):  # the loop is closed: nobody waits any more
+            loop.call_soon_threadsafe(settle, *outcome)
+
+    # not a daemon (a thread started from the loop's daemon thread would be one): the program waits for
+    # it at exit, and it ends at its next page; killed mid-OCR instead, onnxruntime aborts the process
+    threading.Thread(target=work, name="chainform-attachments", daemon=False).start()
+    try:
+        return await done
+    except asyncio.CancelledError:
+        stop.set()
+        raise
 
 
 def _joined(parts: list[Content]) -> list[Content]:
@@ -187,7 +229,7 @@ async def tool_files(
                 )
                 continue
             try:
-                parts, conversions = await asyncio.to_thread(prepare_parts, [item], profile)
+                parts, conversions = await _in_thread(prepare_parts, [item], profile)
             except AttachmentError as exc:
                 texts.append(f"[{item.name}: not sent: {exc}]")
                 continue
@@ -222,7 +264,7 @@ async def for_profile(transcript: list[Message], profile: ModelProfile, events: 
                 parts.append(content)
                 continue
             attachment = _as_attachment(content)
-            converted, conversions = await asyncio.to_thread(prepare_parts, [attachment], profile)
+            converted, conversions = await _in_thread(prepare_parts, [attachment], profile)
             events.append(ChainEvent("attachment", text=conversions[0].summary(), value=conversions[0]))
             parts.extend(converted)
         transcript[index] = copy.copy(message)  # the calls made before keep what they sent

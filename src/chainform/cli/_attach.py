@@ -16,11 +16,14 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 import click
 
+from chainform.types._attachment import ConversionLimits
+
 if TYPE_CHECKING:
     from chainform.types import Attachment
 
 F = TypeVar("F", bound=Callable[..., Any])
 
+_LIMITS = ConversionLimits()  # the defaults the flags show
 STORE_HELP = "How the log keeps attached files: their bytes (once each), or only their path or URL."
 
 
@@ -54,6 +57,33 @@ def conversion_options(function: F) -> F:
 def attachment_options(function: F) -> F:
     """The prompt command's attachment options."""
     function = conversion_options(function)
+    for option in reversed(
+        [
+            click.option(
+                "--max-pages",
+                type=click.IntRange(min=1),
+                default=_LIMITS.max_pages,
+                show_default=True,
+                help="Refuse to convert a document of more pages (PDF pages, TIFF or GIF frames).",
+            ),
+            click.option(
+                "--max-pixels",
+                type=click.IntRange(min=1),
+                default=_LIMITS.max_pixels,
+                show_default=True,
+                help="Pixels of one page or image to OCR: a PDF page is rendered smaller, an image refused.",
+            ),
+            click.option(
+                "--ocr-timeout",
+                type=click.FloatRange(min=0, min_open=True, max=1e9),
+                default=_LIMITS.ocr_seconds,
+                show_default=True,
+                metavar="SECONDS",
+                help="Stop converting a document after this long (checked between pages).",
+            ),
+        ]
+    ):
+        function = option(function)
     function = click.option(
         "--at",
         "typed_attachments",
@@ -101,9 +131,14 @@ def attachments_from_cli(
     no_convert: bool = False,
     attachments_store: str = "copy",
     allow_private_urls: bool = False,
+    max_pages: int = _LIMITS.max_pages,
+    max_pixels: int = _LIMITS.max_pixels,
+    ocr_timeout: float = _LIMITS.ocr_seconds,
 ) -> CliAttachments:
     """Each `-a` and `--at`, checked as far as it can be without the model (nothing is read whole)."""
     from chainform.types import Attachment
+
+    limits = ConversionLimits(max_pages, max_pixels, ocr_timeout)
 
     out = CliAttachments(
         convert=not no_convert, store=attachments_store, allow_private_urls=allow_private_urls
@@ -114,16 +149,16 @@ def attachments_from_cli(
         if value == "-":
             if prompt is None:
                 raise click.UsageError("with -a - the file comes on stdin: give the prompt as an argument")
-            out.attachments.append(_checked(Attachment(content=_stdin_bytes(), name="stdin")))
+            out.attachments.append(_checked(Attachment(content=_stdin_bytes(), name="stdin", limits=limits)))
             out.reads_stdin = True
         elif "://" in value or value.startswith("data:"):
-            out.attachments.append(_checked(Attachment(url=value)))
+            out.attachments.append(_checked(Attachment(url=value, limits=limits)))
         else:
-            out.attachments.append(_checked(Attachment(path=value)))
+            out.attachments.append(_checked(Attachment(path=value, limits=limits)))
     for path, mime in typed_attachments:
         if "/" not in mime:
             raise click.BadParameter(f"{mime!r} is not a content type such as image/png", param_hint="--at")
-        out.attachments.append(_checked(Attachment(path=path, type=mime)))
+        out.attachments.append(_checked(Attachment(path=path, type=mime, limits=limits)))
     return out
 
 

@@ -7,15 +7,19 @@ reports each conversion so the CLI, the log and the chain's records can show it.
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from chainform.documents._convert import Conversion, can_convert, prepare, to_text
 from chainform.errors import AttachmentError
 from chainform.types import Content, ModelProfile, TextContent
-from chainform.types._attachment import Attachment
+from chainform.types._attachment import Attachment, ConversionLimits
 
-__all__ = ["Attachment", "Conversion", "can_convert", "fetch", "prepare", "prepare_parts", "to_text"]
+if TYPE_CHECKING:  # imported on need at run time (httpx and what it imports)
+    from chainform.documents._fetch import fetch as fetch
+
+__all__ = ["Attachment", "Conversion", "ConversionLimits", "can_convert", "fetch", "prepare", "prepare_parts", "to_text"]
 
 
 def prepare_parts(
@@ -24,11 +28,13 @@ def prepare_parts(
     *,
     convert: bool = True,
     allow_private_urls: bool = False,
+    stop: threading.Event | None = None,
 ) -> tuple[list[Content], list[Conversion]]:
     """The content parts for one user message, and how each attachment got there.
 
     Every check runs before anything is sent: the count limit, each file's size against the
-    model's limit (before it is read whole), its type, and the conversion itself.
+    model's limit (before it is read whole), its type, and the conversion itself. `stop` set (the
+    chain was cancelled): a download or conversion ends at its next chunk or page.
     """
     attachments = [item for item in items if isinstance(item, Attachment)]
     limit = profile.media.max_count
@@ -45,8 +51,8 @@ def prepare_parts(
             if item.is_remote and not _provider_fetches(item, profile):
                 from chainform.documents._fetch import fetch  # httpx (and what it imports) on need
 
-                fetch(item, allow_private=allow_private_urls)
-            part, conversion = prepare(item, profile, convert=convert)
+                fetch(item, allow_private=allow_private_urls, stop=stop)
+            part, conversion = prepare(item, profile, convert=convert, stop=stop)
             parts.append(part)
             conversions.append(conversion)
         else:

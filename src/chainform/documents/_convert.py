@@ -3,8 +3,13 @@ converted locally (PDF text layer, OCR, decoded text files), else a clear error 
 
 from __future__ import annotations
 
+import importlib.util
+import io
+import threading
+import warnings
 from dataclasses import dataclass
 
+from chainform.documents._limits import Watch
 from chainform.errors import AttachmentError
 from chainform.types import MediaSupport, ModelProfile
 from chainform.types._attachment import Attachment, decode_text, is_text_type
@@ -34,22 +39,24 @@ def can_convert(media_type: str) -> bool:
     return media_type in _CONVERTIBLE or is_text_type(media_type)
 
 
-def to_text(attachment: Attachment) -> tuple[str, Conversion]:
-    """The attachment as text, converted locally; AttachmentError when no converter fits."""
+def to_text(attachment: Attachment, stop: threading.Event | None = None) -> tuple[str, Conversion]:
+    """The attachment as text, converted locally within its `limits`; AttachmentError when no
+    converter fits or a limit is passed. `stop` set: the conversion ends at the next page."""
     media_type = attachment.media_type()
     data = attachment.read(MAX_CONVERT_BYTES)
     name = attachment.name or "attachment"
+    watch = Watch(name, attachment.limits, stop)
     if media_type == "application/pdf":
         from chainform.documents._pdf import pdf_text
 
-        pdf = pdf_text(data, name)
+        pdf = pdf_text(data, name, watch)
         method = "PDF text" if not pdf.ocr_pages else "OCR" if pdf.ocr_pages == len(pdf.pages) else "PDF text + OCR"
         pages = len(pdf.pages)
         return pdf.text, Conversion(name, media_type, method, f"{pages} page{'s' * (pages != 1)}")
     if media_type in _CONVERTIBLE:
-        from chainform.documents._ocr import ocr_lines
+        from chainform.documents._ocr import image_lines
 
-        lines = ocr_lines(data)
+        lines = image_lines(data, watch)
         return "\n".join(lines), Conversion(name, media_type, "OCR", f"{len(lines)} line{'s' * (len(lines) != 1)}")
     if is_text_type(media_type):
         text = decode_text(data)
@@ -61,9 +68,15 @@ def to_text(attachment: Attachment) -> tuple[str, Conversion]:
 
 
 def prepare(
-    attachment: Attachment, profile: ModelProfile, *, convert: bool = True
+    attachment: Attachment,
+    profile: ModelProfile,
+    *,
+    convert: bool = True,
+    stop: threading.Event | None = None,
 ) -> tuple[DataContent | UriContent | TextContent, Conversion]:
-    """The content part `profile`'s model receives for `attachment`, and how it got there."""
+    """The content part `profile`'s model receives for `attachment`, and how it got there. A file
+    sent as it is must open (a PDF with pages, an image that decodes); a text file is decoded for any
+    model, `convert=False` or not (reading text converts nothing)."""
     media: MediaSupport = profile.media
     media_type = attachment.media_type()
     name = attachment.name or "attachment"
@@ -72,16 +85,38 @@ def prepare(
             return attachment.to_content(), Conversion(name, media_type, "as is", "URL")
         if attachment.is_remote:
             raise AttachmentError(f"{name}: download it before preparing it (chainform.documents.fetch)")
-        attachment.read(media.limit(media_type))
+        check_readable(attachment.read(media.limit(media_type)), media_type, name)
         return attachment.to_content(), Conversion(name, media_type, "as is", _size(attachment))
-    if not convert or not can_convert(media_type):
+    if (not convert and not is_text_type(media_type)) or not can_convert(media_type):
         why = "conversion is off" if not convert and can_convert(media_type) else "no local converter reads it"
         raise AttachmentError(
             f"{name}: {profile.provider}/{profile.name} cannot read {media_type} and {why}; "
             f"it accepts {media.describe()}"
         )
-    text, conversion = to_text(attachment)
+    text, conversion = to_text(attachment, stop)
     return TextContent(f"[{conversion.summary()}]\n{text}"), conversion
+
+
+_DECODED_BY_PILLOW = ("image/png", "image/jpeg", "image/gif", "image/webp", "image/bmp", "image/tiff")
+
+
+def check_readable(data: bytes, media_type: str, name: str) -> None:
+    """AttachmentError for a file a model would be sent but could not open: a corrupt, truncated,
+    encrypted or zero-page PDF, an image that does not decode. Skipped without the converters."""
+    if media_type == "application/pdf" and importlib.util.find_spec("pypdfium2") is not None:
+        from chainform.documents._pdf import check_pdf
+
+        check_pdf(data, name)
+    elif media_type in _DECODED_BY_PILLOW and importlib.util.find_spec("PIL") is not None:
+        from PIL import Image
+
+        try:
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore", Image.DecompressionBombWarning)
+                with Image.open(io.BytesIO(data)) as image:
+                    image.verify()
+        except Exception:  # Pillow raises what its format's parser raised
+            raise AttachmentError(f"{name}: the image does not decode ({media_type})") from None
 
 
 def _size(attachment: Attachment) -> str:

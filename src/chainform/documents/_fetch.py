@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import ipaddress
 import socket
+import threading
 import time
 from urllib.parse import urljoin, urlsplit, urlunsplit
 
@@ -32,17 +33,19 @@ def fetch(
     max_bytes: int | None = None,
     timeout: float | None = None,
     allow_private: bool = False,
+    stop: threading.Event | None = None,
 ) -> Attachment:
     """Download `attachment.url` into the attachment (its bytes and the server's content type);
     `max_bytes` and `timeout` (seconds: for the whole download, and for any silence) default to
-    MAX_BYTES and TIMEOUT as they are at the call."""
+    MAX_BYTES and TIMEOUT as they are at the call. `stop` set, or the program ending (Ctrl-C): the
+    download ends at its next chunk."""
     max_bytes = MAX_BYTES if max_bytes is None else max_bytes
     timeout = TIMEOUT if timeout is None else timeout
     if not attachment.is_remote:
         return attachment
     url = attachment.url or ""
     name = attachment.name or redact(url)
-    deadline = time.monotonic() + timeout
+    deadline = _Deadline(name, timeout, stop)
     try:
         with httpx.Client(timeout=timeout, follow_redirects=False) as client:
             for _ in range(_MAX_REDIRECTS + 1):
@@ -50,11 +53,11 @@ def fetch(
                 with client.stream("GET", target, headers=headers, extensions=extensions) as response:
                     if response.is_redirect:
                         url = urljoin(url, response.headers.get("location", ""))
-                        _in_time(deadline, name, timeout)
+                        deadline.check()
                         continue
                     if response.status_code >= 400:
                         raise AttachmentError(f"{name}: the server answered HTTP {response.status_code}")
-                    body = _body(response, name, max_bytes, deadline, timeout)
+                    body = _body(response, name, max_bytes, deadline)
                     media = response.headers.get("content-type", "").split(";")[0].strip() or None
                     attachment.set_downloaded(body, None if media == "application/octet-stream" else media)
                     return attachment
@@ -71,7 +74,7 @@ def fetch(
         raise AttachmentError(f"{name}: malformed URL ({redact(str(exc))})") from None
 
 
-def _body(response: httpx.Response, name: str, max_bytes: int, deadline: float, timeout: float) -> bytes:
+def _body(response: httpx.Response, name: str, max_bytes: int, deadline: _Deadline) -> bytes:
     declared = response.headers.get("content-length") or "0"
     if declared.isdigit() and int(declared) > max_bytes:
         raise AttachmentError(f"{name}: {int(declared):,} bytes is over the limit of {max_bytes:,}")
@@ -80,14 +83,23 @@ def _body(response: httpx.Response, name: str, max_bytes: int, deadline: float, 
         body += chunk
         if len(body) > max_bytes:
             raise AttachmentError(f"{name}: more than {max_bytes:,} bytes (the limit)")
-        _in_time(deadline, name, timeout)
+        deadline.check()
     return bytes(body)
 
 
-def _in_time(deadline: float, name: str, timeout: float) -> None:
-    """The download's deadline: a server that sends a byte a second is stopped like a silent one."""
-    if time.monotonic() > deadline:
-        raise AttachmentError(f"{name}: the download took longer than {timeout:g} s (the deadline)")
+class _Deadline:
+    """The download's deadline: a server that sends a byte a second is stopped like a silent one;
+    a stopped chain or an ending program stops it too."""
+
+    def __init__(self, name: str, timeout: float, stop: threading.Event | None) -> None:
+        self.name, self.timeout, self.stop = name, timeout, stop
+        self.end = time.monotonic() + timeout
+
+    def check(self) -> None:
+        if (self.stop is not None and self.stop.is_set()) or not threading.main_thread().is_alive():
+            raise AttachmentError(f"{self.name}: the download was stopped")
+        if time.monotonic() > self.end:
+            raise AttachmentError(f"{self.name}: the download took longer than {self.timeout:g} s (the deadline)")
 
 
 def _pinned(url: str, allow_private: bool) -> tuple[str, dict[str, str], dict[str, str]]:

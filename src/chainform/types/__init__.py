@@ -1,6 +1,7 @@
 """The one vocabulary shared by every layer: messages, content, responses, options, profiles."""
 
 from chainform.types._attachment import Attachment as Attachment
+from chainform.types._attachment import ConversionLimits as ConversionLimits
 from chainform.types._content import Content as Content
 from chainform.types._content import DataContent as DataContent
 from chainform.types._content import ErrorContent as ErrorContent

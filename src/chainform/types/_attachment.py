@@ -37,6 +37,24 @@ _TEXT_EXTENSIONS = {
 _TEXT_TYPES = ("text/", "application/json", "application/xml")
 
 
+@dataclass(frozen=True)
+class ConversionLimits:
+    """Bounds on converting one document to text locally (for a model that cannot read it): pages
+    (a PDF's, or a TIFF's or GIF's frames), pixels of one rendered page or image (a PDF page is
+    rendered at a smaller scale to fit; an image over it is refused before it is decoded), and
+    seconds of OCR for the whole document. Over a bound: an AttachmentError naming it."""
+
+    max_pages: int = 100
+    max_pixels: int = 25_000_000
+    ocr_seconds: float = 300.0
+
+    def __post_init__(self) -> None:
+        for name in ("max_pages", "max_pixels", "ocr_seconds"):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, int | float) or not 0 < value < float("inf"):
+                raise AttachmentError(f"ConversionLimits: {name} must be a positive number, not {value!r}")
+
+
 def is_text_type(media_type: str) -> bool:
     """Whether `media_type` is text a model reads as text (plain, markdown, CSV, JSON, XML...)."""
     return media_type.startswith(_TEXT_TYPES)
@@ -47,7 +65,8 @@ class Attachment:
     """A document or image for the model: exactly one of `path`, `url` or `content` (bytes).
 
     `type` overrides the detected content type. A path is read lazily and once; `name` is what
-    the log and the CLI call it (the file name, the URL's last segment, else "attachment").
+    the log and the CLI call it (the file name, the URL's last segment, else "attachment");
+    `limits` bounds its conversion to text (`ConversionLimits()` when None).
     """
 
     path: str | os.PathLike[str] | None = None
@@ -55,6 +74,7 @@ class Attachment:
     content: bytes | None = None
     type: str | None = None
     name: str | None = None
+    limits: ConversionLimits | None = None  # bounds on converting it to text (None: the defaults)
     _data: bytes | None = field(default=None, init=False, repr=False)
     _media_type: str | None = field(default=None, init=False, repr=False)
     _declared: str | None = field(default=None, init=False, repr=False)  # a server's content type
@@ -88,8 +108,8 @@ class Attachment:
                 self.type = self.type or inline.media_type
         if self.path is not None:
             self.path = Path(self.path)
-        if self.name is None:
-            self.name = self._default_name()
+        # a newline or other control character in a name would split the lines --td and logs print
+        self.name = _CONTROL_CHARACTERS.sub("?", self._default_name() if self.name is None else self.name)
 
     def _default_name(self) -> str:
         if self.path is not None:
@@ -264,6 +284,7 @@ def _type_from_bytes(data: bytes) -> str | None:
 
 
 _CONTROL = re.compile(rb"[\x00-\x08\x0e-\x1a\x1c-\x1f\x7f]")
+_CONTROL_CHARACTERS = re.compile(r"[\x00-\x1f\x7f]")
 
 
 def _looks_like_text(data: bytes) -> bool:
