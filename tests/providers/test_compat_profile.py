@@ -80,3 +80,15 @@ def test_a_bad_profile_name_is_a_clear_error() -> None:
         profile_of("openai/m", base_url="https://x.example.com/v1", profile="nope")
     with pytest.raises(ValueError, match=r"anthropic models take a ModelProfile, not a name"):
         profile_of("anthropic/claude-haiku-4-5", profile="openai")
+
+
+def test_openai_base_url_in_the_environment_is_profiled_like_base_url(monkeypatch: pytest.MonkeyPatch) -> None:
+    """$OPENAI_BASE_URL at a foreign server: the compatible profile (no prompt_cache_key), as
+    --base-url to the same server gets (issue 38, item 16)."""
+    monkeypatch.setenv("OPENAI_BASE_URL", "https://gateway.example.com/v1")
+    from_env = profile_of("openai/gpt-4.1-mini")
+    monkeypatch.delenv("OPENAI_BASE_URL")
+    given = profile_of("openai/gpt-4.1-mini", base_url="https://gateway.example.com/v1")
+    assert from_env == given and not from_env.prompt_cache_key
+    monkeypatch.setenv("OPENAI_BASE_URL", "https://api.openai.com/v1")
+    assert profile_of("openai/gpt-4.1-mini").prompt_cache_key

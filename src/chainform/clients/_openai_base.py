@@ -183,7 +183,7 @@ class OpenAIBaseClient(AdapterClient):
         a base URL not OpenAI's the tool-call turn carries content "" (compatible servers and
         proxies may type content as a string)."""
         profile = named_profile(name, model, self.settings.provider)
-        if is_foreign_url(self.settings.base_url):
+        if is_foreign_url(self._base_url()):
             return profile.replace(empty_tool_turn_content=True)
         return profile
 
@@ -191,9 +191,18 @@ class OpenAIBaseClient(AdapterClient):
         """The profile of a model when none is given: its OpenAI family's at OpenAI (and Azure);
         `openai/MODEL` at any other base URL gets a compatible server's (`compatible_profile`)."""
         s = self.settings
-        if s.provider == "openai" and s.base_url is not None and is_foreign_url(s.base_url):
-            return compatible_profile(model, s.base_url)
+        base_url = self._base_url()
+        if s.provider == "openai" and base_url is not None and is_foreign_url(base_url):
+            return compatible_profile(model, base_url)
         return openai_profile(model, s.provider)
+
+    def _base_url(self) -> str | None:
+        """Where requests go: the base URL given, else (for `openai/`) $OPENAI_BASE_URL, which the SDK
+        reads itself, so a foreign server named there is profiled like one given as base_url."""
+        s = self.settings
+        if s.base_url is None and s.provider == "openai":
+            return os.environ.get("OPENAI_BASE_URL") or None
+        return s.base_url
 
     def _build_sdk(self) -> Any:
         """The `openai.AsyncOpenAI` (or `AsyncAzureOpenAI`) client."""
