@@ -271,3 +271,30 @@ def test_functions_tool_calling_os_exit_is_a_tool_error_the_model_reads(
     (messages, _) = scripted.client.requests[1]
     results = [c for m in messages for c in m.contents if isinstance(c, cf.FunctionResultContent)]
     assert "os._exit(0)" in (results[-1].error or "")
+
+
+# issue 38: hostile attachments, each one `Error:` line, exit 2, nothing sent or logged
+HOSTILE_ATTACHMENTS = [
+    (["-a", "http://a:1:2/x.png"], "malformed URL"),
+    (["-a", "http://[::1]x/y.png"], "malformed URL"),
+    (["-a", "http://xn--/a.png"], "malformed URL"),
+    (["-a", "http://[::1]:99999/x"], "malformed URL"),
+    (["-a", "https://user:cli-pass-61c2@127.0.0.1:1/x.png"], "private, loopback"),
+    (["--at", "/dev/zero", "image/png"], "not a regular file"),
+    (["-a", "/dev/zero"], "not a regular file"),
+    (["-a", "PDF", "--max-pages", "0"], "--max-pages"),
+    (["-a", "PDF", "--ocr-timeout", "nan"], "--ocr-timeout"),
+]
+
+
+@pytest.mark.parametrize(("args", "message"), HOSTILE_ATTACHMENTS)
+def test_hostile_attachments_are_one_error_line_and_exit_2(
+    run, scripted: Scripted, home, tmp_path: Path, args: list[str], message: str
+) -> None:
+    client = scripted.script(["never sent"])
+    pdf = tmp_path / "doc.pdf"
+    pdf.write_bytes(b"%PDF-1.4\n")
+    result = run("Read", *[str(pdf) if a == "PDF" else a for a in args])
+    line = one_line(result, 2)
+    assert message in result.stderr, line
+    assert "cli-pass-61c2" not in result.stderr and not client.requests and logged(home) == []

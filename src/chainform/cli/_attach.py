@@ -9,6 +9,7 @@ argument). What the answering model can take, and converting what it cannot, is 
 
 from __future__ import annotations
 
+import math
 import sys
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -138,6 +139,8 @@ def attachments_from_cli(
     """Each `-a` and `--at`, checked as far as it can be without the model (nothing is read whole)."""
     from chainform.types import Attachment
 
+    if not math.isfinite(ocr_timeout):
+        raise click.BadParameter(f"{ocr_timeout} is not a number of seconds", param_hint="--ocr-timeout")
     limits = ConversionLimits(max_pages, max_pixels, ocr_timeout)
 
     out = CliAttachments(
