@@ -4,6 +4,8 @@ layer) or rendered from images (none: only OCR reads them)."""
 from __future__ import annotations
 
 import io
+import threading
+from collections.abc import Callable
 from pathlib import Path
 
 from PIL import Image, ImageDraw, ImageFont
@@ -157,3 +159,21 @@ def frames(kind: str, pages: list[list[tuple[str, str | None]]]) -> bytes:
     buffer = io.BytesIO()
     images[0].save(buffer, format=kind, save_all=True, append_images=images[1:])
     return buffer.getvalue()
+
+
+def ends_within(seconds: float, work: Callable[[], object]) -> object:
+    """`work`'s result (or the exception it raised) on a daemon thread; AssertionError when it has not
+    ended after `seconds` (a generous bound: the bugs it catches wait forever)."""
+    out: list[object] = []
+
+    def target() -> None:
+        try:
+            out.append(work())
+        except BaseException as exc:  # handed back to the test
+            out.append(exc)
+
+    thread = threading.Thread(target=target, daemon=True)
+    thread.start()
+    thread.join(seconds)
+    assert not thread.is_alive(), f"still running after {seconds:g} s"
+    return out[0]

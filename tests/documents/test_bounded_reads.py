@@ -4,12 +4,11 @@ a cap, never waited on or read into MemoryError; `logs` never reads a referenced
 from __future__ import annotations
 
 import os
-import threading
 from collections.abc import Callable
 from pathlib import Path
 
 import pytest
-from docs_helpers import receipt_png
+from docs_helpers import ends_within, receipt_png
 
 import chainform as cf
 from chainform.clients.profiles import IMAGES
@@ -24,20 +23,7 @@ BOUND = 20.0  # seconds: a generous bound on what must end at once (the bug is w
 
 
 def _ends(work: Callable[[], object]) -> object:
-    """`work`'s result (or the exception it raised), failing the test if it does not end within BOUND."""
-    out: list[object] = []
-
-    def target() -> None:
-        try:
-            out.append(work())
-        except BaseException as exc:
-            out.append(exc)
-
-    thread = threading.Thread(target=target, daemon=True)
-    thread.start()
-    thread.join(BOUND)
-    assert not thread.is_alive(), "the read did not end: it waited on the file"
-    return out[0]
+    return ends_within(BOUND, work)
 
 
 def test_a_device_path_is_refused_not_read_until_memory_runs_out() -> None:

@@ -122,12 +122,17 @@ def test_spans_reach_a_collector_over_otlp_http(
     assert any(path == "/v1/metrics" for path, _ in receiver.posts)
 
 
+def _closed_port() -> int:
+    """A port on 127.0.0.1 nobody listens on."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
 def test_an_unreachable_collector_warns_and_the_chain_still_answers(
     emulator: Emulator, tmp_path: Any, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    with socket.socket() as s:  # a port nobody listens on
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
+    port = _closed_port()
     monkeypatch.setenv("OTEL_EXPORTER_OTLP_ENDPOINT", f"http://127.0.0.1:{port}")
     monkeypatch.setenv("OTEL_EXPORTER_OTLP_TIMEOUT", "1")
     monkeypatch.setenv("CHAINFORM_OTEL", "1")
@@ -204,9 +209,7 @@ def test_the_otlp_timeout_from_the_environment_keeps_its_cap(
 def test_the_collector_endpoints_credentials_are_masked_in_the_warning(
     emulator: Emulator, tmp_path: Any, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    with socket.socket() as s:  # a port nobody listens on
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
+    port = _closed_port()
     endpoint = f"http://otel-user:otlp-pass-5e6f@127.0.0.1:{port}/?token=otlp-tok-9a8b"
     monkeypatch.setenv("OTEL_EXPORTER_OTLP_ENDPOINT", endpoint)
     monkeypatch.setenv("OTEL_EXPORTER_OTLP_TIMEOUT", "1")
