@@ -183,3 +183,12 @@ def test_ctrl_c_during_ocr_ends_the_command_with_exit_130(tmp_path: Path) -> Non
             process.wait()
     assert process.returncode == 130, stderr.decode()
     assert b"terminate" not in stderr and b"Traceback" not in stderr, stderr.decode()
+
+
+def test_the_limit_flags_help_says_the_defaults_of_conversion_limits() -> None:
+    result = CliRunner().invoke(cli, ["prompt", "--help"], terminal_width=300)
+    defaults = cf.ConversionLimits()
+    for flag, value in (("--max-pages", defaults.max_pages), ("--max-pixels", defaults.max_pixels)):
+        line = next(line for line in result.output.splitlines() if flag in line)
+        assert f"[default: {value}]" in line
+    assert f"[default: {defaults.ocr_seconds:g}]" in result.output

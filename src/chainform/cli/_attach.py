@@ -17,14 +17,11 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 import click
 
-from chainform.types._attachment import ConversionLimits
-
 if TYPE_CHECKING:
     from chainform.types import Attachment
 
 F = TypeVar("F", bound=Callable[..., Any])
 
-_LIMITS = ConversionLimits()  # the defaults the flags show
 STORE_HELP = "How the log keeps attached files: their bytes (once each), or only their path or URL."
 
 
@@ -63,24 +60,19 @@ def attachment_options(function: F) -> F:
             click.option(
                 "--max-pages",
                 type=click.IntRange(min=1),
-                default=_LIMITS.max_pages,
-                show_default=True,
-                help="Refuse to convert a document of more pages (PDF pages, TIFF or GIF frames).",
+                help="Refuse to convert a document of more pages (PDF pages, TIFF or GIF frames). [default: 100]",
             ),
             click.option(
                 "--max-pixels",
                 type=click.IntRange(min=1),
-                default=_LIMITS.max_pixels,
-                show_default=True,
-                help="Pixels of one page or image to OCR: a PDF page is rendered smaller, an image refused.",
+                help="Pixels of one page or image to OCR: a PDF page is rendered smaller, an image refused. "
+                "[default: 25000000]",
             ),
             click.option(
                 "--ocr-timeout",
-                type=click.FloatRange(min=0, min_open=True, max=1e9),
-                default=_LIMITS.ocr_seconds,
-                show_default=True,
+                type=click.FloatRange(min=0, min_open=True),
                 metavar="SECONDS",
-                help="Stop converting a document after this long (checked between pages).",
+                help="Stop converting a document after this long (checked between pages). [default: 300]",
             ),
         ]
     ):
@@ -132,16 +124,22 @@ def attachments_from_cli(
     no_convert: bool = False,
     attachments_store: str = "copy",
     allow_private_urls: bool = False,
-    max_pages: int = _LIMITS.max_pages,
-    max_pixels: int = _LIMITS.max_pixels,
-    ocr_timeout: float = _LIMITS.ocr_seconds,
+    max_pages: int | None = None,
+    max_pixels: int | None = None,
+    ocr_timeout: float | None = None,
 ) -> CliAttachments:
-    """Each `-a` and `--at`, checked as far as it can be without the model (nothing is read whole)."""
-    from chainform.types import Attachment
+    """Each `-a` and `--at`, checked as far as it can be without the model (nothing is read whole).
+    The limit flags left out keep ConversionLimits' defaults (the help says them)."""
+    from chainform.types import Attachment, ConversionLimits
 
-    if not math.isfinite(ocr_timeout):
+    if ocr_timeout is not None and not math.isfinite(ocr_timeout):
         raise click.BadParameter(f"{ocr_timeout} is not a number of seconds", param_hint="--ocr-timeout")
-    limits = ConversionLimits(max_pages, max_pixels, ocr_timeout)
+    defaults = ConversionLimits()
+    limits = ConversionLimits(
+        defaults.max_pages if max_pages is None else max_pages,
+        defaults.max_pixels if max_pixels is None else max_pixels,
+        defaults.ocr_seconds if ocr_timeout is None else ocr_timeout,
+    )
 
     out = CliAttachments(
         convert=not no_convert, store=attachments_store, allow_private_urls=allow_private_urls
