@@ -28,9 +28,10 @@ _MIN_SECRET = 6  # shorter values would mask ordinary words; real keys are far l
 _URL_CREDENTIALS = re.compile(r"(?<=://)[^/\s@'\"]+@")  # user:password@ or token@
 # a name that holds a credential: `api-key`, `X-Goog-Api-Key`, `Authorization`, `?token=`, `sig=`...
 _SECRET_NAME = re.compile(r"key|token|secret|passw|auth|sig|credential|cookie", re.IGNORECASE)
-# `?api-key=VALUE` / `&token=VALUE` in a URL's query: the value masked even when never loaded
+# `?api-key=VALUE` / `&token=VALUE` in a URL's query: the value masked even when never loaded (the
+# name's length is bounded, so text of many `?` or `&` costs linear time, not quadratic)
 _QUERY_SECRET = re.compile(
-    r"(?<=[?&])([^=&\s#'\"]*(?:key|token|secret|passw|auth|sig|credential)[^=&\s#'\"]*=)[^&\s#'\"]+",
+    r"(?<=[?&])([^=&?/\s#'\"]{0,40}(?:key|token|secret|passw|auth|sig|credential)[^=&?/\s#'\"]{0,40}=)[^&\s#'\"]+",
     re.IGNORECASE,
 )
 _loaded: set[str] = set()
