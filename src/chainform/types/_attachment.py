@@ -233,12 +233,12 @@ def read_regular(path: str | os.PathLike[str], limit: int, name: str, *, whole: 
     except OSError as exc:
         raise AttachmentError(f"{name}: cannot read ({exc.strerror or exc})") from None
     try:
-        _check_regular(os.fstat(fd), name)
+        found = os.fstat(fd)
+        _check_regular(found, name)
     except BaseException:
         os.close(fd)
         raise
     with os.fdopen(fd, "rb") as handle:
-        found = os.fstat(handle.fileno())
         if whole and found.st_size > limit:
             raise AttachmentError(f"{name}: {found.st_size:,} bytes is over the limit of {limit:,}")
         try:
