@@ -93,3 +93,34 @@ def test_an_attachment_urls_password_is_never_printed(url: str, monkeypatch: pyt
     assert "s3cretpass" not in result.stderr + result.stdout
     result, _ = _cli(monkeypatch, "-a", url, "--allow-private-urls")
     assert result.exit_code == 2 and "s3cretpass" not in result.stderr + result.stdout
+
+
+def test_ctrl_c_during_a_download_ends_the_command_with_exit_130(server: Any, tmp_path: Any) -> None:
+    """A body that trickles for minutes: Ctrl-C ends the command at its next chunk, exit 130."""
+    import os
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    env = {**os.environ, "CHAINFORM_HOME": str(tmp_path / "home"), "PYTHONPATH": os.pathsep.join(sys.path)}
+    command = [sys.executable, "-m", "chainform.cli", "-m", "vllm/any", "--base-url", "http://127.0.0.1:9/v1"]
+    process = subprocess.Popen(
+        [*command, "Read", "-a", f"{server}/trickle", "--allow-private-urls"],
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    )
+    try:
+        deadline = time.monotonic() + BOUND
+        while "/trickle" not in server.seen and time.monotonic() < deadline:
+            time.sleep(0.1)
+        assert "/trickle" in server.seen, "the download never started"
+        process.send_signal(signal.SIGINT)
+        _, stderr = process.communicate(timeout=BOUND)
+    finally:
+        if process.poll() is None:
+            process.kill()
+            process.wait()
+    assert process.returncode == 130, stderr.decode()
+    assert b"Traceback" not in stderr, stderr.decode()
