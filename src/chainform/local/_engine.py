@@ -319,11 +319,13 @@ def _apply_mask(matcher: Any, logits: Any, prefer: tuple[Any, ...] = ()) -> None
 
 
 def check_context(prompt_tokens: int, context_window: int) -> int:
-    """Tokens left for the answer; a prompt that fills the window is a clear error, not a crash."""
+    """Tokens left for the answer; a prompt that fills the window is a clear error naming both lengths
+    (never a silent cut: which part of a document matters is the caller's choice)."""
     room = context_window - prompt_tokens
     if room <= 0:
         raise ProviderError(
-            f"the prompt is {prompt_tokens} tokens; the local model's context window is {context_window}",
+            f"the prompt is {prompt_tokens} tokens; the local model's context window is {context_window}"
+            " tokens (prompt and answer together); nothing was cut: shorten or split the document",
             provider="local",
         )
     return room
