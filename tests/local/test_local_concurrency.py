@@ -82,37 +82,25 @@ async def test_cancelling_one_call_leaves_the_others_exact(tiny_client: LocalCha
     assert list(results[1:]) == solo
 
 
-def test_prefix_reuse_gives_the_tokens_of_a_cold_run(tiny_loaded: Any) -> None:
+def test_prefix_reuse_gives_the_tokens_of_a_cold_run(tiny_loaded: Any, feed_sizes: list[int]) -> None:
     """Row after row of a map share the template's fixed part: the second row prefills only its own
     part, and decodes exactly what it decodes on a fresh context."""
     encode = tiny_loaded.tokenizer.encode
     first, second = (encode(f"<|im_start|>user\n{TEMPLATE}{doc}<|im_end|>\n") for doc in DOCS[:2])
     shared = next(i for i, (a, b) in enumerate(zip(first, second, strict=False)) if a != b)
     assert shared > 5
-    fed: list[int] = []
-    original = tiny_loaded.open_session
-
-    def counting(n: int) -> Any:
-        session = original(n)
-        feed = session.feed
-        session.feed = lambda ids: fed.append(len(ids)) or feed(ids)
-        return session
 
     def run(prompt: list[int]) -> _engine.Result:
         return _engine.generate(tiny_loaded, prompt, max_new_tokens=24, sampling=_engine.Sampling())
 
-    tiny_loaded.open_session = counting
-    try:
-        tiny_loaded.forget()
-        run(first)
-        before = len(fed)
-        warm = run(second)
-        assert fed[before] == len(second) - shared, "only the row's own part is prefilled"
-        tiny_loaded.forget()
-        cold = run(second)
-    finally:
-        tiny_loaded.open_session = original
-        tiny_loaded.forget()
+    run(first)
+    before = len(feed_sizes)
+    warm = run(second)
+    assert feed_sizes[before] == len(second) - shared, "only the row's own part is prefilled"
+    tiny_loaded.forget()
+    before = len(feed_sizes)
+    cold = run(second)
+    assert feed_sizes[before] == len(second), "the cold run prefills the whole prompt"
     assert (warm.text, warm.output_tokens, warm.finish_reason) == (
         cold.text,
         cold.output_tokens,

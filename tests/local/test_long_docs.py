@@ -40,7 +40,13 @@ def test_invoices_carry_their_answers(tmp_path: Path, tokenizer: Any) -> None:
 
 
 def test_scoring_counts_fields_and_whole_rows() -> None:
-    answer = {"invoice_number": "INV-1", "date": "2026-01-02", "vendor": "Acme", "currency": "EUR", "total": 10.5}
+    answer = {
+        "invoice_number": "INV-1",
+        "date": "2026-01-02",
+        "vendor": "Acme",
+        "currency": "EUR",
+        "total": 10.5,
+    }
     answers = {"0": {"id": "0", **answer}, "1": {"id": "1", **answer}}
     values = {"0": {**answer, "vendor": " acme ", "total": "10.50"}, "1": {**answer, "total": 10.6}}
     assert bench_local_scale.score(values, answers) == {"fields_right": 0.9, "rows_all_right": 0.5}
