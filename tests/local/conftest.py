@@ -3,6 +3,7 @@ run on both backends (torch, and ONNX Runtime GenAI after a conversion with its 
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -83,3 +84,30 @@ def tiny_loaded(request: pytest.FixtureRequest, tiny_model: Any, tokenizer: Any)
 @pytest.fixture
 def tiny_client(tiny_loaded: Any) -> LocalChatClient:
     return LocalChatClient("tiny", loaded=tiny_loaded, max_string_length=16, max_output_tokens=200)
+
+
+@pytest.fixture
+def feed_sizes(tiny_loaded: Any) -> Iterator[list[int]]:
+    """The size of every forward pass `tiny_loaded` runs during the test (its sessions are wrapped);
+    the kept context is dropped before and after."""
+    sizes: list[int] = []
+    original = tiny_loaded.open_session
+
+    def open_session(n: int) -> Any:
+        session = original(n)
+        feed = session.feed
+
+        def counted(ids: list[int]) -> Any:
+            sizes.append(len(ids))
+            return feed(ids)
+
+        session.feed = counted
+        return session
+
+    tiny_loaded.open_session = open_session
+    tiny_loaded.forget()
+    try:
+        yield sizes
+    finally:
+        tiny_loaded.open_session = original
+        tiny_loaded.forget()

@@ -118,3 +118,28 @@ async def test_a_brought_onnx_folder(tiny_onnx_dir: Path, tmp_path: Path) -> Non
     with pytest.raises(ModelNotFoundError, match="not an ONNX Runtime GenAI model folder"):
         (folder / "genai_config.json").write_text("{}")
         create_client(f"onnx/{folder}")
+
+
+def test_thread_defaults(monkeypatch: pytest.MonkeyPatch, tiny_onnx_dir: Path) -> None:
+    """ONNX takes every CPU (up to 4): its prefill, most of a long prompt's time, scales with threads;
+    torch keeps half (its OpenMP threads spin). CHAINFORM_LOCAL_THREADS and threads= override both."""
+    import os
+
+    from chainform.local import _engine, _onnx
+
+    monkeypatch.delenv("CHAINFORM_LOCAL_THREADS", raising=False)
+    monkeypatch.setattr(os, "cpu_count", lambda: 2)
+    assert (_engine.thread_count(None, all_cpus=True), _engine.thread_count(None)) == (2, 1)
+    monkeypatch.setattr(os, "cpu_count", lambda: 16)
+    assert (_engine.thread_count(None, all_cpus=True), _engine.thread_count(None)) == (4, 4)
+    monkeypatch.setenv("CHAINFORM_LOCAL_THREADS", "3")
+    assert (
+        _engine.thread_count(None, all_cpus=True),
+        _engine.thread_count(None),
+        _engine.thread_count(1),
+    ) == (3, 3, 1)
+    asked: list[dict[str, object]] = []
+    real = _engine.thread_count
+    monkeypatch.setattr(_engine, "thread_count", lambda t, **kw: asked.append(kw) or real(t, **kw))
+    _onnx._build(tiny_onnx_dir, None)
+    assert asked == [{"all_cpus": True}]

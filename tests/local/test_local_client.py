@@ -193,8 +193,9 @@ def test_multibyte_text_is_decoded_across_token_boundaries(tiny_loaded: Any) -> 
 
 
 async def test_prompt_beyond_the_context_window_is_a_clear_error(tiny_client: LocalChatClient) -> None:
-    with pytest.raises(ProviderError, match="context window"):
-        await tiny_client.get_response([Message.user("word " * 9000)], ChatOptions(max_output_tokens=5))
+    messages = [Message.user("word " * 9000)]
+    with pytest.raises(ProviderError, match=r"the prompt is 90\d\d tokens; .* context window is 8192 tokens"):
+        await tiny_client.get_response(messages, ChatOptions(max_output_tokens=5))
 
 
 def test_profile_and_names() -> None:

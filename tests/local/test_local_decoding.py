@@ -14,28 +14,7 @@ from chainform.local import _engine, _grammar
 from chainform.types import ChatOptions, ResponseFormat
 
 
-def _count_feeds(loaded: Any) -> list[int]:
-    """Record the size of every forward pass (the loaded model's sessions are wrapped)."""
-    sizes: list[int] = []
-    original = loaded.open_session
-
-    def open_session(n: int) -> Any:
-        session = original(n)
-        feed = session.feed
-
-        def counted(ids: list[int]) -> Any:
-            sizes.append(len(ids))
-            return feed(ids)
-
-        session.feed = counted
-        return session
-
-    loaded.open_session = open_session
-    loaded.forget()
-    return sizes
-
-
-def test_forced_tokens_share_one_forward_pass(tiny_loaded: Any) -> None:
+def test_forced_tokens_share_one_forward_pass(tiny_loaded: Any, feed_sizes: list[int]) -> None:
     schema = {
         "type": "object",
         "properties": {
@@ -47,42 +26,30 @@ def test_forced_tokens_share_one_forward_pass(tiny_loaded: Any) -> None:
     }
     grammar = _grammar.plan(ChatOptions(response_format=ResponseFormat.json_schema(schema))).grammar
     prompt = tiny_loaded.tokenizer.encode("hi", add_special_tokens=False)
-    original = tiny_loaded.open_session
-    try:
-        sizes = _count_feeds(tiny_loaded)
-        result = _engine.generate(
-            tiny_loaded, prompt, max_new_tokens=80, sampling=_engine.Sampling(), grammar=grammar
-        )
-    finally:
-        tiny_loaded.open_session = original
-        tiny_loaded.forget()
+    result = _engine.generate(
+        tiny_loaded, prompt, max_new_tokens=80, sampling=_engine.Sampling(), grammar=grammar
+    )
     jsonschema.validate(json.loads(result.text), schema)
-    steps = sizes[1:]  # after the prompt's prefill
+    steps = feed_sizes[1:]  # after the prompt's prefill
     assert max(steps) > 1, "the keys are forced: several tokens per pass"
     assert len(steps) < result.output_tokens
     assert sum(steps) <= result.output_tokens  # the last token is never fed
 
 
-def test_the_next_prompt_reuses_the_shared_prefix(tiny_loaded: Any) -> None:
+def test_the_next_prompt_reuses_the_shared_prefix(tiny_loaded: Any, feed_sizes: list[int]) -> None:
     """Logits after a rewound, partly re-fed context equal those of a fresh prefill of the same prompt."""
     encode = tiny_loaded.tokenizer.encode
     first = encode(
         "<|im_start|>system\nYou call tools.<|im_end|>\n<|im_start|>user\nWeather?", add_special_tokens=False
     )
     second = first[:-2] + encode(" in Paris, please?<|im_end|>", add_special_tokens=False)
-    original = tiny_loaded.open_session
-    try:
-        sizes = _count_feeds(tiny_loaded)
-        _engine.generate(tiny_loaded, first, max_new_tokens=5, sampling=_engine.Sampling())
-        context, reused = tiny_loaded.prefill(second, len(second) + 5)
-        assert sizes[-1] == len(second) - (len(first) - 2), "only the new tokens are fed"
-        assert context.tokens == second
-        tiny_loaded.forget()
-        _, fresh = tiny_loaded.prefill(second, len(second) + 5)
-        assert sizes[-1] == len(second)
-    finally:
-        tiny_loaded.open_session = original
-        tiny_loaded.forget()
+    _engine.generate(tiny_loaded, first, max_new_tokens=5, sampling=_engine.Sampling())
+    context, reused = tiny_loaded.prefill(second, len(second) + 5)
+    assert feed_sizes[-1] == len(second) - (len(first) - 2), "only the new tokens are fed"
+    assert context.tokens == second
+    tiny_loaded.forget()
+    _, fresh = tiny_loaded.prefill(second, len(second) + 5)
+    assert feed_sizes[-1] == len(second)
     np.testing.assert_allclose(reused, fresh, rtol=1e-3, atol=1e-3)
 
 

@@ -84,3 +84,27 @@ async def test_chain_calls_the_tool_then_answers_with_the_schema(smollm2: LocalC
     value = json.loads(response.text)
     jsonschema.validate(value, ANSWER)
     assert value["temp_c"] == 18.5
+
+
+async def test_concurrent_calls_get_their_solo_answers(smollm2: LocalChatClient) -> None:
+    """What `map -m local --concurrency N` does: calls at once on one loaded model, mixed schemas and
+    one without; each answer is the one the call gets alone, and every schema answer validates."""
+    import asyncio
+
+    calls = [("Invent a dog.", DOG), ("Name a city and its temperature.", ANSWER), ("Say hello.", None)]
+
+    def options(schema: dict[str, object] | None) -> ChatOptions:
+        fmt = ResponseFormat.json_schema(schema) if schema is not None else None
+        return ChatOptions(response_format=fmt, max_output_tokens=32)
+
+    solo = []
+    for text, schema in calls:
+        smollm2.load().forget()
+        solo.append((await smollm2.get_response([Message.user(text)], options(schema))).text)
+    together = await asyncio.gather(
+        *(smollm2.get_response([Message.user(text)], options(schema)) for text, schema in calls)
+    )
+    assert [r.text for r in together] == solo
+    for (_, schema), response in zip(calls, together, strict=True):
+        if schema is not None:
+            jsonschema.validate(json.loads(response.text), schema)

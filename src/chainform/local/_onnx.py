@@ -79,7 +79,7 @@ def _build(key: Path, threads: int | None) -> _engine.Loaded:
     import llguidance
 
     og_config = og.Config(str(key))
-    count = _engine.thread_count(threads)
+    count = _engine.thread_count(threads, all_cpus=True)
     options = {"intra_op_num_threads": count, "inter_op_num_threads": 1}
     og_config.overlay(json.dumps({"model": {"decoder": {"session_options": options}}}))
     try:
