@@ -530,10 +530,11 @@ def test_a_google_genai_without_the_request_converter_fails_the_rows_with_a_type
 def test_a_gemini_attachment_travels_in_the_batch_file_as_its_bytes(tmp_path):
     import base64
 
-    image = tmp_path / "dot.png"
-    image.write_bytes(
-        b"\x89PNG\r\n\x1a\n" + bytes(range(256)) * 64
-    )  # its base64 has + and / in URL-safe form
+    from PIL import Image
+
+    image = tmp_path / "dot.png"  # a PNG that decodes (one the model reads is checked), of noisy
+    Image.frombytes("L", (64, 64), bytes(range(256)) * 16).save(image)  # bytes: + and / in base64
+    assert {"+", "/"} <= set(base64.b64encode(image.read_bytes()).decode())
     with Emulator(default=lambda r: f"done {order_in(r)}") as emu:
         model = API["gemini"].model_at(emu)
         rows_ = [{"text": "order 1", "img": str(image)}]
