@@ -122,3 +122,37 @@ def test_logs_show_each_calls_cost_and_logs_cost_sums_it(run, scripted: Scripted
     assert json.loads(run("logs", "cost", "--since", "2999-01-01", "--json").stdout) == []
     bad = CliRunner().invoke(cli, ["logs", "cost", "--since", "last week"])
     assert bad.exit_code == 2 and "--since" in bad.stderr
+
+
+def test_a_prices_file_price_that_breaks_arithmetic_leaves_the_call_logged_cost_unknown(
+    run, scripted: Scripted, home
+) -> None:
+    home.mkdir(parents=True, exist_ok=True)
+    (home / "prices.json").write_text(json.dumps({"ollama/llama3": "1e999999999/1"}))
+    scripted.script(["hi there"])
+    result = run("hello", "-m", "ollama/llama3", "-u")
+    assert result.exit_code == 0, result.stderr
+    assert "hi there" in result.stdout and "prices.json is unusable" in result.stderr
+    (row,) = logged()  # the billed call is in the log
+    assert row.usage.cost is None
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ("--price", "1e999999999/1"),
+        ("--price", "1e309/1"),
+        ("--price", "1_000/1"),
+        ("--max-cost", "1e-200000"),
+        ("--max-cost", "-0"),
+    ],
+)
+def test_amounts_that_break_arithmetic_are_usage_errors_before_any_call(
+    scripted: Scripted, args: tuple[str, ...]
+) -> None:
+    scripted.script(["never"])
+    result = CliRunner().invoke(cli, ["hello", "-m", "ollama/llama3", *args])
+    assert result.exit_code == 2, result.stderr
+    errors = [line for line in result.stderr.splitlines() if line.startswith("Error")]
+    assert len(errors) == 1 and len(errors[0]) < 200, result.stderr
+    assert scripted.client.requests == []

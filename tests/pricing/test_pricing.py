@@ -247,3 +247,44 @@ def test_a_chains_meter_looks_its_price_up_on_a_helper_thread() -> None:
     assert PRICES.known(MODEL) is not None
     assert meter.rate is PRICES.known(MODEL)
     assert Meter(MODEL).rate is meter.rate  # kept: no second lookup
+
+
+@pytest.mark.parametrize(
+    "bad", ["1e999999999", "1e309", "1_000", "-0", "1e-200000", "1" * 41, "+1", " 1 2", 1e309, 10**10]
+)
+def test_amounts_that_break_arithmetic_or_printing_are_refused_up_front(bad: object) -> None:
+    with pytest.raises(PricingError):
+        as_cost(bad)
+    with pytest.raises(PricingError):
+        parse_price(f"{bad}/1")
+
+
+@pytest.mark.parametrize("good", ["0", "0.15", ".5", "1e-6", "2E3", "1000000000"])
+def test_plain_amounts_are_taken(good: str) -> None:
+    assert as_cost(good) == Decimal(good)
+
+
+@pytest.mark.parametrize(
+    "content",
+    [
+        json.dumps({"vllm/m": "1e999999999/1"}),
+        json.dumps({"vllm/m": {"input": "1e999999999", "output": 1}}),
+        "[" * 200_000 + "]" * 200_000,
+        json.dumps({f"vllm/other-{n}": "1/2" for n in range(200_000)}),  # over 5 MB
+    ],
+    ids=["huge-price", "huge-input", "nested-200k", "5mb"],
+)
+def test_a_prices_file_that_breaks_arithmetic_leaves_the_cost_unknown_with_why(home: Path, content: str) -> None:
+    home.mkdir(parents=True, exist_ok=True)
+    (home / "prices.json").write_text(content)
+    rate = Prices().rate("vllm/m")
+    assert rate.unknown is not None and "prices.json is unusable" in rate.unknown
+    cost, reason = rate.cost(UsageDetails(10, 10))
+    assert cost is None and reason is not None
+
+
+def test_a_cost_too_large_to_compute_is_unknown_with_why_not_an_exception() -> None:
+    cf.pricing.set_price("vllm/big", "1000000000", "1")
+    cost, reason = PRICES.rate("vllm/big").cost(UsageDetails(10**999_999, 1))
+    assert cost is None and reason is not None and "cannot be computed" in reason
+

@@ -69,15 +69,21 @@ class Rate:
             return ZERO, None
         if usage is None or (usage.input_tokens is None and usage.output_tokens is None):
             return None, f"the provider reported no usage for a call of {self.model}"
+        try:
+            return self._cost(usage), None
+        except ArithmeticError as exc:  # a price or a count too large for the arithmetic
+            return None, f"the cost of a call of {self.model} cannot be computed ({type(exc).__name__})"
+
+    def _cost(self, usage: UsageDetails) -> Decimal:
         counts = usage.additional_counts
         read, written = counts.get(CACHE_READ, 0), counts.get(CACHE_WRITE, 0)
         tokens_in, tokens_out = usage.input_tokens or 0, usage.output_tokens or 0
         upto = self.linear_upto
         if self.linear is None or (upto is not None and tokens_in > upto):
-            return _exact(self.price, max(tokens_in, read + written), read, written, tokens_out), None
+            return _exact(self.price, max(tokens_in, read + written), read, written, tokens_out)
         base, fresh, cached, cache_write, output = self.linear
         plain = max(tokens_in - read - written, 0)
-        return base + fresh * plain + cached * read + cache_write * written + output * tokens_out, None
+        return base + fresh * plain + cached * read + cache_write * written + output * tokens_out
 
 
 def _exact(price: Any, tokens_in: int, read: int, written: int, tokens_out: int) -> Decimal:

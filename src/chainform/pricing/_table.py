@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import threading
 from datetime import datetime, timezone
 from decimal import Decimal, InvalidOperation
@@ -38,17 +39,35 @@ _KINDS = ("input", "output", "cache_read", "cache_write")
 Cost = float | int | str | Decimal
 """An amount of USD as callers give it (a number, or its text)."""
 
+MAX_USD = Decimal(10**9)
+"""The largest amount (a price per million tokens, a cap) taken: more breaks no arithmetic, but
+is surely a typo."""
+MIN_USD = Decimal("1e-12")
+"""The smallest amount above 0 taken (a smaller one prints as hundreds of digits)."""
+MAX_PRICES_BYTES = 1 << 20
+"""The largest prices.json read (1 MiB, some thousands of models); a bigger one prices nothing."""
+_MAX_TEXT = 40  # characters of an amount given as text
+_NUMBER = re.compile(r"(?:\d+\.?\d*|\.\d+)(?:[eE][+-]?\d{1,4})?")
+
 
 def as_cost(value: Any, what: str = "max_cost") -> Decimal:
-    """A non-negative amount of USD from a number or its text; PricingError otherwise."""
+    """A non-negative amount of USD from a number or its text (plain digits, an optional
+    fraction and exponent: no sign, no `_`), 0 or between `MIN_USD` and `MAX_USD`; PricingError
+    otherwise."""
     if isinstance(value, bool) or not isinstance(value, int | float | str | Decimal):
         raise PricingError(f"{what} must be a number of USD, not {type(value).__name__}")
+    text = value.strip() if isinstance(value, str) else None
+    if text is not None and (len(text) > _MAX_TEXT or not _NUMBER.fullmatch(text)):
+        shown = text if len(text) <= _MAX_TEXT else text[:_MAX_TEXT] + "..."
+        raise PricingError(f"{what} must be a number of USD such as 0.15, 0 or more, not {shown!r}")
     try:
-        amount = value if isinstance(value, Decimal) else Decimal(str(value).strip())
+        amount = value if isinstance(value, Decimal) else Decimal(text if text is not None else str(value))
     except InvalidOperation:
         raise PricingError(f"{what} must be a number of USD, not {value!r}") from None
-    if not amount.is_finite() or amount < 0:
+    if not amount.is_finite() or amount.is_signed():
         raise PricingError(f"{what} must be a finite amount of USD, 0 or more, not {value!r}")
+    if amount > MAX_USD or (amount and amount < MIN_USD):
+        raise PricingError(f"{what} must be 0 or between {MIN_USD:f} and {MAX_USD:,} USD, not {value!r}")
     return amount
 
 
@@ -154,8 +173,11 @@ class Prices:
                 return Rate.of(model, "--price", self._user[name])
         listed, problem, where = self._file()
         for name in names:
-            if name in listed:
-                return Rate.of(model, where, listed[name])
+            if name in listed:  # an entry is checked when a model priced by it is looked up
+                try:
+                    return Rate.of(model, where, _entry(name, listed[name]))
+                except (PricingError, ArithmeticError) as exc:
+                    return Rate.missing(model, f"{PRICES_FILE} is unusable for {model!r}: {exc}")
         way = f"give --price IN/OUT or add it to {where}" + (f" ({problem})" if problem else "")
         if provider in FREE:
             return Rate.free(model, FREE[provider])
@@ -197,18 +219,25 @@ def _resolve(model: str) -> tuple[list[str], str, str]:
 
 
 def _read_file() -> tuple[dict[str, Any], str | None]:
-    """{model: ModelPrice} from prices.json ({"name": "IN/OUT" | {"input": .., "output": ..,
-    "cache_read": .., "cache_write": ..}}, USD per million tokens); a broken file prices nothing."""
+    """{model: its entry} from prices.json ({"name": "IN/OUT" | {"input": .., "output": ..,
+    "cache_read": .., "cache_write": ..}}, USD per million tokens), each entry checked when its
+    model is priced; a broken file, or one over `MAX_PRICES_BYTES`, prices nothing."""
     from chainform._paths import home_path
 
     try:
         path = home_path() / PRICES_FILE  # not made here: a missing home holds no prices
         if not path.exists():
             return {}, None
-        data = json.loads(path.read_text(encoding="utf-8"))
+        with open(path, "rb") as handle:
+            raw = handle.read(MAX_PRICES_BYTES + 1)
+        if len(raw) > MAX_PRICES_BYTES:
+            raise PricingError(f"it is larger than {MAX_PRICES_BYTES:,} bytes")
+        data = json.loads(raw.decode("utf-8"))
         if not isinstance(data, dict):
             raise PricingError("it must hold one JSON object: model name -> price")
-        return {name: _entry(name, value) for name, value in data.items()}, None
+        return data, None
+    except RecursionError:  # nested deeper than the JSON parser goes
+        return {}, f"{PRICES_FILE} is unusable: it is nested too deeply"
     except (OSError, ValueError, PricingError) as exc:
         return {}, f"{PRICES_FILE} is unusable: {exc}"
 
