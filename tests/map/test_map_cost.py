@@ -152,3 +152,80 @@ def test_cli_an_unknown_price_is_said_once_in_the_summary_never_as_zero(
     assert result.stderr.count("cost unknown (no price for 'vllm/my-model'") == 1
     assert "$0" not in result.stderr
     assert all(line["_map"]["cost"] is None for line in read_lines(tmp_path / "o.jsonl"))
+
+
+class WatchedBudget(Budget):
+    """A Budget that remembers the most rows it ever had in flight."""
+
+    most = 0
+
+    def start(self) -> None:
+        super().start()
+        self.most = max(self.most, self.in_flight)
+
+
+def priced_rows(emu: Emulator, tokens: dict[int, int], cap: Decimal, concurrency: int):
+    """Map `len(tokens)` rows at the emulator, row n answering with `tokens[n]` tokens each way."""
+    from chainform import get_model
+    from chainform.testing.emulator import Reply, Usage
+
+    emu.default = lambda request: Reply(["ok"], usage=Usage(tokens[order(request)], tokens[order(request)]))
+    model = get_model(MODEL, base_url=emu.base_url + "/v1", key="sk-test", profile="openai")
+    budget = WatchedBudget(cap)
+    rows = [f"order {n}" for n in range(len(tokens))]
+    results = list(model.map(rows, concurrency=concurrency, max_cost=budget, log=False, ordered=True))
+    return results, budget
+
+
+def order(request) -> int:
+    from map_helpers import order_number
+
+    return order_number(request)
+
+
+def row_cost(tokens: int) -> Decimal:
+    return price(UsageDetails(tokens, tokens))
+
+
+def test_cheap_then_dear_rows_overshoot_the_cap_by_at_most_the_rows_in_flight(emulator: Emulator) -> None:
+    concurrency = 4
+    tokens = {n: (10 if n < 6 else 100_000) for n in range(40)}  # 6 cheap rows, then dear ones
+    cap = row_cost(100_000) * 2
+    results, budget = priced_rows(emulator, tokens, cap, concurrency)
+    spent = sum((r.usage.cost for r in results), Decimal(0))
+    assert budget.reached and budget.most <= concurrency  # never more approved than workers
+    assert spent <= cap + concurrency * row_cost(100_000)  # the rows in flight when it was crossed
+    assert len(results) < 40
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_random_costs_overshoot_the_cap_by_at_most_the_rows_in_flight(emulator: Emulator, seed: int) -> None:
+    import random
+
+    draw = random.Random(seed)
+    concurrency = 3
+    tokens = {n: draw.choice([10, 100, 1_000, 50_000]) for n in range(60)}
+    cap = row_cost(50_000) * 3
+    results, budget = priced_rows(emulator, tokens, cap, concurrency)
+    spent = sum((r.usage.cost for r in results), Decimal(0))
+    assert budget.most <= concurrency
+    assert spent <= cap + concurrency * row_cost(50_000)
+
+
+def test_a_batch_runs_rounds_grow_with_the_rows_done_so_a_cheap_first_row_cannot_approve_all(
+    emulator: Emulator,
+) -> None:
+    from chainform import get_model
+    from chainform.testing.emulator import Reply, Usage
+
+    tokens = {n: (10 if n == 0 else 100_000) for n in range(40)}  # one cheap row, then dear ones
+    emulator.default = lambda request: Reply(["ok"], usage=Usage(tokens[order(request)], tokens[order(request)]))
+    model = get_model(MODEL, base_url=emulator.base_url + "/v1", key="sk-test", profile="openai")
+    dear = PRICES.rate(MODEL, batch=True).cost(UsageDetails(100_000, 100_000))[0]
+    budget = WatchedBudget(dear * 10)
+    rows = [f"order {n}" for n in range(40)]
+    results = list(model.map(rows, batch=True, batch_poll=0, max_cost=budget, log=False))
+    sizes = [len(emulator.batches.batches[b].lines) for b in emulator.batches.created]
+    spent = sum((r.usage.cost for r in results), Decimal(0))
+    assert sizes[0] == 1 and all(b <= 2 * a for a, b in zip([1, *sizes], sizes))  # 1, 1, 2, 4, ...
+    assert budget.reached and spent <= budget.max_cost + sizes[-1] * dear and len(results) < 40

@@ -50,6 +50,7 @@ class Pool(Generic[T]):
 
     async def results(self) -> AsyncIterator[tuple[Row, T]]:
         slots = asyncio.Semaphore(self.window)
+        idle = asyncio.Semaphore(self.concurrency)  # workers free to start a row now
         todo: asyncio.Queue[tuple[int, Row] | None] = asyncio.Queue(self.concurrency)
         done: asyncio.Queue[Any] = asyncio.Queue()
 
@@ -57,6 +58,9 @@ class Pool(Generic[T]):
             seq = 0
             async for row in _aiter(self.source, self.concurrency):
                 await slots.acquire()
+                # a row is admitted only when a worker will start it at once: never more rows
+                # approved (a cost cap's in-flight estimate) than `concurrency`
+                await idle.acquire()
                 if self.admit is not None and not await self.admit():
                     break
                 await todo.put((seq, row))
@@ -67,7 +71,9 @@ class Pool(Generic[T]):
         async def worker() -> None:
             while (item := await todo.get()) is not None:
                 seq, row = item
-                done.put_nowait((seq, row, await self.work(row)))
+                result = await self.work(row)
+                idle.release()
+                done.put_nowait((seq, row, result))
 
         async def supervise() -> None:
             try:

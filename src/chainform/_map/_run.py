@@ -99,6 +99,7 @@ class MapRun:
         self.budget = budget
         if budget is not None:  # an unknown price refuses the cap before any row
             budget.check_rate(PRICES.rate(model.name))
+            budget.growing = batch
         self._row_ended: asyncio.Event | None = None
         self.template = prompt
         self.system = system

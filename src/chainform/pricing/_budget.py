@@ -91,8 +91,12 @@ Verdict = Literal["go", "wait", "stop"]
 class Budget:
     """A map run's cap (USD). A row starts while what was spent plus the estimate of the rows in
     flight leaves room for one more; the estimate of a row is the dearest row so far (until one
-    has finished, one row runs alone). `reached` is set once the cap stops the run; the rows not
-    run are left for --resume. Pass one as `max_cost=` to read `spent` and `reached` afterwards."""
+    has finished, one row runs alone). So the cap is overshot by at most the rows in flight when
+    it was crossed (dearer than any before them). In a batch run (`growing`), where a round's rows
+    are all in flight at once, the rows in flight are also at most the rows finished so far: rounds
+    grow 1, 1, 2, 4, ... within the remaining budget, and a cheap start cannot approve every row.
+    `reached` is set once the cap stops the run; the rows not run are left for --resume. Pass one
+    as `max_cost=` to read `spent` and `reached` afterwards."""
 
     def __init__(self, max_cost: Any) -> None:
         self.max_cost = as_cost(max_cost)
@@ -102,6 +106,7 @@ class Budget:
         self.dearest: Decimal | None = None
         self.reached = False
         self.unknown: str | None = None  # a row's cost was unknown: the cap cannot be held
+        self.growing = False  # a batch run: rows in flight at most the rows finished
 
     def check_rate(self, rate: Rate) -> None:
         """Refuse the run before any row when the model's price is unknown."""
@@ -113,6 +118,8 @@ class Budget:
         if self.unknown is None and self.spent < self.max_cost:
             if estimate is None:
                 return "go" if self.in_flight == 0 else "wait"
+            if self.growing and self.in_flight >= self.rows:
+                return "wait"
             if self.spent + (self.in_flight + 1) * estimate <= self.max_cost:
                 return "go"
         if self.in_flight:
