@@ -153,6 +153,19 @@ class MapRun:
     async def results(
         self, source: Iterable[Row] | AsyncIterable[Row], *, concurrency: int, ordered: bool
     ) -> AsyncGenerator[MapResult, None]:
+        if not (self.log or self.batch):  # nothing of the run is kept: no other writer to fear
+            async for result in self._results(source, concurrency=concurrency, ordered=ordered):
+                yield result
+            return
+        from chainform._map._lock import holding
+
+        with holding("run", self.run_id, f"map run {self.run_id}"):  # one writer per run
+            async for result in self._results(source, concurrency=concurrency, ordered=ordered):
+                yield result
+
+    async def _results(
+        self, source: Iterable[Row] | AsyncIterable[Row], *, concurrency: int, ordered: bool
+    ) -> AsyncGenerator[MapResult, None]:
         self._gated_model()
         hooks = _trace.hooks
         self.trace = hooks.map_run(getattr(self.model, "name", "model"), self.run_id) if hooks else None

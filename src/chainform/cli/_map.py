@@ -7,6 +7,7 @@ or `error`. The file is the run's commit record: `--resume` skips every key alre
 
 from __future__ import annotations
 
+import contextlib
 import sys
 import time
 from collections.abc import Iterator
@@ -298,11 +299,15 @@ def map_command(
     sink = JsonlSink(output)
     if keep_errors and not resume:
         raise click.UsageError("--keep-errors only applies with --resume")
+    locks = contextlib.ExitStack()  # one writer per OUT and per run, held until the command ends
+    click.get_current_context().call_on_close(locks.close)
+    _lock(locks, "out", str(Path(output).resolve()), output)
     try:
         sink.prepare(resume=resume, retry_errors=not keep_errors)
     except MapOutputError as exc:
         raise click.BadParameter(str(exc), param_hint="-o") from None
     run_id = sink.run_id or (batch_run_id(output, resume) if batch else None) or new_id()
+    _lock(locks, "run", run_id, f"map run {run_id}")
     if batch:
         record_batch_run(output, run_id)
     source = (row for row in rows(read_file(input_path, fmt), id_field) if row.key not in sink.done)
@@ -379,6 +384,16 @@ def _budget(names: tuple[str, ...], max_cost: Decimal | None, ray_address: str |
     for name in names:
         budget.check_rate(PRICES.rate(name))
     return budget
+
+
+def _lock(locks: contextlib.ExitStack, kind: str, name: str, what: str) -> None:
+    """Hold the lock of `name` until the command ends; a usage error when another process has it."""
+    from chainform._map._lock import MapLockedError, holding
+
+    try:
+        locks.enter_context(holding(kind, name, what))
+    except MapLockedError as exc:
+        raise click.UsageError(str(exc)) from None
 
 
 def _readable(path: str) -> bool:

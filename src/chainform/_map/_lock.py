@@ -1,0 +1,96 @@
+"""One writer per map run: an exclusive `flock` on a file beside the log, per run id and per OUT.
+
+Two processes resuming one run would write every row twice and could submit a batch twice; a
+resume rewriting OUT (dropping its error lines) while another run appends to it loses committed
+lines. So a run holds, for as long as it runs, a lock named after its run id (and the CLI one
+named after its OUT file), in `<chainform home>/locks/`. The kernel releases a lock when its
+process ends, however it ends (kill -9 included): a stale lock file is never an obstacle. A
+second writer gets `MapLockedError` at once (the CLI: one `Error:` line, exit 2), before it has
+read, rewritten or sent anything.
+
+Within one process a name is held once and counted (the CLI locks the run, then the library's
+run takes the same lock): `flock` locks belong to an open file, so a second open would block.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import hashlib
+import os
+import re
+import threading
+from collections.abc import Iterator
+from pathlib import Path
+
+from chainform.errors import ChainformError
+
+_held: dict[str, tuple[int, int]] = {}  # lock file path -> (fd, times held in this process)
+_guard = threading.Lock()
+
+
+class MapLockedError(ChainformError):
+    """Another process is writing this map run (or this OUT file) now."""
+
+
+def _lock_dir() -> Path:
+    from chainform._paths import home
+
+    folder = home() / "locks"
+    folder.mkdir(mode=0o700, exist_ok=True)
+    return folder
+
+
+def lock_path(kind: str, name: str) -> Path:
+    """The lock file of a run id (`kind` "run") or an OUT path ("out"): readable names are kept,
+    others hashed."""
+    if not re.fullmatch(r"[A-Za-z0-9_-]{1,64}", name):
+        name = hashlib.sha256(name.encode("utf-8", "surrogatepass")).hexdigest()[:32]
+    return _lock_dir() / f"{kind}-{name}.lock"
+
+
+@contextlib.contextmanager
+def holding(kind: str, name: str, what: str) -> Iterator[None]:
+    """Hold the lock of `name` while the block runs; MapLockedError naming `what` (the run or the
+    file) and the holder's pid when another process holds it."""
+    path = str(lock_path(kind, name))
+    _acquire(path, what)
+    try:
+        yield
+    finally:
+        _release(path)
+
+
+def _acquire(path: str, what: str) -> None:
+    with _guard:
+        if path in _held:
+            fd, count = _held[path]
+            _held[path] = (fd, count + 1)
+            return
+        fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o600)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            holder = os.read(fd, 32).decode("ascii", "replace").strip()
+            os.close(fd)
+            by = f" (process {holder})" if holder.isdigit() else ""
+            raise MapLockedError(
+                f"{what} is being written by another chainform process{by}: wait for it to end, "
+                "or stop it, then run again with --resume"
+            ) from None
+        os.ftruncate(fd, 0)
+        os.write(fd, str(os.getpid()).encode())
+        _held[path] = (fd, 1)
+
+
+def _release(path: str) -> None:
+    with _guard:
+        fd, count = _held[path]
+        if count > 1:
+            _held[path] = (fd, count - 1)
+            return
+        del _held[path]
+        os.close(fd)  # closing the only descriptor releases the flock
+
+
+__all__ = ["MapLockedError", "holding", "lock_path"]
