@@ -8,6 +8,7 @@ from __future__ import annotations
 import asyncio
 import io
 import json
+import os
 import re
 import signal
 import time
@@ -128,8 +129,19 @@ def run(emu: Emulator, count: int, api: Api = API["openai"], **kwargs: Any) -> l
 
 
 def batch_ids(emu: Emulator, api: Api) -> list[list[str]]:
-    """The custom_ids of each batch the emulator was given, in creation order."""
-    return [sorted(line[api.id_field] for line in emu.batches.batches[b].lines) for b in emu.batches.created]
+    """The custom_ids of each batch the emulator was given, in creation order, without the run's
+    tag (`<key>-<turn>`)."""
+    return [
+        sorted(line[api.id_field].rsplit("-", 1)[0] for line in emu.batches.batches[b].lines)
+        for b in emu.batches.created
+    ]
+
+
+def tagged(run_id: str, *ids: str) -> list[str]:
+    """The custom_ids `<key>-<turn>` as run `run_id` sends them."""
+    from chainform._map._batch import run_tag
+
+    return [f"{i}-{run_tag(run_id)}" for i in ids]
 
 
 @ALL
@@ -289,8 +301,9 @@ def test_provider_limits_split_a_round_into_several_batches(api, monkeypatch):
     assert sizes == [4, 4, 2, 4, 4, 2] and all(r.ok for r in results)
 
 
-async def _submit(client: Any, intent: str, size: int = 1) -> str:
-    """Submit a batch of `size` requests for `intent` straight through the batch API."""
+async def _submit(client: Any, intent: str, size: int = 1, run_id: str = "other-run") -> str:
+    """Submit a batch of `size` requests for `intent` straight through the batch API, as the
+    first round of run `run_id` sends them."""
     from chainform._map._batch import batch_api
     from chainform.types import ChatOptions, Message
 
@@ -298,7 +311,7 @@ async def _submit(client: Any, intent: str, size: int = 1) -> str:
 
     def line(n: int) -> bytes:
         body = client.batch_body(client.build_request([Message.user(f"Extract: order {n}")], ChatOptions()))
-        return bytes(batches.line(f"{n}-0", body))
+        return bytes(batches.line(tagged(run_id, f"{n}-0")[0], body))
 
     return str(await batches.submit([line(n) for n in range(size)], intent))
 
@@ -355,8 +368,8 @@ def test_an_intent_whose_batch_id_was_never_logged_is_found_at_the_provider_not_
 
     with Emulator(default=answer) as emu, Store() as store:
         provider = api.model.split("/")[0]
-        intent = record_intent(store, "run-1", provider, 1, ["0-0", "1-0"])  # killed before the batch id
-        asyncio.run(_submit(api.model_at(emu).client, intent.id, 2))  # what the killed run had sent
+        intent = record_intent(store, "run-1", provider, 1, tagged("run-1", "0-0", "1-0"))  # killed before the batch id
+        asyncio.run(_submit(api.model_at(emu).client, intent.id, 2, "run-1"))  # what the killed run had sent
         results = run(emu, 2, api, run_id="run-1")
         assert batches_of(store, "run-1")[0].batch_id == emu.batches.created[0]  # the one found
         assert batch_ids(emu, api)[0] == ["0-0", "1-0"]
@@ -370,7 +383,7 @@ def test_a_stored_batch_the_provider_no_longer_knows_is_sent_again(api):
     from chainform.store._batches import record_intent, record_status
 
     with Emulator(default=answer) as emu, Store() as store:
-        gone = record_intent(store, "run-2", api.model.split("/")[0], 1, ["0-0"])
+        gone = record_intent(store, "run-2", api.model.split("/")[0], 1, tagged("run-2", "0-0"))
         gone.batch_id, gone.status = api.gone, "submitted"
         record_status(store, gone)
         results = run(emu, 1, api, run_id="run-2")
@@ -546,3 +559,46 @@ def test_a_gemini_attachment_travels_in_the_batch_file_as_its_bytes(tmp_path):
         inline.get("mimeType") or inline.get("mime_type")
     ) == "image/png"  # as google-genai writes it live
     assert results[0].ok
+
+
+@ALL
+def test_recovery_never_adopts_another_runs_batch_of_the_same_size(api, monkeypatch, tmp_path):
+    """X dies after logging its intent; Y (another log, the same size, another prompt) submits; X
+    resumes: its rows get X's own answers from a batch of its own, never Y's."""
+    from chainform._map._batch import batch_api
+    from chainform.store import Store
+    from chainform.store._batches import batches_of
+
+    def echo(request: RecordedRequest) -> Any:
+        said = re.search(r"(Extract|Other): order (\d+)", json.dumps(request.json))
+        return f"answer to {said.group(1)} {said.group(2)}"
+
+    def run_x(emu: Emulator) -> list[Any]:
+        model = api.model_at(emu)
+        return list(model.map(rows(2), prompt="Extract: {text}", batch=True, batch_poll=0, retries=0, run_id="x"))
+
+    with Emulator(default=echo) as emu:
+        kind = type(batch_api(api.model_at(emu).client))
+        submit = kind.submit
+
+        async def dies(self: Any, lines: Any, intent: str) -> str:
+            raise RuntimeError("killed after the intent was logged")
+
+        monkeypatch.setattr(kind, "submit", dies)
+        assert not any(r.ok for r in run_x(emu))  # X's intent is in its log, no batch id
+        monkeypatch.setattr(kind, "submit", submit)
+        home = Path(os.environ["CHAINFORM_HOME"])
+        monkeypatch.setenv("CHAINFORM_HOME", str(tmp_path / "other-home"))  # Y: another log
+        model = api.model_at(emu)
+        assert all(r.ok for r in model.map(rows(2), prompt="Other: {text}", batch=True, batch_poll=0))
+        monkeypatch.setenv("CHAINFORM_HOME", str(home))
+        results = run_x(emu)
+        created = len(emu.batches.created)
+        with Store() as store:
+            logged = batches_of(store, "x")
+    assert sorted(r.text if r.ok else r.error.message for r in results) == [
+        "answer to Extract 0",
+        "answer to Extract 1",
+    ]
+    assert created == 2  # Y's, and X's own
+    assert all(b.batch_id != emu.batches.created[0] or b.status == "foreign" for b in logged)

@@ -6,14 +6,18 @@ and waits. Once every unfinished row waits, their requests go out as one batch (
 provider's limits on requests or bytes say so): that is one round. Answers come back matched by
 custom_id, each row's chain goes on (runs its tools locally) and asks again: the next round.
 
-A row's custom_id is `<key>-<turn>` (a key that is not short letters, digits and underscores
-is hashed): the same request has the same id in a resumed run. Each
+A row's custom_id is `<key>-<turn>-<run tag>` (a key that is not short letters, digits and
+underscores is hashed; the tag is a hash of the run id): the same request has the same id in a
+resumed run, and another run's requests never do. Each
 batch is written to the log before it is submitted (its intent: the custom_ids) and its provider
 batch id right after (store/_batches.py). A resumed run polls the stored batch of an id rather
 than submitting it again, so no row is ever sent twice; an intent whose batch id never made it to
 the log is looked for at the provider by the intent id in its metadata (OpenAI) or display name
 (Gemini); Anthropic's batches carry neither, so there it is the one batch created since the intent
-with as many requests that the log does not name (two such: submitted again).
+with as many requests that the log does not name (two such: submitted again). A batch found so is
+adopted only on trial: when its results name none of the run's custom_ids it was another run's
+(another log, the same size and minutes), its answers are never used, it is marked `foreign` in the
+log, and the rows go into a batch of their own.
 """
 
 from __future__ import annotations
@@ -91,7 +95,8 @@ class BatchRounds:
         self.stats = RoundStats()
         self.active = 0
         self.pending: dict[str, _Call] = {}
-        stored = batches_of(store, run_id)
+        self.tag = run_tag(run_id)
+        stored = [b for b in batches_of(store, run_id) if b.status != FOREIGN]
         self.stored: dict[str, StoredBatch] = {cid: b for b in stored for cid in b.custom_ids}
         self.round = 0  # a resumed run replays its rounds from the first (their batches polled)
         self._flushing: asyncio.Task[None] | None = None
@@ -113,7 +118,7 @@ class BatchRounds:
     async def send(self, body: dict[str, Any]) -> Any:
         """The client's whole request: parked until its batch answers; the answer's body."""
         slot = _ROW.get()
-        custom_id = f"{safe_key(slot[0])}-{slot[1]}"
+        custom_id = f"{safe_key(slot[0])}-{slot[1]}-{self.tag}"
         slot[1] += 1
         future: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
         self.pending[custom_id] = _Call(body, future)
@@ -248,6 +253,9 @@ class BatchRounds:
         seen: dict[str, list[Any]] = {}
         for line in results:
             seen.setdefault(line.custom_id, []).append(line)
+        if seen and seen.keys().isdisjoint(ids):  # another run's batch, found by its size and time
+            self._disown(batch, ids, calls)
+            return
         self.stats.unknown_ids += sum(len(v) for k, v in seen.items() if k not in ids)
         why = "; ".join(state.errors) or f"the batch ended {state.status}"
         for custom_id in ids:
@@ -263,6 +271,15 @@ class BatchRounds:
                 self._retry(custom_id, call, error or BatchError(f"no result for {custom_id}: {why}"))
             self.stats.answered += 1
         self._changed()
+
+    def _disown(self, batch: StoredBatch, ids: list[str], calls: dict[str, _Call]) -> None:
+        """`batch` carries none of `ids`: logged as foreign (never adopted again, its answers never
+        used) and the calls go into a new batch of their own, not counted as a retry."""
+        batch.status = FOREIGN
+        record_status(self.store, batch)
+        for custom_id in ids:
+            self.stored.pop(custom_id, None)
+            self.pending[custom_id] = calls[custom_id]
 
     def _retry(self, custom_id: str, call: _Call, error: ProviderError) -> None:
         """An errored, expired or missing line: into the next batch, or a row error past `retries`."""
@@ -289,6 +306,14 @@ def safe_key(key: str) -> str:
 _SAFE = re.compile(r"[A-Za-z0-9_]{1,48}")
 
 
+def run_tag(run_id: str) -> str:
+    """What ends each custom_id of run `run_id`: 10 hex digits of its hash (the same on resume)."""
+    return hashlib.sha256(run_id.encode("utf-8", "surrogatepass")).hexdigest()[:10]
+
+FOREIGN = "foreign"
+"""The status of a logged batch whose results named none of its run's custom_ids."""
+
+
 def batch_api(client: Any) -> Any:
     """The batch API of a model's client, or BatchError naming the providers that have one."""
     make = getattr(client, "batch_api", None)
@@ -304,4 +329,4 @@ def batch_api(client: Any) -> Any:
 BATCH_PROVIDERS = ("openai (chat completions and responses)", "anthropic", "gemini")
 
 
-__all__ = ["BATCH_PROVIDERS", "BatchRounds", "RoundStats", "batch_api"]
+__all__ = ["BATCH_PROVIDERS", "BatchRounds", "RoundStats", "batch_api", "run_tag"]
