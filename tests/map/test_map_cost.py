@@ -227,5 +227,5 @@ def test_a_batch_runs_rounds_grow_with_the_rows_done_so_a_cheap_first_row_cannot
     results = list(model.map(rows, batch=True, batch_poll=0, max_cost=budget, log=False))
     sizes = [len(emulator.batches.batches[b].lines) for b in emulator.batches.created]
     spent = sum((r.usage.cost for r in results), Decimal(0))
-    assert sizes[0] == 1 and all(b <= 2 * a for a, b in zip([1, *sizes], sizes))  # 1, 1, 2, 4, ...
+    assert sizes[0] == 1 and all(b <= 2 * a for a, b in zip([1, *sizes], sizes, strict=False))  # 1, 1, 2, 4, ...
     assert budget.reached and spent <= budget.max_cost + sizes[-1] * dear and len(results) < 40

@@ -10,7 +10,15 @@ import time
 from pathlib import Path
 from typing import Any
 
-from map_helpers import answer_text, assert_exactly_once, map_argv, order_number, read_lines, start_cli, write_orders
+from map_helpers import (
+    answer_text,
+    assert_exactly_once,
+    map_argv,
+    order_number,
+    read_lines,
+    start_cli,
+    write_orders,
+)
 
 from chainform.testing.emulator import Emulator, RecordedRequest
 

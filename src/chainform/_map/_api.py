@@ -59,6 +59,7 @@ def amap(
     batch: bool = False,
     on_batch: Callable[[Any], None] | None = None,
     batch_poll: float = 5.0,
+    batch_wait: float | None = None,
     **chain_options: Any,
 ) -> AsyncGenerator[MapResult, None]:
     """Run a chain for every input and yield a MapResult per row as it finishes.
@@ -76,7 +77,8 @@ def amap(
     rows once what was spent plus the estimate of the rows in flight reaches it (PricingError at
     once when the price is unknown); `batch=True` sends the rows' calls through the provider's
     batch API (OpenAI), round by round, at the batch price (`on_batch` is told each change of the
-    batches' states, `_map/_batch.py`; `batch_poll`: seconds between polls); other keyword arguments go to `chain` (strategy,
+    batches' states, `_map/_batch.py`; `batch_poll`: seconds between polls; `batch_wait`: seconds a
+    batch is polled before its rows fail, 25 hours); other keyword arguments go to `chain` (strategy,
     chain_limit, options, convert, ...).
     """
     from chainform._map._run import MapRun
@@ -113,6 +115,7 @@ def amap(
         batch=batch,
         on_batch=on_batch,
         batch_poll=batch_poll,
+        batch_wait=batch_wait,
     )
     rows_at_once = concurrency or (BATCH_ROWS if batch else 8)
     return run.results(source, concurrency=rows_at_once, ordered=ordered)

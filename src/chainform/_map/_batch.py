@@ -24,17 +24,23 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import hashlib
 import re
-from collections.abc import AsyncIterable, AsyncIterator, Callable, Iterable, Iterator
+from collections.abc import AsyncIterable, AsyncIterator, Awaitable, Callable, Iterable, Iterator
 from contextvars import ContextVar
 from dataclasses import dataclass, field
 from typing import Any
 
+from chainform._map._gate import is_transient
 from chainform.clients._openai_batch import Intent
 from chainform.errors import BatchError, ProviderError
 from chainform.store._batches import StoredBatch, batches_of, known_batch_ids, record_intent, record_status
 
+MAX_WAIT = 25 * 3600.0
+"""Seconds a batch is polled (`--batch-wait`, `batch_wait=`) before its rows fail: the providers'
+completion window is 24 hours."""
+CANCELLING = frozenset({"cancelled", "cancelling", "canceling", "canceled"})
 STALL = 1.0
 """Seconds without a new row read after which a round goes without waiting for the source (a slow
 stdin, rows held back by a cost cap)."""
@@ -57,7 +63,8 @@ class RoundStats:
     requests: int = 0
     answered: int = 0
     created: int = 0  # batches this process created
-    unknown_ids: int = 0  # result lines naming no request of their batch
+    unknown_ids: int = 0  # result lines naming no request of their batch (or unreadable)
+    duplicate_ids: int = 0  # requests the results named more than once (sent again)
 
     @property
     def status(self) -> str:
@@ -76,6 +83,7 @@ class BatchRounds:
         retries: int,
         *,
         poll_interval: float = 5.0,
+        max_wait: float = MAX_WAIT,
         capacity: int = 50_000,
         settle: float = 0.05,
         on_change: Callable[[RoundStats], None] | None = None,
@@ -85,6 +93,7 @@ class BatchRounds:
         self.run_id = run_id
         self.retries = retries
         self.poll_interval = poll_interval
+        self.max_wait = max_wait  # seconds a batch is polled before its rows fail (--batch-wait)
         self.settle = settle
         self.capacity = capacity  # rows in flight at most (the map's concurrency)
         self.read = 0  # rows read from the source
@@ -171,7 +180,13 @@ class BatchRounds:
     async def _round(self, calls: dict[str, _Call]) -> None:
         try:
             self.round += 1
-            self.stats = RoundStats(self.round, created=self.stats.created, requests=len(calls))
+            self.stats = RoundStats(
+                self.round,
+                created=self.stats.created,
+                requests=len(calls),
+                unknown_ids=self.stats.unknown_ids,
+                duplicate_ids=self.stats.duplicate_ids,
+            )
             groups = await self._submit(calls)
             await asyncio.gather(*(self._finish(batch, ids, calls) for batch, ids in groups))
         except Exception as exc:  # the run cannot go on (the provider refused the upload, ...)
@@ -195,7 +210,7 @@ class BatchRounds:
         groups = list(by_batch.values())
         for stored, ids in groups:
             if stored.batch_id is None:  # killed between the intent and the provider's answer
-                stored.batch_id = await self.api.find(self._intent(stored))
+                stored.batch_id = await self._api("find", functools.partial(self.api.find, self._intent(stored)))
                 if stored.batch_id is None:
                     await self._create(stored, ids, calls)
         for ids in self._split(new, calls):
@@ -207,7 +222,9 @@ class BatchRounds:
 
     async def _create(self, intent: StoredBatch, ids: list[str], calls: dict[str, _Call]) -> None:
         lines = [self.api.line(custom_id, calls[custom_id].body) for custom_id in ids]
-        intent.batch_id = await self.api.submit(lines, intent.id)
+        # a retry after a 429 or a 5xx may follow a create that did happen: it is found by its intent
+        # on --resume like any other, and this run's results name its custom_ids once either way
+        intent.batch_id = await self._api("create", lambda: self.api.submit(lines, intent.id))
         intent.status = "submitted"
         record_status(self.store, intent)
         self.stats.created += 1
@@ -233,23 +250,44 @@ class BatchRounds:
 
     async def _finish(self, batch: StoredBatch, ids: list[str], calls: dict[str, _Call]) -> None:
         """Poll `batch` to its end, then answer, retry or fail each of its calls."""
-        assert batch.batch_id is not None
+        batch_id = batch.batch_id
+        assert batch_id is not None
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + self.max_wait
+        watched = False  # this process saw it in progress (a cancel after that is the user's)
+        cancelled = False
         while True:
             try:
-                state = await self.api.poll(batch.batch_id)
+                state = await self._api("retrieve", lambda: self.api.poll(batch_id))
             except BatchError as exc:  # a batch id the provider no longer knows: sent again
                 for custom_id in ids:
                     self._retry(custom_id, calls[custom_id], exc)
                 return
-            if state.status != self.stats.batches.get(batch.batch_id):
-                self.stats.batches[batch.batch_id] = state.status
+            if state.status != self.stats.batches.get(batch_id):
+                self.stats.batches[batch_id] = state.status
                 batch.status = state.status
                 record_status(self.store, batch)
                 self._changed()
+            cancelled = cancelled or state.status in CANCELLING
             if state.ended:
                 break
+            watched = watched or not cancelled
+            if loop.time() >= deadline:
+                self._fail(ids, calls, f"batch {batch_id} had not ended after --batch-wait {self.max_wait:g} s "
+                           "(it goes on at the provider: --resume polls it again)", "timeout")
+                return
             await asyncio.sleep(self.poll_interval)
-        results = await self.api.results(state)
+        results = await self._api("results", lambda: self.api.results(state))
+        if watched and (cancelled or any(line.cancelled for line in results)):
+            self._fail(ids, calls, f"batch {batch_id} was cancelled (`map cancel`): --resume sends its rows again")
+            return
+        self._answer(batch, ids, calls, results, "; ".join(state.errors) or f"the batch ended {state.status}")
+
+    def _answer(
+        self, batch: StoredBatch, ids: list[str], calls: dict[str, _Call], results: list[Any], why: str
+    ) -> None:
+        """Each call of `ids` answered from `results`, retried (errored, missing, named twice with
+        different answers) or failed past its retries."""
         seen: dict[str, list[Any]] = {}
         for line in results:
             seen.setdefault(line.custom_id, []).append(line)
@@ -257,13 +295,13 @@ class BatchRounds:
             self._disown(batch, ids, calls)
             return
         self.stats.unknown_ids += sum(len(v) for k, v in seen.items() if k not in ids)
-        why = "; ".join(state.errors) or f"the batch ended {state.status}"
         for custom_id in ids:
             found = seen.get(custom_id, [])
             call = calls[custom_id]
             if len(found) > 1:
+                self.stats.duplicate_ids += 1
                 message = f"the results name {custom_id} {len(found)} times: which answer is its own is unknown"
-                call.future.set_exception(BatchError(message, provider=self.api.provider, kind="server"))
+                self._retry(custom_id, call, BatchError(message, provider=self.api.provider, kind="server"))
             elif found and found[0].error is None:
                 call.future.set_result(found[0].body)
             else:
@@ -271,6 +309,28 @@ class BatchRounds:
                 self._retry(custom_id, call, error or BatchError(f"no result for {custom_id}: {why}"))
             self.stats.answered += 1
         self._changed()
+
+    def _fail(self, ids: list[str], calls: dict[str, _Call], message: str, kind: Any = None) -> None:
+        """The calls of `ids` end as row errors, not sent again in this run."""
+        for custom_id in ids:
+            error = BatchError(message, provider=self.api.provider, kind=kind)
+            calls[custom_id].future.set_exception(error)
+
+    async def _api(self, what: str, call: Callable[[], Awaitable[Any]]) -> Any:
+        """One request to the batch API, retried `retries` times after a transient failure (a 429,
+        a 5xx, a timeout, a dropped connection: waiting Retry-After, else backing off)."""
+        attempt = 0
+        while True:
+            try:
+                return await call()
+            except BatchError:
+                raise
+            except ProviderError as exc:
+                if not is_transient(exc) or attempt >= self.retries:
+                    raise
+                wait = exc.retry_after if exc.retry_after is not None else min(0.5 * 2.0**attempt, 30.0)
+                await asyncio.sleep(wait)
+                attempt += 1
 
     def _disown(self, batch: StoredBatch, ids: list[str], calls: dict[str, _Call]) -> None:
         """`batch` carries none of `ids`: logged as foreign (never adopted again, its answers never

@@ -10,6 +10,7 @@ row's calls: when the chain returns, its calls and its name are both in the log.
 from __future__ import annotations
 
 import asyncio
+import math
 from collections.abc import AsyncGenerator, AsyncIterable, Iterable, Sequence
 from pathlib import Path
 from typing import Any, Protocol
@@ -89,10 +90,16 @@ class MapRun:
         batch: bool = False,
         on_batch: Any = None,
         batch_poll: float = 5.0,
+        batch_wait: float | None = None,
     ) -> None:
         self.model = model
         self.batch = batch
         self.batch_poll = batch_poll
+        self.batch_wait = batch_wait  # None: _batch.MAX_WAIT
+        if not (math.isfinite(batch_poll) and batch_poll >= 0):
+            raise ValueError(f"batch_poll must be a finite number of seconds, 0 or more, not {batch_poll!r}")
+        if batch_wait is not None and not (math.isfinite(batch_wait) and batch_wait > 0):
+            raise ValueError(f"batch_wait must be a finite number of seconds above 0, not {batch_wait!r}")
         self.on_batch = on_batch  # called with RoundStats as a batch run's batches move
         self.rounds: Any = None  # BatchRounds, in a batch run (_map/_batch.py)
         self._own_store: Any = None
@@ -144,8 +151,15 @@ class MapRun:
         if store is None:  # the batches are logged even when the rows' chains are not
             store = self._own_store = Store()
         self.rounds = BatchRounds(
-            api, store, self.run_id, self.retries, poll_interval=self.batch_poll, on_change=self.on_batch
+            api,
+            store,
+            self.run_id,
+            self.retries,
+            poll_interval=self.batch_poll,
+            on_change=self.on_batch,
         )
+        if self.batch_wait is not None:
+            self.rounds.max_wait = self.batch_wait
         client = copy.copy(self.model.client)
         client.whole_sender = self.rounds.send
         return client

@@ -29,7 +29,14 @@ from chainform.cli._options import (
     strategy_option,
 )
 from chainform.cli._otel import otel_option, start_tracing
-from chainform.cli._prompt import FALLBACK_HELP, fallback_kwargs, open_log, parse_options
+from chainform.cli._prompt import (
+    FALLBACK_HELP,
+    fallback_kwargs,
+    fallback_value,
+    model_arguments,
+    open_log,
+    parse_options,
+)
 from chainform.errors import ChainInterruptedError
 
 if TYPE_CHECKING:
@@ -136,10 +143,11 @@ def map_model(name: str, *, key: str | None, base_url: str | None, **kwargs: Any
     (`fallback=` models keep theirs: the map's gate holds only the first model's calls)."""
     from chainform.models import get_async_model
 
-    try:
-        return get_async_model(name, key=key, base_url=base_url, max_retries=0, **kwargs)
-    except TypeError:  # an in-process model has no SDK retries to turn off
-        return get_async_model(name, key=key, base_url=base_url, **kwargs)
+    with model_arguments():
+        try:
+            return get_async_model(name, key=key, base_url=base_url, max_retries=0, **kwargs)
+        except TypeError:  # an in-process model has no SDK retries to turn off
+            return get_async_model(name, key=key, base_url=base_url, **kwargs)
 
 
 async def _run_local(model: AsyncModel, source: Iterator[Row], commit: Any, **kwargs: Any) -> None:
@@ -163,7 +171,7 @@ ATTACH_HELP = (
     "-p", "--prompt", "template", help="Prompt template filled from each row, e.g. 'Sum up: {text}'."
 )
 @model_option("Model name or alias (default as for `chainform`).")
-@click.option("--fallback", "fallback", multiple=True, help=FALLBACK_HELP)
+@click.option("--fallback", "fallback", multiple=True, callback=fallback_value, help=FALLBACK_HELP)
 @otel_option
 @click.option("-s", "--system", help="System prompt.")
 @click.option("--schema", help="Output schema: JSON, a .json file, the concise DSL or a saved schema id.")
@@ -221,7 +229,20 @@ ATTACH_HELP = (
     help="Send the rows through the provider's batch API (OpenAI, Anthropic, Gemini; about half price, within 24h).",
 )
 @click.option(
-    "--batch-poll", type=click.FloatRange(min=0), default=5.0, show_default=True, help="Seconds between polls."
+    "--batch-poll",
+    type=click.FloatRange(min=0.01, max=3600),
+    default=5.0,
+    show_default=True,
+    callback=lambda ctx, param, value: _finite(value, param),
+    help="Seconds between polls of a batch (0.01 to 3600).",
+)
+@click.option(
+    "--batch-wait",
+    type=click.FloatRange(min=1, max=7 * 86400),
+    default=25 * 3600.0,
+    show_default=True,
+    callback=lambda ctx, param, value: _finite(value, param),
+    help="Seconds a batch is polled before its rows fail (the batch goes on at the provider; --resume polls it again).",
 )
 @conversion_options
 def map_command(
@@ -258,6 +279,7 @@ def map_command(
     attach_root: str | None,
     batch: bool,
     batch_poll: float,
+    batch_wait: float,
     no_convert: bool,
     attachments_store: str,
     allow_private_urls: bool,
@@ -339,7 +361,7 @@ def map_command(
         if ray_address is not None:
             raise click.UsageError("--batch does not run with --ray")
         check_batch(model)
-        settings |= {"batch": True, "batch_poll": batch_poll, "on_batch": tracker.batch_changed}
+        settings |= {"batch": True, "batch_poll": batch_poll, "batch_wait": batch_wait, "on_batch": tracker.batch_changed}
         settings["concurrency"] = None if concurrency == 8 else concurrency
 
     def commit(result: MapResult) -> None:
@@ -362,8 +384,9 @@ def map_command(
                 asyncio.run(_run_local(model, source, commit, **settings))
     except (KeyboardInterrupt, ChainInterruptedError):  # Ctrl-C, or a tool's KeyboardInterrupt
         click.echo(
-            f"map: interrupted after {tracker.done} rows; they are in {output}. "
-            "Run the same command with --resume to continue.",
+            f"map: run {run_id} interrupted after {tracker.done} rows; they are in {output}. "
+            "Run the same command with --resume to continue"
+            + (f"; `chainform map status {run_id}` shows its batches." if batch else "."),
             err=True,
         )
         raise
@@ -394,6 +417,15 @@ def _lock(locks: contextlib.ExitStack, kind: str, name: str, what: str) -> None:
         locks.enter_context(holding(kind, name, what))
     except MapLockedError as exc:
         raise click.UsageError(str(exc)) from None
+
+
+def _finite(value: float, param: click.Parameter) -> float:
+    """A number of seconds that is a number (click's FloatRange lets nan through)."""
+    import math
+
+    if not math.isfinite(value):
+        raise click.BadParameter(f"{value} is not a number of seconds", param=param)
+    return value
 
 
 def _readable(path: str) -> bool:

@@ -60,8 +60,8 @@ def map_status(run_id: str, model_name: str | None, key: str | None, base_url: s
 
     async def show(store: Any, batches: list[Any], api: Any) -> None:
         for batch in batches:
-            if batch.batch_id is None:
-                click.echo(f"round {batch.round}  (intent {batch.id}: not submitted)")
+            if batch.batch_id is None and not await _found(store, batch, api):
+                click.echo(f"round {batch.round}  (intent {batch.id}: no batch at the provider carries it)")
                 continue
             state = await api.poll(batch.batch_id)
             counts = f"{state.completed}/{state.total} done, {state.failed} failed" if state.total else ""
@@ -75,21 +75,57 @@ def map_status(run_id: str, model_name: str | None, key: str | None, base_url: s
 def map_cancel(run_id: str, model_name: str | None, key: str | None, base_url: str | None) -> None:
     """Cancel the unfinished provider batches of a `map --batch` run (`--resume` sends their rows again)."""
     from chainform.clients._openai_batch import TERMINAL
+    from chainform.errors import ProviderError
     from chainform.store._batches import record_status
 
     async def cancel(store: Any, batches: list[Any], api: Any) -> int:
         count = 0
         for batch in batches:
-            if batch.batch_id is None or batch.status in TERMINAL:
+            if batch.status in TERMINAL:
                 continue
-            batch.status = await api.cancel(batch.batch_id)
+            if batch.batch_id is None and not getattr(api, "finds_exactly", True):
+                click.echo(
+                    f"round {batch.round}  (intent {batch.id}: its batch id never reached the log, and "
+                    f"{api.provider}'s batches carry no intent id: cancel it at the provider)",
+                    err=True,
+                )
+                continue
+            if batch.batch_id is None and not await _found(store, batch, api):
+                continue
+            state = await api.poll(batch.batch_id)  # it may have ended since the log last heard of it
+            if not state.ended:
+                try:
+                    batch.status = await api.cancel(batch.batch_id)
+                except ProviderError as exc:  # ended between the poll and the cancel: said below
+                    if exc.kind != "bad_request" and exc.status not in (400, 409):
+                        raise
+                    state = await api.poll(batch.batch_id)
+            if state.ended:
+                batch.status = state.status
+                click.echo(f"round {batch.round}  {batch.batch_id}  already {state.status}: nothing to cancel")
+            else:
+                click.echo(f"round {batch.round}  {batch.batch_id}  {batch.status}")
+                count += 1
             record_status(store, batch)
-            click.echo(f"round {batch.round}  {batch.batch_id}  {batch.status}")
-            count += 1
         return count
 
     if not _on_batches(run_id, model_name, key, base_url, cancel):
         click.echo(f"map: no batch of run {run_id} is still running", err=True)
+
+
+async def _found(store: Any, batch: Any, api: Any) -> bool:
+    """Whether a batch whose id never reached the log (the run died right after submitting it) is
+    at the provider, looked for as a resumed run looks (`_map/_batch.py`); its id is logged."""
+    from chainform.clients._openai_batch import Intent
+    from chainform.store._batches import known_batch_ids, record_status
+
+    known = known_batch_ids(store, api.provider)
+    batch.batch_id = await api.find(Intent(batch.id, len(batch.custom_ids), batch.created_at, known))
+    if batch.batch_id is None:
+        return False
+    batch.status = "submitted"
+    record_status(store, batch)
+    return True
 
 
 SUBCOMMANDS = {"status": map_status, "cancel": map_cancel}

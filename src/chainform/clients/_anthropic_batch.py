@@ -9,7 +9,7 @@ import json
 from typing import Any
 
 from chainform.clients._common import import_sdk
-from chainform.clients._openai_batch import BatchState, Intent, LineResult
+from chainform.clients._openai_batch import UNREADABLE, BatchState, Intent, LineResult, typed_errors
 from chainform.errors import BatchError, ProviderError
 
 _SKEW_S = 300.0  # how far the provider's clock may be behind ours
@@ -19,17 +19,20 @@ class AnthropicBatches:
     """Message Batches for an Anthropic client (its SDK)."""
 
     provider = "anthropic"
+    finds_exactly = False  # `find` goes by size and time: another run's batch may fit
     max_requests = 100_000
     max_bytes = 256 * 1024 * 1024
 
     def __init__(self, client: Any) -> None:
+        self.client = client
         self.sdk = client.sdk
 
     def line(self, custom_id: str, body: dict[str, Any]) -> bytes:
         return json.dumps({"custom_id": custom_id, "params": body}, ensure_ascii=False).encode() + b"\n"
 
     async def submit(self, lines: list[bytes], intent: str) -> str:
-        batch = await self.sdk.messages.batches.create(requests=[json.loads(line) for line in lines])
+        with typed_errors(self.client):
+            batch = await self.sdk.messages.batches.create(requests=[json.loads(line) for line in lines])
         return str(batch.id)
 
     async def find(self, intent: Intent) -> str | None:
@@ -39,19 +42,23 @@ class AnthropicBatches:
         same key, size and minutes) it is None and the intent is sent again."""
         since = intent.since - _SKEW_S
         found: list[str] = []
-        async for batch in self.sdk.messages.batches.list(limit=100):  # newest first
-            if batch.created_at.timestamp() < since:
-                break
-            if _size(batch.request_counts) == intent.size and batch.id not in intent.known:
-                found.append(str(batch.id))
+        with typed_errors(self.client):
+            async for batch in self.sdk.messages.batches.list(limit=100):  # newest first
+                if batch.created_at.timestamp() < since:
+                    break
+                if _size(batch.request_counts) == intent.size and batch.id not in intent.known:
+                    found.append(str(batch.id))
         return found[0] if len(found) == 1 else None
 
     async def poll(self, batch_id: str) -> BatchState:
         """The batch's state (`in_progress`, `canceling`, `ended`); BatchError when it is unknown."""
         anthropic = import_sdk("anthropic", "anthropic")
         try:
-            batch = await self.sdk.messages.batches.retrieve(batch_id)
-        except anthropic.NotFoundError:
+            with typed_errors(self.client):
+                batch = await self.sdk.messages.batches.retrieve(batch_id)
+        except ProviderError as exc:
+            if not isinstance(exc.__cause__, anthropic.NotFoundError):
+                raise
             raise BatchError(f"the provider no longer knows batch {batch_id}", status=404, provider=self.provider) from None
         c = batch.request_counts
         return BatchState(
@@ -59,12 +66,20 @@ class AnthropicBatches:
         )
 
     async def cancel(self, batch_id: str) -> str:
-        return str((await self.sdk.messages.batches.cancel(batch_id)).processing_status)
+        with typed_errors(self.client):
+            return str((await self.sdk.messages.batches.cancel(batch_id)).processing_status)
 
     async def results(self, state: BatchState) -> list[LineResult]:
+        """Every line of the results; a line the SDK cannot read ends the reading there (the rows
+        after it go without an answer, into the next batch), it never fails the rows before it."""
         found: list[LineResult] = []
-        async for item in await self.sdk.messages.batches.results(state.batch_id):
-            found.append(self._read(item))
+        with typed_errors(self.client):
+            results = await self.sdk.messages.batches.results(state.batch_id)
+        try:
+            async for item in results:
+                found.append(self._read(item))
+        except (ValueError, TypeError, AttributeError):  # a line cut short or not an object
+            found.append(LineResult(UNREADABLE))
         return found
 
     def _read(self, item: Any) -> LineResult:
@@ -79,7 +94,7 @@ class AnthropicBatches:
             retryable=True,
             kind="timeout" if result.type == "expired" else "server",
         )
-        return LineResult(item.custom_id, error=failure)
+        return LineResult(item.custom_id, error=failure, cancelled=result.type == "canceled")
 
 
 def _size(counts: Any) -> int:

@@ -17,7 +17,14 @@ import json
 from typing import Any
 
 from chainform.clients import _inline
-from chainform.clients._openai_batch import BatchState, Intent, LineResult
+from chainform.clients._openai_batch import (
+    UNREADABLE,
+    BatchState,
+    Intent,
+    LineResult,
+    json_lines,
+    typed_errors,
+)
 from chainform.errors import BatchError, ProviderError, ProviderErrorKind
 
 _TAG = "chainform:"  # display_name = _TAG + intent id
@@ -42,6 +49,7 @@ class GeminiBatches:
     max_bytes = 2 * 1024 * 1024 * 1024  # the Files API's limit on one file
 
     def __init__(self, client: Any) -> None:
+        self.client = client
         self.sdk = client.sdk
         self.model = client.model
 
@@ -73,20 +81,22 @@ class GeminiBatches:
         """Upload the lines as a JSONL file and create the batch for their model; its name."""
         first = json.loads(lines[0]) if lines else {}
         model = (first.get("request") or {}).get("model") or self.model
-        upload = await self.sdk.aio.files.upload(
-            file=io.BytesIO(b"".join(lines)),
-            config={"mime_type": "application/jsonl", "display_name": f"{_TAG}{intent}"},
-        )
-        batch = await self.sdk.aio.batches.create(
-            model=model, src=upload.name, config={"display_name": f"{_TAG}{intent}"}
-        )
+        with typed_errors(self.client):
+            upload = await self.sdk.aio.files.upload(
+                file=io.BytesIO(b"".join(lines)),
+                config={"mime_type": "application/jsonl", "display_name": f"{_TAG}{intent}"},
+            )
+            batch = await self.sdk.aio.batches.create(
+                model=model, src=upload.name, config={"display_name": f"{_TAG}{intent}"}
+            )
         return str(batch.name)
 
     async def find(self, intent: Intent) -> str | None:
         """The batch created for `intent` before a crash kept its name from the log, if any."""
-        async for batch in await self.sdk.aio.batches.list(config={"page_size": 100}):
-            if batch.display_name == f"{_TAG}{intent.id}":
-                return str(batch.name)
+        with typed_errors(self.client):
+            async for batch in await self.sdk.aio.batches.list(config={"page_size": 100}):
+                if batch.display_name == f"{_TAG}{intent.id}":
+                    return str(batch.name)
         return None
 
     async def poll(self, batch_id: str) -> BatchState:
@@ -95,9 +105,11 @@ class GeminiBatches:
         from google.genai import errors
 
         try:
-            batch = await self.sdk.aio.batches.get(name=batch_id)
-        except errors.ClientError as exc:
-            if exc.code != 404:
+            with typed_errors(self.client):
+                batch = await self.sdk.aio.batches.get(name=batch_id)
+        except ProviderError as exc:
+            cause = exc.__cause__
+            if not (isinstance(cause, errors.ClientError) and cause.code == 404):
                 raise
             raise BatchError(f"the provider no longer knows batch {batch_id}", status=404, provider=self.provider) from None
         state = _state(batch)
@@ -106,17 +118,21 @@ class GeminiBatches:
         return BatchState(state, output_file=output, errors=why, batch_id=batch_id)
 
     async def cancel(self, batch_id: str) -> str:
-        await self.sdk.aio.batches.cancel(name=batch_id)
-        return _state(await self.sdk.aio.batches.get(name=batch_id))
+        with typed_errors(self.client):
+            await self.sdk.aio.batches.cancel(name=batch_id)
+            return _state(await self.sdk.aio.batches.get(name=batch_id))
 
     async def results(self, state: BatchState) -> list[LineResult]:
         """Every line of the responses file (duplicates and unknown keys included)."""
         if state.output_file is None:
             return []
-        content = await self.sdk.aio.files.download(file=state.output_file)
-        return [self._read(json.loads(raw)) for raw in bytes(content).splitlines() if raw.strip()]
+        with typed_errors(self.client):
+            content = await self.sdk.aio.files.download(file=state.output_file)
+        return [self._read(item) for item in json_lines(bytes(content).splitlines())]
 
-    def _read(self, item: dict[str, Any]) -> LineResult:
+    def _read(self, item: dict[str, Any] | None) -> LineResult:
+        if item is None:
+            return LineResult(UNREADABLE)
         key = str(item.get("key"))
         if item.get("response") is not None and item.get("error") is None:
             return LineResult(key, item["response"])

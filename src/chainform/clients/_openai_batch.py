@@ -7,12 +7,14 @@ into a JSONL file, creates the batch, polls it and reads its output and error fi
 
 from __future__ import annotations
 
+import contextlib
 import json
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
 from chainform.clients._common import import_sdk
-from chainform.errors import BatchError, ProviderError, ProviderErrorKind
+from chainform.errors import BatchError, ChainformError, ProviderError, ProviderErrorKind
 
 TERMINAL = frozenset({"completed", "failed", "expired", "cancelled", "ended", "succeeded"})  # Anthropic's, Gemini's
 
@@ -54,6 +56,38 @@ class LineResult:
     custom_id: str
     body: Any = None
     error: ProviderError | None = None
+    cancelled: bool = False  # the line was not run because its batch was cancelled
+
+
+@contextlib.contextmanager
+def typed_errors(client: Any) -> Iterator[None]:
+    """Around a batch API's SDK calls: what the SDK raises (a status, a dropped connection, a
+    timeout) as the client's typed ProviderError, so a map retries the transient ones and the CLI
+    exits 3, as for a live call."""
+    try:
+        yield
+    except ChainformError:
+        raise
+    except Exception as exc:
+        raise client.error(exc, client.guard(), False) from exc
+
+
+def json_lines(raw: Iterable[bytes | str]) -> Iterator[dict[str, Any] | None]:
+    """The objects of a results file's lines; None for a line that is not a JSON object (cut
+    short, or hostile): only that line's row goes without an answer."""
+    for line in raw:
+        if not line.strip():
+            continue
+        try:
+            item = json.loads(line)
+        except ValueError:
+            yield None
+            continue
+        yield item if isinstance(item, dict) else None
+
+
+UNREADABLE = "<an unreadable line>"
+"""The custom_id of a results line that is not a JSON object (it answers no row)."""
 
 
 class OpenAIBatches:
@@ -64,6 +98,7 @@ class OpenAIBatches:
     max_bytes = 200 * 1024 * 1024
 
     def __init__(self, client: Any, endpoint: str) -> None:
+        self.client = client
         self.sdk = client.sdk
         self.endpoint = endpoint  # /v1/chat/completions or /v1/responses
 
@@ -73,28 +108,33 @@ class OpenAIBatches:
 
     async def submit(self, lines: list[bytes], intent: str) -> str:
         """Upload the lines and create the batch; its id."""
-        upload = await self.sdk.files.create(file=("chainform-batch.jsonl", b"".join(lines)), purpose="batch")
-        batch = await self.sdk.batches.create(
-            input_file_id=upload.id,
-            endpoint=self.endpoint,
-            completion_window="24h",
-            metadata={"chainform_intent": intent},
-        )
+        with typed_errors(self.client):
+            upload = await self.sdk.files.create(file=("chainform-batch.jsonl", b"".join(lines)), purpose="batch")
+            batch = await self.sdk.batches.create(
+                input_file_id=upload.id,
+                endpoint=self.endpoint,
+                completion_window="24h",
+                metadata={"chainform_intent": intent},
+            )
         return str(batch.id)
 
     async def find(self, intent: Intent) -> str | None:
         """The batch created for `intent` before a crash kept its id from the log, if any."""
-        async for batch in self.sdk.batches.list(limit=100):
-            if (batch.metadata or {}).get("chainform_intent") == intent.id:
-                return str(batch.id)
+        with typed_errors(self.client):
+            async for batch in self.sdk.batches.list(limit=100):
+                if (batch.metadata or {}).get("chainform_intent") == intent.id:
+                    return str(batch.id)
         return None
 
     async def poll(self, batch_id: str) -> BatchState:
         """The batch's state; BatchError when the provider no longer knows it."""
         openai = import_sdk("openai", "openai")
         try:
-            batch = await self.sdk.batches.retrieve(batch_id)
-        except openai.NotFoundError:
+            with typed_errors(self.client):
+                batch = await self.sdk.batches.retrieve(batch_id)
+        except ProviderError as exc:
+            if not isinstance(exc.__cause__, openai.NotFoundError):
+                raise
             raise BatchError(f"the provider no longer knows batch {batch_id}", status=404, provider=self.provider) from None
         counts = batch.request_counts
         errors = [f"{e.code}: {e.message}" for e in (batch.errors.data or [])] if batch.errors else []
@@ -110,7 +150,8 @@ class OpenAIBatches:
         )
 
     async def cancel(self, batch_id: str) -> str:
-        return str((await self.sdk.batches.cancel(batch_id)).status)
+        with typed_errors(self.client):
+            return str((await self.sdk.batches.cancel(batch_id)).status)
 
     async def results(self, state: BatchState) -> list[LineResult]:
         """Every line of the output and error files (duplicates and unknown ids included)."""
@@ -118,13 +159,14 @@ class OpenAIBatches:
         for file_id in (state.output_file, state.error_file):
             if file_id is None:
                 continue
-            content = await self.sdk.files.content(file_id)
-            for raw in content.text.splitlines():
-                if raw.strip():
-                    found.append(self._read(json.loads(raw)))
+            with typed_errors(self.client):
+                content = await self.sdk.files.content(file_id)
+            found += [self._read(item) for item in json_lines(content.text.splitlines())]
         return found
 
-    def _read(self, item: dict[str, Any]) -> LineResult:
+    def _read(self, item: dict[str, Any] | None) -> LineResult:
+        if item is None:
+            return LineResult(UNREADABLE)
         custom_id = str(item.get("custom_id"))
         response = item.get("response") or {}
         status = response.get("status_code")
@@ -138,4 +180,4 @@ class OpenAIBatches:
         return LineResult(custom_id, error=failure)
 
 
-__all__ = ["BatchState", "Intent", "LineResult", "OpenAIBatches"]
+__all__ = ["UNREADABLE", "BatchState", "Intent", "LineResult", "OpenAIBatches", "json_lines", "typed_errors"]

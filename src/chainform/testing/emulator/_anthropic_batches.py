@@ -75,7 +75,7 @@ class MessageBatches:
         results = [self._result(line, cancelled=status == "canceling") for line in batch.lines]
         if self.service.rewrite is not None:
             results = self.service.rewrite(results)
-        batch.results = b"".join(json.dumps(r).encode() + b"\n" for r in results)
+        batch.results = self.service.encode(results)
         counts = {"processing": 0, "succeeded": 0, "errored": 0, "canceled": 0, "expired": 0}
         for result in results:
             counts[result["result"]["type"]] += 1

@@ -9,8 +9,10 @@ in the file's order): a reply is an output line, a `Fault` an errored line, `Exp
 one. Faults of the batch itself are settings of `emu.batches` (`BatchService`): `fail_next`
 batches fail validation, `hold` keeps batches in progress (across a client's restart), `polls`
 sets how many retrieves a batch stays in progress, `rewrite` edits the output lines before they
-are written (unknown or duplicate custom_ids), and `max_requests` / `max_bytes` are the limits
-past which a batch fails validation, as OpenAI's does.
+are written (unknown or duplicate custom_ids), `raw_output` edits the output file's bytes (a line
+cut short), `http_faults` answers the next requests of a kind ("create" a batch, "retrieve" one)
+with an HTTP error status instead, for every provider, and `max_requests` / `max_bytes` are the
+limits past which a batch fails validation, as OpenAI's does.
 """
 
 from __future__ import annotations
@@ -57,6 +59,8 @@ class BatchService:
     max_requests: int = 50_000
     max_bytes: int = 200 * 1024 * 1024
     rewrite: Callable[[list[dict[str, Any]]], list[dict[str, Any]]] | None = None
+    raw_output: Callable[[bytes], bytes] | None = None
+    http_faults: list[tuple[str, int]] = field(default_factory=list)  # (kind, status), in order
     files: dict[str, bytes] = field(default_factory=dict)
     batches: dict[str, _Batch] = field(default_factory=dict)
     created: list[str] = field(default_factory=list)  # batch ids in creation order
@@ -69,6 +73,9 @@ class BatchService:
         """The reply to a Files/Batches request, or None when `path` is not one of theirs."""
         path = path.split("?")[0]
         with self._lock:
+            fault = self._fault(method, path)
+            if fault is not None:
+                return fault
             for api in (self.gemini, self.anthropic):
                 found: Answer | None = api.answer(method, path, headers, raw) if api is not None else None
                 if found is not None:
@@ -93,6 +100,24 @@ class BatchService:
                 elif method == "GET":
                     self._advance(batch)
                 return 200, batch.body, "application/json"
+        return None
+
+    def encode(self, results: list[dict[str, Any]]) -> bytes:
+        """An output file's bytes (through `raw_output`, when set)."""
+        data = _jsonl(results)
+        return self.raw_output(data) if self.raw_output is not None else data
+
+    def _fault(self, method: str, path: str) -> Answer | None:
+        """The next of `http_faults` when this request is of its kind (any provider's paths)."""
+        if not self.http_faults:
+            return None
+        creates = method == "POST" and (path.endswith("/batches") or path.endswith(":batchGenerateContent"))
+        retrieves = method == "GET" and re.search(r"/batches/[^/:]+$", path) is not None
+        kind, status = self.http_faults[0]
+        if (kind == "create" and creates) or (kind == "retrieve" and retrieves):
+            self.http_faults.pop(0)
+            error = {"error": {"message": f"emulated {status}", "type": "emulated", "code": status}}
+            return status, error, "application/json", {"retry-after": "0"}
         return None
 
     def _new_id(self, prefix: str) -> str:
@@ -196,7 +221,7 @@ class BatchService:
         for kind, results in (("output_file_id", done), ("error_file_id", failed)):
             if results:
                 file_id = self._new_id("file")
-                self.files[file_id] = b"".join(json.dumps(r).encode() + b"\n" for r in results)
+                self.files[file_id] = self.encode(results) if kind == "output_file_id" else _jsonl(results)
                 batch.body[kind] = file_id
         batch.body["request_counts"] |= {"completed": len(done), "failed": len(failed)}
 
@@ -247,3 +272,7 @@ def _missing(kind: str) -> Answer:
 
 
 __all__ = ["Answer", "BatchService", "Expired"]
+
+
+def _jsonl(results: list[dict[str, Any]]) -> bytes:
+    return b"".join(json.dumps(r).encode() + b"\n" for r in results)

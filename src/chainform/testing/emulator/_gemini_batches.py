@@ -147,7 +147,7 @@ class GeminiBatchMode:
         if service.rewrite is not None:
             results = service.rewrite(results)
         name = f"files/{service._new_id('gfile')}"
-        service.files[name] = b"".join(json.dumps(r).encode() + b"\n" for r in results)
+        service.files[name] = service.encode(results)
         failed = sum("error" in r for r in results)
         batch.body["metadata"]["batchStats"] = {
             "requestCount": str(len(batch.lines)),
