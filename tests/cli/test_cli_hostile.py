@@ -298,3 +298,41 @@ def test_hostile_attachments_are_one_error_line_and_exit_2(
     line = one_line(result, 2)
     assert message in result.stderr, line
     assert "cli-pass-61c2" not in result.stderr and not client.requests and logged(home) == []
+
+
+CLOSED = ["--base-url", "http://127.0.0.1:9/v1", "--key", "sk-test"]  # nothing listens there
+
+
+@pytest.mark.parametrize(
+    ("argv", "says"),
+    [
+        (["x", "-m", "openai/gpt-4.1-mini", *CLOSED, "--fallback", "openai/gpt-4.1-mini"], "the model itself"),
+        (["x", "-m", "openai/gpt-4.1-mini", *CLOSED, "--fallback", "4.1-mini"], "the model itself"),
+        (["x", "-m", "openai/gpt-4.1-mini", *CLOSED, "--fallback", "openai/gpt-4o", "--fallback", "openai/gpt-4o"], "again"),
+        (["x", "-m", "local", "--fallback", "smollm2"], "fallback 'smollm2'"),
+        (["x", "-m", "openai/gpt-4.1-mini", *CLOSED, "--fallback", ""], "fallback model name is empty"),
+        (["x", "-m", "openai/gpt-4.1-mini", *CLOSED, "--fallback", " "], "fallback model name is empty"),
+        (["x", "-m", "local", "--profile", "vllm"], "take no key, base_url, timeout or profile"),
+        (["x", "-m", "anthropic/claude-haiku-4-5", "--key", "k", "--profile", "vllm"], "profile"),
+        (["x", "-m", "openai/gpt-4.1-mini", "--base-url", "http://u:p@127.0.0.1:9/v1", "--key", "k"], "not both"),
+        (["x", "-m", "openai/gpt-4.1-mini", *CLOSED, "-o", "seed", "1e100"], "seed must be an integer between"),
+        (["x", "-m", "openai/gpt-4.1-mini", *CLOSED, "-o", "max_tokens", "99999999999999999999999"], "max_tokens"),
+        (["x", "-m", "openai/gpt-4.1-mini", *CLOSED, "--price", "1e309/1"], "input price"),
+        (["x", "-m", "openai/gpt-4.1-mini", *CLOSED, "--price", "1e999999999/1"], "input price"),
+        (["x", "-m", "openai/gpt-4.1-mini", *CLOSED, "--price", "1_000/1"], "input price"),
+        (["x", "-m", "openai/gpt-4.1-mini", *CLOSED, "--max-cost", "1e-200000"], "--max-cost"),
+        (["x", "-m", "openai/gpt-4.1-mini", *CLOSED, "--max-cost", "-0"], "--max-cost"),
+        (["map", "IN", "-o", "OUT", "-p", "{text}", "-m", "local", "--fallback", "smollm2"], "fallback 'smollm2'"),
+        (["map", "IN", "-o", "OUT", "-p", "{text}", "-m", "local", "--profile", "vllm"], "profile"),
+        (["map", "IN", "-o", "OUT", "-p", "{text}", "-m", "openai/gpt-4.1-mini", *CLOSED, "--fallback", ""], "empty"),
+    ],
+)
+def test_hostile_model_and_number_arguments_are_one_usage_line_before_any_call(
+    tmp_path: Path, argv: list[str], says: str
+) -> None:
+    (tmp_path / "in.jsonl").write_text('{"text": "a"}\n')
+    argv = [{"IN": str(tmp_path / "in.jsonl"), "OUT": str(tmp_path / "out.jsonl")}.get(a, a) for a in argv]
+    result = CliRunner().invoke(cli, argv)
+    line = one_line(result, 2)
+    assert says in line and len(line) < 300, line
+    assert not (tmp_path / "out.jsonl").exists()

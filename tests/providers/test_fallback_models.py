@@ -180,3 +180,53 @@ def test_a_subagent_falls_back_like_any_chain(emulator: Emulator) -> None:
     assert chain.text() == "Rome: 2.8 million"
     (run,) = chain.agent_runs
     assert [c.model for c in run.calls] == [FIRST, "openai/gpt-4.1"]
+
+
+def test_the_same_model_object_twice_in_fallback_is_refused(emulator: Emulator) -> None:
+    url = emulator.base_url + "/v1"
+    second = cf.get_model("openai/gpt-4.1", key="k", base_url=url)
+    with pytest.raises(ValueError, match="the same model object is given twice"):
+        cf.get_model(FIRST, key="k", base_url=url, fallback=[second, second])
+    assert emulator.requests == []
+
+
+def test_max_cost_with_an_unpriced_fallback_is_refused_before_any_call(
+    emulator: Emulator, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from click.testing import CliRunner
+
+    from chainform.cli import cli
+
+    monkeypatch.setenv("OLLAMA_BASE_URL", emulator.base_url + "/v1")
+    first = ["-m", FIRST, "--base-url", emulator.base_url + "/v1", "--key", "sk-test"]
+    result = CliRunner().invoke(cli, ["Hi?", *first, "--fallback", "ollama/llama3.2", "--max-cost", "1"])
+    assert result.exit_code == 2 and "ollama/llama3.2" in result.stderr, result.output
+    assert emulator.requests == []
+
+
+def test_a_fallback_taking_over_mid_stream_is_said_on_stderr_and_stdout_starts_over(
+    emulator: Emulator, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from click.testing import CliRunner
+
+    from chainform.cli import cli
+
+    monkeypatch.setenv("OLLAMA_BASE_URL", emulator.base_url + "/v1")
+    first = ["-m", FIRST, "--base-url", emulator.base_url + "/v1", "--key", "sk-test", "--timeout", "5"]
+    emulator.add(DropConnection(after_events=3, reply="AAAA partial answer"), "BBBB answer from B")
+    result = CliRunner().invoke(cli, ["Hi?", *first, "--fallback", "ollama/llama3.2"])
+    assert result.exit_code == 0, result.output
+    assert "failed" in result.stderr and "fallback model" in result.stderr
+    assert result.stdout.rstrip().endswith("BBBB answer from B")
+    assert "AAAA" not in result.stdout.splitlines()[-1]  # B's answer on a line of its own
+
+
+def test_a_schema_answer_streamed_across_a_fallback_is_only_the_answering_models_json(emulator: Emulator) -> None:
+    emulator.add(DropConnection(after_events=3, reply='{"city": "Rome and more"}'), '{"city": "Paris"}')
+    url = emulator.base_url + "/v1"
+    second = cf.get_model("openai/gpt-4.1", key="k", base_url=url, max_retries=0, profile="openai")
+    model = cf.get_model(FIRST, key="k", base_url=url, max_retries=0, profile="openai", fallback=[second])
+    chain = model.chain("city?", schema="city str")
+    partials = [e.value for e in chain.events(partials=True) if e.kind == "partial"]
+    assert chain.value == {"city": "Paris"}
+    assert partials[-1] == {"city": "Paris"}  # B's JSON alone, never glued to A's cut-short text

@@ -112,6 +112,10 @@ class CallRunner:
             partial = getattr(exc, "partial_response", None)
             kind = type(exc).__name__
             self._record(purpose, ctx.messages, options, partial, started, f"{kind}: {exc}", failed=kind)
+            # the call's streamed text (if any) is not the answer: readers close it (a fallback
+            # model's answer starts afresh, its JSON never glued to this one's)
+            failed = f"{self.model_name or 'the model'} failed: {kind}"
+            self.events.append(ChainEvent("call_end", text=failed, value=False, purpose=purpose))
             raise
         if not stream:
             tap.whole(response)

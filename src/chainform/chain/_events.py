@@ -17,7 +17,8 @@ EventKind = Literal["text", "partial", "tool_call", "tool_result", "call_end", "
 class ChainEvent:
     """Something that happened while a chain ran; `purpose` says which kind of model call it belongs to.
 
-    `call_end` closes each model call; its `value` is True when that call produced the final answer.
+    `call_end` closes each model call; its `value` is True when that call produced the final answer;
+    a call that failed (its text, if any, cut short) closes with `text` saying so ("MODEL failed: KIND").
     `attachment` (before any call) says how an attachment reached the model (`value`: a
     documents.Conversion; `text`: "receipt.png: OCR, 14 lines").
     A `text` event that builds a structured answer carries its `JsonSource` as `value`.

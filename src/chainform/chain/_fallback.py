@@ -71,17 +71,11 @@ class FallbackPlan:
         if unknown:
             kinds = ", ".join(get_args(ProviderErrorKind))
             raise ValueError(f"fallback_on: unknown error kind(s) {', '.join(unknown)}; choose from {kinds}")
+        entries = list(entries)
+        _check_distinct(name, entries)  # before any is made: a missing key must not hide a repeat
         models: list[Candidate] = []
-        seen = {_canonical(name): name}
         for entry in entries:
-            label = entry if isinstance(entry, str) else getattr(entry, "name", None)
-            if not isinstance(label, str):
-                raise TypeError(f"a fallback is a model id or a model, not {type(entry).__name__}")
-            same = seen.get(_canonical(label)) if isinstance(entry, str) else None
-            if same is not None:
-                what = "the model itself" if same == name else f"{same!r} again"
-                raise ValueError(f"fallback {label!r} names {what}")
-            seen[_canonical(label)] = label
+            label = entry if isinstance(entry, str) else entry.name
             if isinstance(entry, str):
                 try:
                     entry = make(entry)
@@ -89,6 +83,27 @@ class FallbackPlan:
                     raise type(exc)(f"fallback {label!r}: {exc}") from exc
             models.append(Candidate.of(entry))
         return cls(tuple(models), on) if models else None
+
+
+def _check_distinct(name: str, entries: list[Any]) -> None:
+    """ValueError for a fallback id naming the model itself or an id before it, or one model
+    object given twice (it would only fail again the same way)."""
+    seen = {_canonical(name): name}
+    objects: list[Any] = []
+    for entry in entries:
+        label = entry if isinstance(entry, str) else getattr(entry, "name", None)
+        if not isinstance(label, str):
+            raise TypeError(f"a fallback is a model id or a model, not {type(entry).__name__}")
+        if not isinstance(entry, str):
+            if any(entry is other for other in objects):
+                raise ValueError(f"fallback {label!r}: the same model object is given twice")
+            objects.append(entry)
+            continue
+        same = seen.get(_canonical(label))
+        if same is not None:
+            what = "the model itself" if same == name else f"{same!r} again"
+            raise ValueError(f"fallback {label!r} names {what}")
+        seen[_canonical(label)] = label
 
 
 def _canonical(name: str) -> str:

@@ -7,9 +7,10 @@ Text streams to stdout as it arrives; with a schema, the validated JSON is print
 
 from __future__ import annotations
 
+import contextlib
 import json
 import sys
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from decimal import Decimal
 from typing import TYPE_CHECKING, Any
 
@@ -45,7 +46,26 @@ def resolve_model(
     provider's (timeout), given only when set."""
     from chainform.models import get_model
 
-    return get_model(name, key=key, base_url=base_url, fallback=fallback, **settings)
+    with model_arguments():
+        return get_model(name, key=key, base_url=base_url, fallback=fallback, **settings)
+
+
+@contextlib.contextmanager
+def model_arguments() -> Iterator[None]:
+    """Around building the model: arguments it refuses (a fallback naming the model itself or one
+    twice, a profile for an in-process or non-OpenAI model, a key beside user:password in the URL)
+    are usage errors (exit 2)."""
+    try:
+        yield
+    except ValueError as exc:
+        raise click.UsageError(str(exc)) from None
+
+
+def fallback_value(ctx: click.Context, param: click.Parameter, value: tuple[str, ...]) -> tuple[str, ...]:
+    """`--fallback NAME` (repeatable): a blank name is a usage error, not a model lookup."""
+    if any(not name.strip() for name in value):
+        raise click.BadParameter("a fallback model name is empty")
+    return value
 
 
 FALLBACK_HELP = (
@@ -154,7 +174,7 @@ def open_log(*, required: bool, wanted: bool) -> Store | None:
 @click.command(name="prompt")
 @click.argument("prompt", required=False)
 @model_option("Model name or alias (default: $CHAINFORM_MODEL, `models default`, else local).")
-@click.option("--fallback", "fallback", multiple=True, help=FALLBACK_HELP)
+@click.option("--fallback", "fallback", multiple=True, callback=fallback_value, help=FALLBACK_HELP)
 @otel_option
 @click.option("-s", "--system", help="System prompt.")
 @click.option(
@@ -274,6 +294,11 @@ def prompt_command(
 
     name = model_name or default_model()
     apply_price(name, price)
+    if max_cost is not None:  # a fallback would be priced only once it answered: refused now
+        from chainform.pricing import PRICES, Budget
+
+        for other in fallback:
+            Budget(max_cost).check_rate(PRICES.rate(other))
     model = resolve_model(name, key=key, base_url=base_url, **fallback_kwargs(fallback), **provider_settings)
     if store is not None:
         model.log_to(store)  # the command's one log
@@ -298,12 +323,23 @@ def prompt_command(
     )
     stream_text = not (as_json or output is not None or no_stream)
     printed = ""  # the last chunk printed: does the output end with a newline?
+    cut = False  # text of the call under way was printed
+    switches = 0  # calls that failed: the models fallen back from
     for event in response.events(partials=False):
         if event.kind in ("tool_call", "tool_result", "attachment") and tools_debug:
             show_tool_event(event.kind, event.value)
         elif event.kind == "text" and stream_text and event.purpose in ("chain", "retry") and event.text:
             click.echo(event.text, nl=False)
             printed = event.text
+            cut = True
+        elif event.kind == "call_end":
+            if event.text and cut:  # a call failed mid-answer: what follows (a fallback's) starts over
+                click.echo()
+                printed = ""
+                if switches < len(fallback):
+                    click.echo(f"[{event.text}; the answer starts again from the fallback model]", err=True)
+            switches += bool(event.text)
+            cut = False
     if as_json:
         echo_json(summary(response, output is not None))
     elif output is not None:

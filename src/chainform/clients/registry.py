@@ -265,8 +265,8 @@ def get_client(
     entry = _PROVIDERS[provider]
     factory: Callable[..., ChatClient] = _load(entry.factory)
     if entry.full_name:
-        if key is not None or base_url is not None or kwargs.get("timeout") is not None:
-            raise ValueError(f"{provider!r} models run in-process and take no key, base_url or timeout")
+        if key is not None or base_url is not None or any(kwargs.get(k) is not None for k in ("timeout", "profile")):
+            raise ValueError(f"{provider!r} models run in-process and take no key, base_url, timeout or profile")
         return factory(f"{provider}/{model}" if model else provider, **kwargs)
     return factory(model, key=key, base_url=base_url, **entry.fixed, **kwargs)
 

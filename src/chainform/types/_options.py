@@ -145,6 +145,9 @@ def as_options(options: ChatOptions | dict[str, Any] | None) -> ChatOptions:
     return ChatOptions(**known, additional_properties=extra)
 
 
+_INT64 = 2**63 - 1
+
+
 def check_option(name: str, value: Any) -> Any:
     """`value` (as JSON gives it) for the option `name`, checked against the ChatOptions field's
     type and range and converted (an integral 5.0 for an int, one string for a list of them);
@@ -172,6 +175,8 @@ def check_option(name: str, value: Any) -> Any:
     if number is None or not math.isfinite(number) or (kind is int and number != int(number)):
         raise ValueError(f"{name} must be {'an integer' if kind is int else 'a number'}, got {value!r}")
     low, high = spec.metadata.get("min"), spec.metadata.get("max")
+    if kind is int and abs(number) > _INT64:  # no provider takes more; JSON numbers past it lose digits
+        raise ValueError(f"{name} must be an integer between -{_INT64} and {_INT64}, got {value!r}")
     if (low is not None and number < low) or (high is not None and number > high):
         bounds = f"at least {low}" if high is None else f"between {low} and {high}"
         raise ValueError(f"{name} must be {bounds}, got {value!r}")
