@@ -391,14 +391,21 @@ def test_a_stored_batch_the_provider_no_longer_knows_is_sent_again(api):
     assert results[0].ok
 
 
+def held_batch_run(api: Api, emu: Emulator, tmp_path: Path, count: int) -> tuple[Any, list[str], Path]:
+    """`chainform map --batch` of `count` text rows in a child process, its first batch held in
+    progress at the emulator: (the process, its argv, OUT)."""
+    inp, out = write_orders(tmp_path / "in.jsonl", count), tmp_path / "out.jsonl"
+    emu.default = lambda request: f"done {order_in(request)}"
+    emu.batches.hold = True
+    argv = cli_argv(api, emu, inp, out, None, "--batch", "--batch-poll", "0.05")
+    proc = start_cli(argv)
+    wait_for_a_batch(proc, emu)
+    return proc, argv, out
+
+
 @with_("openai", "gemini")
 def test_map_status_and_cancel_show_and_stop_a_left_run(api, tmp_path, emulator):
-    inp, out = write_orders(tmp_path / "in.jsonl", 5), tmp_path / "out.jsonl"
-    emulator.default = lambda request: f"done {order_in(request)}"
-    emulator.batches.hold = True
-    argv = cli_argv(api, emulator, inp, out, None, "--batch", "--batch-poll", "0.05")
-    proc = start_cli(argv)
-    wait_for_a_batch(proc, emulator)
+    proc, argv, out = held_batch_run(api, emulator, tmp_path, 5)
     proc.send_signal(signal.SIGINT)
     proc.communicate(timeout=30)
     from chainform.store import Store

@@ -18,11 +18,10 @@ from test_map_batch import (
     Api,
     _submit,
     answer,
-    cli_argv,
+    held_batch_run,
     order_in,
     rows,
     tagged,
-    wait_for_a_batch,
     with_,
 )
 
@@ -190,12 +189,7 @@ def test_map_status_with_the_server_down_is_exit_3():
 
 def test_ctrl_c_names_the_run_and_a_cancel_during_a_live_run_sends_nothing_again(tmp_path, emulator):
     api = API["openai"]
-    inp, out = write_orders(tmp_path / "in.jsonl", 4), tmp_path / "out.jsonl"
-    emulator.default = lambda request: f"done {order_in(request)}"
-    emulator.batches.hold = True
-    argv = cli_argv(api, emulator, inp, out, None, "--batch", "--batch-poll", "0.05")
-    proc = start_cli(argv)
-    wait_for_a_batch(proc, emulator)
+    proc, argv, out = held_batch_run(api, emulator, tmp_path, 4)
     with Store() as store:
         run_id = run_of(store, str(out.resolve()))
     cancel = CliRunner().invoke(cli, ["map", "cancel", str(run_id), *where(api, emulator)])

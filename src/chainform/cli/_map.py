@@ -122,7 +122,8 @@ class Tracker:
         if stats is None:
             return ""
         text = f"round {stats.round}: {stats.status} ({stats.answered}/{stats.requests} answered)"
-        return text + (f", {stats.unknown_ids} result line(s) of no request ignored" if stats.unknown_ids else "")
+        text += f", {stats.unknown_ids} result line(s) of no request ignored" if stats.unknown_ids else ""
+        return text + (f", {stats.duplicate_ids} request(s) answered twice sent again" if stats.duplicate_ids else "")
 
     def summary(self, output: str, run_id: str) -> str:
         elapsed = time.monotonic() - self.started
