@@ -230,3 +230,14 @@ def test_a_schema_answer_streamed_across_a_fallback_is_only_the_answering_models
     partials = [e.value for e in chain.events(partials=True) if e.kind == "partial"]
     assert chain.value == {"city": "Paris"}
     assert partials[-1] == {"city": "Paris"}  # B's JSON alone, never glued to A's cut-short text
+
+
+def test_a_library_chain_with_max_cost_and_an_unpriced_fallback_is_refused_before_any_call(
+    emulator: Emulator,
+) -> None:
+    url = emulator.base_url + "/v1"
+    second = cf.get_model("vllm/my-model", key="k", base_url=url)
+    model = cf.get_model(FIRST, key="k", base_url=url, profile="openai", fallback=[second])
+    with pytest.raises(cf.errors.PricingError, match="vllm/my-model"):
+        model.chain("Hi?", max_cost=1)
+    assert emulator.requests == []

@@ -294,11 +294,6 @@ def prompt_command(
 
     name = model_name or default_model()
     apply_price(name, price)
-    if max_cost is not None:  # a fallback would be priced only once it answered: refused now
-        from chainform.pricing import PRICES, Budget
-
-        for other in fallback:
-            Budget(max_cost).check_rate(PRICES.rate(other))
     model = resolve_model(name, key=key, base_url=base_url, **fallback_kwargs(fallback), **provider_settings)
     if store is not None:
         model.log_to(store)  # the command's one log
