@@ -95,3 +95,26 @@ def test_a_second_resume_of_a_batch_run_creates_no_batch_and_writes_nothing(
     assert first.returncode == 0, err
     assert_exactly_once(read_lines(out), 6)
     assert len(emulator.batches.created) == 2  # one a round
+
+
+def test_a_lock_holder_killed_with_sigkill_leaves_no_obstacle_and_an_ended_run_no_file() -> None:
+    import signal
+    import sys
+
+    import pytest
+
+    from chainform._map._lock import MapLockedError, holding, lock_path
+
+    code = "from chainform._map._lock import holding\nwith holding('run', 'r1', 'map run r1'):\n print('held', flush=True)\n input()"
+    child = subprocess.Popen([sys.executable, "-c", code], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    try:
+        assert child.stdout is not None and child.stdout.readline().strip() == "held"
+        taken = rf"map run r1 is being written by .* \(process {child.pid}\)"
+        with pytest.raises(MapLockedError, match=taken), holding("run", "r1", "map run r1"):
+            pass
+    finally:
+        child.send_signal(signal.SIGKILL)
+        child.wait(30)
+    with holding("run", "r1", "map run r1"):  # the kernel released the dead holder's lock
+        assert lock_path("run", "r1").exists()
+    assert not lock_path("run", "r1").exists()

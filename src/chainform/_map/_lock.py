@@ -4,7 +4,9 @@ Two processes resuming one run would write every row twice and could submit a ba
 resume rewriting OUT (dropping its error lines) while another run appends to it loses committed
 lines. So a run holds, for as long as it runs, a lock named after its run id (and the CLI one
 named after its OUT file), in `<chainform home>/locks/`. The kernel releases a lock when its
-process ends, however it ends (kill -9 included): a stale lock file is never an obstacle. A
+process ends, however it ends (kill -9 included): a stale lock file is never an obstacle (a run
+that ends removes its file while still holding the lock; one that opened the removed file opens
+anew). A
 second writer gets `MapLockedError` at once (the CLI: one `Error:` line, exit 2), before it has
 read, rewritten or sent anything.
 
@@ -27,6 +29,7 @@ from chainform.errors import ChainformError
 
 _held: dict[str, tuple[int, int]] = {}  # lock file path -> (fd, times held in this process)
 _guard = threading.Lock()
+_TRIES = 100
 
 
 class MapLockedError(ChainformError):
@@ -67,20 +70,39 @@ def _acquire(path: str, what: str) -> None:
             fd, count = _held[path]
             _held[path] = (fd, count + 1)
             return
-        fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o600)
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            holder = os.read(fd, 32).decode("ascii", "replace").strip()
-            os.close(fd)
-            by = f" (process {holder})" if holder.isdigit() else ""
-            raise MapLockedError(
-                f"{what} is being written by another chainform process{by}: wait for it to end, "
-                "or stop it, then run again with --resume"
-            ) from None
-        os.ftruncate(fd, 0)
-        os.write(fd, str(os.getpid()).encode())
-        _held[path] = (fd, 1)
+        opened = None
+        for _ in range(_TRIES):  # a file removed under us (its holder ended meanwhile): anew
+            if (opened := _locked(path, what)) is not None:
+                break
+        if opened is None:
+            raise MapLockedError(f"{what}: its lock file {path} keeps being replaced; run again")
+        os.ftruncate(opened, 0)
+        os.write(opened, str(os.getpid()).encode())
+        _held[path] = (opened, 1)
+
+
+def _locked(path: str, what: str) -> int | None:
+    """The descriptor of `path`, flocked; None when the file it opened was released and removed
+    meanwhile (its lock would guard nothing); MapLockedError when another process holds it."""
+    fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o600)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        holder = os.read(fd, 32).decode("ascii", "replace").strip()
+        os.close(fd)
+        by = f" (process {holder})" if holder.isdigit() else ""
+        raise MapLockedError(
+            f"{what} is being written by another chainform process{by}: wait for it to end, "
+            "or stop it, then run again with --resume"
+        ) from None
+    try:
+        same = os.stat(path).st_ino == os.fstat(fd).st_ino
+    except FileNotFoundError:
+        same = False
+    if not same:
+        os.close(fd)
+        return None
+    return fd
 
 
 def _release(path: str) -> None:
@@ -90,6 +112,8 @@ def _release(path: str) -> None:
             _held[path] = (fd, count - 1)
             return
         del _held[path]
+        with contextlib.suppress(OSError):  # removed while still locked: a waiter opens a new one
+            os.unlink(path)
         os.close(fd)  # closing the only descriptor releases the flock
 
 
