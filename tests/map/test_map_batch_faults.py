@@ -204,3 +204,13 @@ def test_ctrl_c_names_the_run_and_a_cancel_during_a_live_run_sends_nothing_again
     proc.send_signal(signal.SIGINT)
     _, err = proc.communicate(timeout=60)
     assert f"run {run_id} interrupted" in err and f"map status {run_id}" in err
+
+
+@ALL
+def test_results_files_that_are_never_readable_end_in_row_errors_after_the_retries(api):
+    with Emulator(default=answer) as emu:
+        emu.batches.raw_output = lambda data: b"not json\n" * 3
+        results = run(emu, 2, api, retries=1)
+        created = len(emu.batches.created)
+    assert created == 2 and len(results) == 2  # a first batch and one retry, then no more
+    assert all(not r.ok and isinstance(r.error.exception, BatchError) for r in results)

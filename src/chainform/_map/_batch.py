@@ -33,7 +33,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from chainform._map._gate import is_transient
-from chainform.clients._openai_batch import Intent
+from chainform.clients._openai_batch import UNREADABLE, Intent
 from chainform.errors import BatchError, ProviderError
 from chainform.store._batches import StoredBatch, batches_of, known_batch_ids, record_intent, record_status
 
@@ -105,6 +105,7 @@ class BatchRounds:
         self.active = 0
         self.pending: dict[str, _Call] = {}
         self.tag = run_tag(run_id)
+        self.adopted: set[str] = set()  # intents whose batch was found at the provider, not created
         stored = [b for b in batches_of(store, run_id) if b.status != FOREIGN]
         self.stored: dict[str, StoredBatch] = {cid: b for b in stored for cid in b.custom_ids}
         self.round = 0  # a resumed run replays its rounds from the first (their batches polled)
@@ -211,6 +212,8 @@ class BatchRounds:
         for stored, ids in groups:
             if stored.batch_id is None:  # killed between the intent and the provider's answer
                 stored.batch_id = await self._api("find", functools.partial(self.api.find, self._intent(stored)))
+                if stored.batch_id is not None:
+                    self.adopted.add(stored.id)  # on trial: its results must name these ids
                 if stored.batch_id is None:
                     await self._create(stored, ids, calls)
         for ids in self._split(new, calls):
@@ -291,7 +294,8 @@ class BatchRounds:
         seen: dict[str, list[Any]] = {}
         for line in results:
             seen.setdefault(line.custom_id, []).append(line)
-        if seen and seen.keys().isdisjoint(ids):  # another run's batch, found by its size and time
+        named = seen.keys() - {UNREADABLE}
+        if batch.id in self.adopted and named and named.isdisjoint(ids):  # another run's batch
             self._disown(batch, ids, calls)
             return
         self.stats.unknown_ids += sum(len(v) for k, v in seen.items() if k not in ids)
