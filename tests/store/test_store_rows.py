@@ -4,12 +4,12 @@ from __future__ import annotations
 
 import sqlite3
 import time
-from types import SimpleNamespace
 
+import ulid
 from pydantic import BaseModel
 
 import chainform as cf
-from chainform.store import Store, _ids, new_id
+from chainform.store import Store, new_id
 from chainform.store._chainlog import ChainLogger, options_summary
 from chainform.store._serialize import _MESSAGES, dumps, message_to_dict, messages_to_json
 from chainform.testing import ScriptedClient, tool_call
@@ -147,12 +147,11 @@ def test_ids_are_ulids_of_the_time_they_were_made() -> None:
     assert before <= _ulid_parts(rid)[0] <= after
 
 
-def test_ids_count_on_within_a_millisecond_and_when_the_clock_steps_back(monkeypatch) -> None:
-    clock = iter([5_000_000_000_000_000, 5_000_000_000_000_000, 4_000_000_000_000_000, 6_000_000_000_000_000])
-    monkeypatch.setattr(_ids, "time", SimpleNamespace(time_ns=lambda: next(clock)))
-    monkeypatch.setattr(_ids, "_last_ms", 0)
+def test_ids_count_on_within_a_millisecond(monkeypatch) -> None:
+    clock = iter([5_000_000_000_000, 5_000_000_000_000, 5_000_000_000_000, 6_000_000_000_000])
+    monkeypatch.setattr(ulid, "default_generator", ulid.ULIDGenerator(clock=lambda: next(clock)))
     a, b, c, d = (new_id() for _ in range(4))
     assert a < b < c < d
     (ms_a, rand_a), (ms_b, rand_b), (ms_c, rand_c) = _ulid_parts(a), _ulid_parts(b), _ulid_parts(c)
-    assert ms_a == ms_b == ms_c == 5_000_000_000 and rand_b == rand_a + 1 and rand_c == rand_b + 1
-    assert _ulid_parts(d)[0] == 6_000_000_000
+    assert ms_a == ms_b == ms_c == 5_000_000_000_000 and rand_b == rand_a + 1 and rand_c == rand_b + 1
+    assert _ulid_parts(d)[0] == 6_000_000_000_000

@@ -10,8 +10,6 @@ from __future__ import annotations
 import sqlite3
 from collections.abc import Callable
 
-from chainform.store._fts import ensure_fts, has_fts, index_lazily
-
 Migration = Callable[[sqlite3.Connection], None]
 
 
@@ -103,7 +101,8 @@ def _m002_schemas_and_format_contexts(db: sqlite3.Connection) -> None:
 
 
 def _m003_full_text_search(db: sqlite3.Connection) -> None:
-    ensure_fts(db)  # today's form of the index (migration 5 moved older logs to it)
+    """The full-text index: made in its current form by migration 9, which also moves a log that
+    has an older form of it (kept by triggers, or caught up at search time) to that form."""
 
 
 def _m004_subagent_links(db: sqlite3.Connection) -> None:
@@ -121,14 +120,12 @@ def _m004_subagent_links(db: sqlite3.Connection) -> None:
 
 
 def _m005_lighter_writes(db: sqlite3.Connection) -> None:
-    """Lighter commits: rows are indexed for full-text search when somebody searches
-    (store/_fts.py), and the indexes kept only for rare filters are gone. Rows are read newest first
+    """Lighter commits: the indexes kept only for rare filters are gone (this migration also moved
+    the full-text index to indexing at search time, which migration 9 undid). Rows are read newest first
     by rowid, so `logs --chain`/`--schema` find recent matches at once and scan for old ones; only
     `logs rm --before` filters on created_at; nothing on the parent. The conversation index stays:
     `-c` reads a conversation's history at every turn. The `journal` table held a sync chain's
     calls until a read spread them (store/_legacy.py drains what an old version left there)."""
-    if has_fts(db):
-        index_lazily(db)
     for index in ("responses_created", "responses_parent", "responses_chain", "responses_schema"):
         db.execute(f"DROP INDEX IF EXISTS {index}")
     db.execute("CREATE TABLE journal (id INTEGER PRIMARY KEY, format INTEGER NOT NULL, rows TEXT NOT NULL)")
@@ -195,6 +192,42 @@ def _m008_map_batches(db: sqlite3.Connection) -> None:
     )
 
 
+def _m009_search_index_kept_by_triggers(db: sqlite3.Connection) -> None:
+    """Full-text search (FTS5 over each call's prompt and text; `responses` holds the text, the
+    index only its tokens) kept by triggers: a call is searchable once committed and a search never
+    writes. An older form of the index (caught up at search time, `fts_progress`) is replaced, and
+    the index is rebuilt from every row. A call's row is never updated, so there is no update
+    trigger. A SQLite build without FTS5 gets no index (search uses LIKE)."""
+    _script(
+        db,
+        """
+        DROP TRIGGER IF EXISTS responses_fts_insert;
+        DROP TRIGGER IF EXISTS responses_fts_delete;
+        DROP TABLE IF EXISTS fts_progress;
+        """,
+    )
+    try:
+        db.execute(
+            "CREATE VIRTUAL TABLE IF NOT EXISTS responses_fts "
+            "USING fts5(prompt, text, content='responses', content_rowid='rowid')"
+        )
+    except sqlite3.OperationalError:  # no such module: fts5
+        return
+    _script(
+        db,
+        """
+        INSERT INTO responses_fts(responses_fts) VALUES ('rebuild');
+        CREATE TRIGGER responses_fts_insert AFTER INSERT ON responses BEGIN
+            INSERT INTO responses_fts(rowid, prompt, text) VALUES (new.rowid, new.prompt, new.text);
+        END;
+        CREATE TRIGGER responses_fts_delete AFTER DELETE ON responses BEGIN
+            INSERT INTO responses_fts(responses_fts, rowid, prompt, text)
+            VALUES ('delete', old.rowid, old.prompt, old.text);
+        END;
+        """,
+    )
+
+
 MIGRATIONS: list[Migration] = [
     _m001_core,
     _m002_schemas_and_format_contexts,
@@ -204,6 +237,7 @@ MIGRATIONS: list[Migration] = [
     _m006_attachments,
     _m007_cost,
     _m008_map_batches,
+    _m009_search_index_kept_by_triggers,
 ]
 
 

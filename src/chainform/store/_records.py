@@ -12,12 +12,18 @@ from dataclasses import dataclass
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
+from ulid import ULID
 
 from chainform.errors import ChainformError
 from chainform.store._attachments import AttachmentRecord
-from chainform.store._ids import new_id as new_id  # the record's id (store/_ids.py)
 from chainform.store._serialize import StoredMessage
 from chainform.types import UsageDetails
+
+
+def new_id() -> str:
+    """A new ULID (python-ulid), lower case: 48 bits of milliseconds then 80 random bits, counted on
+    within a millisecond, so ids sort by creation without a central counter."""
+    return str(ULID()).lower()
 
 
 class StoreError(ChainformError):

@@ -207,3 +207,20 @@ def filters(
     if before is not None:
         add("r.created_at < ?", before)
     return clauses, args
+
+
+def search_clause(query: str, fts: bool) -> tuple[str, list[Any]]:
+    """A WHERE clause over `responses r` matching every word of `query`: through the full-text
+    index (`responses_fts`, migration 9) when the log has one, else with LIKE."""
+    words = query.split()
+    if fts:
+        # Each word quoted: user text is never parsed as FTS syntax (AND/OR/NEAR, stray quotes).
+        match = " ".join('"' + w.replace('"', '""') + '"' for w in words)
+        return "r.rowid IN (SELECT rowid FROM responses_fts WHERE responses_fts MATCH ?)", [match]
+    clauses: list[str] = []
+    args: list[Any] = []
+    for word in words:
+        pattern = "%" + word.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_") + "%"
+        clauses.append("(r.prompt LIKE ? ESCAPE '\\' OR r.text LIKE ? ESCAPE '\\')")
+        args += [pattern, pattern]
+    return "(" + " AND ".join(clauses) + ")", args

@@ -26,12 +26,11 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from chainform.store._attachments import ORPHAN_FILES, Attached
-from chainform.store._fts import catch_up, ensure_fts, has_fts, search_clause
 from chainform.store._home import create_private, default_path
 from chainform.store._legacy import drain_legacy
 from chainform.store._migrations import MIGRATIONS, migrate, user_version
 from chainform.store._records import CallRecord, SchemaInfo, StoreError
-from chainform.store._rows import SELECT, filters, insert_schema, read_call, rows_of, write_rows
+from chainform.store._rows import SELECT, filters, insert_schema, read_call, rows_of, search_clause, write_rows
 
 T = TypeVar("T")
 
@@ -128,7 +127,8 @@ class Store:
                 )
             if user_version(db) < len(MIGRATIONS):
                 self._write(migrate)
-            self._fts = has_fts(db) or self._write(ensure_fts)
+            fts = db.execute("SELECT 1 FROM sqlite_master WHERE name = 'responses_fts'").fetchone()
+            self._fts = fts is not None  # no FTS5 in the SQLite that made the log: search with LIKE
             drain_legacy(db, self.path, self._write)
         except sqlite3.DatabaseError as exc:  # not a database, unreadable, a directory in its place
             self._db = None
@@ -326,11 +326,11 @@ class Store:
         `schema_id` may be a unique prefix.
         """
         where, args = filters(conversation_id=conversation_id, chain_id=chain_id, schema_id=schema_id)
-        if query is not None and query.strip():
-            clause, extra = search_clause(query, self._searchable())
-            where.append(clause)
-            args += extra
         with self._read() as db:
+            if query is not None and query.strip():
+                clause, extra = search_clause(query, self._fts)
+                where.append(clause)
+                args += extra
             sql = f"""SELECT {SELECT} FROM responses r
                      LEFT JOIN conversations c ON c.id = r.conversation_id
                      LEFT JOIN schemas s ON s.id = r.schema_id
@@ -343,15 +343,3 @@ class Store:
                 args.append(n)
             rows = db.execute(sql, args).fetchall()
             return [read_call(db, row) for row in rows]
-
-    def _searchable(self) -> bool:
-        """Index what was logged since the last search (store/_fts.py); False: search with LIKE."""
-        with self._lock:
-            self._connect()
-        if not self._fts:
-            return False
-        try:
-            self._write(catch_up)
-        except StoreError:  # a log we may read but not write (a read-only copy): LIKE sees every row
-            return False
-        return True
