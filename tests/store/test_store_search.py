@@ -62,7 +62,8 @@ def _old_log(path: Path, version: int, index: str) -> sqlite3.Connection:
     db.execute("BEGIN")
     migrate(db, upto=version)
     db.execute(
-        "CREATE VIRTUAL TABLE responses_fts USING fts5(prompt, text, content='responses', content_rowid='rowid')"
+        "CREATE VIRTUAL TABLE responses_fts "
+        "USING fts5(prompt, text, content='responses', content_rowid='rowid')"
     )
     db.execute(index)
     db.execute("INSERT INTO conversations VALUES ('c1', 'm', NULL, ?)", (time.time(),))
@@ -83,11 +84,14 @@ def test_an_older_index_moves_to_the_triggers_and_finds_every_row(tmp_path: Path
             path,
             4,
             """CREATE TRIGGER responses_fts_insert AFTER INSERT ON responses BEGIN
-               INSERT INTO responses_fts(rowid, prompt, text) VALUES (new.rowid, new.prompt, new.text); END""",
+               INSERT INTO responses_fts(rowid, prompt, text)
+               VALUES (new.rowid, new.prompt, new.text); END""",
         )
     else:  # migration 5's form: rows above fts_progress.upto waited for a search (here the second)
         db = _old_log(path, 8, "CREATE TABLE fts_progress (upto INTEGER NOT NULL)")
-        db.execute("INSERT INTO responses_fts(rowid, prompt, text) SELECT rowid, prompt, text FROM responses LIMIT 1")
+        db.execute(
+            "INSERT INTO responses_fts(rowid, prompt, text) SELECT rowid, prompt, text FROM responses LIMIT 1"
+        )
         db.execute("INSERT INTO fts_progress VALUES (1)")
     db.execute("COMMIT")
     db.close()
@@ -98,5 +102,7 @@ def test_an_older_index_moves_to_the_triggers_and_finds_every_row(tmp_path: Path
         assert _indexed(store) == 3  # each row once
         _check_index(store)
         with store._read() as db:
-            names = {r[0] for r in db.execute("SELECT name FROM sqlite_master WHERE type IN ('trigger', 'table')")}
+            names = {
+                r[0] for r in db.execute("SELECT name FROM sqlite_master WHERE type IN ('trigger', 'table')")
+            }
         assert {"responses_fts_insert", "responses_fts_delete"} <= names and "fts_progress" not in names

@@ -2,7 +2,7 @@
 committed by the chain engine as it finishes; one record shape (CallRecord) from the engine to
 `logs --json`."""
 
-from chainform.store._chainlog import ChainLogger, naming, options_summary
+from chainform.store._chainlog import ChainLogger, naming
 from chainform.store._costs import GROUPS, CostTotal, cost_totals
 from chainform.store._home import default_path, logging_enabled, set_logging
 from chainform.store._records import (
@@ -15,7 +15,6 @@ from chainform.store._records import (
     new_id,
 )
 from chainform.store._rows import schema_id
-from chainform.store._serialize import message_from_dict, message_to_dict, redact
 from chainform.store._store import Store
 
 __all__ = [
@@ -32,12 +31,8 @@ __all__ = [
     "cost_totals",
     "default_path",
     "logging_enabled",
-    "message_from_dict",
-    "message_to_dict",
     "naming",
     "new_id",
-    "options_summary",
-    "redact",
     "schema_id",
     "set_logging",
 ]

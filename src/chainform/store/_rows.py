@@ -187,8 +187,12 @@ def filters(
     chain_id: str | None = None,
     schema_id: str | None = None,
     before: float | None = None,
+    query: str = "",
+    fts: bool = False,
 ) -> tuple[list[str], list[Any]]:
-    """WHERE clauses (all must hold) over `responses r` and their arguments, for reads and deletes."""
+    """WHERE clauses (all must hold) over `responses r` and their arguments, for reads and deletes.
+    Every word of `query` must occur in the prompt or text: found through the full-text index
+    (`responses_fts`, migration 9) when `fts`, else with LIKE."""
     clauses: list[str] = []
     args: list[Any] = []
 
@@ -206,21 +210,11 @@ def filters(
         add("r.schema_id >= ? AND r.schema_id < ?", schema_id.lower(), schema_id.lower() + "g")
     if before is not None:
         add("r.created_at < ?", before)
-    return clauses, args
-
-
-def search_clause(query: str, fts: bool) -> tuple[str, list[Any]]:
-    """A WHERE clause over `responses r` matching every word of `query`: through the full-text
-    index (`responses_fts`, migration 9) when the log has one, else with LIKE."""
     words = query.split()
-    if fts:
-        # Each word quoted: user text is never parsed as FTS syntax (AND/OR/NEAR, stray quotes).
+    if words and fts:  # each word quoted: user text is never parsed as FTS syntax (AND/OR/NEAR, quotes)
         match = " ".join('"' + w.replace('"', '""') + '"' for w in words)
-        return "r.rowid IN (SELECT rowid FROM responses_fts WHERE responses_fts MATCH ?)", [match]
-    clauses: list[str] = []
-    args: list[Any] = []
-    for word in words:
+        add("r.rowid IN (SELECT rowid FROM responses_fts WHERE responses_fts MATCH ?)", match)
+    for word in [] if fts else words:
         pattern = "%" + word.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_") + "%"
-        clauses.append("(r.prompt LIKE ? ESCAPE '\\' OR r.text LIKE ? ESCAPE '\\')")
-        args += [pattern, pattern]
-    return "(" + " AND ".join(clauses) + ")", args
+        add("(r.prompt LIKE ? ESCAPE '\\' OR r.text LIKE ? ESCAPE '\\')", pattern, pattern)
+    return clauses, args

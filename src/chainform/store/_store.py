@@ -30,7 +30,7 @@ from chainform.store._home import create_private, default_path
 from chainform.store._legacy import drain_legacy
 from chainform.store._migrations import MIGRATIONS, migrate, user_version
 from chainform.store._records import CallRecord, SchemaInfo, StoreError
-from chainform.store._rows import SELECT, filters, insert_schema, read_call, rows_of, search_clause, write_rows
+from chainform.store._rows import SELECT, filters, insert_schema, read_call, rows_of, write_rows
 
 T = TypeVar("T")
 
@@ -130,13 +130,11 @@ class Store:
             fts = db.execute("SELECT 1 FROM sqlite_master WHERE name = 'responses_fts'").fetchone()
             self._fts = fts is not None  # no FTS5 in the SQLite that made the log: search with LIKE
             drain_legacy(db, self.path, self._write)
-        except sqlite3.DatabaseError as exc:  # not a database, unreadable, a directory in its place
+        except BaseException as exc:
             self._db = None
             db.close()
-            raise as_store_error(exc, self.path, "cannot use the log") from exc
-        except BaseException:
-            self._db = None
-            db.close()
+            if isinstance(exc, sqlite3.DatabaseError):  # not a database, unreadable, a directory in its place
+                raise as_store_error(exc, self.path, "cannot use the log") from exc
             raise
         return db
 
@@ -186,7 +184,7 @@ class Store:
     def _write(self, fn: Callable[[sqlite3.Connection], T]) -> T:
         """Run `fn` in one immediate write transaction, retried as a whole when the lock is busy."""
         with self._lock:
-            db = self._db if self._db is not None and self._pid == os.getpid() else self._connect()
+            db = self._connect()
 
             def attempt() -> T:
                 db.execute("BEGIN IMMEDIATE")
@@ -325,12 +323,11 @@ class Store:
         `query` is full-text search over prompts and response texts (all words must occur);
         `schema_id` may be a unique prefix.
         """
-        where, args = filters(conversation_id=conversation_id, chain_id=chain_id, schema_id=schema_id)
         with self._read() as db:
-            if query is not None and query.strip():
-                clause, extra = search_clause(query, self._fts)
-                where.append(clause)
-                args += extra
+            where, args = filters(
+                conversation_id=conversation_id, chain_id=chain_id, schema_id=schema_id, query=query or "",
+                fts=self._fts,
+            )
             sql = f"""SELECT {SELECT} FROM responses r
                      LEFT JOIN conversations c ON c.id = r.conversation_id
                      LEFT JOIN schemas s ON s.id = r.schema_id
