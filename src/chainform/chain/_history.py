@@ -27,7 +27,7 @@ from chainform.types import (
 
 if TYPE_CHECKING:
     from chainform.chain._records import ChainResult
-    from chainform.store import LoggedResponse, Store
+    from chainform.store import CallRecord, Store
 
 
 @dataclass
@@ -114,9 +114,9 @@ def of_conversation(store: Store, conversation_id: str) -> list[Message]:
     return history(of_log(store.recent(None, conversation_id=conversation_id)))
 
 
-def of_log(rows: Sequence[LoggedResponse]) -> list[ChainSteps]:
+def of_log(rows: Sequence[CallRecord]) -> list[ChainSteps]:
     """Logged calls of a conversation (any order) grouped into chains, oldest first."""
-    chains: dict[str, list[LoggedResponse]] = {}
+    chains: dict[str, list[CallRecord]] = {}
     for row in sorted(rows, key=lambda r: (r.created_at, r.seq)):
         chains.setdefault(row.chain_id, []).append(row)
     out = []
@@ -134,7 +134,7 @@ def of_log(rows: Sequence[LoggedResponse]) -> list[ChainSteps]:
     return out
 
 
-def _check_files(message: Message, call: LoggedResponse) -> None:
+def _check_files(message: Message, call: CallRecord) -> None:
     """A file logged as a reference (`--attachments-store ref`) whose file is gone or changed has
     no bytes to send again: say so rather than send an empty file."""
     if any(isinstance(c, DataContent) and not c.data for c in message.contents):
@@ -145,7 +145,7 @@ def _check_files(message: Message, call: LoggedResponse) -> None:
         )
 
 
-def _steps(calls: list[LoggedResponse]) -> list[Step]:
+def _steps(calls: list[CallRecord]) -> list[Step]:
     return [
         Step(
             c.purpose,

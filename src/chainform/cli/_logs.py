@@ -15,10 +15,10 @@ from chainform.cli._money import cost_text
 from chainform.cli._output import echo_json, shorten
 
 if TYPE_CHECKING:
-    from chainform.store import LoggedResponse
+    from chainform.store import CallRecord
 
 
-def _usage_line(row: LoggedResponse) -> str:
+def _usage_line(row: CallRecord) -> str:
     usage = row.usage
     if usage is None:
         return "not reported"
@@ -27,7 +27,7 @@ def _usage_line(row: LoggedResponse) -> str:
     return ", ".join(parts)
 
 
-def render(row: LoggedResponse, *, usage: bool, format_context: bool) -> str:
+def render(row: CallRecord, *, usage: bool, format_context: bool) -> str:
     when = dt.datetime.fromtimestamp(row.created_at).strftime("%Y-%m-%dT%H:%M:%S")
     head = f"## {when} · {row.model} · {row.purpose}"
     if row.strategy:

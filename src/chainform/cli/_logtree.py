@@ -12,14 +12,14 @@ from typing import TYPE_CHECKING
 from chainform.cli._output import shorten
 
 if TYPE_CHECKING:
-    from chainform.store import LoggedResponse
+    from chainform.store import CallRecord
 
 Link = tuple[str | None, str | None]  # (parent chain id, parent tool call id)
 
 
 class _Tree:
-    def __init__(self, rows: list[LoggedResponse]) -> None:
-        self.calls: dict[str, list[LoggedResponse]] = defaultdict(list)  # conversation -> calls, oldest first
+    def __init__(self, rows: list[CallRecord]) -> None:
+        self.calls: dict[str, list[CallRecord]] = defaultdict(list)  # conversation -> calls, oldest first
         for row in rows:
             self.calls[row.conversation_id].append(row)
         self.children: dict[str, list[str]] = defaultdict(list)  # parent conversation -> subagent ones
@@ -54,7 +54,7 @@ class _Tree:
         return lines
 
 
-def render_tree(rows: list[LoggedResponse], *, count: int | None, conversation: str | None) -> str:
+def render_tree(rows: list[CallRecord], *, count: int | None, conversation: str | None) -> str:
     """The conversations of `rows` (oldest first) as an indented tree: the last `count` top-level
     ones, or the one `conversation` with its subagents."""
     tree = _Tree(rows)

@@ -7,7 +7,6 @@ from chainform.store._costs import GROUPS, CostTotal, cost_totals
 from chainform.store._home import default_path, logging_enabled, set_logging
 from chainform.store._records import (
     CallRecord,
-    LoggedResponse,
     SchemaInfo,
     StoreError,
     ToolCallRecord,
@@ -22,7 +21,6 @@ __all__ = [
     "CallRecord",
     "ChainLogger",
     "CostTotal",
-    "LoggedResponse",
     "SchemaInfo",
     "Store",
     "StoreError",

@@ -99,10 +99,6 @@ class CallRecord(BaseModel):
         return self.model_dump(mode="json", by_alias=True, fallback=str)
 
 
-LoggedResponse = CallRecord
-"""A call read back from the log: the same record that was written."""
-
-
 @dataclass
 class SchemaInfo:
     """A saved schema and how often the log used it."""
