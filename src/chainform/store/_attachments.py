@@ -95,17 +95,14 @@ def rows(attached: list[Attached], blobs: Blobs, response_ids: list[str]) -> dic
     """The attachment rows of a chain: each file once (bytes or reference), and a link from every
     call of the chain to each file of the chain (so `logs rm` keeps a file while a call names it)."""
     now = time.time()
-    files: dict[str, tuple[Any, ...]] = {}
-    for a in attached:
-        files[a.sha256] = (a.sha256, a.media_type, a.size, a.data, a.ref, now)
-    for key, (media_type, data) in blobs.items():
+    files = {a.sha256: (a.sha256, a.media_type, a.size, a.data, a.ref, now) for a in attached}
+    named: list[tuple[str, str | None, str | None, str | None]] = [
+        (a.sha256, a.name, a.method, a.detail) for a in attached
+    ]
+    for key, (media_type, data) in blobs.items():  # inline bytes of the messages (a file a tool returned...)
         if key not in files:
             files[key] = (key, media_type, len(data), data, None, now)
-        elif files[key][3] is None and files[key][4] is None:
-            files[key] = (*files[key][:3], data, None, now)
-    named: list[tuple[str, str | None, str | None, str | None]] = [(a.sha256, a.name, a.method, a.detail) for a in attached]
-    known = {a.sha256 for a in attached}  # inline bytes of the messages (a file a tool returned...)
-    named += [(key, None, None, None) for key in blobs if key not in known]
+            named.append((key, None, None, None))
     links = [(rid, position, *link) for rid in response_ids for position, link in enumerate(named)]
     return {"attachments": list(files.values()), "response_attachments": links}
 

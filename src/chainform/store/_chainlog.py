@@ -106,12 +106,7 @@ def options_summary(
         if key == "tools":
             out[key] = [t.name for t in value]
         elif key == "response_format":
-            fmt = {
-                "kind": value.kind,
-                "name": value.name,
-                "description": value.description,
-                "strict": value.strict,
-            }
+            fmt = {name: getattr(value, name) for name in ("kind", "name", "description", "strict")}
             if value.schema is not None and value.schema == schema:
                 fmt["schema_id"] = sid
             elif value.schema is not None:
