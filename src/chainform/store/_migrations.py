@@ -101,8 +101,9 @@ def _m002_schemas_and_format_contexts(db: sqlite3.Connection) -> None:
 
 
 def _m003_full_text_search(db: sqlite3.Connection) -> None:
-    """The full-text index: made in its current form by migration 9, which also moves a log that
-    has an older form of it (kept by triggers, or caught up at search time) to that form."""
+    """Full-text search: its index is made by migration 9, which also replaces the older forms this
+    step and migration 5 used to make (kept by triggers; caught up at search time), so whatever
+    version a log comes from it ends with the same index; nothing is left to do here."""
 
 
 def _m004_subagent_links(db: sqlite3.Connection) -> None:
@@ -120,8 +121,8 @@ def _m004_subagent_links(db: sqlite3.Connection) -> None:
 
 
 def _m005_lighter_writes(db: sqlite3.Connection) -> None:
-    """Lighter commits: the indexes kept only for rare filters are gone (this migration also moved
-    the full-text index to indexing at search time, which migration 9 undid). Rows are read newest first
+    """Lighter commits: the indexes kept only for rare filters are gone (this step also moved the
+    full-text index to indexing at search time; migration 9 replaced that). Rows are read newest first
     by rowid, so `logs --chain`/`--schema` find recent matches at once and scan for old ones; only
     `logs rm --before` filters on created_at; nothing on the parent. The conversation index stays:
     `-c` reads a conversation's history at every turn. The `journal` table held a sync chain's
