@@ -1,0 +1,154 @@
+"""How many files of src/chainform one chain runs functions in, and one model call alone.
+
+A measure of how far a reader has to follow the code, not of speed. Both runs talk to
+bench/loopback.py's `fast` server in its own process (first a tool call, then the value), with
+a fresh CHAINFORM_HOME, and are traced with `sys.setprofile` and `threading.setprofile`, so
+functions run on worker threads count too; each runs in a fresh process. Module bodies (`<module>`, run by imports) do not.
+
+- chain: the CLI, `chainform -m openai/m --base-url ... --schema 'city, temp_c float'
+  --functions tools.py "Weather in Paris?"` (get_weather called once, then the value);
+- model call: one streamed call (`get_streaming_response`, as the engine makes it) of the client
+  `get_client("openai/m", base_url=...)` gives, built before the trace starts: the adapter's
+  path from the chainform messages to the updates read back.
+
+    python bench/trace_files.py            # prints "chain N" and "model_call N"
+    python bench/trace_files.py --list     # and the files of each, one a line
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import io
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import threading
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from types import FrameType
+from typing import Any
+
+HERE = Path(__file__).resolve().parent
+TOOLS = """
+def get_weather(city: str) -> dict:
+    "Current weather for a city."
+    return {"city": city, "temp_c": 21.5}
+"""
+
+
+@contextlib.contextmanager
+def loopback() -> Iterator[str]:
+    """bench/loopback.py's `fast` server in its own process; yields its base URL."""
+    server = subprocess.Popen(
+        [sys.executable, str(HERE / "loopback.py"), "fast"], stdout=subprocess.PIPE, text=True
+    )
+    try:
+        assert server.stdout is not None
+        line = server.stdout.readline().split()
+        if line[:1] != ["PORT"]:
+            raise RuntimeError(f"loopback server did not start: {line!r}")
+        yield f"http://127.0.0.1:{line[1]}/v1"
+    finally:
+        server.kill()
+        server.wait()
+
+
+def traced_files(run: Callable[[], Any], package: Path) -> set[str]:
+    """The files under `package` in which `run` (and every thread it starts) calls a function."""
+    root = str(package) + os.sep
+    seen: set[str] = set()
+
+    def profile(frame: FrameType, event: str, arg: Any) -> None:
+        if event == "call":
+            code = frame.f_code
+            if code.co_name != "<module>" and code.co_filename.startswith(root):
+                seen.add(code.co_filename[len(root) :])
+
+    threading.setprofile(profile)
+    sys.setprofile(profile)
+    try:
+        run()
+    finally:
+        sys.setprofile(None)
+        threading.setprofile(None)  # type: ignore[arg-type]
+    return seen
+
+
+def chain_run(base_url: str, workdir: Path) -> Callable[[], Any]:
+    from chainform.cli import cli
+
+    tools = workdir / "tools.py"
+    tools.write_text(TOOLS)
+    argv = [
+        "-m", "openai/m", "--base-url", base_url, "--key", "k",
+        "--schema", "city, temp_c float", "--functions", str(tools),
+        "Weather in Paris?",
+    ]  # fmt: skip
+
+    def run() -> None:
+        out = io.StringIO()
+        with contextlib.redirect_stdout(out):
+            try:
+                cli.main(argv, prog_name="chainform", standalone_mode=False)
+            except SystemExit as exc:
+                if exc.code:
+                    raise
+        if '"temp_c"' not in out.getvalue():
+            raise RuntimeError(f"the chain did not answer: {out.getvalue()!r}")
+
+    return run
+
+
+def model_call_run(base_url: str) -> Callable[[], Any]:
+    import asyncio
+
+    from chainform.clients.registry import get_client
+    from chainform.types import Message
+
+    client = get_client("openai/m", base_url=base_url, key="k")  # built before the trace starts
+
+    async def call() -> None:
+        updates = [u async for u in client.get_streaming_response([Message.user("Hi")])]
+        await client.aclose()  # type: ignore[attr-defined]
+        if not updates:
+            raise RuntimeError("the model call did not answer")
+
+    return lambda: asyncio.run(call())
+
+
+def measure(name: str, url: str, home: Path) -> list[str]:
+    """Run one of the two in this process (fresh: no thread or cache left from the other)."""
+    import chainform
+
+    os.environ["CHAINFORM_HOME"] = str(home)
+    run = chain_run(url, home) if name == "chain" else model_call_run(url)
+    return sorted(traced_files(run, Path(chainform.__file__).resolve().parent))
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--list", action="store_true", help="list each run's files too")
+    parser.add_argument("--one", nargs=2, metavar=("RUN", "URL"), help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    if args.one:  # a child: one run, its files as JSON
+        with tempfile.TemporaryDirectory() as home:
+            print(json.dumps(measure(args.one[0], args.one[1], Path(home))))
+        return
+    with loopback() as url:
+        for name in ("chain", "model_call"):
+            child = subprocess.run(
+                [sys.executable, __file__, "--one", name, url], capture_output=True, text=True
+            )
+            if child.returncode:
+                sys.exit(f"the {name} run failed:\n{child.stderr}")
+            files = json.loads(child.stdout.splitlines()[-1])
+            print(f"{name} {len(files)}")
+            if args.list:
+                print("".join(f"  {file}\n" for file in files), end="")
+
+
+if __name__ == "__main__":
+    main()

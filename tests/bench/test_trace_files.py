@@ -1,0 +1,23 @@
+"""bench/trace_files.py runs end to end: a chain and a model call against its loopback server.
+
+The counts it prints are a measure for people (docs/benchmarks.md), so nothing here asserts them.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+SCRIPT = Path(__file__).resolve().parents[2] / "bench" / "trace_files.py"
+
+
+def test_the_trace_script_prints_a_count_for_the_chain_and_for_one_model_call() -> None:
+    src = str(Path(__file__).resolve().parents[2] / "src")
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([src, os.environ.get("PYTHONPATH", "")])}
+    done = subprocess.run([sys.executable, str(SCRIPT)], capture_output=True, text=True, env=env, timeout=120)
+    assert done.returncode == 0, done.stderr
+    lines = [line.split() for line in done.stdout.splitlines()]
+    assert [line[0] for line in lines] == ["chain", "model_call"]
+    assert all(len(line) == 2 and int(line[1]) > 0 for line in lines)
