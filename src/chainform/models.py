@@ -20,7 +20,7 @@ from chainform.chain._tools import AfterCall, BeforeCall, is_tool_source, normal
 from chainform.clients.base import ChatClient
 from chainform.errors import HomeError, ProviderErrorKind
 from chainform.output import STRATEGIES, OutputSpec
-from chainform.output._fallbacks import Fallbacks
+from chainform.output._refusals import Refusals
 from chainform.output.strategies._context import ContextPolicy
 from chainform.pricing import Cost
 from chainform.response import AsyncChainResponse, ChainResponse, RunFactory
@@ -49,12 +49,18 @@ class _Base(Generic[R]):
         self._log_path = log_path
         self._store: Store | None = None
         self._store_failed = False
-        self.fallbacks = Fallbacks()
+        self.refusals = Refusals()
         """Refusals learnt at run time (e.g. tools with a schema), shared by this model's chains; `.clear()`."""
 
     @property
     def profile(self) -> ModelProfile:
         return self._profile or self.client.profile
+
+    @property
+    def fallbacks(self) -> Refusals:
+        """Deprecated: the old name of `refusals` (`fallback` names the models a chain goes on with)."""
+        warnings.warn("model.fallbacks is now model.refusals", DeprecationWarning, stacklevel=2)
+        return self.refusals
 
     def _twin(self, client: ChatClient | None = None) -> AsyncModel:
         """An AsyncModel like this one on `client` (else this one's): what `map` runs rows on."""
@@ -74,7 +80,7 @@ class _Base(Generic[R]):
 
     # -- chains -----------------------------------------------------------------------------
 
-    def _respond(self, factory: RunFactory) -> R:
+    def _response_of(self, factory: RunFactory) -> R:
         raise NotImplementedError
 
     def chain(
@@ -139,10 +145,10 @@ class _Base(Generic[R]):
             max_cost=max_cost,
         )
         if sources:
-            return self._respond(
+            return self._response_of(
                 lambda events: self._leased(sources, request, conversation_id, log, events, pending)
             )
-        return self._respond(lambda events: self._run_logged(request, conversation_id, log, events, pending))
+        return self._response_of(lambda events: self._run_logged(request, conversation_id, log, events, pending))
 
     async def _leased(
         self,
@@ -244,7 +250,7 @@ class _Base(Generic[R]):
             chain_id=chain_id,
             events=events,
             logger=self._logger(request, prepared, conversation_id, chain_id) if log else None,
-            fallbacks=self.fallbacks,
+            refusals=self.refusals,
             fallback=self.fallback,
         )
         with _sync.chain_running():
@@ -265,7 +271,7 @@ def _history_after(history: list[Message], result: ChainResult) -> list[Message]
 class Model(_Base[ChainResponse]):
     """A model you can prompt or run tool chains on. `cf.get_model(name)` builds one from a name."""
 
-    def _respond(self, factory: RunFactory) -> ChainResponse:
+    def _response_of(self, factory: RunFactory) -> ChainResponse:
         return ChainResponse(factory)
 
     def close(self) -> None:
@@ -287,7 +293,7 @@ class Model(_Base[ChainResponse]):
 class AsyncModel(_Base[AsyncChainResponse]):
     """The awaitable twin of Model: `chain(...)` returns an AsyncChainResponse."""
 
-    def _respond(self, factory: RunFactory) -> AsyncChainResponse:
+    def _response_of(self, factory: RunFactory) -> AsyncChainResponse:
         return AsyncChainResponse(factory)
 
     async def __aenter__(self) -> AsyncModel:

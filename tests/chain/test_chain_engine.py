@@ -333,7 +333,7 @@ def test_auto_falls_back_to_deferred_when_provider_rejects_combination():
     assert "fell back" in chain.strategy.reason
     assert chain.strategy.fallback and "cannot be combined" in chain.strategy.fallback
     # remembered by this model object: its next chain goes straight to deferred
-    assert "tools_with_schema" in m.fallbacks
+    assert "tools_with_schema" in m.refusals
     again = m.chain("y", tools=[get_weather], schema=Answer)
     assert again.strategy == "deferred" and again.value.city == "Rome"
     assert len(m.client.requests) == 5  # no second rejected request
@@ -345,9 +345,9 @@ def test_fallback_memory_belongs_to_one_model_object():
     first = model_for([rejection, "Paris", '{"city": "Paris", "temp_c": 1}'], profile)
     assert first.chain("x", tools=[get_weather], schema=Answer).strategy == "deferred"
     other = model_for(['{"city": "Rome", "temp_c": 2}'], profile)  # same name, another object
-    assert other.name == first.name and dict(other.fallbacks) == {}
+    assert other.name == first.name and dict(other.refusals) == {}
     assert other.chain("y", tools=[get_weather], schema=Answer).strategy == "native"
-    first.fallbacks.clear()
+    first.refusals.clear()
     first.client.script.append('{"city": "Oslo", "temp_c": 3}')
     assert first.chain("z", tools=[get_weather], schema=Answer).strategy == "native"
 

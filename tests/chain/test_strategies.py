@@ -1,4 +1,4 @@
-"""Strategies as objects: the decision table row by row, each strategy's protocol, fallbacks."""
+"""Strategies as objects: the decision table row by row, each strategy's protocol, refusals learnt."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ from pydantic import BaseModel
 import chainform as cf
 from chainform.errors import Attempt, ChainError, StructuredOutputError, StructuredOutputGenerationError
 from chainform.output import OutputSpec, StrategyChoice, select_strategy
-from chainform.output._fallbacks import Fallbacks
+from chainform.output._refusals import Refusals
 from chainform.output.strategies import NOT_FINAL, Deferred, Native, Plain, Prompted, Settings, Tool
 from chainform.output.strategies._context import ContextPolicy
 from chainform.testing import ScriptedClient, tool_call
@@ -65,10 +65,10 @@ def test_decision_table_row(profile: ModelProfile, has_tools: bool, expected: st
     ],
 )
 def test_decision_table_rows_after_refusals(refused, has_tools, expected) -> None:
-    memory = Fallbacks()
+    memory = Refusals()
     for feature, reason in refused.items():
         memory.remember(feature, reason)
-    choice = select_strategy(NATIVE_BOTH, has_tools=has_tools, fallbacks=memory)
+    choice = select_strategy(NATIVE_BOTH, has_tools=has_tools, refusals=memory)
     assert choice == expected
     assert (choice.fallback is not None) == (expected != "native")
 
@@ -109,9 +109,9 @@ def test_native_object_sends_the_schema_and_reads_text() -> None:
 
 
 def test_native_object_after_json_schema_was_refused_sends_json_object_with_the_schema() -> None:
-    memory = Fallbacks()
+    memory = Refusals()
     memory.remember("json_schema", "HTTP 500: Input should be 'text' or 'json_object'")
-    native = Native(SPEC, NATIVE_ALONE, Settings(fallbacks=memory))
+    native = Native(SPEC, NATIVE_ALONE, Settings(refusals=memory))
     fmt = native.options(ChatOptions(), [], last=True, force=False).response_format
     assert fmt.kind == "json_object" and fmt.schema == SPEC.schema
     assert native.feature == "json_object_schema"
@@ -216,7 +216,7 @@ def test_formatting_call_falls_back_json_schema_then_json_object_then_prompted()
     assert kinds == [None, "json_schema", "json_object", None]
     assert client.requests[2][1].response_format.schema == OutputSpec.from_user(Answer).schema
     assert "JSON Schema" in client.requests[3][0][0].text  # prompted: the schema is in the system prompt
-    assert set(model.fallbacks) == {"json_schema", "json_object_schema"}
+    assert set(model.refusals) == {"json_schema", "json_object_schema"}
     assert [c.purpose for c in chain.responses] == ["chain", "format", "format", "format"]
 
 
@@ -227,7 +227,7 @@ def test_explicit_strategy_never_falls_back_on_a_refused_format() -> None:
         model.prompt("x", schema=Answer).text() if False else model.chain(
             "x", schema=Answer, strategy="native"
         ).text()
-    assert dict(model.fallbacks) == {}
+    assert dict(model.refusals) == {}
 
 
 def test_conversation_after_a_tool_chain_keeps_tool_turns_not_output_plumbing() -> None:

@@ -2,7 +2,7 @@
 
 Measured in a child process per adapter (tracemalloc from before the file's bytes exist), against
 an emulator in this process, so the emulator's own copies are not counted. Before inline data was
-spliced into the body as it is sent (clients/_inline.py), each SDK held about six copies.
+spliced into the body as it is sent (clients/_splice.py), each SDK held about six copies.
 """
 
 from __future__ import annotations

@@ -66,7 +66,7 @@ def test_openai_model_falls_back_to_deferred_then_json_object_with_schema() -> N
         list(chain)  # a reader: the calls stream, and learn that tool calls cannot
         assert chain.value == {"city": "Paris", "temp_c": 18.0}
     assert chain.strategy == "deferred" and "Input should be" in chain.strategy.fallback
-    assert set(model.fallbacks) == {"tools_with_schema", "json_schema", "streamed_tools"}
+    assert set(model.refusals) == {"tools_with_schema", "json_schema", "streamed_tools"}
     bodies = [r.body for r in emu.requests]
     assert all(b["tool_choice"] == "auto" for b in bodies if b.get("tools"))
     formatting = bodies[-1]
@@ -78,7 +78,7 @@ def test_openai_model_falls_back_to_deferred_then_json_object_with_schema() -> N
     # the model object remembers: the next chain sends nothing the server refuses
     with Emulator(script, quirks=LLAMA_CPP_PYTHON) as emu:
         again = cf.get_model("openai/gpt-4.1-mini", base_url=emu.base_url + "/v1", key="x", profile="openai")
-        again.fallbacks = model.fallbacks  # same memory, new server
+        again.refusals = model.refusals  # same memory, new server
         assert again.chain("Paris?", tools=[get_weather], schema=SCHEMA).value["temp_c"] == 18.0
     assert len(emu.requests) == 3
 
@@ -94,7 +94,7 @@ def test_llamacpp_model_goes_deferred_without_streaming_tools() -> None:
         assert chain.value == {"city": "Rome", "temp_c": 24.5}
     assert chain.strategy == "deferred" and chain.strategy.fallback is None
     assert "cannot be made to call the output tool" in chain.strategy.reason
-    assert set(model.fallbacks) == {"streamed_tools", "json_schema"}
+    assert set(model.refusals) == {"streamed_tools", "json_schema"}
     tool_phase = [r.body for r in emu.requests if r.body.get("tools")]
     assert [b.get("stream", False) for b in tool_phase] == [True, False, False]  # the empty stream, sent once
     assert all(b["tool_choice"] == "auto" for b in tool_phase)
@@ -141,10 +141,10 @@ def test_a_refused_forced_tool_choice_is_sent_once_and_the_chain_goes_on() -> No
         assert chain.value == {"city": "Rome", "temp_c": 24.5}
     forced = [r for r in emu.requests if r.body.get("tool_choice") == "required"]
     assert len(forced) == 1  # the refusal is not retried by the SDK
-    assert "tool_choice" in model.fallbacks and "HTTP 500" in model.fallbacks["tool_choice"]
+    assert "tool_choice" in model.refusals and "HTTP 500" in model.refusals["tool_choice"]
     assert chain.strategy == "deferred" and chain.strategy.requested == "tool"
     # the next chain of the model never forces a tool choice, and `auto` goes straight to deferred
-    assert cf.output.select_strategy(model.profile, has_tools=True, fallbacks=model.fallbacks) == "deferred"
+    assert cf.output.select_strategy(model.profile, has_tools=True, refusals=model.refusals) == "deferred"
 
 
 def test_formatting_call_falls_back_past_json_object_to_the_tables_next_pick() -> None:
@@ -162,7 +162,7 @@ def test_formatting_call_falls_back_past_json_object_to_the_tables_next_pick() -
         model = cf.get_model("llamacpp/default", base_url=emu.base_url + "/v1")
         chain = model.chain("Rome?", tools=[get_weather], schema=SCHEMA, strategy="deferred")
         assert chain.value == {"city": "Rome", "temp_c": 24.5}
-    assert {"json_schema", "json_object_schema"} <= set(model.fallbacks)
+    assert {"json_schema", "json_object_schema"} <= set(model.refusals)
     formats = [(r.body.get("response_format") or {}).get("type") for r in emu.requests]
     assert "json_schema" in formats and "json_object" in formats
     last = emu.requests[-1].body  # llama.cpp cannot be relied on to call a tool: prompted

@@ -67,14 +67,14 @@ def test_tool_chain_with_a_schema_ends_in_a_valid_value(
         value = chain.value
     except cf.StructuredOutputError as exc:
         sent = _sent_once_each(llama_log, before, len(exc.responses))
-        print(f"\n{where}: no value ({type(exc).__name__}) calls={sent} fallbacks={sorted(model.fallbacks)}")
+        print(f"\n{where}: no value ({type(exc).__name__}) calls={sent} refusals={sorted(model.refusals)}")
         assert strategy == "prompted", exc
         return
     sent = _sent_once_each(llama_log, before, len(chain.responses))
     assert isinstance(value["city"], str) and isinstance(value["temp_c"], int | float)
     print(
         f"\n{where}: value {value} picked={chain.strategy.name} requested={chain.strategy.requested} "
-        f"calls={sent} fallbacks={sorted(model.fallbacks)}"
+        f"calls={sent} refusals={sorted(model.refusals)}"
     )
 
 

@@ -127,7 +127,7 @@ def test_bad_code_is_a_tool_error(code: object, why: str) -> None:
     if isinstance(code, str):  # through a chain it is an error result the model can read
         import asyncio
 
-        result, _ = asyncio.run(
+        result = asyncio.run(
             run_call(
                 FunctionCallContent("c1", "python", {"code": code}),
                 {"python": python},

@@ -141,5 +141,5 @@ class GatedClient(BaseChatClient):
     def _stream(self, messages: list[Message], options: ChatOptions) -> AsyncIterator[ChatResponseUpdate]:
         return self.inner.get_streaming_response(messages, options)
 
-    async def _respond(self, messages: list[Message], options: ChatOptions) -> ChatResponse:
+    async def _complete(self, messages: list[Message], options: ChatOptions) -> ChatResponse:
         return await self.inner.get_response(messages, options)

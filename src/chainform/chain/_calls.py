@@ -19,7 +19,7 @@ from chainform.chain._records import ModelCall
 from chainform.chain._tap import CallTap
 from chainform.clients.base import BaseChatClient, CallContext, ChatClient
 from chainform.errors import ProviderError, StructuredOutputGenerationError
-from chainform.output._fallbacks import Fallbacks
+from chainform.output._refusals import Refusals
 from chainform.output._select import StrategyChoice
 from chainform.output.strategies import NOT_FINAL, Strategy
 from chainform.pricing import Meter
@@ -36,7 +36,7 @@ class CallRunner:
         self,
         client: ChatClient,
         events: EventLog,
-        fallbacks: Fallbacks,
+        refusals: Refusals,
         *,
         stream: bool,
         logger: CallLogger | None,
@@ -45,7 +45,7 @@ class CallRunner:
         self.client = client
         self.meter = meter  # prices each call (its usage.cost) and holds the chain to max_cost
         self.events = events
-        self.fallbacks = fallbacks
+        self.refusals = refusals
         self.stream = stream
         self.logger = logger
         self.calls: list[ModelCall] = []
@@ -62,13 +62,13 @@ class CallRunner:
         if self.meter is not None:
             self.meter.check(self.calls)  # a capped chain ends between calls
         stream = self.stream and self.events.streamed
-        stream = stream and not (options.tools and "streamed_tools" in self.fallbacks)
+        stream = stream and not (options.tools and "streamed_tools" in self.refusals)
         try:
             return await self._call(messages, options, strategy, purpose, stream)
         except ProviderError as exc:
             if not (stream and options.tools and exc.kind == "streaming_rejected"):
                 raise
-            self.fallbacks.remember("streamed_tools", exc.provider_message[:200])
+            self.refusals.remember("streamed_tools", exc.provider_message[:200])
             return await self._call(messages, options, strategy, purpose, False)
 
     async def _call(

@@ -1,9 +1,9 @@
 """The chain engine: it runs every phase of a chain, whatever the strategy.
 
-    answer():  choice = select_strategy(profile, fallbacks) ──► strategy = build(choice)
+    answer():  choice = select_strategy(profile, refusals) ──► strategy = build(choice)
                   │  tool phase: loop(strategy)
                   │  strategy.formatting (deferred): answer(its messages, has_tools=False)
-                  ▲  a refusal (ProviderError.kind) is remembered in model.fallbacks; choose again
+                  ▲  a refusal (ProviderError.kind) is remembered in model.refusals; choose again
     loop():    call ──► run tools ──► extract ──► validate ──► feed back ──► call …
 
 Strategies (output/strategies/) describe their phases as data (what a call carries, how its reply
@@ -32,7 +32,7 @@ from chainform.errors import (
     StructuredOutputGenerationError,
 )
 from chainform.output import OUTPUT_TOOL_NAME, OutputSpec, StrategyChoice, select_strategy
-from chainform.output._fallbacks import Fallbacks
+from chainform.output._refusals import Refusals
 from chainform.output.strategies import NOT_FINAL, Outcome, Plain, Settings, Strategy, build
 from chainform.output.strategies._context import ContextPolicy, Formatting, answered, final_answer
 from chainform.pricing import Cost, Meter, as_cost
@@ -88,21 +88,21 @@ class ChainRun(CallRunner):
         chain_id: str,
         events: EventLog,
         logger: CallLogger | None = None,
-        fallbacks: Fallbacks | None = None,
+        refusals: Refusals | None = None,
         fallback: FallbackPlan | None = None,
     ) -> None:
         if request.chain_limit < 1:
             raise ValueError("chain_limit must be at least 1")
         if request.retries < 0:
             raise ValueError("retries cannot be negative")
-        memory = fallbacks if fallbacks is not None else Fallbacks()
+        memory = refusals if refusals is not None else Refusals()
         meter = Meter(model_name, request.max_cost)
         super().__init__(client, events, memory, stream=request.stream, logger=logger, meter=meter)
         self.req = request
         self.profile = profile
         self.model_name = model_name
         self.route = (
-            Route(Candidate(client, profile, model_name, self.fallbacks), fallback)
+            Route(Candidate(client, profile, model_name, self.refusals), fallback)
             if fallback is not None
             else None
         )
@@ -113,7 +113,7 @@ class ChainRun(CallRunner):
         self.tools = {t.name: t for t in request.tools}
         self.attempts: list[Attempt] = []
         self.settings = Settings(
-            self.fallbacks, request.chain_limit, request.format_context, request.format_prompt
+            self.refusals, request.chain_limit, request.format_context, request.format_prompt
         )
 
     async def run(self) -> ChainResult:
@@ -142,7 +142,7 @@ class ChainRun(CallRunner):
         """Run the strategy the decision table picks; on a refusal, remember it and pick again."""
         assert self.req.output is not None
         choice = select_strategy(
-            self.profile, has_tools=has_tools, requested=requested, fallbacks=self.fallbacks
+            self.profile, has_tools=has_tools, requested=requested, refusals=self.refusals
         )
         while True:
             strategy = build(choice, self.req.output, self.profile, self.settings)
@@ -167,20 +167,20 @@ class ChainRun(CallRunner):
             except ProviderError as exc:
                 if await self._fall_over(exc, transcript):  # on the next model, chosen for its own profile
                     choice = select_strategy(
-                        self.profile, has_tools=has_tools, requested=requested, fallbacks=self.fallbacks
+                        self.profile, has_tools=has_tools, requested=requested, refusals=self.refusals
                     )
                     continue
-                if exc.kind == "tool_choice_rejected" and "tool_choice" not in self.fallbacks:
+                if exc.kind == "tool_choice_rejected" and "tool_choice" not in self.refusals:
                     choice = self._unforced(exc, choice, has_tools, requested)
                     continue
                 if requested != "auto" or exc.kind not in _REFUSALS:
                     raise
                 reason = f"provider rejected {_what(exc)} (HTTP {exc.status}): {exc.provider_message[:160]}"
                 if exc.kind == "tools_with_schema_rejected" or has_tools:
-                    self.fallbacks.remember("tools_with_schema", reason)
+                    self.refusals.remember("tools_with_schema", reason)
                 if exc.kind == "response_format_rejected" and strategy.feature:
-                    self.fallbacks.remember(strategy.feature, reason)
-                again = select_strategy(self.profile, has_tools=has_tools, fallbacks=self.fallbacks)
+                    self.refusals.remember(strategy.feature, reason)
+                again = select_strategy(self.profile, has_tools=has_tools, refusals=self.refusals)
                 if again == choice and not (strategy.feature and exc.kind == "response_format_rejected"):
                     raise
                 choice = StrategyChoice(again.name, f"fell back at run time: {reason}", fallback=reason)
@@ -192,9 +192,9 @@ class ChainRun(CallRunner):
         explicit `tool` goes on without forcing; its rescue takes over if the model never calls
         the output tool)."""
         reason = f"provider rejected a forced tool choice (HTTP {exc.status}): {exc.provider_message[:160]}"
-        self.fallbacks.remember("tool_choice", reason)
+        self.refusals.remember("tool_choice", reason)
         again = select_strategy(
-            self.profile, has_tools=has_tools, requested=requested, fallbacks=self.fallbacks
+            self.profile, has_tools=has_tools, requested=requested, refusals=self.refusals
         )
         if again.name == choice.name:
             return choice
@@ -231,8 +231,8 @@ class ChainRun(CallRunner):
         if after is None:
             return False
         self.client, self.profile, self.model_name = after.client, after.profile, after.name
-        self.fallbacks = after.fallbacks
-        self.settings = replace(self.settings, fallbacks=after.fallbacks)
+        self.refusals = after.refusals
+        self.settings = replace(self.settings, refusals=after.refusals)
         await for_profile(transcript, self.profile, self.events)
         return True
 

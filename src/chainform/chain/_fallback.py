@@ -24,7 +24,7 @@ from chainform.errors import (
     ProviderError,
     ProviderErrorKind,
 )
-from chainform.output._fallbacks import Fallbacks
+from chainform.output._refusals import Refusals
 from chainform.types import ModelProfile
 
 DEFAULT_FALLBACK_ON: frozenset[str] = frozenset({"rate_limit", "server", "timeout", "connection"})
@@ -39,12 +39,12 @@ class Candidate:
     client: ChatClient
     profile: ModelProfile
     name: str
-    fallbacks: Fallbacks
+    refusals: Refusals
 
     @classmethod
     def of(cls, model: Any) -> Candidate:
         """The candidate for a Model/AsyncModel (read by its attributes: models.py sits above)."""
-        return cls(model.client, model.profile, model.name, model.fallbacks)
+        return cls(model.client, model.profile, model.name, model.refusals)
 
 
 @dataclass(frozen=True)

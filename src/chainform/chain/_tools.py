@@ -5,7 +5,6 @@ from __future__ import annotations
 import asyncio
 import functools
 import inspect
-import time
 from collections.abc import Awaitable, Callable, Iterable, Sequence
 from typing import Any, Union
 
@@ -83,17 +82,16 @@ async def run_call(
     before_call: BeforeCall | None,
     after_call: AfterCall | None,
     restore_arguments: Callable[[Any, dict[str, Any]], dict[str, Any]],
-) -> tuple[FunctionResultContent, float]:
+) -> FunctionResultContent:
     """Run one call; every failure becomes an error result the model can read and react to."""
-    started = time.perf_counter()
     tool = tools.get(call.name)
     if tool is None:
         names = ", ".join(sorted(tools)) or "(none)"
         error = f"Unknown tool {call.name!r}. Available tools: {names}"
-        return FunctionResultContent(call.call_id, error=error, name=call.name), 0.0
+        return FunctionResultContent(call.call_id, error=error, name=call.name)
     if call.arguments is None:
         error = f"Arguments are not valid JSON: {call.parse_error}"
-        return FunctionResultContent(call.call_id, error=error, name=call.name), 0.0
+        return FunctionResultContent(call.call_id, error=error, name=call.name)
     try:
         call = FunctionCallContent(
             call.call_id, call.name, restore_arguments(tool, call.arguments), call.raw_arguments, call.index
@@ -123,13 +121,12 @@ async def run_call(
         raise _interrupted(call) from None
     # Defence in depth: a key that reached a tool's output never reaches the model or the log.
     result = FunctionResultContent(call.call_id, scrub(result.result), scrub(result.error), call.name)
-    duration = (time.perf_counter() - started) * 1000
     if after_call is not None:
         try:
             await _maybe_await(after_call(tool, call, result))
         except KeyboardInterrupt:
             raise _interrupted(call) from None
-    return result, duration
+    return result
 
 
 def _interrupted(call: FunctionCallContent) -> ChainInterruptedError:
@@ -147,12 +144,17 @@ async def run_calls(
     restore_arguments: Callable[[Any, dict[str, Any]], dict[str, Any]],
 ) -> list[FunctionResultContent]:
     """A turn's calls run concurrently (sync tools in threads); results keep the calls' order."""
-    done = await asyncio.gather(
-        *(
-            run_call(
-                c, tools, before_call=before_call, after_call=after_call, restore_arguments=restore_arguments
+    return list(
+        await asyncio.gather(
+            *(
+                run_call(
+                    c,
+                    tools,
+                    before_call=before_call,
+                    after_call=after_call,
+                    restore_arguments=restore_arguments,
+                )
+                for c in calls
             )
-            for c in calls
         )
     )
-    return [result for result, _ in done]

@@ -217,10 +217,10 @@ class AdapterClient(MediaAdapter, BaseChatClient):
         answer.additional_properties["batch"] = True  # Meter prices it at the batch price
         return answer
 
-    async def _respond(self, messages: list[Message], options: ChatOptions) -> ChatResponse:
+    async def _complete(self, messages: list[Message], options: ChatOptions) -> ChatResponse:
         if self.whole_sender is not None:
             return await self.batched(messages, options)
-        return await super()._respond(messages, options)
+        return await super()._complete(messages, options)
 
     async def pump(
         self, guard: StreamGuard, open_stream: Awaitable[Any], state: StreamState

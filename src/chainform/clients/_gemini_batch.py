@@ -16,7 +16,7 @@ import io
 import json
 from typing import Any
 
-from chainform.clients import _inline
+from chainform.clients import _splice
 from chainform.clients._openai_batch import (
     UNREADABLE,
     BatchState,
@@ -75,7 +75,7 @@ class GeminiBatches:
         if model:  # a GenerateContentRequest names its model; the batch is created for it
             request["model"] = model
         item = {"key": custom_id, "request": request}
-        return _inline.splice_bytes(json.dumps(item, ensure_ascii=False).encode()) + b"\n"
+        return _splice.splice_bytes(json.dumps(item, ensure_ascii=False).encode()) + b"\n"
 
     async def submit(self, lines: list[bytes], intent: str) -> str:
         """Upload the lines as a JSONL file and create the batch for their model; its name."""

@@ -18,7 +18,7 @@ from collections import Counter
 from typing import Any
 from urllib.parse import urlsplit
 
-from chainform.clients import _inline
+from chainform.clients import _splice
 from chainform.documents import fetch
 from chainform.errors import AttachmentError
 from chainform.types import DataContent, MediaSupport, Message, ModelProfile, UriContent
@@ -29,7 +29,7 @@ Media = DataContent | UriContent
 
 class MediaAdapter:
     """What every adapter (`_common.AdapterClient`) does with attachments: check them before
-    sending, and put inline data in the request as tokens its SDK client splices (`_inline.py`)."""
+    sending, and put inline data in the request as tokens its SDK client splices (`_splice.py`)."""
 
     allow_private_urls = False
     """Whether a URL this provider does not fetch may be downloaded from a private address."""
@@ -43,20 +43,20 @@ class MediaAdapter:
         return await checked(messages, self.profile, allow_private=self.allow_private_urls)
 
     def _splicing(self) -> bool:
-        return self._owns_sdk or _inline.splices(self._sdk)
+        return self._owns_sdk or _splice.splices(self._sdk)
 
     def inline_base64(self, content: DataContent) -> str:
         """`content`'s base64 for the request: a token spliced in as the body is sent when this
         adapter's SDK client splices, else the base64 itself."""
-        return _inline.token(content) if self._splicing() else content.base64
+        return _splice.token(content) if self._splicing() else content.base64
 
     def inline_uri(self, content: DataContent) -> str:
         """`content` as a data URL for the request (its base64 spliced in when sent, as above)."""
-        return _inline.data_uri(content) if self._splicing() else content.uri
+        return _splice.data_uri(content) if self._splicing() else content.uri
 
     def inline_bytes(self, content: DataContent, *, urlsafe: bool = False) -> bytes:
         """`content`'s bytes for SDKs that encode them: a placeholder whose base64 is spliced."""
-        return _inline.placeholder(content, urlsafe=urlsafe) if self._splicing() else content.data
+        return _splice.placeholder(content, urlsafe=urlsafe) if self._splicing() else content.data
 
 
 async def checked(

@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from chainform._json import copy_json
-from chainform.clients import _inline
+from chainform.clients import _splice
 from chainform.clients._common import AdapterClient, import_sdk
 from chainform.clients._errors import StreamGuard, is_rejection, refuses_forced_choice, retry_after
 from chainform.clients._timeouts import http_hooks
@@ -213,7 +213,7 @@ class OpenAIBaseClient(AdapterClient):
             "default_headers": s.default_headers or None,
             "http_client": openai.DefaultAsyncHttpxClient(
                 event_hooks=http_hooks(
-                    request=(_inline.httpx_hook(import_sdk("httpx2", "openai")),),
+                    request=(_splice.httpx_hook(import_sdk("httpx2", "openai")),),
                     response=(_no_retry_on_rejection,),
                 )
             ),

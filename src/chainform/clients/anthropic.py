@@ -11,7 +11,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from chainform import types
-from chainform.clients import _common, _inline
+from chainform.clients import _common, _splice
 from chainform.clients._cache import anthropic_breakpoints
 from chainform.clients._common import CLAUDE_FINISH, AdapterClient, StreamState
 from chainform.clients._errors import StreamGuard, retry_after
@@ -41,10 +41,10 @@ def _sdk(
     kwargs["timeout"] = anthropic.Timeout(timeout.read, connect=timeout.connect)
     spliced = "http_client" not in kwargs  # a client of the caller's is left as it is
     if spliced:
-        hook = _inline.httpx_hook(_common.import_sdk("httpx2", "anthropic"))
+        hook = _splice.httpx_hook(_common.import_sdk("httpx2", "anthropic"))
         kwargs["http_client"] = anthropic.DefaultAsyncHttpxClient(event_hooks=http_hooks(request=(hook,)))
     sdk = anthropic.AsyncAnthropic(api_key=key, base_url=base_url, max_retries=max_retries, **kwargs)
-    return _inline.mark(sdk) if spliced else sdk
+    return _splice.mark(sdk) if spliced else sdk
 
 
 class AnthropicClient(AdapterClient):

@@ -101,7 +101,7 @@ class BaseChatClient:
         """The messages as this client sends them; adapters check attachments here."""
         return messages
 
-    async def _respond(self, messages: list[Message], options: ChatOptions) -> ChatResponse:
+    async def _complete(self, messages: list[Message], options: ChatOptions) -> ChatResponse:
         """Non-streaming provider call; by default the join of `_stream`."""
         return ChatResponse.from_updates([u async for u in self._stream(messages, options)])
 
@@ -126,7 +126,7 @@ class BaseChatClient:
                         await c.on_update(update)
                 response = ChatResponse.from_updates(updates)
             else:
-                response = await self._respond(messages, options)
+                response = await self._complete(messages, options)
                 if names is not None:
                     from_wire((x for m in response.messages for x in m.contents), names)
             response = await self._check_output(response)

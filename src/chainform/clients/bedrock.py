@@ -15,7 +15,7 @@ from collections.abc import AsyncIterator, Callable, Sequence
 from typing import Any
 
 from chainform import types
-from chainform.clients import _common, _inline
+from chainform.clients import _common, _splice
 from chainform.clients._cache import bedrock_points
 from chainform.clients._common import CLAUDE_FINISH, AdapterClient, StreamState
 from chainform.clients._converse_media import DOCUMENT_TEXT, media_block
@@ -86,10 +86,10 @@ def _sdk(
         config=config,
         **client_kwargs,
     )
-    # inline data spliced into the body before it is signed (clients/_inline.py)
-    client.meta.events.register("before-sign.bedrock-runtime", _inline.botocore_hook)
+    # inline data spliced into the body before it is signed (clients/_splice.py)
+    client.meta.events.register("before-sign.bedrock-runtime", _splice.botocore_hook)
     client.meta.events.register("before-send.bedrock-runtime", touch_on_send)  # each attempt: the idle clock
-    return _inline.mark(client)
+    return _splice.mark(client)
 
 
 class BedrockClient(AdapterClient):
@@ -182,7 +182,7 @@ class BedrockClient(AdapterClient):
             definition["description"] = fmt.description
         return {"textFormat": {"type": "json_schema", "structure": {"jsonSchema": definition}}}
 
-    async def _respond(self, messages: list[types.Message], options: types.ChatOptions) -> types.ChatResponse:
+    async def _complete(self, messages: list[types.Message], options: types.ChatOptions) -> types.ChatResponse:
         request = self.build_request(messages, options)
         guard = self.guard()
         try:  # under chainform's timeouts, as every streamed call (the skeleton's pump)

@@ -15,7 +15,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from chainform import types
-from chainform.clients import _common, _inline
+from chainform.clients import _common, _splice
 from chainform.clients._common import AdapterClient, StreamState
 from chainform.clients._errors import StreamGuard
 from chainform.clients._provider import Provider
@@ -64,17 +64,17 @@ def _sdk(
     retry = genai_types.HttpRetryOptions(
         attempts=max_retries + 1, initial_delay=retry_initial_delay, jitter=retry_jitter
     )
-    # chainform's own async httpx client, whose request hook splices inline data (clients/_inline.py);
+    # chainform's own async httpx client, whose request hook splices inline data (clients/_splice.py);
     # a client or transport of the caller's is left as it is
     spliced = not ({"httpx_async_client", "async_client_args"} & set(http_options))
     if spliced:
         httpx = _common.import_sdk("httpx", "gemini")
         http_options["httpx_async_client"] = httpx.AsyncClient(
-            event_hooks=http_hooks(request=(_inline.httpx_hook(httpx),))
+            event_hooks=http_hooks(request=(_splice.httpx_hook(httpx),))
         )
     options = genai_types.HttpOptions(base_url=base_url, retry_options=retry, **http_options)
     client = genai.Client(api_key=key, http_options=options)
-    return _inline.mark(client) if spliced else client
+    return _splice.mark(client) if spliced else client
 
 
 class GeminiClient(AdapterClient):

@@ -214,13 +214,13 @@ class OpenAIChatClient(OpenAIBaseClient):
             ),
         )
 
-    async def _respond(self, messages: list[types.Message], options: types.ChatOptions) -> types.ChatResponse:
+    async def _complete(self, messages: list[types.Message], options: types.ChatOptions) -> types.ChatResponse:
         """Unstreamed, a request is sent whole: when nobody reads the stream (cheaper for the SDK
         and the loop than SSE), or when a server cannot stream tool calls (llama-cpp-python under
         "auto"). The body is parsed into plain dicts, not the SDK's models (about 0.2 ms less a
         call on loopback), and read as one chunk of a stream (one translation)."""
         if self.streams_anyway or self.whole_sender is not None:  # the latter: a batch run
-            return await super()._respond(messages, options)
+            return await super()._complete(messages, options)
         request = self.build_request(messages, options)
         request.pop("stream_options", None)
         guard = self.guard()
@@ -235,7 +235,7 @@ class OpenAIChatClient(OpenAIBaseClient):
             # the server streamed anyway (some proxies and mock servers ignore "stream": false):
             # ask it the way it answers, now and from now on
             self.streams_anyway = True
-            return await super()._respond(messages, options)
+            return await super()._complete(messages, options)
         state = _StreamState()
         updates = self.whole_updates(state, completion, guard)
         return types.ChatResponse.from_updates([*updates, *state.end(guard)])

@@ -151,13 +151,6 @@ def register_alias(alias: str, target: str) -> None:
     _ALIASES[alias.strip()] = target.strip()
 
 
-def register_provider(name: str, entry: ProviderEntry) -> None:
-    """Add (or replace) a provider prefix, e.g. an in-house gateway speaking a known wire format."""
-    if not name or "/" in name:
-        raise ValueError(f"provider name {name!r} must be non-empty and contain no '/'")
-    _PROVIDERS[name] = entry
-
-
 def aliases() -> dict[str, str]:
     return dict(_ALIASES)
 

@@ -107,9 +107,6 @@ class LocalChatClient(BaseChatClient):
             self._loaded[wanted] = self._loaded[chosen] = loaded
         return self._loaded[wanted]
 
-    def count_tokens(self, text: str) -> int:
-        return len(self.load().tokenizer.encode(text, add_special_tokens=False))
-
     async def _stream(
         self, messages: list[Message], options: ChatOptions
     ) -> AsyncIterator[ChatResponseUpdate]:

@@ -162,10 +162,6 @@ class MCPServer:
             warnings.warn(f"MCP server {self.name!r}: skipping tool {name!r}: {why}", stacklevel=4)
         return listing.tools
 
-    async def atools(self) -> list[Tool]:
-        """`tools()` without blocking the running loop."""
-        return await asyncio.to_thread(self.tools)
-
     def acquire(self) -> list[Tool]:
         """A chain's lease on the session: its tools; `release` closes the session after the last user."""
         tools = self.tools()

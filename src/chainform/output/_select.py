@@ -43,20 +43,20 @@ class StrategyChoice(str):
         return f"StrategyChoice({self.name!r}, reason={self.reason!r})"
 
 
-def native_format(profile: ModelProfile, fallbacks: Mapping[str, str]) -> str | None:
+def native_format(profile: ModelProfile, refusals: Mapping[str, str]) -> str | None:
     """The response format the native strategy sends: json_schema, else json_object + schema."""
     if not profile.supports_json_schema:
         return None
-    if "json_schema" not in fallbacks:
+    if "json_schema" not in refusals:
         return "json_schema"
-    return None if "json_object_schema" in fallbacks else "json_object"
+    return None if "json_object_schema" in refusals else "json_object"
 
 
-def can_force_tools(profile: ModelProfile, fallbacks: Mapping[str, str]) -> bool:
+def can_force_tools(profile: ModelProfile, refusals: Mapping[str, str]) -> bool:
     """Whether a call can be made to call a tool (the output tool): the profile says the server
     honours a forced tool choice, and the server has not refused one at run time."""
     trusted = profile.supports_tool_choice_required and not profile.tool_choice_untrusted
-    return profile.supports_tools and trusted and "tool_choice" not in fallbacks
+    return profile.supports_tools and trusted and "tool_choice" not in refusals
 
 
 def select_strategy(
@@ -64,14 +64,14 @@ def select_strategy(
     *,
     has_tools: bool,
     requested: str = "auto",
-    fallbacks: Mapping[str, str] | None = None,
+    refusals: Mapping[str, str] | None = None,
 ) -> StrategyChoice:
     """Resolve `requested` ("auto" or a name) into the strategy a chain (or a formatting call) runs."""
     if requested not in STRATEGIES:
         raise ValueError(f"unknown strategy {requested!r}; choose one of {', '.join(STRATEGIES)}")
     if requested != "auto":
         return StrategyChoice(requested, "requested explicitly", requested)  # type: ignore[arg-type]
-    refused = fallbacks or {}
+    refused = refusals or {}
     name, reason = _pick(profile, has_tools, refused)
     if not refused or name == _pick(profile, has_tools, {})[0]:
         return StrategyChoice(name, reason)

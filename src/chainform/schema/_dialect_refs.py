@@ -84,13 +84,6 @@ def json_type(value: JSON) -> str:
     return "object"
 
 
-def type_accepts(types: list[str] | None, value: JSON) -> bool:
-    if types is None:
-        return True
-    t = json_type(value)
-    return t in types or (t == "integer" and "number" in types)
-
-
 def _fix_draft04(node: dict[str, Any]) -> dict[str, Any]:
     """Draft-04 boolean exclusiveMinimum/Maximum become the numeric 2020-12 form."""
     for excl, bound in (("exclusiveMinimum", "minimum"), ("exclusiveMaximum", "maximum")):

@@ -60,9 +60,6 @@ class UsageDetails:
 
     __radd__ = __add__
 
-    def is_empty(self) -> bool:
-        return self.input_tokens is None and self.output_tokens is None and not self.additional_counts
-
     def to_dict(self) -> dict[str, Any]:
         out: dict[str, Any] = {
             "input_tokens": self.input_tokens,

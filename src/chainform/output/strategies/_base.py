@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from typing import Any, ClassVar, Protocol
 
 from chainform.errors import StructuredOutputGenerationError
-from chainform.output._fallbacks import Feature
+from chainform.output._refusals import Feature
 from chainform.output._spec import OUTPUT_TOOL_NAME, OutputSpec
 from chainform.output.strategies._context import ContextPolicy, Formatting
 from chainform.types import (
@@ -39,7 +39,7 @@ NOT_FINAL: Any = object()
 class Settings:
     """What a chain tells its strategies beyond the schema and the profile."""
 
-    fallbacks: Mapping[str, str] = field(default_factory=dict)
+    refusals: Mapping[str, str] = field(default_factory=dict)
     chain_limit: int = 5
     policy: ContextPolicy = field(default_factory=ContextPolicy)
     template: str | None = None

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from chainform.output._fallbacks import Feature
+from chainform.output._refusals import Feature
 from chainform.output._select import native_format
 from chainform.output._spec import OutputSpec
 from chainform.output.strategies._base import Settings, TurnStrategy
@@ -21,7 +21,7 @@ class Native(TurnStrategy):
         super().__init__(out, profile, settings)
         assert out is not None
         fmt = out.response_format()
-        if native_format(profile, settings.fallbacks) == "json_object":
+        if native_format(profile, settings.refusals) == "json_object":
             fmt = ResponseFormat("json_object", fmt.schema, fmt.name, fmt.description, strict=False)
         self.format = fmt
         self.feature: Feature | None = "json_schema" if fmt.kind == "json_schema" else "json_object_schema"

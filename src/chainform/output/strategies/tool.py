@@ -23,7 +23,7 @@ class Tool(TurnStrategy):
 
     def __init__(self, out: OutputSpec | None, profile: ModelProfile, settings: Settings) -> None:
         super().__init__(out, profile, settings)
-        self.forcible = can_force_tools(profile, settings.fallbacks)
+        self.forcible = can_force_tools(profile, settings.refusals)
         self.rescue = None if self.forcible else "deferred"
 
     def options(

@@ -1,4 +1,4 @@
-"""What a provider refused at run time, remembered per model object (`model.fallbacks`).
+"""What a provider refused at run time, remembered per model object (`model.refusals`).
 
 A refusal is learnt once (e.g. "json_schema response formats are rejected") and every later chain
 and conversation of the same model object goes straight to what works. It lives on the model object,
@@ -17,7 +17,7 @@ response formats; streamed_tools: streaming a request that offers tools; tool_ch
 tool call ("required" or a named function)."""
 
 
-class Fallbacks(Mapping[str, str]):
+class Refusals(Mapping[str, str]):
     """Rejected feature -> the reason (the provider's refusal), safe to share across threads."""
 
     def __init__(self) -> None:
@@ -45,4 +45,4 @@ class Fallbacks(Mapping[str, str]):
         return len(self._rejected)
 
     def __repr__(self) -> str:
-        return f"Fallbacks({dict(self)!r})"
+        return f"Refusals({dict(self)!r})"
