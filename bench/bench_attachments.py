@@ -7,7 +7,7 @@ measures the peak of Python's traced memory (tracemalloc, started before the fil
 made, so the file itself counts once) and the growth of its peak resident set over one call
 (VmHWM, reset through /proc/self/clear_refs before it; the allocator's tracing slows nothing here). The profile's size limit is lifted for the measurement (Anthropic and Bedrock refuse a 40 MB
 PDF before sending it); what is measured is what the adapter and its SDK copy. Each adapter runs
-twice: "eager" puts the base64 itself in the request (as before clients/_inline.py), "spliced" is
+twice: "eager" puts the base64 itself in the request (as before clients/_splice.py), "spliced" is
 what chainform does. Results go to bench/results/attachments.json and a table on stdout.
 """
 
@@ -67,7 +67,7 @@ async def send(client, data):
 
 async def main():
     client = make()
-    if mode == "eager":  # the base64 itself in the request, as before splicing (clients/_inline.py)
+    if mode == "eager":  # the base64 itself in the request, as before splicing (clients/_splice.py)
         type(client)._splicing = lambda self: False
     client._profile = client.profile.replace(media=media)
     await send(client, b"%PDF-1.7\n" + b"x" * 1000)  # warm: imports, connections, caches

@@ -3,7 +3,8 @@
 A measure of how far a reader has to follow the code, not of speed. Both runs talk to
 bench/loopback.py's `fast` server in its own process (first a tool call, then the value), with
 a fresh CHAINFORM_HOME, and are traced with `sys.setprofile` and `threading.setprofile`, so
-functions run on worker threads count too; each runs in a fresh process. Module bodies (`<module>`, run by imports) do not.
+functions run on worker threads count too; each runs in a fresh process. What importing a module
+runs does not count: its body, the class bodies in it and whatever they call.
 
 - chain: the CLI, `chainform -m openai/m --base-url ... --schema 'city, temp_c float'
   --functions tools.py "Weather in Paris?"` (get_weather called once, then the value);
@@ -62,10 +63,17 @@ def traced_files(run: Callable[[], Any], package: Path) -> set[str]:
     seen: set[str] = set()
 
     def profile(frame: FrameType, event: str, arg: Any) -> None:
-        if event == "call":
-            code = frame.f_code
-            if code.co_name != "<module>" and code.co_filename.startswith(root):
-                seen.add(code.co_filename[len(root) :])
+        if event == "call" and frame.f_code.co_filename.startswith(root) and not importing(frame):
+            seen.add(frame.f_code.co_filename[len(root) :])
+
+    def importing(frame: FrameType | None) -> bool:
+        """Whether `frame` runs as part of importing a module of the package (its body, a class
+        body in it, or anything those call)."""
+        while frame is not None:
+            if frame.f_code.co_name == "<module>" and frame.f_code.co_filename.startswith(root):
+                return True
+            frame = frame.f_back
+        return False
 
     threading.setprofile(profile)
     sys.setprofile(profile)

@@ -11,16 +11,15 @@ from typing import Any, Generic, TypeVar
 from chainform import _sync
 from chainform._map._api import amap, map_sync
 from chainform.chain._attachments import PendingPrompt, Prepared, PromptInput, prepare_request, user_prompt
-from chainform.chain._engine import ChainRequest, ChainRun
+from chainform.chain._engine import ChainRequest, ChainRun, traced
 from chainform.chain._events import EventLog
 from chainform.chain._fallback import FallbackPlan
-from chainform.chain._lineage import traced
 from chainform.chain._records import ChainResult
 from chainform.chain._tools import AfterCall, BeforeCall, is_tool_source, normalize_tools
 from chainform.clients.base import ChatClient
 from chainform.errors import HomeError, ProviderErrorKind
 from chainform.output import STRATEGIES, OutputSpec
-from chainform.output._refusals import Refusals
+from chainform.output._select import Refusals
 from chainform.output.strategies._context import ContextPolicy
 from chainform.pricing import Cost
 from chainform.response import AsyncChainResponse, ChainResponse, RunFactory
@@ -124,7 +123,11 @@ class _Base(Generic[R]):
                 Budget(max_cost).check_rate(PRICES.rate(other.name))
         sources = [t for t in tools or () if is_tool_source(t)]
         message = user_prompt(
-            prompt, attachments, convert=convert, allow_private_urls=allow_private_urls, store=attachments_store
+            prompt,
+            attachments,
+            convert=convert,
+            allow_private_urls=allow_private_urls,
+            store=attachments_store,
         )
         pending = message if isinstance(message, PendingPrompt) else None
         request = ChainRequest(
@@ -148,7 +151,9 @@ class _Base(Generic[R]):
             return self._response_of(
                 lambda events: self._leased(sources, request, conversation_id, log, events, pending)
             )
-        return self._response_of(lambda events: self._run_logged(request, conversation_id, log, events, pending))
+        return self._response_of(
+            lambda events: self._run_logged(request, conversation_id, log, events, pending)
+        )
 
     async def _leased(
         self,
@@ -284,7 +289,9 @@ class Model(_Base[ChainResponse]):
     def __exit__(self, *exc: object) -> None:
         self.close()
 
-    def conversation(self, conversation_id: str | None = None, history: Sequence[Message] = ()) -> Conversation:
+    def conversation(
+        self, conversation_id: str | None = None, history: Sequence[Message] = ()
+    ) -> Conversation:
         return Conversation(self, conversation_id, history)
 
     map = map_sync

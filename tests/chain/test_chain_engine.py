@@ -554,3 +554,56 @@ def test_an_empty_answer_with_tools_offered_is_asked_again_with_tools_off():
     assert [c.purpose for c in chain.responses] == ["chain", "chain", "retry"]
     # without tools an empty answer is the answer: nothing would change on asking again
     assert model_for([""]).prompt("Say nothing.", log=False).text() == ""
+
+
+@pytest.mark.parametrize("strategy", ["native", "tool", "prompted", "deferred"])
+def test_a_chain_leaves_the_callers_request_and_options_as_they_were(strategy):
+    """The engine copies what it changes (the cache key, the prompt's schema instructions, a
+    strategy's options): the ChainRequest and ChatOptions handed to it are equal before and after,
+    and so are the history's messages."""
+    import asyncio
+    import copy
+
+    from chainform.chain._engine import ChainRequest, ChainRun
+    from chainform.chain._events import EventLog
+    from chainform.chain._tools import normalize_tools
+    from chainform.output import OutputSpec
+
+    options = cf.ChatOptions(temperature=0.5, seed=7)
+    history = [cf.Message.system("Be brief."), cf.Message.user("Hi"), cf.Message.assistant("Hello")]
+    request = ChainRequest(
+        cf.Message.user("Weather in Paris?"),
+        system="You answer with data.",
+        tools=normalize_tools([get_weather]),
+        output=OutputSpec.from_user(Answer),
+        strategy=strategy,
+        options=options,
+        history=history,
+    )
+    before, options_before, history_before = (
+        copy.copy(request),
+        copy.deepcopy(options),
+        copy.deepcopy(history),
+    )
+    answer = json.dumps({"city": "Paris", "temp_c": 21.5})
+    script = [
+        tool_call("get_weather", city="Paris"),
+        tool_call(cf.output.OUTPUT_TOOL_NAME, city="Paris", temp_c=21.5),
+    ]
+    if strategy != "tool":
+        script = [tool_call("get_weather", city="Paris"), answer, answer]  # deferred: a formatting call
+    client = ScriptedClient(script, BOTH)
+    run = ChainRun(
+        client,
+        request,
+        profile=BOTH,
+        model_name="both",
+        conversation_id="c1",
+        chain_id="k1",
+        events=EventLog(),
+    )
+    result = asyncio.run(run.run())
+    assert result.value.temp_c == 21.5
+    assert request == before and request.options is options
+    assert options == options_before and options.cache_key is None
+    assert request.history == history_before and request.history is history

@@ -8,7 +8,7 @@ import pytest
 from pydantic import BaseModel
 
 import chainform as cf
-from chainform.chain import _tap
+from chainform.chain import _events
 from chainform.schema import partial as partial_module
 from chainform.testing import ScriptedClient, tool_call
 
@@ -85,7 +85,7 @@ def count_partial_parses(monkeypatch) -> list[int]:
         return real(text)
 
     monkeypatch.setattr(partial_module, "parse_partial", counting)
-    monkeypatch.setattr(_tap, "parse_partial", counting, raising=False)
+    monkeypatch.setattr(_events, "parse_partial", counting, raising=False)
     return calls
 
 

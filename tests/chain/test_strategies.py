@@ -10,7 +10,7 @@ from pydantic import BaseModel
 import chainform as cf
 from chainform.errors import Attempt, ChainError, StructuredOutputError, StructuredOutputGenerationError
 from chainform.output import OutputSpec, StrategyChoice, select_strategy
-from chainform.output._refusals import Refusals
+from chainform.output._select import Refusals
 from chainform.output.strategies import NOT_FINAL, Deferred, Native, Plain, Prompted, Settings, Tool
 from chainform.output.strategies._context import ContextPolicy
 from chainform.testing import ScriptedClient, tool_call

@@ -9,7 +9,7 @@ import pytest
 
 import chainform as cf
 from chainform import _json
-from chainform.output._parse import extract_json
+from chainform.output._spec import extract_json
 from chainform.schema import partial as partial_module
 from chainform.schema.partial import PartialJSON, parse_partial
 from chainform.types import (

@@ -1,6 +1,6 @@
-"""The adapter skeleton's own contract (clients/_common.py): what every adapter gets without writing it.
+"""The adapter skeleton's own contract (clients/_adapter.py): what every adapter gets without writing it.
 
-A minimal adapter over an in-test event stream stands for an SDK, so that each promise of the
+A minimal wire over an in-test event stream stands for an SDK, so that each promise of the
 skeleton (stream loop, failure typing, key hygiene, closing, option checks, profile lookup, turn
 merging, reasoning replay) is checked once, apart from any provider's wire format.
 """
@@ -13,9 +13,10 @@ from typing import Any
 
 import pytest
 
-from chainform.clients._common import AdapterClient, StreamState, merge_turns, replay_reasoning
+from chainform.clients._adapter import Endpoint, ProviderClient, sdk_error
 from chainform.clients._errors import StreamGuard
 from chainform.clients._timeouts import touch_current
+from chainform.clients._wire import StreamState, merge_turns, replay_reasoning
 from chainform.errors import ChainformError, ProviderError, StreamInterruptedError, UnsupportedOptionError
 from chainform.types import (
     ChatOptions,
@@ -94,23 +95,24 @@ class State(StreamState):
         return self.update([TextContent(event)])
 
 
-class Adapter(AdapterClient):
-    provider = "fake"
-    known_models = PROFILES
+class FakeWire:
+    """The wire of a fake provider: the SDK call hands out the test's stream."""
 
-    def __init__(self, stream: Events | Exception, model: str = "fake-1", **kwargs: Any) -> None:
-        super().__init__(model, object(), secret=SECRET, **kwargs)
+    def __init__(self, endpoint: Endpoint, stream: Events | Exception) -> None:
+        self.endpoint = endpoint
         self.stream = stream
         self.opened = 0
 
     def build_request(self, messages: Any, options: ChatOptions) -> dict[str, Any]:
-        self.check_options(options)
+        self.endpoint.check_options(options)
         return {}
 
-    def stream_state(self, request: dict[str, Any]) -> StreamState:
+    def reader(self, request: dict[str, Any]) -> StreamState:
         return State()
 
-    async def open_stream(self, request: dict[str, Any], state: StreamState, guard: StreamGuard) -> Events:
+    async def open_stream(
+        self, sdk: Any, request: dict[str, Any], reader: StreamState, guard: StreamGuard
+    ) -> Events:
         self.opened += 1
         if isinstance(self.stream, Exception):
             raise self.stream
@@ -118,8 +120,29 @@ class Adapter(AdapterClient):
 
     def error(self, exc: Exception, guard: StreamGuard, opened: bool) -> ChainformError:
         if not isinstance(exc, SDKFailure):
-            return super().error(exc, guard, opened)
+            return sdk_error(exc, guard, opened)
         return guard.error(f"sdk said: {exc}", status=exc.status)
+
+
+class Adapter(ProviderClient):
+    """A fake provider's client: the skeleton composed with `FakeWire`."""
+
+    wire: FakeWire
+
+    def __init__(
+        self,
+        stream: Events | Exception,
+        model: str = "fake-1",
+        wire: type[FakeWire] = FakeWire,
+        **kwargs: Any,
+    ) -> None:
+        middleware = kwargs.pop("middleware", ())
+        endpoint = Endpoint.for_model(model, "fake", PROFILES, ModelProfile(), secret=SECRET, **kwargs)
+        super().__init__(endpoint, wire(endpoint, stream), object(), middleware=middleware)
+
+    @property
+    def opened(self) -> int:
+        return self.wire.opened
 
 
 async def test_skeleton_streams_translates_and_closes() -> None:
@@ -273,13 +296,15 @@ async def test_skeleton_ends_a_silent_stream_in_a_typed_timeout_keeping_what_arr
 
 
 async def test_skeleton_times_out_an_sdk_call_that_never_opens() -> None:
-    class Never(Adapter):
-        async def open_stream(self, request: dict[str, Any], state: StreamState, guard: StreamGuard) -> Events:
+    class Never(FakeWire):
+        async def open_stream(
+            self, sdk: Any, request: dict[str, Any], reader: StreamState, guard: StreamGuard
+        ) -> Events:
             await asyncio.Event().wait()
             raise AssertionError("unreachable")
 
     with pytest.raises(ProviderError) as info:
-        await Never(Events([]), timeout=(0.1, 0.2)).get_response([Message.user("hi")])
+        await Adapter(Events([]), wire=Never, timeout=(0.1, 0.2)).get_response([Message.user("hi")])
     assert type(info.value) is ProviderError and info.value.kind == "timeout" and info.value.retryable
     assert "no answer within 0.3 s" in str(info.value)
 

@@ -60,7 +60,8 @@ async def test_anthropic_default_max_tokens_respects_profile(emu: Emulator) -> N
     await client(emu, "claude-opus-4-5").get_response([Message.user("Hi")])
     assert emu.requests[0].body["max_tokens"] == 8192
     assert emu.requests[1].body["max_tokens"] == 8192
-    assert create_client("claude-3-5-haiku-latest", key="k", default_max_tokens=123).default_max_tokens == 123
+    made = create_client("claude-3-5-haiku-latest", key="k", default_max_tokens=123)
+    assert made.build_request([Message.user("Hi")], ChatOptions())["max_tokens"] == 123
 
 
 async def test_anthropic_parallel_tool_calls_and_thinking(emu: Emulator) -> None:

@@ -36,7 +36,7 @@ else:
     from chainform.clients.bedrock import create_client
     client = create_client("anthropic.claude-sonnet-4-5-20250929-v1:0", base_url=url, region="us-east-1",
                            max_retries=0, aws_access_key_id="AKIDTEST", aws_secret_access_key="secret")
-client._profile = client.profile.replace(media=MediaSupport(types=frozenset({"application/pdf"})))
+client.endpoint.profile = client.profile.replace(media=MediaSupport(types=frozenset({"application/pdf"})))
 
 async def send(data):
     turn = Message.user([TextContent("Summarise."), DataContent(data, "application/pdf", name="big.pdf")])

@@ -178,8 +178,8 @@ async def test_a_500_naming_a_rejected_field_is_a_rejection_sent_once() -> None:
         client = create_client("gpt-4.1-mini", base_url=emu.base_url + "/v1", key="x", max_retries=2)
         body = {"model": "m", "messages": [{"role": "assistant", "content": None}]}
         with pytest.raises(openai.InternalServerError) as info:
-            await client.create(body)
-        error = client.error(info.value, client.guard(), False)
+            await client.wire.send(client.sdk, body)
+        error = client.wire.error(info.value, client.guard(), False)
         await client.aclose()
     assert len(emu.requests) == 1
     assert (error.kind, error.retryable) == ("bad_request", False)

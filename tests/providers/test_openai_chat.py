@@ -6,7 +6,7 @@ import logging
 
 import pytest
 
-from chainform.clients._openai_base import ClientSettings
+from chainform.clients._openai import ClientSettings
 from chainform.clients.openai_chat import OpenAIChatClient
 from chainform.clients.profiles.openai import openai_profile
 from chainform.errors import ProviderError, UnsupportedOptionError
@@ -283,7 +283,7 @@ CHUNKS = [
 
 
 def _joined(chat: OpenAIChatClient, events: list[dict[str, object]]) -> ChatResponse:
-    state, guard = chat.stream_state({}), chat.guard()
+    state, guard = chat.wire.reader({}), chat.guard()
     return ChatResponse.from_updates([u for e in events for u in state.translate(e)] + state.end(guard))
 
 
@@ -367,30 +367,18 @@ def test_openai_chat_odd_fields_are_dropped_not_a_crash() -> None:
     assert usage is not None and (usage.input_tokens, usage.output_tokens) == (None, 2)
 
 
-def test_tool_schemas_are_converted_once_per_tool_and_copied_per_request(monkeypatch) -> None:
+def test_each_request_gets_its_own_copy_of_the_tool_schemas() -> None:
+    """A request's tool schemas are its own: changing one request never reaches the tool or the next."""
     made = OpenAIChatClient(
         "gpt-4.1-mini", settings=ClientSettings("openai", base_url="http://x/v1", key=KEY), profile="openai"
     )
-    converted: list[str] = []
-    original = made.in_dialect
-
-    def counting(schema):
-        converted.append(str(schema.get("properties")))
-        return original(schema)
-
-    monkeypatch.setattr(made, "in_dialect", counting)
     options = ChatOptions(tools=[WEATHER])
     first = made.build_request([Message.user("?")], options)
-    first["tools"][0]["function"]["parameters"]["properties"]["city"]["type"] = (
-        "integer"  # one request's copy
-    )
+    first["tools"][0]["function"]["parameters"]["properties"]["city"]["type"] = "integer"
     second = made.build_request([Message.user("?")], options)
-    assert len(converted) == 1
     assert second["tools"][0]["function"]["parameters"]["properties"]["city"]["type"] == "string"
     assert second["tools"][0]["function"]["strict"] is True
-    other = FunctionSpec("other", "Another tool.", {"type": "object", "properties": {}})
-    made.build_request([Message.user("?")], ChatOptions(tools=[WEATHER, other]))
-    assert len(converted) == 2  # a new tool object is converted; the known one is not
+    assert WEATHER.parameters["properties"]["city"]["type"] == "string"
 
 
 def test_openai_chat_stream_without_finish_reason_is_interrupted() -> None:
@@ -399,7 +387,7 @@ def test_openai_chat_stream_without_finish_reason_is_interrupted() -> None:
     from chainform.errors import StreamInterruptedError
 
     chat = OpenAIChatClient("gpt-4.1-mini", settings=ClientSettings("openai", key=KEY))
-    state, guard = chat.stream_state({}), chat.guard()
+    state, guard = chat.wire.reader({}), chat.guard()
     for update in [u for e in CHUNKS[:3] for u in state.translate(e)]:
         guard.seen(update)
     with pytest.raises(StreamInterruptedError) as caught:

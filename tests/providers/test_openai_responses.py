@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from chainform.clients._openai_base import ClientSettings
+from chainform.clients._openai import ClientSettings
 from chainform.clients.openai_responses import OpenAIResponsesClient
 from chainform.testing import tool_call
 from chainform.testing.emulator import Emulator, Reply, Usage

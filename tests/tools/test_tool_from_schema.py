@@ -7,7 +7,7 @@ import math
 import pytest
 
 import chainform as cf
-from chainform.clients._tool_names import WireNames, to_wire
+from chainform.clients.base import WireNames, to_wire
 from chainform.testing import ScriptedClient, tool_call
 from chainform.types import FunctionCallContent, FunctionResultContent, Message
 

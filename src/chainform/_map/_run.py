@@ -38,7 +38,7 @@ def _new_id() -> str:
 
 def _cached(chain_options: dict[str, Any], run_id: str) -> ChatOptions:
     """The rows' options: every row repeats the prompt's prefix, so caching is asked for (unless the
-    caller said otherwise) under one key for the whole run (clients/_cache.py)."""
+    caller said otherwise) under one key for the whole run (clients/_wire.py `openai_key`)."""
     options = as_options(chain_options.get("options"))
     if options.cache is None:
         options = options.replace(cache=True)

@@ -14,13 +14,11 @@ import time
 from typing import Any
 
 from chainform import _lineage, _trace
-from chainform.chain._events import ChainEvent, EventLog
+from chainform.chain._events import CallTap, ChainEvent, EventLog
 from chainform.chain._records import ModelCall
-from chainform.chain._tap import CallTap
-from chainform.clients.base import BaseChatClient, CallContext, ChatClient
+from chainform.clients.base import BaseChatClient, CallContext, ChatClient, validate
 from chainform.errors import ProviderError, StructuredOutputGenerationError
-from chainform.output._refusals import Refusals
-from chainform.output._select import StrategyChoice
+from chainform.output._select import Refusals, StrategyChoice
 from chainform.output.strategies import NOT_FINAL, Strategy
 from chainform.pricing import Meter
 from chainform.store import CallRecord, ChainLogger, ToolCallRecord, ToolResultRecord
@@ -74,21 +72,12 @@ class CallRunner:
     async def _call(
         self, messages: list[Message], options: ChatOptions, strategy: Strategy, purpose: str, stream: bool
     ) -> tuple[ChatResponse, Any, StructuredOutputGenerationError | None]:
-        failure: list[StructuredOutputGenerationError] = []
-
-        def checked(response: ChatResponse) -> Any:
-            try:
-                return strategy.check(response)
-            except StructuredOutputGenerationError as exc:
-                failure.append(exc)
-                raise
-
         tap = CallTap(self.events, purpose, strategy.output)
         ctx = CallContext(
             list(messages),
             options,
             stream=stream,
-            validator=checked if strategy.validates else None,
+            validator=strategy.check if strategy.validates else None,
             value=NOT_FINAL,
             on_update=tap.on_update if stream else None,
         )
@@ -97,14 +86,12 @@ class CallRunner:
         try:
             if isinstance(self.client, BaseChatClient):
                 response = await self.client.call(ctx)
-            else:
-                response = await self.client.get_response(ctx.messages, options)
-                ctx.response = response
-                if ctx.validator is not None:
-                    ctx.value = ctx.validator(response)
+            else:  # a bare ChatClient: no middleware, the same validation
+                response = ctx.response = await self.client.get_response(ctx.messages, options)
+                validate(ctx, response)
             value = ctx.value if strategy.validates else strategy.check(response)
-            if failure and value is NOT_FINAL:  # a middleware accepted an output that failed validation
-                value = failure[-1].value
+            if value is NOT_FINAL and ctx.failure is not None:  # a middleware accepted a failed output
+                value = ctx.failure.value
         except StructuredOutputGenerationError as exc:
             error, value = exc, NOT_FINAL
             response = ctx.response or ChatResponse([Message.assistant(exc.raw_text)])

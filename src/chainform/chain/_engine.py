@@ -10,6 +10,9 @@ Strategies (output/strategies/) describe their phases as data (what a call carri
 is checked, what the model is told after a failure, whether a formatting call follows); this module
 runs them and never looks at their names. Every model call is logged (when logging is on) before
 the chain returns or raises.
+
+`traced(run)` runs a chain as the current one in its context: the lineage that links subagents
+to it, and (when tracing is on, chainform.instrument) its span.
 """
 
 from __future__ import annotations
@@ -17,6 +20,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field, replace
 from typing import Any
 
+from chainform import _lineage, _trace
 from chainform.chain._attachments import for_profile, tool_files
 from chainform.chain._calls import CallLogger, CallRunner, plain_data
 from chainform.chain._events import ChainEvent, EventLog
@@ -32,7 +36,7 @@ from chainform.errors import (
     StructuredOutputGenerationError,
 )
 from chainform.output import OUTPUT_TOOL_NAME, OutputSpec, StrategyChoice, select_strategy
-from chainform.output._refusals import Refusals
+from chainform.output._select import Refusals
 from chainform.output.strategies import NOT_FINAL, Outcome, Plain, Settings, Strategy, build
 from chainform.output.strategies._context import ContextPolicy, Formatting, answered, final_answer
 from chainform.pricing import Cost, Meter, as_cost
@@ -98,7 +102,11 @@ class ChainRun(CallRunner):
         memory = refusals if refusals is not None else Refusals()
         meter = Meter(model_name, request.max_cost)
         super().__init__(client, events, memory, stream=request.stream, logger=logger, meter=meter)
-        self.req = request
+        if (
+            request.options.cache_key is None
+        ):  # one conversation's requests share a cache (clients/_wire.py `openai_key`)
+            request = replace(request, options=request.options.replace(cache_key=conversation_id))
+        self.req = request  # the caller's request is never changed: a copy where it differs
         self.profile = profile
         self.model_name = model_name
         self.route = (
@@ -107,8 +115,6 @@ class ChainRun(CallRunner):
             else None
         )
         self.conversation_id = conversation_id
-        if request.options.cache_key is None:  # one conversation's requests share a cache (clients/_cache.py)
-            request.options = request.options.replace(cache_key=conversation_id)
         self.chain_id = chain_id
         self.tools = {t.name: t for t in request.tools}
         self.attempts: list[Attempt] = []
@@ -345,3 +351,32 @@ def _close_calls(transcript: list[Message]) -> None:
         refused = "Not run: the chain went on without tools."
         results = [FunctionResultContent(c.call_id, error=refused, name=c.name) for c in last.function_calls]
         transcript.append(Message(Role.TOOL, list(results)))
+
+
+async def traced(run: ChainRun) -> ChainResult:
+    """Run a chain as the current one in this context, so subagents it calls link back to it."""
+    agent = _lineage.starting_agent.get()
+    parent = _lineage.current_chain.get() if agent else None
+    call = _lineage.current_tool_call.get() if agent else None
+    lineage = _lineage.Lineage(
+        run.chain_id,
+        run.conversation_id,
+        depth=agent[1] if agent else 0,
+        agent=agent[0] if agent else None,
+        parent_chain_id=parent.chain_id if parent else None,
+        parent_conversation_id=parent.conversation_id if parent else None,
+        parent_call_id=call.call_id if call is not None else None,
+    )
+    token = _lineage.current_chain.set(lineage)
+    starting = _lineage.starting_agent.set(None)
+    try:
+        with _trace.chain(run, agent[0] if agent else None):
+            result = await run.run()
+    except ChainformError as exc:
+        exc.agent_runs = lineage.children
+        raise
+    finally:
+        _lineage.current_chain.reset(token)
+        _lineage.starting_agent.reset(starting)
+    result.agent_runs = lineage.children
+    return result

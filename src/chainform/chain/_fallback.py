@@ -24,7 +24,7 @@ from chainform.errors import (
     ProviderError,
     ProviderErrorKind,
 )
-from chainform.output._refusals import Refusals
+from chainform.output._select import Refusals
 from chainform.types import ModelProfile
 
 DEFAULT_FALLBACK_ON: frozenset[str] = frozenset({"rate_limit", "server", "timeout", "connection"})

@@ -8,7 +8,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from chainform.clients._common import import_sdk
+from chainform.clients._wire import import_sdk
 from chainform.clients._openai_batch import UNREADABLE, BatchState, Intent, LineResult, typed_errors
 from chainform.errors import BatchError, ProviderError
 
@@ -62,7 +62,11 @@ class AnthropicBatches:
             raise BatchError(f"the provider no longer knows batch {batch_id}", status=404, provider=self.provider) from None
         c = batch.request_counts
         return BatchState(
-            batch.processing_status, _size(c), c.succeeded, c.errored + c.canceled + c.expired, batch_id=batch_id
+            batch.processing_status,
+            _size(c),
+            c.succeeded,
+            c.errored + c.canceled + c.expired,
+            batch_id=batch_id,
         )
 
     async def cancel(self, batch_id: str) -> str:

@@ -111,7 +111,9 @@ class GeminiBatches:
             cause = exc.__cause__
             if not (isinstance(cause, errors.ClientError) and cause.code == 404):
                 raise
-            raise BatchError(f"the provider no longer knows batch {batch_id}", status=404, provider=self.provider) from None
+            raise BatchError(
+                f"the provider no longer knows batch {batch_id}", status=404, provider=self.provider
+            ) from None
         state = _state(batch)
         output = batch.dest.file_name if batch.dest is not None else None
         why = [f"the batch ended {state}"] if state in ("failed", "expired") else []

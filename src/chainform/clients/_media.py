@@ -1,9 +1,10 @@
 """Attachments checked against the answering model's profile before anything is sent.
 
-Every image or document part of a request meets `profile.media` here, in the adapter layer,
+Every image or document part of a request meets `profile.media` here, in the adapter layer
+(the skeleton's `_prepare`, `_adapter.py`),
 whatever put it there (the documents step, a tool, a hand-built message): its type, its size
 against the inline limit, the count per request. A URL goes on as a URL only where the profile
-says the provider fetches that type; any other is downloaded once, through
+says the provider fetches that type; any other is downloaded once per client, through
 `chainform.documents.fetch` (the one guarded download: http/https, size cap, timeout, no private
 addresses), and sent inline.
 """
@@ -13,57 +14,29 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import mimetypes
-import weakref
 from collections import Counter
-from typing import Any
 from urllib.parse import urlsplit
 
-from chainform.clients import _splice
 from chainform.documents import fetch
 from chainform.errors import AttachmentError
 from chainform.types import DataContent, MediaSupport, Message, ModelProfile, UriContent
 from chainform.types._attachment import Attachment
 
 Media = DataContent | UriContent
-
-
-class MediaAdapter:
-    """What every adapter (`_common.AdapterClient`) does with attachments: check them before
-    sending, and put inline data in the request as tokens its SDK client splices (`_splice.py`)."""
-
-    allow_private_urls = False
-    """Whether a URL this provider does not fetch may be downloaded from a private address."""
-    profile: ModelProfile
-    _sdk: Any
-    _owns_sdk: bool
-
-    async def _prepare(self, messages: list[Message]) -> list[Message]:
-        """Attachments checked against the profile before anything is sent; URLs the provider does
-        not fetch downloaded."""
-        return await checked(messages, self.profile, allow_private=self.allow_private_urls)
-
-    def _splicing(self) -> bool:
-        return self._owns_sdk or _splice.splices(self._sdk)
-
-    def inline_base64(self, content: DataContent) -> str:
-        """`content`'s base64 for the request: a token spliced in as the body is sent when this
-        adapter's SDK client splices, else the base64 itself."""
-        return _splice.token(content) if self._splicing() else content.base64
-
-    def inline_uri(self, content: DataContent) -> str:
-        """`content` as a data URL for the request (its base64 spliced in when sent, as above)."""
-        return _splice.data_uri(content) if self._splicing() else content.uri
-
-    def inline_bytes(self, content: DataContent, *, urlsafe: bool = False) -> bytes:
-        """`content`'s bytes for SDKs that encode them: a placeholder whose base64 is spliced."""
-        return _splice.placeholder(content, urlsafe=urlsafe) if self._splicing() else content.data
+KEPT_DOWNLOADS = 8
 
 
 async def checked(
-    messages: list[Message], profile: ModelProfile, *, allow_private: bool = False
+    messages: list[Message],
+    profile: ModelProfile,
+    *,
+    allow_private: bool = False,
+    downloads: dict[str, DataContent] | None = None,
 ) -> list[Message]:
     """`messages` with every URL the provider does not fetch downloaded; AttachmentError (nothing
-    sent) for a part whose type, size or count the model does not take."""
+    sent) for a part whose type, size or count the model does not take. `downloads` (URL -> its
+    content) keeps the last `KEPT_DOWNLOADS` downloads, so a chain, which sends its history again
+    at every call, downloads each URL once."""
     parts = [c for m in messages for c in m.contents if isinstance(c, DataContent | UriContent)]
     if not parts:
         return messages
@@ -76,7 +49,12 @@ async def checked(
                 if part.media_type is None:  # told from its path: some providers want the type
                     swapped[id(part)] = dataclasses.replace(part, media_type=kind)
                 continue
-            swapped[id(part)] = await _downloaded(part, kind, media, allow_private)
+            kept = downloads if downloads is not None else {}
+            if part.uri not in kept:
+                while len(kept) >= KEPT_DOWNLOADS:
+                    del kept[next(iter(kept))]
+                kept[part.uri] = await asyncio.to_thread(_download, part, kind, media, allow_private)
+            swapped[id(part)] = kept[part.uri]
     kinds: Counter[str] = Counter()
     for part in parts:
         inline = swapped.get(id(part), part)
@@ -119,22 +97,6 @@ def _count(kinds: Counter[str], media: MediaSupport, model: str) -> None:
 
 def _guess(uri: str) -> str | None:
     return mimetypes.guess_type(urlsplit(uri).path)[0]
-
-
-# a URL part's download, kept while the part lives: a chain sends its history again at every call
-_DOWNLOADS: dict[int, tuple[weakref.ref[UriContent], DataContent]] = {}
-
-
-async def _downloaded(
-    part: UriContent, kind: str | None, media: MediaSupport, allow_private: bool
-) -> DataContent:
-    kept = _DOWNLOADS.get(id(part))
-    if kept is not None and kept[0]() is part:
-        return kept[1]
-    data = await asyncio.to_thread(_download, part, kind, media, allow_private)
-    key = id(part)
-    _DOWNLOADS[key] = (weakref.ref(part, lambda _: _DOWNLOADS.pop(key, None)), data)
-    return data
 
 
 def _download(part: UriContent, kind: str | None, media: MediaSupport, allow_private: bool) -> DataContent:

@@ -13,10 +13,12 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
-from chainform.clients._common import import_sdk
+from chainform.clients._wire import import_sdk
 from chainform.errors import BatchError, ChainformError, ProviderError, ProviderErrorKind
 
-TERMINAL = frozenset({"completed", "failed", "expired", "cancelled", "ended", "succeeded"})  # Anthropic's, Gemini's
+TERMINAL = frozenset(
+    {"completed", "failed", "expired", "cancelled", "ended", "succeeded"}
+)  # Anthropic's, Gemini's
 
 
 @dataclass
@@ -69,7 +71,7 @@ def typed_errors(client: Any) -> Iterator[None]:
     except ChainformError:
         raise
     except Exception as exc:
-        raise client.error(exc, client.guard(), False) from exc
+        raise client.wire.error(exc, client.guard(), False) from exc
 
 
 def json_lines(raw: Iterable[bytes | str]) -> Iterator[dict[str, Any] | None]:

@@ -12,10 +12,10 @@ from typing import Any
 from pydantic_core import from_json
 
 from chainform import types
-from chainform.clients import _common
-from chainform.clients._common import StreamState
+from chainform.clients import _wire
 from chainform.clients._errors import StreamGuard
-from chainform.clients._openai_base import OPENAI_FINISH, request_id
+from chainform.clients._openai import OPENAI_FINISH, request_id
+from chainform.clients._wire import StreamState
 
 _EVENT_STREAM_STARTS = (b"data:", b"event:", b"id:", b":")
 
@@ -80,12 +80,12 @@ def translate_chunk(chunk: Any, refusal: list[str]) -> list[types.ChatResponseUp
                     index=index if isinstance(index, int) else position,
                 )
             )
-        reason = _common.finish_reason(_text(choice.get("finish_reason")), OPENAI_FINISH) or reason
+        reason = _wire.finish_reason(_text(choice.get("finish_reason")), OPENAI_FINISH) or reason
     usage = chunk.get("usage")
     if isinstance(usage, dict):
         cached = _mapping(usage.get("prompt_tokens_details")).get("cached_tokens")
         reasoning = _mapping(usage.get("completion_tokens_details")).get("reasoning_tokens")
-        details = _common.usage_details(
+        details = _wire.usage_details(
             _count(usage.get("prompt_tokens")),
             _count(usage.get("completion_tokens")),
             _count(usage.get("total_tokens")),

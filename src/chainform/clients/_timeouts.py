@@ -29,7 +29,9 @@ from chainform.types import Timeout
 
 T = TypeVar("T")
 
-_CURRENT: contextvars.ContextVar[IdleClock | None] = contextvars.ContextVar("chainform_idle_clock", default=None)
+_CURRENT: contextvars.ContextVar[IdleClock | None] = contextvars.ContextVar(
+    "chainform_idle_clock", default=None
+)
 
 
 def timeout_error(timeout: Timeout, opening: bool, guard: StreamGuard) -> ProviderError:
@@ -141,7 +143,12 @@ async def _on_request(request: Any) -> None:
         # an SDK that sends no timeout of its own (google-genai) gets ours at the HTTP layer, so
         # that its retries see its HTTP library's timeouts as they see any other
         t = clock.timeout
-        request.extensions["timeout"] = {"connect": t.connect, "read": t.read, "write": t.read, "pool": t.read}
+        request.extensions["timeout"] = {
+            "connect": t.connect,
+            "read": t.read,
+            "write": t.read,
+            "pool": t.read,
+        }
 
 
 async def _on_response(response: Any) -> None:

@@ -11,13 +11,13 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from chainform import types
-from chainform.clients import _common, _splice
-from chainform.clients._cache import anthropic_breakpoints
-from chainform.clients._common import CLAUDE_FINISH, AdapterClient, StreamState
+from chainform.clients import _splice, _wire
+from chainform.clients._adapter import Endpoint, ProviderClient, sdk_error
 from chainform.clients._errors import StreamGuard, retry_after
-from chainform.clients._provider import Provider
 from chainform.clients._timeouts import http_hooks
+from chainform.clients._wire import CLAUDE_FINISH, StreamState, anthropic_breakpoints
 from chainform.clients.profiles.anthropic import KNOWN_MODELS, PROVIDER, SAMPLING, UNKNOWN
+from chainform.clients.registry import PROVIDERS
 from chainform.errors import ChainformError, UnsupportedOptionError
 
 __all__ = ["KNOWN_MODELS", "AnthropicClient", "create_client"]
@@ -41,33 +41,46 @@ def _sdk(
     kwargs["timeout"] = anthropic.Timeout(timeout.read, connect=timeout.connect)
     spliced = "http_client" not in kwargs  # a client of the caller's is left as it is
     if spliced:
-        hook = _splice.httpx_hook(_common.import_sdk("httpx2", "anthropic"))
+        hook = _splice.httpx_hook(_wire.import_sdk("httpx2", "anthropic"))
         kwargs["http_client"] = anthropic.DefaultAsyncHttpxClient(event_hooks=http_hooks(request=(hook,)))
     sdk = anthropic.AsyncAnthropic(api_key=key, base_url=base_url, max_retries=max_retries, **kwargs)
     return _splice.mark(sdk) if spliced else sdk
 
 
-class AnthropicClient(AdapterClient):
-    """Translates chainform messages/options to Messages API requests and stream events back."""
-
-    provider = PROVIDER
-    known_models = KNOWN_MODELS
-    unknown_profile = UNKNOWN
+class AnthropicClient(ProviderClient):
+    """A ChatClient for the Messages API: the skeleton (`_adapter.py`) composed with
+    `AnthropicWire`. `kwargs`: profile, middleware, secret, provider, base_url, timeout."""
 
     def __init__(self, model: str, sdk: Any, *, default_max_tokens: int | None = None, **kwargs: Any) -> None:
-        """`kwargs`: profile, middleware, secret, as for every `AdapterClient`."""
-        super().__init__(model, sdk, **kwargs)
-        cap = self.profile.max_output_tokens or DEFAULT_MAX_TOKENS
+        middleware = kwargs.pop("middleware", ())
+        endpoint = Endpoint.for_model(
+            model, kwargs.pop("provider", None) or PROVIDER, KNOWN_MODELS, UNKNOWN, **kwargs
+        )
+        super().__init__(endpoint, AnthropicWire(endpoint, default_max_tokens), sdk, middleware=middleware)
+
+    def batch_api(self) -> Any:
+        """Anthropic's Message Batches through this client's SDK (`map(..., batch=True)`)."""
+        from chainform.clients._anthropic_batch import AnthropicBatches
+
+        return AnthropicBatches(self)
+
+
+class AnthropicWire:
+    """Chainform messages and options as Messages API requests, and its stream events back."""
+
+    def __init__(self, endpoint: Endpoint, default_max_tokens: int | None = None) -> None:
+        self.endpoint = endpoint
+        cap = endpoint.profile.max_output_tokens or DEFAULT_MAX_TOKENS
         self.default_max_tokens = default_max_tokens or min(DEFAULT_MAX_TOKENS, cap)
 
     def build_request(self, messages: Sequence[types.Message], options: types.ChatOptions) -> dict[str, Any]:
         """The keyword arguments of `messages.create` (public so tests and logs can inspect it)."""
-        self.check_options(options)
-        system, rest = _common.split_system(messages)
+        self.endpoint.check_options(options)
+        system, rest = _wire.split_system(messages)
         request: dict[str, Any] = {
-            "model": options.model_id or self.model,
+            "model": options.model_id or self.endpoint.model,
             "max_tokens": options.max_output_tokens or self.default_max_tokens,
-            "messages": _common.merge_turns(
+            "messages": _wire.merge_turns(
                 rest, lambda message, role: _blocks(message, role, self.media_block)
             ),
         }
@@ -90,14 +103,14 @@ class AnthropicClient(AdapterClient):
         return request
 
     def _tools(self, options: types.ChatOptions) -> dict[str, Any]:
-        mode = _common.tool_mode(options)
+        mode = _wire.tool_mode(options)
         if mode is None or not options.tools:
             return {}
         tools = [
             {
                 "name": t.name,
                 "description": t.description,
-                "input_schema": self.dialect_schema(t.parameters),
+                "input_schema": self.endpoint.dialect_schema(t.parameters),
             }
             for t in options.tools
         ]
@@ -121,12 +134,12 @@ class AnthropicClient(AdapterClient):
                 "Anthropic has no JSON mode without a schema; give response_format a JSON schema",
                 provider=PROVIDER,
             )
-        if not self.profile.supports_json_schema:
+        if not self.endpoint.profile.supports_json_schema:
             raise UnsupportedOptionError(
-                f"{self.profile.name!r} has no native structured output; use the tool or prompted strategy",
+                f"{self.endpoint.profile.name!r} has no native structured output; use the tool or prompted strategy",
                 provider=PROVIDER,
             )
-        return {"type": "json_schema", "schema": self.dialect_schema(fmt.schema)}
+        return {"type": "json_schema", "schema": self.endpoint.dialect_schema(fmt.schema)}
 
     def media_block(self, content: types.DataContent | types.UriContent) -> dict[str, Any]:
         """An image or document block: base64 (spliced as sent) or URL source; plain text as a
@@ -137,7 +150,7 @@ class AnthropicClient(AdapterClient):
         elif media == "text/plain":
             source = {"type": "text", "media_type": media, "data": content.data.decode("utf-8", "replace")}
         else:
-            source = {"type": "base64", "media_type": media, "data": self.inline_base64(content)}
+            source = {"type": "base64", "media_type": media, "data": self.endpoint.inline_base64(content)}
         if media in _IMAGE_TYPES or (isinstance(content, types.UriContent) and not media):
             return {"type": "image", "source": source}
         if media in ("application/pdf", "text/plain"):
@@ -147,17 +160,11 @@ class AnthropicClient(AdapterClient):
             return block
         raise UnsupportedOptionError(f"Anthropic cannot take {media!r} content", provider=PROVIDER)
 
-    def stream_state(self, request: dict[str, Any]) -> StreamState:
+    def reader(self, request: dict[str, Any]) -> StreamState:
         return _StreamState()
 
-    def batch_api(self) -> Any:
-        """Anthropic's Message Batches through this client's SDK (`map(..., batch=True)`)."""
-        from chainform.clients._anthropic_batch import AnthropicBatches
-
-        return AnthropicBatches(self)
-
-    def open_stream(self, request: dict[str, Any], state: StreamState, guard: StreamGuard) -> Any:
-        return self.sdk.messages.create(**request, stream=True)
+    def open_stream(self, sdk: Any, request: dict[str, Any], reader: StreamState, guard: StreamGuard) -> Any:
+        return sdk.messages.create(**request, stream=True)  # the one SDK call
 
     def error(self, exc: Exception, guard: StreamGuard, opened: bool) -> ChainformError:
         import anthropic
@@ -175,7 +182,7 @@ class AnthropicClient(AdapterClient):
             return guard.error(f"connection failed: {exc.message}")
         if isinstance(exc, anthropic.AnthropicError | OSError | ValueError):
             return guard.error(f"stream failed: {exc}")
-        return super().error(exc, guard, opened)  # the HTTP library's own errors for a body cut short
+        return sdk_error(exc, guard, opened)  # the HTTP library's own errors for a body cut short
 
 
 class _StreamState(StreamState):
@@ -205,7 +212,7 @@ class _StreamState(StreamState):
             return self._block_stop(event.index)
         if kind == "message_delta":
             usage = _usage(self.start_usage, event.usage)
-            finish = _common.finish_reason(event.delta.stop_reason, _FINISH)
+            finish = _wire.finish_reason(event.delta.stop_reason, _FINISH)
             return self.update([types.UsageContent(usage)], finish_reason=finish, raw_representation=event)
         if kind == "message_stop":
             self.finished = True
@@ -226,7 +233,7 @@ class _StreamState(StreamState):
             started = self._block_start(index, block)
             stopped = self._block_stop(index)
             updates.extend(u for u in (started, stopped) if u is not None)
-        finish = _common.finish_reason(message.stop_reason, _FINISH)
+        finish = _wire.finish_reason(message.stop_reason, _FINISH)
         updates.append(self.update([types.UsageContent(_usage(None, message.usage))], finish_reason=finish))
         return updates
 
@@ -297,7 +304,7 @@ def _usage(start: Any, final: Any) -> types.UsageDetails:
 
     read, written = pick("cache_read_input_tokens"), pick("cache_creation_input_tokens")
     billed = pick("input_tokens") + read + written
-    return _common.usage_details(billed, pick("output_tokens"), cache_read=read, cache_written=written)
+    return _wire.usage_details(billed, pick("output_tokens"), cache_read=read, cache_written=written)
 
 
 MediaBlock = Callable[[types.DataContent | types.UriContent], dict[str, Any]]
@@ -328,7 +335,7 @@ def _block(content: types.Content, role: str, media: MediaBlock) -> dict[str, An
             block["is_error"] = True
         return block
     if isinstance(content, types.TextReasoningContent):
-        return _common.replay_reasoning(
+        return _wire.replay_reasoning(
             content,
             role,
             signed=lambda text, signature: {"type": "thinking", "thinking": text, "signature": signature},
@@ -341,15 +348,9 @@ def _block(content: types.Content, role: str, media: MediaBlock) -> dict[str, An
     return None  # usage and error parts are bookkeeping, not conversation
 
 
-PROVIDER_SPEC = Provider(
-    PROVIDER,
-    "anthropic",
-    "anthropic",
-    "ANTHROPIC_API_KEY",
-    _sdk,
-    AnthropicClient,
-    adapter_options=("default_max_tokens",),
-)
-create_client = PROVIDER_SPEC.create_client
-"""An adapter for `model` (key, base_url, max_retries, timeout, default_max_tokens, profile,
-middleware); other keyword arguments go to `anthropic.AsyncAnthropic`."""
+def create_client(model: str, **kwargs: Any) -> AnthropicClient:
+    """An adapter for `model` (key, base_url, max_retries, timeout, default_max_tokens, profile,
+    middleware); other keyword arguments go to `anthropic.AsyncAnthropic`."""
+    return PROVIDERS[PROVIDER].connect(
+        AnthropicClient, _sdk, model, adapter_options=("default_max_tokens",), **kwargs
+    )

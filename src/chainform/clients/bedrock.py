@@ -11,19 +11,19 @@ from __future__ import annotations
 import asyncio
 import base64
 import json
-from collections.abc import AsyncIterator, Callable, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from typing import Any
 
 from chainform import types
-from chainform.clients import _common, _splice
-from chainform.clients._cache import bedrock_points
-from chainform.clients._common import CLAUDE_FINISH, AdapterClient, StreamState
+from chainform.clients import _splice, _wire
+from chainform.clients._adapter import Endpoint, ProviderClient
 from chainform.clients._converse_media import DOCUMENT_TEXT, media_block
 from chainform.clients._errors import StreamGuard
-from chainform.clients._provider import Provider
-from chainform.clients._timeouts import touch_on_send, within
+from chainform.clients._timeouts import touch_on_send
+from chainform.clients._wire import CLAUDE_FINISH, StreamState, bedrock_points
 from chainform.clients.profiles import family_stem
 from chainform.clients.profiles.bedrock import KNOWN_MODELS, PROVIDER, UNKNOWN
+from chainform.clients.registry import PROVIDERS
 from chainform.errors import ChainformError, MissingKeyError, UnsupportedOptionError
 
 __all__ = ["KNOWN_MODELS", "BedrockClient", "create_client"]
@@ -92,24 +92,36 @@ def _sdk(
     return _splice.mark(client)
 
 
-class BedrockClient(AdapterClient):
-    """Translates chainform messages/options to Converse requests and responses/events back."""
+class BedrockClient(ProviderClient):
+    """A ChatClient for Bedrock's Converse API: the skeleton (`_adapter.py`) composed with
+    `ConverseWire`. `kwargs`: profile, middleware, secret, provider, base_url, timeout."""
 
-    provider = PROVIDER
-    known_models = KNOWN_MODELS
-    unknown_profile = UNKNOWN
+    def __init__(self, model: str, sdk: Any, **kwargs: Any) -> None:
+        middleware = kwargs.pop("middleware", ())
+        endpoint = Endpoint.for_model(
+            model, kwargs.pop("provider", None) or PROVIDER, KNOWN_MODELS, UNKNOWN, **kwargs
+        )
+        super().__init__(endpoint, ConverseWire(endpoint), sdk, middleware=middleware)
+
+
+class ConverseWire:
+    """Chainform messages and options as Converse requests, and its responses and events back.
+    Unstreamed calls use `converse` itself: several Bedrock models take tools only there."""
+
+    def __init__(self, endpoint: Endpoint) -> None:
+        self.endpoint = endpoint
 
     def build_request(self, messages: Sequence[types.Message], options: types.ChatOptions) -> dict[str, Any]:
         """The keyword arguments of `converse(_stream)` (public so tests can inspect them)."""
-        self.check_options(options)
-        model = options.model_id or self.model
-        system, rest = _common.split_system(messages)
+        self.endpoint.check_options(options)
+        model = options.model_id or self.endpoint.model
+        system, rest = _wire.split_system(messages)
         tool_config = self._tool_config(options)
         request: dict[str, Any] = {
             "modelId": model,
             "messages": _messages(
                 rest,
-                media=self.inline_bytes,
+                media=self.endpoint.inline_bytes,
                 tools_declared=tool_config is not None,
                 error_status=family_stem(model).startswith(_ERROR_STATUS_FAMILIES),
             ),
@@ -138,11 +150,11 @@ class BedrockClient(AdapterClient):
             extra.update(_top_k_field(model, options.top_k))
         if extra:
             request["additionalModelRequestFields"] = extra
-        bedrock_points(request, options, self.profile)
+        bedrock_points(request, options, self.endpoint.profile)
         return request
 
     def _tool_config(self, options: types.ChatOptions) -> dict[str, Any] | None:
-        mode = _common.tool_mode(options)
+        mode = _wire.tool_mode(options)
         # Converse has no "none" choice: leaving the tools out is how a turn forbids calls.
         if mode is None or mode.mode == "none" or not options.tools:
             return None
@@ -151,7 +163,7 @@ class BedrockClient(AdapterClient):
                 "toolSpec": {
                     "name": t.name,
                     "description": t.description or t.name,
-                    "inputSchema": {"json": self.dialect_schema(t.parameters)},
+                    "inputSchema": {"json": self.endpoint.dialect_schema(t.parameters)},
                 }
             }
             for t in options.tools
@@ -169,48 +181,44 @@ class BedrockClient(AdapterClient):
         fmt = options.response_format
         if fmt is None or fmt.kind == "text":
             return None
-        if fmt.kind != "json_schema" or fmt.schema is None or not self.profile.supports_json_schema:
+        if fmt.kind != "json_schema" or fmt.schema is None or not self.endpoint.profile.supports_json_schema:
             raise UnsupportedOptionError(
-                f"{self.profile.name!r} has no native JSON output on Bedrock; use the tool strategy",
+                f"{self.endpoint.profile.name!r} has no native JSON output on Bedrock; use the tool strategy",
                 provider=PROVIDER,
             )
         definition: dict[str, Any] = {
-            "schema": json.dumps(self.dialect_schema(fmt.schema)),
+            "schema": json.dumps(self.endpoint.dialect_schema(fmt.schema)),
             "name": fmt.name,
         }
         if fmt.description:
             definition["description"] = fmt.description
         return {"textFormat": {"type": "json_schema", "structure": {"jsonSchema": definition}}}
 
-    async def _complete(self, messages: list[types.Message], options: types.ChatOptions) -> types.ChatResponse:
-        request = self.build_request(messages, options)
-        guard = self.guard()
-        try:  # under chainform's timeouts, as every streamed call (the skeleton's pump)
-            result = await within(self.timeout, asyncio.to_thread(self.sdk.converse, **request), guard)
-        except ChainformError:
-            raise
-        except Exception as exc:
-            raise self.error(exc, guard, False) from None
+    def reader(self, request: dict[str, Any]) -> StreamState:
+        return _StreamState(request["modelId"])
+
+    async def open_stream(
+        self, sdk: Any, request: dict[str, Any], reader: StreamState, guard: StreamGuard
+    ) -> AsyncIterator[dict[str, Any]]:
+        result = await asyncio.to_thread(sdk.converse_stream, **request)  # the SDK call, streamed
+        reader.response_id = guard.request_id = (result.get("ResponseMetadata") or {}).get("RequestId")
+        return _events(result["stream"])
+
+    def send_whole(self, sdk: Any, request: dict[str, Any]) -> Awaitable[Any]:
+        return asyncio.to_thread(sdk.converse, **request)  # the SDK call, whole
+
+    def read_answer(
+        self, result: Any, request: dict[str, Any], guard: StreamGuard
+    ) -> list[types.ChatResponseUpdate]:
         message = (result.get("output") or {}).get("message") if isinstance(result, dict) else None
         if not isinstance(message, dict):  # a 200 whose body botocore could not read as Converse
-            raise self.guard().error("Converse answered without an output message")
+            raise guard.error("Converse answered without an output message")
         contents = [c for block in message.get("content") or () for c in _block_contents(block)]
         state = StreamState(request["modelId"])
         state.response_id = (result.get("ResponseMetadata") or {}).get("RequestId")
         usage = types.UsageContent(_usage(result.get("usage") or {}))
-        finish = _common.finish_reason(result.get("stopReason"), _FINISH)
-        update = state.update([*contents, usage], finish_reason=finish, raw_representation=result)
-        return types.ChatResponse.from_updates([update])
-
-    def stream_state(self, request: dict[str, Any]) -> StreamState:
-        return _StreamState(request["modelId"])
-
-    async def open_stream(
-        self, request: dict[str, Any], state: StreamState, guard: StreamGuard
-    ) -> AsyncIterator[dict[str, Any]]:
-        result = await asyncio.to_thread(self.sdk.converse_stream, **request)
-        state.response_id = guard.request_id = (result.get("ResponseMetadata") or {}).get("RequestId")
-        return _events(result["stream"])
+        finish = _wire.finish_reason(result.get("stopReason"), _FINISH)
+        return [state.update([*contents, usage], finish_reason=finish, raw_representation=result)]
 
     def error(self, exc: Exception, guard: StreamGuard, opened: bool) -> ChainformError:
         """The typed error for what boto3 raised (after its own retries)."""
@@ -267,7 +275,7 @@ class _StreamState(StreamState):
         elif "messageStop" in event:
             self.finished = True
             return self.update(
-                [], finish_reason=_common.finish_reason(event["messageStop"].get("stopReason"), _FINISH)
+                [], finish_reason=_wire.finish_reason(event["messageStop"].get("stopReason"), _FINISH)
             )
         elif "metadata" in event:
             return self.update([types.UsageContent(_usage(event["metadata"].get("usage") or {}))])
@@ -285,7 +293,7 @@ def _usage(usage: dict[str, Any]) -> types.UsageDetails:
     """Input as billed (fresh + cache reads + cache writes); the cache counts also kept apart."""
     read, written = int(usage.get("cacheReadInputTokens") or 0), int(usage.get("cacheWriteInputTokens") or 0)
     billed = int(usage.get("inputTokens") or 0) + read + written
-    return _common.usage_details(
+    return _wire.usage_details(
         billed, int(usage.get("outputTokens") or 0), cache_read=read, cache_written=written
     )
 
@@ -332,7 +340,7 @@ def _messages(
             out.append({"text": DOCUMENT_TEXT})
         return out
 
-    return _common.merge_turns(messages, blocks)
+    return _wire.merge_turns(messages, blocks)
 
 
 def _block(
@@ -354,7 +362,7 @@ def _block(
             result["status"] = "error"
         return {"toolResult": result}
     if isinstance(content, types.TextReasoningContent):
-        return _common.replay_reasoning(
+        return _wire.replay_reasoning(
             content,
             role,
             signed=lambda text, signature: {
@@ -367,7 +375,7 @@ def _block(
     return None
 
 
-PROVIDER_SPEC = Provider(PROVIDER, "boto3", "bedrock", None, _sdk, BedrockClient, max_retries=3)
-create_client = PROVIDER_SPEC.create_client
-"""An adapter for `model`; credentials from `key` or the AWS chain, `region`, other keyword
-arguments to boto3 (see `_sdk`)."""
+def create_client(model: str, **kwargs: Any) -> BedrockClient:
+    """An adapter for `model`: key ("ACCESS_KEY_ID:SECRET[:SESSION_TOKEN]"), base_url, max_retries,
+    timeout, profile, middleware; other keyword arguments (region, profile_name, ...) go to boto3."""
+    return PROVIDERS[PROVIDER].connect(BedrockClient, _sdk, model, **kwargs)

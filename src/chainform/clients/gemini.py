@@ -15,13 +15,14 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from chainform import types
-from chainform.clients import _common, _splice
-from chainform.clients._common import AdapterClient, StreamState
+from chainform.clients import _splice, _wire
+from chainform.clients._adapter import Endpoint, ProviderClient, sdk_error
 from chainform.clients._errors import StreamGuard
-from chainform.clients._provider import Provider
 from chainform.clients._timeouts import http_hooks
+from chainform.clients._wire import StreamState
 from chainform.clients.profiles import family_stem
 from chainform.clients.profiles.gemini import KNOWN_MODELS, LEGACY_SCHEMA_FAMILIES, PROVIDER, UNKNOWN
+from chainform.clients.registry import PROVIDERS
 from chainform.errors import ChainformError, UnsupportedOptionError
 
 __all__ = ["KNOWN_MODELS", "GeminiClient", "create_client"]
@@ -68,7 +69,7 @@ def _sdk(
     # a client or transport of the caller's is left as it is
     spliced = not ({"httpx_async_client", "async_client_args"} & set(http_options))
     if spliced:
-        httpx = _common.import_sdk("httpx", "gemini")
+        httpx = _wire.import_sdk("httpx", "gemini")
         http_options["httpx_async_client"] = httpx.AsyncClient(
             event_hooks=http_hooks(request=(_splice.httpx_hook(httpx),))
         )
@@ -77,23 +78,36 @@ def _sdk(
     return _splice.mark(client) if spliced else client
 
 
-class GeminiClient(AdapterClient):
-    """Translates chainform messages/options to generateContent requests and chunks back."""
+class GeminiClient(ProviderClient):
+    """A ChatClient for the Gemini API: the skeleton (`_adapter.py`) composed with `GeminiWire`.
+    `kwargs`: profile, middleware, secret, provider, base_url, timeout."""
 
-    provider = PROVIDER
-    known_models = KNOWN_MODELS
-    unknown_profile = UNKNOWN
+    def __init__(self, model: str, sdk: Any, **kwargs: Any) -> None:
+        middleware = kwargs.pop("middleware", ())
+        endpoint = Endpoint.for_model(
+            model, kwargs.pop("provider", None) or PROVIDER, KNOWN_MODELS, UNKNOWN, **kwargs
+        )
+        super().__init__(endpoint, GeminiWire(endpoint), sdk, middleware=middleware)
 
-    async def _close_sdk(self, sdk: Any) -> None:
-        """google-genai closes its async connections through `client.aio`."""
-        await sdk.aio.aclose()
+    def batch_api(self) -> Any:
+        """Gemini's batch mode through this client's SDK (`map(..., batch=True)`)."""
+        from chainform.clients._gemini_batch import GeminiBatches
+
+        return GeminiBatches(self)
+
+
+class GeminiWire:
+    """Chainform messages and options as generateContent requests, and its chunks back."""
+
+    def __init__(self, endpoint: Endpoint) -> None:
+        self.endpoint = endpoint
 
     def build_request(self, messages: Sequence[types.Message], options: types.ChatOptions) -> dict[str, Any]:
         """The keyword arguments of `generate_content(_stream)` (public so tests can inspect them)."""
-        self.check_options(options)
-        model = options.model_id or self.model
+        self.endpoint.check_options(options)
+        model = options.model_id or self.endpoint.model
         legacy = family_stem(model).startswith(LEGACY_SCHEMA_FAMILIES)
-        system, rest = _common.split_system(messages)
+        system, rest = _wire.split_system(messages)
         config: dict[str, Any] = {"candidate_count": 1}
         if system:
             config["system_instruction"] = system
@@ -113,7 +127,7 @@ class GeminiClient(AdapterClient):
         return {"model": model, "contents": _contents(rest, self.media_part), "config": config}
 
     def _tools(self, options: types.ChatOptions, legacy: bool) -> dict[str, Any]:
-        mode = _common.tool_mode(options)
+        mode = _wire.tool_mode(options)
         if mode is None or not options.tools:
             return {}
         field = "parameters" if legacy else "parameters_json_schema"
@@ -121,7 +135,7 @@ class GeminiClient(AdapterClient):
             {
                 "name": t.name,
                 "description": t.description,
-                field: self.dialect_schema(t.parameters),
+                field: self.endpoint.dialect_schema(t.parameters),
             }
             for t in options.tools
         ]
@@ -139,11 +153,11 @@ class GeminiClient(AdapterClient):
             return {}
         if fmt.kind == "json_object" or fmt.schema is None:
             return {"response_mime_type": "application/json"}
-        if not self.profile.supports_json_schema:
+        if not self.endpoint.profile.supports_json_schema:
             raise UnsupportedOptionError(
-                f"{self.profile.name!r} has no native structured output", provider=PROVIDER
+                f"{self.endpoint.profile.name!r} has no native structured output", provider=PROVIDER
             )
-        schema = self.dialect_schema(fmt.schema)
+        schema = self.endpoint.dialect_schema(fmt.schema)
         field = "response_schema" if legacy else "response_json_schema"
         return {"response_mime_type": "application/json", field: schema}
 
@@ -151,20 +165,14 @@ class GeminiClient(AdapterClient):
         """`inline_data` (bytes the SDK encodes URL-safe; spliced as sent) or `file_data` by URL."""
         if isinstance(content, types.UriContent):
             return {"file_data": {"file_uri": content.uri, "mime_type": content.media_type}}
-        data = self.inline_bytes(content, urlsafe=True)
+        data = self.endpoint.inline_bytes(content, urlsafe=True)
         return {"inline_data": {"data": data, "mime_type": content.media_type}}
 
-    def stream_state(self, request: dict[str, Any]) -> StreamState:
+    def reader(self, request: dict[str, Any]) -> StreamState:
         return _StreamState()
 
-    def batch_api(self) -> Any:
-        """Gemini's batch mode through this client's SDK (`map(..., batch=True)`)."""
-        from chainform.clients._gemini_batch import GeminiBatches
-
-        return GeminiBatches(self)
-
-    def open_stream(self, request: dict[str, Any], state: StreamState, guard: StreamGuard) -> Any:
-        return self.sdk.aio.models.generate_content_stream(**request)
+    def open_stream(self, sdk: Any, request: dict[str, Any], reader: StreamState, guard: StreamGuard) -> Any:
+        return sdk.aio.models.generate_content_stream(**request)  # the one SDK call
 
     def error(self, exc: Exception, guard: StreamGuard, opened: bool) -> ChainformError:
         from google.genai import errors
@@ -172,7 +180,7 @@ class GeminiClient(AdapterClient):
         if isinstance(exc, errors.APIError):
             message = exc.message or str(exc)
             return guard.error(message, status=exc.code or None, request_id=_request_id(exc))
-        return super().error(exc, guard, opened)  # transport errors of the HTTP library, unparsable chunks
+        return sdk_error(exc, guard, opened)  # transport errors of the HTTP library, unparsable chunks
 
 
 def _request_id(exc: Any) -> str | None:
@@ -249,7 +257,7 @@ class _StreamState(StreamState):
         """The finish reason and the last usage report, once the stream is over."""
         if self.finish is None:
             raise guard.error("stream ended without a finish reason")
-        reason = _common.finish_reason(self.finish, _FINISH)
+        reason = _wire.finish_reason(self.finish, _FINISH)
         if reason == types.FinishReason.STOP and self.calls:
             reason = types.FinishReason.TOOL_CALLS
         contents: list[types.Content] = (
@@ -268,9 +276,7 @@ def _usage(meta: Any) -> types.UsageDetails:
     thoughts = meta.thoughts_token_count or 0
     output = (meta.candidates_token_count or 0) + thoughts
     cached = meta.cached_content_token_count
-    return _common.usage_details(
-        prompt, output, meta.total_token_count, cache_read=cached, reasoning=thoughts
-    )
+    return _wire.usage_details(prompt, output, meta.total_token_count, cache_read=cached, reasoning=thoughts)
 
 
 MediaPart = Callable[[types.DataContent | types.UriContent], dict[str, Any]]
@@ -278,8 +284,8 @@ MediaPart = Callable[[types.DataContent | types.UriContent], dict[str, Any]]
 
 def _contents(messages: Sequence[types.Message], media: MediaPart) -> list[dict[str, Any]]:
     """Chainform turns as Gemini contents (roles user/model); same roles merge."""
-    names = _common.call_names(messages)
-    return _common.merge_turns(
+    names = _wire.call_names(messages)
+    return _wire.merge_turns(
         messages, lambda message, _: _parts(message.contents, names, media), assistant="model", key="parts"
     )
 
@@ -342,9 +348,7 @@ def _part(content: types.Content, names: dict[str, str]) -> dict[str, Any] | Non
     return None
 
 
-PROVIDER_SPEC = Provider(
-    PROVIDER, "google.genai", "gemini", "GEMINI_API_KEY", _sdk, GeminiClient, max_retries=4
-)
-create_client = PROVIDER_SPEC.create_client
-"""An adapter for `model`; keyword arguments beyond key, base_url, max_retries, timeout, profile and
-middleware go to the SDK (`retry_initial_delay`, `retry_jitter`, `HttpOptions` fields)."""
+def create_client(model: str, **kwargs: Any) -> GeminiClient:
+    """An adapter for `model`; keyword arguments beyond key, base_url, max_retries, timeout, profile
+    and middleware go to the SDK (`retry_initial_delay`, `retry_jitter`, `HttpOptions` fields)."""
+    return PROVIDERS[PROVIDER].connect(GeminiClient, _sdk, model, **kwargs)

@@ -2,8 +2,8 @@
 
 A streamed call asks for usage in the stream (`stream_options.include_usage`); a call nobody
 streams is sent whole and its completion read as one chunk, so both give the same response.
-Both are read as the JSON's own dicts, never as the SDK's pydantic models: building those costs
-more than the rest of reading an answer (about 0.13 ms a chunk, 0.17 ms a completion, here).
+Both are read as the JSON's own dicts, never as the SDK's pydantic models (building those costs
+more than the rest of reading an answer; docs/benchmarks.md).
 """
 
 from __future__ import annotations
@@ -12,33 +12,24 @@ from collections.abc import Awaitable, Sequence
 from typing import Any, cast
 
 from chainform import types
-from chainform.clients import _common
-from chainform.clients._cache import openai_key
-from chainform.clients._common import StreamState
+from chainform.clients import _openai
+from chainform.clients._adapter import Endpoint, ProviderClient, whole_updates
 from chainform.clients._errors import StreamGuard
-from chainform.clients._openai_base import (
-    ClientSettings,
-    OpenAIBaseClient,
-    make_settings,
-    reject_unsupported_content,
-)
+from chainform.clients._openai import ClientSettings, make_settings, reject_unsupported_content
 from chainform.clients._openai_chat_read import read_whole, translate_chunk
-from chainform.clients._timeouts import within
+from chainform.clients._wire import StreamState, import_sdk, openai_key
 from chainform.clients.base import Middleware
 from chainform.clients.profiles.openai import COMPAT_SERVERS
 from chainform.errors import ChainformError
 
 
-class OpenAIChatClient(OpenAIBaseClient):
-    """A ChatClient speaking `/chat/completions` through the official `openai` SDK.
+class OpenAIChatClient(ProviderClient):
+    """A ChatClient speaking `/chat/completions` through the official `openai` SDK: the skeleton
+    (`_adapter.py`) composed with the Chat Completions wire (`ChatWire`).
 
     `max_tokens_param` names the length limit field: OpenAI wants `max_completion_tokens`, most
     compatible servers `max_tokens`.
     """
-
-    batch_endpoint = "/v1/chat/completions"
-    streams_anyway = False
-    """Set once the server answered a whole request with a stream: its calls stream from then on."""
 
     def __init__(
         self,
@@ -50,16 +41,38 @@ class OpenAIChatClient(OpenAIBaseClient):
         sdk_client: Any = None,
         middleware: Sequence[Middleware] = (),
     ) -> None:
+        self.settings = settings = settings or ClientSettings(provider="openai")
+        endpoint = _openai.endpoint(model, settings, profile)
+        wire = ChatWire(endpoint, max_tokens_param)
         super().__init__(
-            model, settings=settings, profile=profile, sdk_client=sdk_client, middleware=middleware
+            endpoint, wire, sdk_client, build_sdk=lambda: _openai.build_sdk(settings), middleware=middleware
         )
+
+    def batch_api(self) -> Any:
+        """OpenAI's Batch API for this client (`map(..., batch=True)`)."""
+        return _openai.batch_api(self, "/v1/chat/completions")
+
+
+class ChatWire:
+    """The Chat Completions wire mapping: requests built, the SDK called, chunks read.
+
+    A streamed call asks for usage in the stream (`stream_options.include_usage`); a call nobody
+    streams is sent whole (`send_whole`) and its completion read as one chunk (`read_answer`).
+    """
+
+    streams_anyway = False
+    """Set once the server answered a whole request with a stream: its calls stream from then on."""
+
+    def __init__(self, endpoint: Endpoint, max_tokens_param: str = "max_completion_tokens") -> None:
+        self.endpoint = endpoint
         self.max_tokens_param = max_tokens_param
-        self._tool_turn_text = "" if self.profile.empty_tool_turn_content else None
+        self._tool_turn_text = "" if endpoint.profile.empty_tool_turn_content else None
 
     def build_request(self, messages: Sequence[types.Message], options: types.ChatOptions) -> dict[str, Any]:
         """The keyword arguments of `chat.completions.create` (public for tests and debugging)."""
         turns = [m for message in messages for m in self._message(message)]
-        body = self.request_body(options, "messages", turns, stream_options={"include_usage": True})
+        e = self.endpoint
+        body = _openai.request_body(e, options, "messages", turns, stream_options={"include_usage": True})
         extra: dict[str, Any] = {}
         if options.tools:
             body["tools"] = [
@@ -72,9 +85,9 @@ class OpenAIChatClient(OpenAIBaseClient):
                         **({"strict": True} if strict else {}),
                     },
                 }
-                for tool, schema, strict in self.tool_definitions(options.tools)
+                for tool, schema, strict in _openai.tool_definitions(e, options.tools)
             ]
-            if options.allow_multiple_tool_calls is not None and self.profile.supports_parallel_tool_calls:
+            if options.allow_multiple_tool_calls is not None and e.profile.supports_parallel_tool_calls:
                 body["parallel_tool_calls"] = options.allow_multiple_tool_calls
         if options.tool_mode is not None and (options.tools or options.tool_mode.mode == "none"):
             mode = options.tool_mode
@@ -87,7 +100,7 @@ class OpenAIChatClient(OpenAIBaseClient):
             body["tool_choice"] = "auto"
         fmt = options.response_format
         if fmt is not None and fmt.kind == "json_schema":
-            schema, strict = self.response_schema(fmt)
+            schema, strict = _openai.response_schema(e, fmt)
             spec: dict[str, Any] = {"name": fmt.name, "schema": schema, "strict": strict}
             if fmt.description:
                 spec["description"] = fmt.description
@@ -95,7 +108,7 @@ class OpenAIChatClient(OpenAIBaseClient):
         elif fmt is not None and fmt.kind == "json_object":  # with a schema: llama-cpp-python's form
             body["response_format"] = {"type": "json_object"}
             if fmt.schema is not None:
-                body["response_format"]["schema"] = self.response_schema(fmt)[0]
+                body["response_format"]["schema"] = _openai.response_schema(e, fmt)[0]
         for name, value in (
             ("seed", options.seed),
             ("stop", options.stop_sequences),
@@ -113,7 +126,7 @@ class OpenAIChatClient(OpenAIBaseClient):
         extra.update(options.additional_properties)
         if extra:
             body["extra_body"] = extra
-        body.update(openai_key(options, self.profile))
+        body.update(openai_key(options, e.profile))
         return body
 
     def _message(self, message: types.Message) -> list[dict[str, Any]]:
@@ -155,7 +168,7 @@ class OpenAIChatClient(OpenAIBaseClient):
         return [*out, entry]
 
     def _part(self, content: types.Content, role: str) -> dict[str, Any] | None:
-        provider = self.settings.provider
+        provider = self.endpoint.provider
         if isinstance(content, types.TextContent):
             return {"type": "text", "text": content.text}
         if isinstance(
@@ -167,10 +180,13 @@ class OpenAIChatClient(OpenAIBaseClient):
             raise reject_unsupported_content(type(content).__name__, provider)
         if isinstance(content, types.DataContent):
             if content.media_type.startswith("image/"):
-                return {"type": "image_url", "image_url": {"url": self.inline_uri(content)}}
+                return {"type": "image_url", "image_url": {"url": self.endpoint.inline_uri(content)}}
             if content.media_type == "application/pdf":
                 name = content.name or "document.pdf"
-                return {"type": "file", "file": {"filename": name, "file_data": self.inline_uri(content)}}
+                return {
+                    "type": "file",
+                    "file": {"filename": name, "file_data": self.endpoint.inline_uri(content)},
+                }
             raise reject_unsupported_content(content.media_type, provider)
         if isinstance(
             content, types.UriContent
@@ -180,22 +196,22 @@ class OpenAIChatClient(OpenAIBaseClient):
             raise reject_unsupported_content(content.media_type, provider)
         raise reject_unsupported_content(type(content).__name__, provider)
 
-    def stream_state(self, request: dict[str, Any]) -> StreamState:
+    def reader(self, request: dict[str, Any]) -> StreamState:
         return _StreamState()
 
-    def open_stream(self, request: dict[str, Any], state: StreamState, guard: StreamGuard) -> Any:
-        return self.create(request)
+    def open_stream(self, sdk: Any, request: dict[str, Any], reader: StreamState, guard: StreamGuard) -> Any:
+        return self.send(sdk, request)
 
-    def create(self, request: dict[str, Any]) -> Awaitable[Any]:
-        """`chat.completions.create(**request)` through the SDK's documented `post`, without its
-        parameter transform: that walks the whole request (history, tool schemas) against the
-        params' TypedDicts, 0.6-1.4 ms a call, and changes nothing in a request of plain JSON
+    def send(self, sdk: Any, request: dict[str, Any]) -> Awaitable[Any]:
+        """The one SDK call: `chat.completions.create(**request)` through the SDK's documented
+        `post`, without its parameter transform: that walks the whole request (history, tool
+        schemas) against the params' TypedDicts and changes nothing in a request of plain JSON
         (Chat Completions params have no aliases or formats). Same route, auth, retries, Azure
         deployment URLs and status errors. What comes back is plain: a whole call's raw HTTP
-        response (`cast_to=httpx2.Response`, the SDK's documented raw route; `_read_whole` parses
-        it), a stream's events as the dicts the SDK decoded (`AsyncStream[object]`: the SDK skips
-        building a `ChatCompletionChunk` per event, and its error events still raise)."""
-        openai = _common.import_sdk("openai", "openai")
+        response (`cast_to=httpx2.Response`, the SDK's documented raw route; `read_answer` parses
+        it), a stream's events as the dicts the SDK decoded (`AsyncStream[object]`: no
+        `ChatCompletionChunk` per event, and its error events still raise)."""
+        openai = import_sdk("openai", "openai")
         body = dict(request)
         options: dict[str, Any] = {"security": {"bearer_auth": True}}
         extra = body.pop("extra_body", None)
@@ -204,41 +220,40 @@ class OpenAIChatClient(OpenAIBaseClient):
         stream = bool(body.get("stream"))
         return cast(
             Awaitable[Any],
-            self.sdk.post(
+            sdk.post(
                 "/chat/completions",
                 body=body,
                 options=options,
-                cast_to=object if stream else _common.import_sdk("httpx2", "openai").Response,
+                cast_to=object if stream else import_sdk("httpx2", "openai").Response,
                 stream=stream,
                 stream_cls=openai.AsyncStream[object],
             ),
         )
 
-    async def _complete(self, messages: list[types.Message], options: types.ChatOptions) -> types.ChatResponse:
+    def send_whole(self, sdk: Any, request: dict[str, Any]) -> Awaitable[Any] | None:
         """Unstreamed, a request is sent whole: when nobody reads the stream (cheaper for the SDK
         and the loop than SSE), or when a server cannot stream tool calls (llama-cpp-python under
-        "auto"). The body is parsed into plain dicts, not the SDK's models (about 0.2 ms less a
-        call on loopback), and read as one chunk of a stream (one translation)."""
-        if self.streams_anyway or self.whole_sender is not None:  # the latter: a batch run
-            return await super()._complete(messages, options)
-        request = self.build_request(messages, options)
-        request.pop("stream_options", None)
-        guard = self.guard()
-        try:
-            response = await within(self.timeout, self.create({**request, "stream": False}), guard)
-        except ChainformError:
-            raise
-        except Exception as exc:
-            raise self.error(exc, guard, False) from None
-        completion = read_whole(response, guard)
+        "auto"); streamed after all at a server that streamed a whole request before."""
+        if self.streams_anyway:
+            return None
+        whole = {k: v for k, v in request.items() if k != "stream_options"}
+        return self.send(sdk, {**whole, "stream": False})
+
+    def read_answer(
+        self, raw: Any, request: dict[str, Any], guard: StreamGuard
+    ) -> list[types.ChatResponseUpdate] | None:
+        """The completion's body as plain dicts, read as one chunk of a stream (one translation);
+        None when the server streamed anyway (some proxies and mock servers ignore "stream":
+        false): it is asked the way it answers, now and from now on."""
+        completion = read_whole(raw, guard)
         if completion is None:
-            # the server streamed anyway (some proxies and mock servers ignore "stream": false):
-            # ask it the way it answers, now and from now on
             self.streams_anyway = True
-            return await super()._complete(messages, options)
-        state = _StreamState()
-        updates = self.whole_updates(state, completion, guard)
-        return types.ChatResponse.from_updates([*updates, *state.end(guard)])
+            return None
+        reader = _StreamState()
+        return [*whole_updates(reader, completion, guard), *reader.end(guard)]
+
+    def error(self, exc: Exception, guard: StreamGuard, opened: bool) -> ChainformError:
+        return _openai.sdk_error(exc, guard, opened)
 
 
 class _StreamState(StreamState):

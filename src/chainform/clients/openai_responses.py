@@ -11,16 +11,14 @@ from collections.abc import Sequence
 from typing import Any
 
 from chainform import types
-from chainform.clients import _common
-from chainform.clients._cache import openai_key
-from chainform.clients._common import StreamState
+from chainform.clients import _openai, _wire
+from chainform.clients._adapter import Endpoint, ProviderClient
 from chainform.clients._errors import StreamGuard
-from chainform.clients._openai_base import (
-    OpenAIBaseClient,
-    make_settings,
-    reject_unsupported_content,
-)
+from chainform.clients._openai import ClientSettings, make_settings, reject_unsupported_content
+from chainform.clients._wire import StreamState, openai_key
+from chainform.clients.base import Middleware
 from chainform.clients.profiles.openai import responses_profile
+from chainform.errors import ChainformError
 
 _INCOMPLETE = {
     "max_output_tokens": types.FinishReason.LENGTH,
@@ -28,22 +26,48 @@ _INCOMPLETE = {
 }
 
 
-class OpenAIResponsesClient(OpenAIBaseClient):
-    """A ChatClient speaking the Responses API through the official `openai` SDK."""
+class OpenAIResponsesClient(ProviderClient):
+    """A ChatClient speaking the Responses API through the official `openai` SDK: the skeleton
+    (`_adapter.py`) composed with the Responses wire (`ResponsesWire`). Its profile is the chat
+    API's choice, less what the Responses API has no field for."""
 
-    def default_profile(self, model: str) -> types.ModelProfile:
-        """The chat API's choice of profile, less what the Responses API has no field for."""
-        return responses_profile(super().default_profile(model))
+    def __init__(
+        self,
+        model: str,
+        *,
+        settings: ClientSettings | None = None,
+        profile: types.ModelProfile | str | None = None,
+        sdk_client: Any = None,
+        middleware: Sequence[Middleware] = (),
+    ) -> None:
+        self.settings = settings = settings or ClientSettings(provider="openai")
+        endpoint = _openai.endpoint(model, settings, profile)
+        if not isinstance(profile, types.ModelProfile):
+            endpoint.profile = responses_profile(endpoint.profile)
+        super().__init__(
+            endpoint,
+            ResponsesWire(endpoint),
+            sdk_client,
+            build_sdk=lambda: _openai.build_sdk(settings),
+            middleware=middleware,
+        )
 
-    def named_profile(self, name: str, model: str) -> types.ModelProfile:
-        return responses_profile(super().named_profile(name, model))
+    def batch_api(self) -> Any:
+        """OpenAI's Batch API for this client (`map(..., batch=True)`)."""
+        return _openai.batch_api(self, "/v1/responses")
 
-    batch_endpoint = "/v1/responses"
+
+class ResponsesWire:
+    """The Responses wire mapping: input items built, the SDK called, output item events read."""
+
+    def __init__(self, endpoint: Endpoint) -> None:
+        self.endpoint = endpoint
 
     def build_request(self, messages: Sequence[types.Message], options: types.ChatOptions) -> dict[str, Any]:
         """The keyword arguments of `responses.create` (public for tests and debugging)."""
         items = [item for message in messages for item in self._items(message)]
-        body = self.request_body(options, "input", items, store=False)
+        e = self.endpoint
+        body = _openai.request_body(e, options, "input", items, store=False)
         if options.tools:
             body["tools"] = [
                 {
@@ -53,9 +77,9 @@ class OpenAIResponsesClient(OpenAIBaseClient):
                     "parameters": schema,
                     "strict": strict,
                 }
-                for tool, schema, strict in self.tool_definitions(options.tools)
+                for tool, schema, strict in _openai.tool_definitions(e, options.tools)
             ]
-            if options.allow_multiple_tool_calls is not None and self.profile.supports_parallel_tool_calls:
+            if options.allow_multiple_tool_calls is not None and e.profile.supports_parallel_tool_calls:
                 body["parallel_tool_calls"] = options.allow_multiple_tool_calls
         mode = options.tool_mode
         if mode is not None and (options.tools or mode.mode == "none"):
@@ -64,7 +88,7 @@ class OpenAIResponsesClient(OpenAIBaseClient):
             )
         fmt = options.response_format
         if fmt is not None and fmt.kind == "json_schema":
-            schema, strict = self.response_schema(fmt)
+            schema, strict = _openai.response_schema(e, fmt)
             spec: dict[str, Any] = {
                 "type": "json_schema",
                 "name": fmt.name,
@@ -88,7 +112,7 @@ class OpenAIResponsesClient(OpenAIBaseClient):
             body["store"] = extra.pop("store")
         if extra:
             body["extra_body"] = extra
-        body.update(openai_key(options, self.profile))
+        body.update(openai_key(options, e.profile))
         return body
 
     def _items(self, message: types.Message) -> list[dict[str, Any]]:
@@ -129,7 +153,7 @@ class OpenAIResponsesClient(OpenAIBaseClient):
         return items
 
     def _part(self, content: types.Content, role: str) -> dict[str, Any] | None:
-        provider = self.settings.provider
+        provider = self.endpoint.provider
         if isinstance(content, types.TextContent):
             return {
                 "type": "output_text" if role == types.Role.ASSISTANT else "input_text",
@@ -140,18 +164,21 @@ class OpenAIResponsesClient(OpenAIBaseClient):
         if role not in ("user", "tool"):
             raise reject_unsupported_content(type(content).__name__, provider)
         media = content.media_type or "image/*"
-        url = self.inline_uri(content) if isinstance(content, types.DataContent) else content.uri
+        url = self.endpoint.inline_uri(content) if isinstance(content, types.DataContent) else content.uri
         if media.startswith("image/"):
             return {"type": "input_image", "image_url": url, "detail": "auto"}
         if isinstance(content, types.DataContent):
             return {"type": "input_file", "filename": content.name or "document.pdf", "file_data": url}
         return {"type": "input_file", "file_url": url}
 
-    def stream_state(self, request: dict[str, Any]) -> StreamState:
+    def reader(self, request: dict[str, Any]) -> StreamState:
         return _StreamState()
 
-    def open_stream(self, request: dict[str, Any], state: StreamState, guard: StreamGuard) -> Any:
-        return self.sdk.responses.create(**request)
+    def open_stream(self, sdk: Any, request: dict[str, Any], reader: StreamState, guard: StreamGuard) -> Any:
+        return sdk.responses.create(**request)  # the one SDK call
+
+    def error(self, exc: Exception, guard: StreamGuard, opened: bool) -> ChainformError:
+        return _openai.sdk_error(exc, guard, opened)
 
 
 class _StreamState(StreamState):
@@ -242,7 +269,7 @@ class _StreamState(StreamState):
         if usage is not None:
             cached = usage.input_tokens_details.cached_tokens if usage.input_tokens_details else None
             thought = usage.output_tokens_details.reasoning_tokens if usage.output_tokens_details else None
-            counts = _common.usage_details(
+            counts = _wire.usage_details(
                 usage.input_tokens,
                 usage.output_tokens,
                 usage.total_tokens,

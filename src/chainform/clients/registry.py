@@ -1,7 +1,14 @@
 """Model names to clients: "provider/model", aliases, and a listing of known models.
 
-Providers are lazy factory strings ("module:function"), so resolving a name imports only the
-adapter it needs and listing models imports no provider SDK at all.
+Resolving a name imports only the adapter it needs, and listing models imports no provider SDK.
+
+`Provider` is the one descriptor of a provider prefix, read by the registry and by every adapter:
+how "prefix/model" becomes a client (its factory, imported on first use, so listing models
+imports no SDK), which SDK that needs and the extra that installs it, where the key is found, and
+what `chainform models` lists. `PROVIDERS` is the table of them. An adapter's `create_client`
+finds its own entry there; `Provider.connect` does the steps the SDK-backed ones share: import
+the SDK (naming the extra when it is missing), resolve the key (argument, environment, keys file)
+and build the SDK client with the provider's retry and timeout spelling.
 """
 
 from __future__ import annotations
@@ -9,117 +16,15 @@ from __future__ import annotations
 import difflib
 import functools
 import importlib
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypeVar
 
-from chainform.clients.base import ChatClient
+from chainform.clients._wire import import_sdk, resolve_key
+from chainform.clients.base import ChatClient, Middleware
+from chainform.clients.profiles.openai import OPENAI_MODELS
 from chainform.errors import ModelNotFoundError
-from chainform.types import ModelProfile
-
-
-@dataclass(frozen=True)
-class ProviderEntry:
-    """How to build clients of one provider.
-
-    `factory` is "module:function" called as `function(model, key=..., base_url=..., **fixed,
-    **kwargs)`; with `full_name` it gets the whole name instead (the local provider).
-    `known_models` ("module:ATTRIBUTE" naming a dict name -> ModelProfile, or a callable
-    returning one) feeds `list_models()`.
-    """
-
-    factory: str
-    fixed: Mapping[str, Any] = field(default_factory=dict)
-    known_models: str | Callable[[], Mapping[str, ModelProfile]] | None = None
-    full_name: bool = False
-    needs_key: bool = True
-    description: str = ""
-
-
-def _openai_models() -> dict[str, ModelProfile]:
-    from chainform.clients.profiles.openai import OPENAI_MODELS, openai_profile
-
-    return {name: openai_profile(name) for name in OPENAI_MODELS}
-
-
-def _compat_models(server_name: str) -> dict[str, ModelProfile]:
-    """The example model of an OpenAI-compatible server, so listings show its profile."""
-    from chainform.clients.profiles.openai import COMPAT_SERVERS
-
-    server = COMPAT_SERVERS[server_name]
-    return {server.example: server.profile_for(server.example)}
-
-
-def _local_models() -> dict[str, ModelProfile]:
-    from chainform.clients.profiles.local import local_profile
-
-    return {"smollm2": local_profile("smollm2")}
-
-
-_CHAT = "chainform.clients.openai_chat:create_client"
-_RESPONSES = "chainform.clients.openai_responses:create_client"
-
-_PROVIDERS: dict[str, ProviderEntry] = {
-    "openai": ProviderEntry(_CHAT, {"provider": "openai"}, "chainform.clients.registry:_openai_models"),
-    "openai-responses": ProviderEntry(
-        _RESPONSES, {"provider": "openai"}, description="OpenAI models through the Responses API"
-    ),
-    "azure": ProviderEntry(
-        _CHAT, {"provider": "azure"}, description="Azure OpenAI deployment (Chat Completions)"
-    ),
-    "azure-responses": ProviderEntry(
-        _RESPONSES, {"provider": "azure"}, description="Azure OpenAI deployment (Responses API)"
-    ),
-    "azure-ai": ProviderEntry(
-        _CHAT,
-        {"provider": "azure-ai"},
-        "chainform.clients.profiles.azure_ai:KNOWN_MODELS",
-        description="Azure AI Foundry deployment (Llama, Mistral, DeepSeek, Phi, ...; OpenAI-compatible v1)",
-    ),
-    "anthropic": ProviderEntry(
-        "chainform.clients.anthropic:create_client",
-        known_models="chainform.clients.profiles.anthropic:KNOWN_MODELS",
-    ),
-    "gemini": ProviderEntry(
-        "chainform.clients.gemini:create_client",
-        known_models="chainform.clients.profiles.gemini:KNOWN_MODELS",
-    ),
-    "bedrock": ProviderEntry(
-        "chainform.clients.bedrock:create_client",
-        known_models="chainform.clients.profiles.bedrock:KNOWN_MODELS",
-    ),
-    "local": ProviderEntry(
-        "chainform.local:create_client",
-        known_models="chainform.clients.registry:_local_models",
-        full_name=True,
-        needs_key=False,
-        description="embedded model, runs offline on the CPU",
-    ),
-    "onnx": ProviderEntry(
-        "chainform.local:create_client",
-        full_name=True,
-        needs_key=False,
-        description="an ONNX Runtime GenAI model folder you bring (onnx/<folder>), offline on the CPU",
-    ),
-}
-
-
-def _compat_entries() -> dict[str, ProviderEntry]:
-    from chainform.clients.profiles.openai import COMPAT_SERVERS
-
-    return {
-        name: ProviderEntry(
-            _CHAT,
-            {"provider": name},
-            functools.partial(_compat_models, name),
-            needs_key=server.key_required,
-            description=f"{server.title} (OpenAI-compatible, default {server.base_url}; any model it serves)",
-        )
-        for name, server in COMPAT_SERVERS.items()
-    }
-
-
-_PROVIDERS.update(_compat_entries())
+from chainform.types import ModelProfile, Timeout, TimeoutLike
 
 _ALIASES: dict[str, str] = {
     "4.1": "openai/gpt-4.1",
@@ -138,7 +43,7 @@ _ALIASES: dict[str, str] = {
 }
 
 
-for _name in _openai_models():  # bare OpenAI model names ("gpt-4o-mini") are aliases too
+for _name in OPENAI_MODELS:  # bare OpenAI model names ("gpt-4o-mini") are aliases too
     _ALIASES.setdefault(_name, f"openai/{_name}")
 
 
@@ -155,8 +60,8 @@ def aliases() -> dict[str, str]:
     return dict(_ALIASES)
 
 
-def providers() -> dict[str, ProviderEntry]:
-    return dict(_PROVIDERS)
+def providers() -> dict[str, Provider]:
+    return dict(PROVIDERS)
 
 
 @dataclass(frozen=True)
@@ -183,10 +88,10 @@ def resolve_name(name: str) -> tuple[str, str]:
         seen.add(current)
         current = _ALIASES[current]
     provider, slash, model = current.partition("/")
-    if slash and provider in _PROVIDERS and model.strip():
+    if slash and provider in PROVIDERS and model.strip():
         return provider, model.strip()
-    if not slash and current in _PROVIDERS:
-        if _PROVIDERS[current].full_name:
+    if not slash and current in PROVIDERS:
+        if PROVIDERS[current].full_name:
             return current, ""
         raise ModelNotFoundError(f"{name!r} names a provider; add a model, e.g. '{current}/<model>'")
     if not slash:
@@ -198,40 +103,24 @@ def resolve_name(name: str) -> tuple[str, str]:
 
 def _find_known(model: str) -> str | None:
     """The provider whose listing has exactly `model` (so "claude-haiku-4-5" needs no prefix)."""
-    for provider, entry in _PROVIDERS.items():
-        if model in _known(entry):
+    for provider, entry in PROVIDERS.items():
+        if model in entry.known():
             return provider
     return None
 
 
-def _known(entry: ProviderEntry) -> dict[str, ModelProfile]:
-    if entry.known_models is None:
-        return {}
-    try:
-        value = _load(entry.known_models) if isinstance(entry.known_models, str) else entry.known_models
-    except ImportError:  # an adapter that is not installed lists nothing
-        return {}
-    table = value() if callable(value) else value
-    return dict(table)
-
-
 def _unknown_message(name: str, provider: str | None) -> str:
-    if provider is not None and provider not in _PROVIDERS:
-        close = difflib.get_close_matches(provider, list(_PROVIDERS), n=3, cutoff=0.5)
+    if provider is not None and provider not in PROVIDERS:
+        close = difflib.get_close_matches(provider, list(PROVIDERS), n=3, cutoff=0.5)
         hint = f" Did you mean: {', '.join(c + '/...' for c in close)}?" if close else ""
-        return f"Unknown provider {provider!r} in model name {name!r}.{hint} Providers: {', '.join(sorted(_PROVIDERS))}."
+        return f"Unknown provider {provider!r} in model name {name!r}.{hint} Providers: {', '.join(sorted(PROVIDERS))}."
     candidates = list(_ALIASES) + [m.name for m in list_models()]
     close = difflib.get_close_matches(name, candidates, n=5, cutoff=0.5)
     hint = f" Close matches: {', '.join(close)}." if close else ""
     return (
-        f"Unknown model {name!r}.{hint} Use 'provider/model' (providers: {', '.join(sorted(_PROVIDERS))}) "
+        f"Unknown model {name!r}.{hint} Use 'provider/model' (providers: {', '.join(sorted(PROVIDERS))}) "
         "or see `chainform models`."
     )
-
-
-def _load(spec: str) -> Any:
-    module, _, attr = spec.partition(":")
-    return getattr(importlib.import_module(module), attr)
 
 
 def get_client(
@@ -255,13 +144,15 @@ def get_client(
             "(the URL's credentials replace the key's Authorization header)"
         )
     provider, model = resolve_name(name)
-    entry = _PROVIDERS[provider]
-    factory: Callable[..., ChatClient] = _load(entry.factory)
+    entry = PROVIDERS[provider]
+    client: ChatClient
     if entry.full_name:
         if key is not None or base_url is not None or any(kwargs.get(k) is not None for k in ("timeout", "profile")):
             raise ValueError(f"{provider!r} models run in-process and take no key, base_url, timeout or profile")
-        return factory(f"{provider}/{model}" if model else provider, **kwargs)
-    return factory(model, key=key, base_url=base_url, **entry.fixed, **kwargs)
+        client = entry.create_client(f"{provider}/{model}" if model else provider, **kwargs)
+    else:
+        client = entry.create_client(model, key=key, base_url=base_url, **kwargs)
+    return client
 
 
 def list_models() -> list[ModelInfo]:
@@ -274,8 +165,8 @@ def list_models() -> list[ModelInfo]:
             continue
         reverse.setdefault(f"{provider}/{model}", []).append(alias)
     out: list[ModelInfo] = []
-    for provider, entry in _PROVIDERS.items():
-        for model, profile in _known(entry).items():
+    for provider, entry in PROVIDERS.items():
+        for model, profile in entry.known().items():
             full = f"{provider}/{model}"
             out.append(
                 ModelInfo(
@@ -288,3 +179,208 @@ def list_models() -> list[ModelInfo]:
                 )
             )
     return out
+
+
+C = TypeVar("C", bound=ChatClient)
+
+SdkFactory = Callable[..., Any]
+"""`(sdk_module, key, base_url, max_retries, timeout: Timeout, **kwargs) -> SDK client`."""
+
+
+@dataclass(frozen=True)
+class Provider:
+    """How the clients of one provider prefix are made and listed.
+
+    `factory`: "module:function" making a client, `function(model, **fixed, **kwargs)`;
+    `fixed`: keyword arguments it always gets (the OpenAI wire format's servers share one adapter);
+    `sdk_module`, `extra`: the SDK it imports and the pip extra that installs it;
+    `key_env`: the environment variable holding the key, None when the SDK finds its own
+    credentials (Bedrock: the AWS chain; the raw `key` argument then goes to the SDK factory);
+    `known_models`: "module:ATTRIBUTE" naming a dict name -> ModelProfile, or a callable returning
+    one, for `list_models()`; `full_name`: the adapter gets "prefix/model" whole (local models).
+    """
+
+    name: str
+    factory: str
+    fixed: Mapping[str, Any] = field(default_factory=dict)
+    sdk_module: str | None = None
+    extra: str = ""
+    key_env: str | None = None
+    max_retries: int = 2
+    known_models: str | Callable[[], Mapping[str, ModelProfile]] | None = None
+    full_name: bool = False
+    needs_key: bool = True
+    description: str = ""
+
+    def create_client(self, model: str, **kwargs: Any) -> Any:
+        """A client for `model` from this provider's adapter: `factory` ("module:function", imported
+        now) called as `function(model, **fixed, **kwargs)`."""
+        module, _, function = self.factory.partition(":")
+        make: Callable[..., Any] = getattr(importlib.import_module(module), function)
+        return make(model, **self.fixed, **kwargs)
+
+    def connect(
+        self,
+        adapter: Callable[..., C],
+        sdk: SdkFactory,
+        model: str,
+        *,
+        key: str | None = None,
+        base_url: str | None = None,
+        max_retries: int | None = None,
+        timeout: TimeoutLike = None,
+        profile: ModelProfile | None = None,
+        middleware: Sequence[Middleware] = (),
+        adapter_options: tuple[str, ...] = (),
+        **kwargs: Any,
+    ) -> C:
+        """`adapter(model, sdk_client, ...)` on the SDK client `sdk` builds: the steps an SDK-backed
+        adapter's `create_client` shares. Keyword arguments named in `adapter_options` go to the
+        adapter, the others to the SDK factory; the key is handed over to be masked in errors."""
+        if self.sdk_module is None:
+            raise ValueError(f"{self.name!r} names no SDK")
+        module = import_sdk(self.sdk_module, self.extra)
+        secret = resolve_key(self.name, key, self.key_env) if self.key_env else None
+        options = {name: kwargs.pop(name) for name in adapter_options if name in kwargs}
+        retries = self.max_retries if max_retries is None else max_retries
+        limits = Timeout.of(timeout)
+        client = sdk(module, secret if self.key_env else key, base_url, retries, limits, **kwargs)
+        if secret is not None:
+            options["secret"] = secret
+        return adapter(model, client, profile=profile, middleware=middleware, timeout=limits, **options)
+
+    def known(self) -> dict[str, ModelProfile]:
+        """The models `list_models()` shows for this provider; none when its adapter is not installed."""
+        if self.known_models is None:
+            return {}
+        try:
+            value: Any = self.known_models
+            if isinstance(value, str):
+                module, _, attr = value.partition(":")
+                value = getattr(importlib.import_module(module), attr)
+        except ImportError:
+            return {}
+        return dict(value() if callable(value) else value)
+
+
+def _openai_models() -> dict[str, ModelProfile]:
+    from chainform.clients.profiles.openai import OPENAI_MODELS, openai_profile
+
+    return {name: openai_profile(name) for name in OPENAI_MODELS}
+
+
+def _compat_models(server_name: str) -> dict[str, ModelProfile]:
+    """The example model of an OpenAI-compatible server, so listings show its profile."""
+    from chainform.clients.profiles.openai import COMPAT_SERVERS
+
+    server = COMPAT_SERVERS[server_name]
+    return {server.example: server.profile_for(server.example)}
+
+
+def _local_models() -> dict[str, ModelProfile]:
+    from chainform.clients.profiles.local import local_profile
+
+    return {"smollm2": local_profile("smollm2")}
+
+
+_CHAT = "chainform.clients.openai_chat:create_client"
+_RESPONSES = "chainform.clients.openai_responses:create_client"
+
+
+def _openai_wire(name: str, factory: str, server: str, key_env: str, **listing: Any) -> Provider:
+    """A provider speaking OpenAI's wire format (`server`: whose settings and keys it uses)."""
+    return Provider(name, factory, {"provider": server}, "openai", "openai", key_env, **listing)
+
+
+def _table() -> dict[str, Provider]:
+    from chainform.clients.profiles.openai import COMPAT_SERVERS
+
+    entries = [
+        _openai_wire("openai", _CHAT, "openai", "OPENAI_API_KEY", known_models=_openai_models),
+        _openai_wire(
+            "openai-responses",
+            _RESPONSES,
+            "openai",
+            "OPENAI_API_KEY",
+            description="OpenAI models through the Responses API",
+        ),
+        _openai_wire(
+            "azure",
+            _CHAT,
+            "azure",
+            "AZURE_OPENAI_API_KEY",
+            description="Azure OpenAI deployment (Chat Completions)",
+        ),
+        _openai_wire(
+            "azure-responses",
+            _RESPONSES,
+            "azure",
+            "AZURE_OPENAI_API_KEY",
+            description="Azure OpenAI deployment (Responses API)",
+        ),
+        _openai_wire(
+            "azure-ai",
+            _CHAT,
+            "azure-ai",
+            "AZURE_AI_API_KEY",
+            known_models="chainform.clients.profiles.azure_ai:KNOWN_MODELS",
+            description="Azure AI Foundry deployment (Llama, Mistral, DeepSeek, Phi, ...; OpenAI-compatible v1)",
+        ),
+        Provider(
+            "anthropic",
+            "chainform.clients.anthropic:create_client",
+            sdk_module="anthropic",
+            extra="anthropic",
+            key_env="ANTHROPIC_API_KEY",
+            known_models="chainform.clients.profiles.anthropic:KNOWN_MODELS",
+        ),
+        Provider(
+            "gemini",
+            "chainform.clients.gemini:create_client",
+            sdk_module="google.genai",
+            extra="gemini",
+            key_env="GEMINI_API_KEY",
+            max_retries=4,
+            known_models="chainform.clients.profiles.gemini:KNOWN_MODELS",
+        ),
+        Provider(
+            "bedrock",
+            "chainform.clients.bedrock:create_client",
+            sdk_module="boto3",
+            extra="bedrock",
+            max_retries=3,
+            known_models="chainform.clients.profiles.bedrock:KNOWN_MODELS",
+        ),
+        Provider(
+            "local",
+            "chainform.local:create_client",
+            known_models=_local_models,
+            full_name=True,
+            needs_key=False,
+            description="embedded model, runs offline on the CPU",
+        ),
+        Provider(
+            "onnx",
+            "chainform.local:create_client",
+            full_name=True,
+            needs_key=False,
+            description="an ONNX Runtime GenAI model folder you bring (onnx/<folder>), offline on the CPU",
+        ),
+    ]
+    entries += [
+        _openai_wire(
+            name,
+            _CHAT,
+            name,
+            server.key_env,
+            known_models=functools.partial(_compat_models, name),
+            needs_key=server.key_required,
+            description=f"{server.title} (OpenAI-compatible, default {server.base_url}; any model it serves)",
+        )
+        for name, server in COMPAT_SERVERS.items()
+    ]
+    return {entry.name: entry for entry in entries}
+
+
+PROVIDERS: dict[str, Provider] = _table()
+"""Every provider prefix chainform knows, by name."""

@@ -1,6 +1,5 @@
 """Output strategies: how a chain turns a model's reply into a validated value."""
 
-from chainform.output._parse import extract_json
 from chainform.output._select import (
     STRATEGIES,
     RequestedStrategy,
@@ -8,7 +7,7 @@ from chainform.output._select import (
     StrategyName,
     select_strategy,
 )
-from chainform.output._spec import OUTPUT_TOOL_NAME, OutputSpec
+from chainform.output._spec import OUTPUT_TOOL_NAME, OutputSpec, extract_json
 
 __all__ = [
     "OUTPUT_TOOL_NAME",

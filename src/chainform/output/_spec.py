@@ -1,18 +1,21 @@
-"""OutputSpec: the user's schema in every form the strategies need, and the one validation path."""
+"""OutputSpec: the user's schema in every form the strategies need, and the one validation path.
+
+Finding the JSON in a model's reply (`extract_json`): fenced, bare, or surrounded by chatter.
+"""
 
 from __future__ import annotations
 
 import copy
 import functools
 import json
+import re
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from pydantic import TypeAdapter, ValidationError
 
-from chainform._json import canonical_json, content_id
-from chainform.errors import SchemaError, StructuredOutputGenerationError
-from chainform.output._parse import extract_json
+from chainform._json import canonical_json, content_id, decode_prefix, load_json
+from chainform.errors import JSONLimitError, SchemaError, StructuredOutputGenerationError
 from chainform.schema.validate import remember_text
 from chainform.types import FunctionSpec, ResponseFormat, arguments_error
 
@@ -174,3 +177,35 @@ def _type_content(schema: Any) -> tuple[str, str]:
 def _safe_name(name: str) -> str:
     cleaned = "".join(c if c.isalnum() or c in "_-" else "_" for c in name)[:64]
     return cleaned or "response"
+
+
+_FENCE = re.compile(r"```(?:json|JSON)?\s*\n?(.*?)```", re.DOTALL)
+_MAX_STARTS = 32  # brackets tried as the start of the JSON; each try may scan the rest of the text
+
+
+def extract_json(text: str) -> Any:
+    """The JSON value in `text`. Raises ValueError saying what was wrong (fed back to the model)."""
+    stripped = text.strip()
+    if not stripped:
+        raise ValueError("the reply was empty; expected a JSON value")
+    try:
+        return load_json(stripped)
+    except JSONLimitError:
+        raise
+    except ValueError:
+        pass
+    for block in _FENCE.findall(stripped):
+        try:
+            return load_json(block.strip())
+        except ValueError:
+            continue
+    first_error: str | None = None
+    for _, match in zip(range(_MAX_STARTS), re.finditer(r"[\[{]", stripped), strict=False):
+        try:
+            return decode_prefix(stripped, match.start())[0]
+        except JSONLimitError:
+            raise
+        except ValueError as exc:
+            first_error = first_error or str(exc)
+    detail = f" ({first_error})" if first_error else ""
+    raise ValueError(f"no valid JSON found in the reply{detail}: {stripped[:200]!r}")

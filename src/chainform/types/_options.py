@@ -251,7 +251,7 @@ class ModelProfile:
     # Bedrock Converse takes cachePoint blocks for this model (Claude 3.7 on, Nova)
     cache_points: bool = False
     schema_dialect: SchemaDialect = "jsonschema"
-    # tool names the provider accepts; others are renamed on the wire and back (clients/_tool_names.py)
+    # tool names the provider accepts; others are renamed on the wire and back (clients/base.py `to_wire`)
     tool_name_pattern: str = r"[A-Za-z0-9_-]{1,64}"
     context_window: int | None = None
     max_output_tokens: int | None = None

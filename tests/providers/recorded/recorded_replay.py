@@ -20,7 +20,7 @@ def client_for(wire: str, model: str, emu: Emulator, *, openai_itself: bool = Fa
     """The chainform adapter of `wire` for `model`, at the emulator, with no retries;
     `openai_itself`: with the profile it has at api.openai.com (not a compatible server's)."""
     if wire in ("chat", "responses"):
-        from chainform.clients._openai_base import ClientSettings
+        from chainform.clients._openai import ClientSettings
         from chainform.clients.openai_chat import OpenAIChatClient
         from chainform.clients.openai_responses import OpenAIResponsesClient
         from chainform.clients.profiles.openai import openai_profile

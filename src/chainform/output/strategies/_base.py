@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from typing import Any, ClassVar, Protocol
 
 from chainform.errors import StructuredOutputGenerationError
-from chainform.output._refusals import Feature
+from chainform.output._select import Feature
 from chainform.output._spec import OUTPUT_TOOL_NAME, OutputSpec
 from chainform.output.strategies._context import ContextPolicy, Formatting
 from chainform.types import (

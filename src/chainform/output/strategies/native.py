@@ -7,8 +7,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from chainform.output._refusals import Feature
-from chainform.output._select import native_format
+from chainform.output._select import Feature, native_format
 from chainform.output._spec import OutputSpec
 from chainform.output.strategies._base import Settings, TurnStrategy
 from chainform.types import ChatOptions, ModelProfile, ResponseFormat, ToolSpec
