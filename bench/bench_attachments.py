@@ -68,8 +68,8 @@ async def send(client, data):
 async def main():
     client = make()
     if mode == "eager":  # the base64 itself in the request, as before splicing (clients/_splice.py)
-        type(client)._splicing = lambda self: False
-    client._profile = client.profile.replace(media=media)
+        client.endpoint.splices = False
+    client.endpoint.profile = client.profile.replace(media=media)
     await send(client, b"%PDF-1.7\n" + b"x" * 1000)  # warm: imports, connections, caches
     gc.collect()
     rss0 = rss("VmRSS")
