@@ -11,7 +11,7 @@ import pytest
 from adapter_fixtures import bedrock_client, gemini_client, opened
 
 from chainform.clients import anthropic, openai_chat, openai_responses
-from chainform.clients._converse_media import DOCUMENT_TEXT
+from chainform.clients._converse import DOCUMENT_TEXT
 from chainform.errors import AttachmentError
 from chainform.testing.emulator import Emulator, Fault, RecordedMedia
 from chainform.types import DataContent, Message, TextContent, UriContent

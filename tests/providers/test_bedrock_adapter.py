@@ -23,8 +23,10 @@ from chainform.types import (
     FinishReason,
     FunctionCallContent,
     FunctionResultContent,
+    FunctionSpec,
     Message,
     ResponseFormat,
+    ServerToolContent,
     TextContent,
     TextReasoningContent,
     ToolMode,
@@ -224,3 +226,70 @@ def test_bedrock_profiles_by_family() -> None:
     assert not unknown.supports_json_schema and unknown.provider == "bedrock"
     with pytest.raises(Exception, match="ACCESS_KEY_ID:SECRET_ACCESS_KEY"):
         create_client(CLAUDE, key="just-one-part")
+
+
+# Recorded from Bedrock (Nova with its `nova_code_interpreter` system tool): the code interpreter's
+# use and result arrive in the assistant turn beside the call of the model's own tool.
+NOVA_CODE_TURN = {
+    "output": {
+        "message": {
+            "role": "assistant",
+            "content": [
+                {
+                    "toolUse": {
+                        "input": {"snippet": "1234 * 5678"},
+                        "name": "nova_code_interpreter",
+                        "toolUseId": "tooluse_dV5ehBNfl1hUE-UTM9cIww",
+                        "type": "server_tool_use",
+                    }
+                },
+                {
+                    "toolResult": {
+                        "content": [
+                            {"json": {"exitCode": 0, "isError": False, "stdErr": "", "stdOut": "7006652"}}
+                        ],
+                        "status": "success",
+                        "toolUseId": "tooluse_dV5ehBNfl1hUE-UTM9cIww",
+                        "type": "nova_code_interpreter_result",
+                    }
+                },
+                {
+                    "toolUse": {
+                        "input": {"result": 7006652.0},
+                        "name": "final_result",
+                        "toolUseId": "tooluse_DaRsVjwcShCI_3pOsIsWqg",
+                        "type": "tool_use",
+                    }
+                },
+            ],
+        }
+    },
+    "stopReason": "tool_use",
+    "usage": {"inputTokens": 1002, "outputTokens": 59, "serverToolUsage": {}, "totalTokens": 1061},
+}
+
+
+def test_bedrock_nova_code_interpreter_is_server_tool_content_not_a_call() -> None:
+    """A `toolUse` of type server_tool_use ran at Bedrock: it and its `toolResult` are kept as
+    server-tool content (and sent back as they came), and only the model's own tool is a call."""
+    from chainform.clients.bedrock import ConverseWire
+    from chainform.clients.registry import PROVIDERS
+
+    made = create_client(
+        "us.amazon.nova-pro-v1:0",
+        region="us-east-1",
+        base_url="http://127.0.0.1:9",
+        aws_access_key_id="AKIDTEST",
+        aws_secret_access_key="secret",
+    )
+    assert PROVIDERS["bedrock"].factory.endswith(":create_client") and isinstance(made.wire, ConverseWire)
+    request = {"modelId": "us.amazon.nova-pro-v1:0"}
+    answer = ChatResponse.from_updates(made.wire.read_answer(NOVA_CODE_TURN, request, made.guard()))
+    assert [c.name for c in answer.function_calls] == ["final_result"]
+    server = [c for c in answer.messages[0].contents if isinstance(c, ServerToolContent)]
+    assert [s.kind for s in server] == ["server_tool_use", "nova_code_interpreter_result"]
+    assert server[1].block["toolResult"]["content"][0]["json"]["stdOut"] == "7006652"
+    tool = FunctionSpec("final_result", "The answer.", {"type": "object", "properties": {}})
+    again = made.build_request([Message.user("?"), *answer.messages], ChatOptions(tools=[tool]))
+    blocks = again["messages"][1]["content"]
+    assert blocks[:2] == NOVA_CODE_TURN["output"]["message"]["content"][:2]  # sent back as they came

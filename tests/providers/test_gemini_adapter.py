@@ -195,3 +195,41 @@ def test_gemini_thought_signature_in_url_safe_base64_is_sent_back() -> None:
     request = create_client("gemini-2.5-flash", key="k").build_request(history, ChatOptions(tools=[WEATHER]))
     [model_part] = request["contents"][1]["parts"]
     assert model_part["thought_signature"] == raw
+
+
+def _read_whole(body: dict[str, Any]) -> Any:
+    """A whole generateContent answer (its REST JSON) read as the adapter reads a stream's chunks."""
+    from chainform.clients._errors import StreamGuard
+    from chainform.types import ChatResponse
+
+    made = create_client("gemini-2.5-flash", key="g-test")
+    reader, guard = made.wire.reader({}), StreamGuard("gemini")
+    return ChatResponse.from_updates([*(reader.whole(body) or []), *reader.end(guard)])
+
+
+def test_gemini_model_armor_is_a_content_filter() -> None:
+    """A Model Armor template that blocks the answer ends it with finishReason MODEL_ARMOR."""
+    body = {"candidates": [{"content": {"role": "model", "parts": []}, "finishReason": "MODEL_ARMOR"}]}
+    assert _read_whole(body).finish_reason == FinishReason.CONTENT_FILTER
+
+
+def test_gemini_code_execution_parts_are_server_tool_content() -> None:
+    """Code Gemini ran itself (executableCode, codeExecutionResult) stays in the answer as
+    server-tool content, and goes back in the next request as it came."""
+    from chainform.types import ServerToolContent
+
+    parts = [
+        {"executableCode": {"language": "PYTHON", "code": "print(1234 * 5678)"}},
+        {"codeExecutionResult": {"outcome": "OUTCOME_OK", "output": "7006652\n"}},
+        {"text": "It is 7006652."},
+    ]
+    answer = _read_whole(
+        {"candidates": [{"content": {"role": "model", "parts": parts}, "finishReason": "STOP"}]}
+    )
+    server = [c for c in answer.messages[0].contents if isinstance(c, ServerToolContent)]
+    assert [s.kind for s in server] == ["executable_code", "code_execution_result"]
+    assert server[0].block == {"executable_code": {"language": "PYTHON", "code": "print(1234 * 5678)"}}
+    assert answer.text == "It is 7006652." and not answer.function_calls
+    made = create_client("gemini-2.5-flash", key="g-test")
+    sent = made.build_request([Message.user("1234*5678?"), *answer.messages], ChatOptions())
+    assert sent["contents"][1]["parts"][:2] == [server[0].block, server[1].block]

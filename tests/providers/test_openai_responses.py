@@ -201,3 +201,69 @@ async def test_openai_responses_refusal_is_told_streamed_and_whole(emulator: Emu
         assert [(r.message, r.error_code) for r in refusals] == [("I can't help with that.", "refusal")]
         assert response.text == "" and response.finish_reason == FinishReason.STOP
         assert response.usage_details is not None and response.usage_details.total_tokens == 15
+
+
+def _responses_read(body: dict[str, object]) -> object:
+    from chainform.clients.openai_responses import _StreamState
+    from chainform.types import ChatResponse
+
+    client = OpenAIResponsesClient(
+        "gpt-4.1-mini", settings=ClientSettings("openai", key="sk-test-0123456789")
+    )
+    state, guard = _StreamState(), client.guard()
+    return ChatResponse.from_updates([*(state.whole(body) or []), *state.end(guard)])
+
+
+def test_openai_responses_a_queued_response_is_an_error_not_an_empty_answer() -> None:
+    """A background response still queued (or in progress) holds no answer: a typed, non-retryable
+    error, never an empty success."""
+    from chainform.errors import ProviderError
+
+    for status in ("queued", "in_progress"):
+        body = {"id": "resp_1", "object": "response", "model": "gpt-4.1-mini", "status": status, "output": []}
+        with pytest.raises(ProviderError, match=f"the response is {status}") as caught:
+            _responses_read(body)
+        assert caught.value.kind == "bad_request" and not caught.value.retryable
+
+
+def test_openai_responses_server_tool_items_are_kept_as_server_tool_content() -> None:
+    """Items of tools OpenAI runs itself (web search, file search, code interpreter, MCP) stay in
+    the answer as server-tool content, never calls for chainform."""
+    from chainform.types import ServerToolContent
+
+    items = [
+        {
+            "type": "web_search_call",
+            "id": "ws_1",
+            "status": "completed",
+            "action": {"type": "search", "query": "x"},
+        },
+        {
+            "type": "code_interpreter_call",
+            "id": "ci_1",
+            "status": "completed",
+            "code": "print(2)",
+            "container_id": "c",
+        },
+        {
+            "type": "mcp_call",
+            "id": "mcp_1",
+            "name": "roll",
+            "arguments": "{}",
+            "server_label": "dice",
+            "output": "4",
+        },
+        {
+            "type": "message",
+            "id": "msg_1",
+            "role": "assistant",
+            "status": "completed",
+            "content": [{"type": "output_text", "text": "Done.", "annotations": []}],
+        },
+    ]
+    body = {"id": "resp_1", "object": "response", "model": "m", "status": "completed", "output": items}
+    answer = _responses_read(body)
+    server = [c for c in answer.messages[0].contents if isinstance(c, ServerToolContent)]  # type: ignore[attr-defined]
+    assert [s.kind for s in server] == ["web_search_call", "code_interpreter_call", "mcp_call"]
+    assert server[2].block["output"] == "4" and server[0].block["id"] == "ws_1"
+    assert answer.text == "Done." and not answer.function_calls  # type: ignore[attr-defined]

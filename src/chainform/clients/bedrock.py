@@ -15,11 +15,10 @@ from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from typing import Any
 
 from chainform import types
-from chainform.clients import _splice, _wire
+from chainform.clients import _wire
 from chainform.clients._adapter import Endpoint, ProviderClient
-from chainform.clients._converse_media import DOCUMENT_TEXT, media_block
+from chainform.clients._converse import DOCUMENT_TEXT, boto3_client, media_block
 from chainform.clients._errors import StreamGuard
-from chainform.clients._timeouts import touch_on_send
 from chainform.clients._wire import CLAUDE_FINISH, StreamState, bedrock_points
 from chainform.clients.profiles import family_stem
 from chainform.clients.profiles.bedrock import KNOWN_MODELS, PROVIDER, UNKNOWN
@@ -42,54 +41,6 @@ _FINISH = {
     "guardrail_intervened": types.FinishReason.CONTENT_FILTER,
     "content_filtered": types.FinishReason.CONTENT_FILTER,
 }
-
-
-def _sdk(
-    boto3: Any,
-    key: str | None,
-    base_url: str | None,
-    max_retries: int,
-    timeout: types.Timeout,
-    *,
-    region: str | None = None,
-    **client_kwargs: Any,
-) -> Any:
-    """A boto3 `bedrock-runtime` client. `key` may be "ACCESS_KEY_ID:SECRET[:SESSION_TOKEN]"; other
-    keyword arguments (aws_access_key_id, profile_name, ...) go to boto3."""
-    from botocore.config import Config
-
-    session_kwargs = {k: client_kwargs.pop(k) for k in ("profile_name",) if k in client_kwargs}
-    if key:
-        parts = key.split(":")
-        if len(parts) not in (2, 3):
-            raise MissingKeyError(
-                "a Bedrock key is 'ACCESS_KEY_ID:SECRET_ACCESS_KEY[:SESSION_TOKEN]'; for a Bedrock API "
-                "key set AWS_BEARER_TOKEN_BEDROCK instead"
-            )
-        client_kwargs.setdefault("aws_access_key_id", parts[0])
-        client_kwargs.setdefault("aws_secret_access_key", parts[1])
-        if len(parts) == 3:
-            client_kwargs.setdefault("aws_session_token", parts[2])
-    from chainform.keys import remember
-
-    remember(client_kwargs.get("aws_secret_access_key"), client_kwargs.get("aws_session_token"))
-    session = boto3.Session(**session_kwargs)
-    config = Config(
-        retries={"total_max_attempts": max_retries + 1, "mode": "standard"},
-        connect_timeout=timeout.connect,
-        read_timeout=timeout.read,
-    )
-    client = session.client(
-        "bedrock-runtime",
-        region_name=region or session.region_name or "us-east-1",
-        endpoint_url=base_url,
-        config=config,
-        **client_kwargs,
-    )
-    # inline data spliced into the body before it is signed (clients/_splice.py)
-    client.meta.events.register("before-sign.bedrock-runtime", _splice.botocore_hook)
-    client.meta.events.register("before-send.bedrock-runtime", touch_on_send)  # each attempt: the idle clock
-    return _splice.mark(client)
 
 
 class BedrockClient(ProviderClient):
@@ -252,18 +203,34 @@ class _StreamState(StreamState):
 
     closing_event = "messageStop"
 
+    def __init__(self, model_id: str | None = None) -> None:
+        super().__init__(model_id)
+        self.server_tools: dict[int, dict[str, Any]] = {}  # index -> a system tool's toolUse so far
+
     def translate_one(self, event: dict[str, Any]) -> types.ChatResponseUpdate | None:
         if "contentBlockStart" in event:
             body = event["contentBlockStart"]
             tool = body.get("start", {}).get("toolUse")
-            if tool:
+            if tool and tool.get("type") == _SERVER_TOOL_USE:
+                self.server_tools[body["contentBlockIndex"]] = {**tool, "input": ""}
+            elif tool:
                 call = types.FunctionCallContent(
                     tool["toolUseId"], tool["name"], index=body["contentBlockIndex"]
                 )
                 return self.update([call])
+            elif "toolResult" in body.get("start", {}):
+                return self.update(_block_contents(body["start"]))
+        elif "contentBlockStop" in event:
+            tool = self.server_tools.pop(event["contentBlockStop"].get("contentBlockIndex", -1), None)
+            if tool is not None:
+                tool["input"] = _json_or_text(tool["input"])
+                return self.update(_block_contents({"toolUse": tool}))
         elif "contentBlockDelta" in event:
             body = event["contentBlockDelta"]
             delta, index = body["delta"], body["contentBlockIndex"]
+            if index in self.server_tools:
+                self.server_tools[index]["input"] += (delta.get("toolUse") or {}).get("input") or ""
+                return None
             if "text" in delta:
                 return self.update([types.TextContent(delta["text"])])
             if "toolUse" in delta and delta["toolUse"].get("input"):
@@ -280,6 +247,13 @@ class _StreamState(StreamState):
         elif "metadata" in event:
             return self.update([types.UsageContent(_usage(event["metadata"].get("usage") or {}))])
         return None
+
+
+def _json_or_text(text: str) -> Any:
+    try:
+        return json.loads(text) if text else {}
+    except ValueError:
+        return text
 
 
 def _top_k_field(model: str, top_k: int) -> dict[str, Any]:
@@ -310,10 +284,19 @@ def _block_contents(block: dict[str, Any]) -> list[types.Content]:
         return [types.TextContent(block["text"])]
     if "toolUse" in block:
         tool = block["toolUse"]
+        if tool.get("type") == _SERVER_TOOL_USE:  # a system tool Bedrock ran (nova_code_interpreter)
+            return [types.ServerToolContent(_SERVER_TOOL_USE, block)]
         return [types.FunctionCallContent(tool["toolUseId"], tool["name"], dict(tool.get("input") or {}))]
+    if "toolResult" in block:  # in an assistant turn: the result of a system tool Bedrock ran
+        return [types.ServerToolContent(str(block["toolResult"].get("type") or "tool_result"), block)]
     if "reasoningContent" in block:
         return [_reasoning(block["reasoningContent"])]
     return []
+
+
+_SERVER_TOOL_USE = "server_tool_use"
+"""A `toolUse` of this type is a system tool Bedrock runs itself: kept as ServerToolContent (with
+its `toolResult`), never a call for chainform, and sent back as it came."""
 
 
 def _messages(
@@ -370,6 +353,8 @@ def _block(
             },
             redacted=lambda data: {"reasoningContent": {"redactedContent": base64.b64decode(data)}},
         )
+    if isinstance(content, types.ServerToolContent) and role == "assistant" and tools_declared:
+        return dict(content.block)  # a system tool's use or result goes back as it came
     if content.type == "uri":
         raise UnsupportedOptionError("Bedrock Converse takes media as bytes, not URLs", provider=PROVIDER)
     return None
@@ -378,4 +363,4 @@ def _block(
 def create_client(model: str, **kwargs: Any) -> BedrockClient:
     """An adapter for `model`: key ("ACCESS_KEY_ID:SECRET[:SESSION_TOKEN]"), base_url, max_retries,
     timeout, profile, middleware; other keyword arguments (region, profile_name, ...) go to boto3."""
-    return PROVIDERS[PROVIDER].connect(BedrockClient, _sdk, model, **kwargs)
+    return PROVIDERS[PROVIDER].connect(BedrockClient, boto3_client, model, **kwargs)

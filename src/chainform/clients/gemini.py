@@ -39,7 +39,12 @@ _FINISH = {
     "SPII": types.FinishReason.CONTENT_FILTER,
     "IMAGE_SAFETY": types.FinishReason.CONTENT_FILTER,
     "BLOCKED": types.FinishReason.CONTENT_FILTER,  # the prompt was blocked (prompt_feedback)
+    "MODEL_ARMOR": types.FinishReason.CONTENT_FILTER,  # a Model Armor template blocked the answer
+    "IMAGE_PROHIBITED_CONTENT": types.FinishReason.CONTENT_FILTER,
+    "IMAGE_RECITATION": types.FinishReason.CONTENT_FILTER,
 }
+_SERVER_PARTS = ("executable_code", "code_execution_result")
+"""Parts of code Gemini runs itself: kept as ServerToolContent (kind: the part's field), sent back as they came."""
 
 
 def _sdk(
@@ -245,6 +250,9 @@ class _StreamState(StreamState):
             out.append(
                 types.TextReasoningContent(part.text) if part.thought else types.TextContent(part.text)
             )
+        elif server := next((k for k in _SERVER_PARTS if getattr(part, k, None) is not None), None):
+            block = getattr(part, server).model_dump(mode="json", exclude_none=True)
+            out.append(types.ServerToolContent(server, {server: block}))
         elif part.inline_data is not None and part.inline_data.data:
             out.append(
                 types.DataContent(
@@ -345,6 +353,8 @@ def _part(content: types.Content, names: dict[str, str]) -> dict[str, Any] | Non
         if not content.call_id.startswith(_GENERATED_ID):
             response["id"] = content.call_id
         return {"function_response": response}
+    if isinstance(content, types.ServerToolContent) and content.kind in _SERVER_PARTS:
+        return dict(content.block)
     return None
 
 

@@ -189,10 +189,13 @@ class _StreamState(StreamState):
         super().__init__()
         self.has_calls = False
         self.failure: str | None = None
+        self.unfinished = False  # a background response, queued or in progress: no answer to wait for
 
     closing_event = "response.completed"
 
     def end(self, guard: StreamGuard) -> list[types.ChatResponseUpdate]:
+        if self.failure is not None and self.unfinished:  # asked again, it is queued again
+            raise guard.error(self.failure, kind="bad_request", interrupted=False)
         if self.failure is not None:
             raise guard.error(self.failure, interrupted=True)
         return super().end(guard)
@@ -213,6 +216,8 @@ class _StreamState(StreamState):
             contents.append(types.TextReasoningContent(event.delta))
         elif kind == "response.output_item.added" and event.item.type == "function_call":
             contents.append(self._call(event.item, event.output_index))
+        elif kind == "response.output_item.done" and event.item.type in _SERVER_ITEMS:
+            contents.append(_server_item(event.item))
         elif kind == "response.function_call_arguments.delta":
             contents.append(
                 types.FunctionCallContent("", "", raw_arguments=event.delta, index=event.output_index)
@@ -236,6 +241,13 @@ class _StreamState(StreamState):
         if response.status == "failed":
             self.failure = _failure(response.error)
             return []
+        if response.status in ("queued", "in_progress"):  # a background response: no answer yet
+            self.unfinished = True
+            self.failure = (
+                f"the response is {response.status}, not an answer: chainform does not poll "
+                "background responses (leave `background` out of the request)"
+            )
+            return []
         contents: list[types.Content] = []
         for index, item in enumerate(response.output):
             if item.type == "message":
@@ -246,6 +258,8 @@ class _StreamState(StreamState):
                         self.refusal.append(part.refusal)
             elif item.type == "function_call":
                 contents.append(self._call(item, index))
+            elif item.type in _SERVER_ITEMS:
+                contents.append(_server_item(item))
             elif item.type == "reasoning":
                 texts = [*(item.summary or ()), *(getattr(item, "content", None) or ())]
                 contents.extend(types.TextReasoningContent(t.text) for t in texts if getattr(t, "text", None))
@@ -278,6 +292,27 @@ class _StreamState(StreamState):
             )
             contents.append(types.UsageContent(counts))
         return reason
+
+
+_SERVER_ITEMS = frozenset(
+    {
+        "web_search_call",
+        "file_search_call",
+        "code_interpreter_call",
+        "image_generation_call",
+        "mcp_call",
+        "mcp_list_tools",
+        "mcp_approval_request",
+    }
+)
+"""Output items of tools OpenAI runs itself: kept as ServerToolContent in the result and the log
+(not sent back: with `store: false` the API would not know their ids), never a call for chainform."""
+
+
+def _server_item(item: Any) -> types.ServerToolContent:
+    dump = getattr(item, "model_dump", None)
+    block = dump(mode="json", exclude_none=True) if callable(dump) else dict(item)
+    return types.ServerToolContent(str(item.type), block)
 
 
 def _failure(error: Any) -> str:

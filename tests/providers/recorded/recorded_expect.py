@@ -33,6 +33,7 @@ FINISH = {  # every provider's stop reasons in chainform's words
     "SAFETY": "content_filter",
     "RECITATION": "content_filter",
     "PROHIBITED_CONTENT": "content_filter",
+    "MODEL_ARMOR": "content_filter",
     "guardrail_intervened": "content_filter",
     "content_filtered": "content_filter",
 }
@@ -314,7 +315,9 @@ def _bedrock_usage(usage: dict[str, Any], out: Expected) -> None:
 def _bedrock_block(block: dict[str, Any], out: Expected) -> None:
     if "text" in block:
         out.text += block["text"]
-    elif "toolUse" in block:
+    elif (
+        "toolUse" in block and block["toolUse"].get("type") != "server_tool_use"
+    ):  # a system tool ran at Bedrock
         tool = block["toolUse"]
         out.calls.append(Call(tool["toolUseId"], tool["name"], _args(tool.get("input"))))
     elif "reasoningContent" in block:

@@ -49,10 +49,21 @@ def expected_kind(status: int) -> str:
     return "server" if status >= 500 else "bad_request"
 
 
+def _unfinished(ex: Exchange) -> bool:
+    """A background Responses answer still queued or in progress: no answer yet, so a typed error."""
+    answer = ex.answer if not ex.streamed else None
+    return (
+        ex.wire == "responses"
+        and isinstance(answer, dict)
+        and answer.get("status") in ("queued", "in_progress")
+    )
+
+
 async def replay(ex: Exchange, emu: Emulator, *, malformed: bool = False) -> list[str]:
     """What chainform got wrong about one recorded answer (empty: nothing). `malformed`: the
     answer is no answer of its API, and must be a typed error."""
     assert ex.wire is not None
+    malformed = malformed or _unfinished(ex)
     emu.add(RawResponse(ex.status, ex.body, ex.content_type, ex.reply_headers))
     client = client_for(ex.wire, ex.model, emu)
     try:
