@@ -34,27 +34,15 @@ _PREFIX = b"cfinline"
 _TOKEN = re.compile(rb"cfinline[0-9a-f]{32}")
 _CHUNK = 3 * 262_144  # raw bytes a piece: a multiple of 3, so pieces encode without padding between them
 
-# token -> (the content, whether the SDK writes URL-safe base64); (content id, URL-safe) -> token
+# token -> (the content, whether the SDK writes URL-safe base64), kept while the content lives
 _PENDING: dict[str, tuple[weakref.ref[DataContent], bool]] = {}
-_BY_ID: dict[tuple[int, bool], str] = {}
 
 
 def token(content: DataContent, *, urlsafe: bool = False) -> str:
-    """A token that stands for `content`'s base64 (URL-safe or not) until the body is sent: one per
-    content object and alphabet, kept while the object lives."""
-    key = (id(content), urlsafe)
-    found = _BY_ID.get(key)
-    if found is not None and found in _PENDING and _PENDING[found][0]() is content:
-        return found
+    """A token that stands for `content`'s base64 (URL-safe or not) until the body is sent; it is
+    forgotten with the content."""
     made = (_PREFIX + uuid.uuid4().hex.encode()).decode("ascii")
-
-    def forget(_: object, made: str = made, key: tuple[int, bool] = key) -> None:
-        _PENDING.pop(made, None)
-        if _BY_ID.get(key) == made:
-            del _BY_ID[key]
-
-    _PENDING[made] = (weakref.ref(content, forget), urlsafe)
-    _BY_ID[key] = made
+    _PENDING[made] = (weakref.ref(content, lambda _: _PENDING.pop(made, None)), urlsafe)
     return made
 
 
