@@ -22,7 +22,7 @@ finish reasons) is in `_wire.py`.
 from __future__ import annotations
 
 import inspect
-from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
+from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol, runtime_checkable
 
@@ -274,19 +274,19 @@ class ProviderClient(BaseChatClient):
         guard = self.endpoint.guard()
         reader = self.wire.reader(request)
         clock = IdleClock(self.endpoint.timeout, guard)
-        try:
+        try:  # a failed wait closes the clock itself
             stream = await clock.wait(self.wire.open_stream(self.sdk, request, reader, guard), opening=True)
         except ChainformError:
-            clock.close()
             raise
         except Exception as exc:
-            clock.close()
             raise self.wire.error(exc, guard, False) from None  # no chained SDK error: it may quote the key
         guard.request_id = guard.request_id or getattr(stream, "request_id", None)
+        reading = self._read(stream, reader, guard, clock)
         try:
-            async for update in self._read(stream, reader, guard, clock):
+            async for update in reading:
                 yield guard.seen(update)
         finally:
+            await reading.aclose()
             clock.close()
             close = getattr(stream, "aclose", None) or getattr(stream, "close", None)
             if close is not None and inspect.isawaitable(result := close()):
@@ -296,7 +296,7 @@ class ProviderClient(BaseChatClient):
 
     async def _read(
         self, stream: Any, reader: StreamState, guard: StreamGuard, clock: IdleClock
-    ) -> AsyncIterator[ChatResponseUpdate]:
+    ) -> AsyncGenerator[ChatResponseUpdate, None]:
         """The opened stream's events as updates; a whole JSON body instead, read at once."""
         if (body := await clock.wait(whole_body(stream, guard), opening=True)) is not None:
             for update in whole_updates(reader, body, guard):
