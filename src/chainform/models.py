@@ -56,8 +56,7 @@ class _Base(Generic[R]):
         return self._profile or self.client.profile
 
     @property
-    def fallbacks(self) -> Refusals:
-        """Deprecated: the old name of `refusals` (`fallback` names the models a chain goes on with)."""
+    def fallbacks(self) -> Refusals:  # deprecated name of `refusals`; `fallback` names other models
         warnings.warn("model.fallbacks is now model.refusals", DeprecationWarning, stacklevel=2)
         return self.refusals
 
@@ -123,11 +122,7 @@ class _Base(Generic[R]):
                 Budget(max_cost).check_rate(PRICES.rate(other.name))
         sources = [t for t in tools or () if is_tool_source(t)]
         message = user_prompt(
-            prompt,
-            attachments,
-            convert=convert,
-            allow_private_urls=allow_private_urls,
-            store=attachments_store,
+            prompt, attachments, convert=convert, allow_private_urls=allow_private_urls, store=attachments_store
         )
         pending = message if isinstance(message, PendingPrompt) else None
         request = ChainRequest(
@@ -151,9 +146,7 @@ class _Base(Generic[R]):
             return self._response_of(
                 lambda events: self._leased(sources, request, conversation_id, log, events, pending)
             )
-        return self._response_of(
-            lambda events: self._run_logged(request, conversation_id, log, events, pending)
-        )
+        return self._response_of(lambda events: self._run_logged(request, conversation_id, log, events, pending))
 
     async def _leased(
         self,
@@ -289,9 +282,7 @@ class Model(_Base[ChainResponse]):
     def __exit__(self, *exc: object) -> None:
         self.close()
 
-    def conversation(
-        self, conversation_id: str | None = None, history: Sequence[Message] = ()
-    ) -> Conversation:
+    def conversation(self, conversation_id: str | None = None, history: Sequence[Message] = ()) -> Conversation:
         return Conversation(self, conversation_id, history)
 
     map = map_sync

@@ -8,8 +8,8 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from chainform.clients._wire import import_sdk
 from chainform.clients._openai_batch import UNREADABLE, BatchState, Intent, LineResult, typed_errors
+from chainform.clients._wire import import_sdk
 from chainform.errors import BatchError, ProviderError
 
 _SKEW_S = 300.0  # how far the provider's clock may be behind ours
