@@ -2,9 +2,9 @@
 
 Sync APIs submit coroutines here, so they work the same inside notebooks or other running loops.
 Only chainform's own work runs on this loop, which lets a chain that runs there alone commit its
-log rows in place instead of through the writer thread (store/_chainlog.py), and run a fast sync
-tool inline instead of in a worker thread (tools/_pace.py): no other chain waits. Code running ON
-this loop that calls the sync API would wait for the loop it holds: it gets an error, not a hang.
+log rows in place instead of through the writer thread (store/_chainlog.py). A sync tool runs in a
+worker thread, so it may call the sync API; code running ON this loop (an async tool, a hook) that
+calls it would wait for the loop it holds: it gets an error, not a hang.
 """
 
 from __future__ import annotations
@@ -24,7 +24,6 @@ _lock = threading.Lock()
 _loop: asyncio.AbstractEventLoop | None = None
 _chains = 0  # chains running on the background loop; read and written only by its thread
 _thread: threading.Thread | None = None
-_local = threading.local()  # .reentry: the Reentry of the sync tool running in this thread, if any
 
 
 def _get_loop() -> asyncio.AbstractEventLoop:
@@ -40,38 +39,14 @@ def _get_loop() -> asyncio.AbstractEventLoop:
 
 def submit(coro: Coroutine[Any, Any, T]) -> Future[T]:
     """Schedule `coro` on the background loop; returns a concurrent future."""
-    reentry: Reentry | None = getattr(_local, "reentry", None)
-    if reentry is not None:
-        reentry.seen = True
     if _thread is not None and threading.current_thread() is _thread:
         coro.close()
         raise ChainformError(
             "chainform's sync API was called from code running on chainform's own event loop "
-            "(a sync tool run inline, or an async tool or hook): it would wait forever for the loop "
-            "it holds. Use the async API (AsyncModel, `await`) there"
-            + ("; this tool runs in a worker thread from now on" if reentry is not None else "")
+            "(an async tool or a hook): it would wait forever for the loop it holds. Use the async "
+            "API (AsyncModel, `await`) there"
         )
     return asyncio.run_coroutine_threadsafe(coro, _get_loop())
-
-
-class Reentry:
-    """Whether the sync tool watched by `watching_reentry` called the sync API."""
-
-    __slots__ = ("seen",)
-
-    def __init__(self) -> None:
-        self.seen = False
-
-
-@contextmanager
-def watching_reentry() -> Iterator[Reentry]:
-    """Note (in the Reentry yielded) whether code run in this block calls the sync API."""
-    outer = getattr(_local, "reentry", None)
-    _local.reentry = watch = Reentry()
-    try:
-        yield watch
-    finally:
-        _local.reentry = outer
 
 
 def run(coro: Coroutine[Any, Any, T]) -> T:

@@ -20,7 +20,6 @@ from pydantic import BaseModel
 from chainform._json import load_json
 from chainform.errors import ToolArgumentError, ToolDefinitionError
 from chainform.schema.validate import remember_text
-from chainform.tools._pace import Pace, run_sync
 from chainform.tools._params import call_target
 from chainform.tools._schema import Spec, build_spec, call_with
 
@@ -70,7 +69,6 @@ class Tool:
         self.parameters: dict[str, Any] = spec.schema
         remember_text(spec.schema, spec.schema_text)  # built from the signature: every call converts it
         self.fn: Callable[..., Any] = spec.target
-        self._pace = Pace()
         target = spec.target
         call = getattr(target, "__call__", None)  # noqa: B004 - async callable objects
         self.is_async: bool = inspect.iscoroutinefunction(target) or (
@@ -128,13 +126,13 @@ class Tool:
         return settle(call_with(self._spec, self.validate(arguments)))
 
     async def ainvoke(self, arguments: Mapping[str, Any] | str | None = None) -> Any:
-        """Validate, convert and call; a sync tool runs in a worker thread so the event loop stays
-        free, or inline where that holds no one up (tools/_pace.py)."""
+        """Validate, convert and call; a sync tool runs in a worker thread (`asyncio.to_thread`, in
+        a copy of the context), so the event loop stays free and a turn's calls run side by side."""
         validated = self.validate(arguments)
         if self.is_async:
             result = call_with(self._spec, validated)
             return await result if inspect.isawaitable(result) else result
-        result = await run_sync(self._pace, call_with, self._spec, validated)
+        result = await asyncio.to_thread(call_with, self._spec, validated)
         return await result if inspect.isawaitable(result) else result
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
@@ -215,7 +213,6 @@ class SchemaTool(Tool):
         self.description = description or ""
         self.parameters = {"type": "object", "properties": {}, **parameters}
         self.fn = func
-        self._pace = Pace()
         call = getattr(func, "__call__", None)  # noqa: B004 - async callable objects
         self.is_async = inspect.iscoroutinefunction(func) or inspect.iscoroutinefunction(call)
 
@@ -256,7 +253,7 @@ class SchemaTool(Tool):
 
     async def ainvoke(self, arguments: Mapping[str, Any] | str | None = None) -> Any:
         data = self.arguments(arguments)
-        result = self.fn(**data) if self.is_async else await run_sync(self._pace, _call_kw, self.fn, data)
+        result = self.fn(**data) if self.is_async else await asyncio.to_thread(_call_kw, self.fn, data)
         return await result if inspect.isawaitable(result) else result
 
     def __repr__(self) -> str:
