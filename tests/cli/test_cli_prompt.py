@@ -110,6 +110,18 @@ def test_cli_prompt_functions_file_and_code(run, scripted: Scripted, tmp_path) -
     assert sorted(t.name for t in scripted.client.requests[0][1].tools) == ["add", "mul"]
 
 
+def test_cli_prompt_t_may_name_a_function_of_functions(run, scripted: Scripted, tmp_path) -> None:
+    path = tmp_path / "tools.py"
+    path.write_text("def get_weather(city: str) -> dict:\n    'Weather.'\n    return {'city': city}\n")
+    scripted.script([tool_call("get_weather", city="Paris"), "sunny"])
+    result = run("weather?", "-T", "get_weather", "--functions", str(path), "-T", "current_time")
+    assert result.exit_code == 0, result.stderr
+    assert sorted(t.name for t in scripted.client.requests[0][1].tools) == ["current_time", "get_weather"]
+    result = run("weather?", "-T", "get_wether", "--functions", str(path))
+    assert result.exit_code == 2 and "unknown tool 'get_wether'" in result.stderr
+    assert "get_weather" in result.stderr  # named among the available tools
+
+
 def test_cli_prompt_tools_approve(run, scripted: Scripted) -> None:
     scripted.script([tool_call("current_time"), tool_call("current_time"), "done"])
     result = run("time?", "-T", "current_time", "--ta", input="n\ny\n")

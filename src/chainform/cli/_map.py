@@ -293,7 +293,7 @@ def map_command(
     from chainform._map._jsonl import JsonlSink, MapOutputError, line_for
     from chainform.cli._models import default_model
     from chainform.cli._schemas import resolve_cli_schema
-    from chainform.cli._tools import load_functions, resolve_tools
+    from chainform.cli._tools import cli_tools
     from chainform.store import new_id
 
     if input_path != "-" and not _readable(input_path):
@@ -305,7 +305,7 @@ def map_command(
         raise click.BadParameter(str(exc), param_hint="--prompt") from None
     store = open_log(required=not no_log, wanted=schema is not None)  # a damaged log stops here, not per row
     spec = resolve_cli_schema(schema, store=store) if schema else None
-    tools = resolve_tools(tool_names) + [t for code in functions for t in load_functions(code)]
+    tools = cli_tools(tool_names, functions)
     name = model_name or default_model()
     apply_price(name, price)
     budget = _budget((name, *fallback), max_cost, ray_address)

@@ -33,11 +33,10 @@ def serve_command(
     """
     import anyio
 
-    from chainform.cli._tools import load_functions, resolve_tools
+    from chainform.cli._tools import cli_tools
     from chainform.mcp._serve import serve_stdio
 
-    tools = resolve_tools(tool_names, python_isolation=python_isolation)
-    tools += [t for code in functions for t in load_functions(code)]
+    tools = cli_tools(tool_names, functions, python_isolation=python_isolation)
     if not tools:
         raise click.UsageError("nothing to serve: give --functions and/or -T")
     notes = {

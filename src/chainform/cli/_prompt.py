@@ -267,7 +267,7 @@ def prompt_command(
     """Run PROMPT (or stdin) on a model, with tools and a schema if given."""
     from chainform.cli._models import default_model
     from chainform.cli._schemas import resolve_cli_schema
-    from chainform.cli._tools import load_functions, mcp_servers, resolve_tools
+    from chainform.cli._tools import cli_tools, mcp_servers
 
     if schema is not None and schema_multi is not None:
         raise click.UsageError("give --schema or --schema-multi, not both")
@@ -283,8 +283,7 @@ def prompt_command(
     text = read_prompt(prompt, stdin_reserved=tools_approve or attach.reads_stdin)
     options = parse_options(option_pairs)
     start_tracing(otel)
-    tools: list[Any] = resolve_tools(tool_names, python_isolation=python_isolation)
-    tools += [t for code in functions for t in load_functions(code)]
+    tools: list[Any] = cli_tools(tool_names, functions, python_isolation=python_isolation)
     tools += mcp_servers(mcp_values)
     store = open_log(required=not no_log or continue_ or cid is not None, wanted=schema_text is not None)
     output = None

@@ -14,7 +14,7 @@ import os
 import shlex
 import sys
 import types
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NoReturn
@@ -116,12 +116,26 @@ def mcp_sources(values: tuple[str, ...]) -> list[ToolSource]:
     return sources
 
 
-def resolve_tools(names: tuple[str, ...], *, python_isolation: str = "auto") -> list[Tool]:
+def cli_tools(
+    names: tuple[str, ...], functions: tuple[str, ...], *, python_isolation: str = "auto"
+) -> list[Tool]:
+    """The tools of `-T` and `--functions`: every public function of each `--functions` file or code,
+    then the `-T` tools. A `-T` name may also be one of those functions (it is offered anyway)."""
+    loaded = [t for code in functions for t in load_functions(code)]
+    offered = {t.name for t in loaded}
+    return resolve_tools(names, python_isolation=python_isolation, offered=offered) + loaded
+
+
+def resolve_tools(
+    names: tuple[str, ...], *, python_isolation: str = "auto", offered: Collection[str] = ()
+) -> list[Tool]:
     """The tools named by `-T` options: a source name, or the name of one tool a plugin provides.
-    A python tool among them runs under `python_isolation`."""
+    A python tool among them runs under `python_isolation`. A name in `offered` (a
+    `--functions` tool, which the caller offers itself) is accepted and adds nothing."""
     if not names:
         return []
     sources = all_sources()
+    names = tuple(n for n in names if n not in offered)
     chosen: list[Tool] = []
     for name in names:
         found = [s for s in sources if s.name == name] or [
@@ -130,7 +144,9 @@ def resolve_tools(names: tuple[str, ...], *, python_isolation: str = "auto") -> 
             if any(t.name == name for t in s.tools)
         ]
         if not found:
-            known = sorted({s.name for s in sources} | {t.name for s in sources for t in s.tools})
+            known = sorted(
+                {s.name for s in sources} | {t.name for s in sources for t in s.tools} | set(offered)
+            )
             raise click.BadParameter(f"unknown tool {name!r}; available: {', '.join(known)}", param_hint="-T")
         source = found[0]
         if source.error:
