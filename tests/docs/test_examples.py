@@ -207,7 +207,7 @@ def test_notes_are_read_and_checked(tmp_path: Path) -> None:
     found = blocks(page)
     assert [(b.line, b.language, b.notes) for b in found] == [
         (6, "python", {"continues": "", "emulator": '["hi"]'}),
-        (14, "bash", {"skip": "no reason given below"}),
+        (15, "bash", {"skip": "no reason given below"}),
     ]
     page.write_text("<!-- example: skip -->\n```python\npass\n```\n", encoding="utf-8")
     with pytest.raises(AssertionError, match="needs a reason"):
