@@ -130,7 +130,8 @@ def workdir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 
 
 def _environment(block: Block, monkeypatch: pytest.MonkeyPatch, emulator: Emulator | None) -> None:
-    """Provider SDKs pointed at the emulator (with test keys), when the block asks for it."""
+    """Provider SDKs pointed at the emulator (OpenAI's and Anthropic's), and test keys for every
+    provider, when the block asks for it."""
     if emulator is None:
         return
     for name, value in {
@@ -138,6 +139,9 @@ def _environment(block: Block, monkeypatch: pytest.MonkeyPatch, emulator: Emulat
         "OPENAI_API_KEY": "test",
         "ANTHROPIC_BASE_URL": emulator.base_url,
         "ANTHROPIC_API_KEY": "test",
+        "GEMINI_API_KEY": "test",
+        "AWS_ACCESS_KEY_ID": "test",
+        "AWS_SECRET_ACCESS_KEY": "test",
     }.items():
         monkeypatch.setenv(name, value)
 
