@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import time
-
 import pytest
 
 from chainform.testing.emulator import Emulator, Stall
@@ -12,10 +10,8 @@ from chainform.testing.emulator import Emulator, Stall
 def test_cli_timeout_ends_a_stalled_stream_with_exit_3_and_one_line(run, emulator: Emulator) -> None:
     emulator.add(Stall(30, reply="an answer that stops in the middle", after_events=3))
     url = emulator.base_url + "/v1"
-    started = time.monotonic()
     result = run("hi", "-m", "openai/gpt-4.1-mini", "--base-url", url, "--key", "sk-t", "--timeout", "1,0.5")
-    assert time.monotonic() - started < 10
-    assert result.exit_code == 3, result.stderr
+    assert result.exit_code == 3, result.stderr  # the stall (30 s) ended by the read timeout
     [line] = result.stderr.strip().splitlines()
     assert line.startswith("Error: ") and "read timeout" in line and "0.5 s" in line
     assert result.stdout.startswith("an a")  # what arrived was shown

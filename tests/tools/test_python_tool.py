@@ -1,7 +1,7 @@
 """The python tool: results like a notebook cell, and limits that are tested, not assumed."""
 
 import os
-import time
+import uuid
 
 import pytest
 
@@ -43,37 +43,46 @@ def test_exceptions_come_back_as_tracebacks() -> None:
 
 
 def test_timeout_stops_an_infinite_loop() -> None:
-    start = time.monotonic()
     out = python("print('started')\nwhile True:\n    pass", timeout=1)
-    elapsed = time.monotonic() - start
-    assert elapsed < 2.0, elapsed
     assert out.startswith("started\n")
     assert "TimeoutError" in out
 
 
+def _alive(marker: str) -> list[str]:
+    """The ids of the processes whose command line holds `marker` (the host sees every namespace's)."""
+    found = []
+    for entry in os.listdir("/proc"):
+        try:
+            with open(f"/proc/{entry}/cmdline", "rb") as fh:
+                if marker.encode() in fh.read():
+                    found.append(entry)
+        except OSError:
+            continue
+    return found
+
+
 def test_timeout_kills_sleeping_children_too() -> None:
-    start = time.monotonic()
-    code = "import subprocess, sys\nsubprocess.Popen([sys.executable, '-c', 'import time; time.sleep(60)'])\nimport time; time.sleep(60)"
+    # The child never ends by itself: unless the timeout kills it, the call hangs or it is still there.
+    marker = f"chainform-test-child-{uuid.uuid4().hex}"
+    child = f"import time  # {marker}\nwhile True: time.sleep(1)"
+    code = f"import subprocess, sys\nsubprocess.Popen([sys.executable, '-c', {child!r}])\nimport time; time.sleep(600)"
     out = python(code, timeout=1)
-    assert time.monotonic() - start < 2.0
     assert "TimeoutError" in out
+    assert _alive(marker) == []
 
 
 def test_memory_cap() -> None:
-    start = time.monotonic()
-    out = python("x = bytearray(2 * 1024 ** 3)\nlen(x)", timeout=5)
-    assert "MemoryError" in out
-    assert time.monotonic() - start < 5
+    out = python("x = bytearray(2 * 1024 ** 3)\nlen(x)", timeout=60)
+    assert "MemoryError" in out  # the cap stopped it, not the timeout
     assert python("len(bytearray(50 * 1024 ** 2))") == f"{50 * 1024**2}\n"
 
 
 def test_output_cap() -> None:
     tool = python.with_limits(max_output=1000)
-    start = time.monotonic()
     out = tool("while True:\n    print('x' * 100)")
-    assert time.monotonic() - start < 3
     assert len(out) < 1200
-    assert "truncated" in out
+    assert "truncated" in out and "the code was stopped" in out
+    assert "TimeoutError" not in out  # the cap stopped the endless printing, not the timeout
 
 
 def test_isolation_from_the_caller(monkeypatch: pytest.MonkeyPatch) -> None:
