@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import ast
 import asyncio
+import contextlib
 import inspect
 import json
 import os
@@ -129,11 +130,8 @@ def workdir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     return path
 
 
-def _environment(block: Block, monkeypatch: pytest.MonkeyPatch, emulator: Emulator | None) -> None:
-    """Provider SDKs pointed at the emulator (OpenAI's and Anthropic's), and test keys for every
-    provider, when the block asks for it."""
-    if emulator is None:
-        return
+def _point_sdks_at(emulator: Emulator, monkeypatch: pytest.MonkeyPatch) -> None:
+    """OpenAI's and Anthropic's SDKs pointed at the emulator, and test keys for every provider."""
     for name, value in {
         "OPENAI_BASE_URL": emulator.base_url + "/v1",
         "OPENAI_API_KEY": "test",
@@ -178,21 +176,15 @@ def _run_bash(block: Block, home: Path) -> None:
 
 @pytest.mark.parametrize("block", [_param(b) for b in ALL])
 def test_example_runs(block: Block, workdir: Path, home: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    emulator = None
-    if "emulator" in block.notes:
-        script = [_reply(item) for item in json.loads(block.notes["emulator"] or "[]")]
-        emulator = Emulator(script[:-1], default=script[-1] if script else "ok")
-    try:
-        if emulator is not None:
-            emulator.__enter__()
-        _environment(block, monkeypatch, emulator)
+    with contextlib.ExitStack() as stack:
+        if "emulator" in block.notes:
+            script = [_reply(item) for item in json.loads(block.notes["emulator"] or "[]")]
+            emulator = Emulator(script[:-1], default=script[-1] if script else "ok")
+            _point_sdks_at(stack.enter_context(emulator), monkeypatch)
         if block.language == "python":
             _run_python(block, {"__name__": "__docs__"})
         else:
             _run_bash(block, home)
-    finally:
-        if emulator is not None:
-            emulator.__exit__(None, None, None)
 
 
 def test_the_collector_finds_the_pages_blocks() -> None:
@@ -204,7 +196,7 @@ def test_the_collector_finds_the_pages_blocks() -> None:
 def test_notes_are_read_and_checked(tmp_path: Path) -> None:
     page = tmp_path / "page.md"
     page.write_text(
-        "Text.\n\n<!-- example: continues -->\n<!-- example: emulator [\"hi\"] -->\n\n```python\nx = 1\n```\n"
+        'Text.\n\n<!-- example: continues -->\n<!-- example: emulator ["hi"] -->\n\n```python\nx = 1\n```\n'
         "\n```json\n{}\n```\n\n<!-- example: skip no reason given below -->\n```bash\ntrue\n```\n",
         encoding="utf-8",
     )
@@ -219,3 +211,13 @@ def test_notes_are_read_and_checked(tmp_path: Path) -> None:
     page.write_text("<!-- example: sikp typo -->\n```python\npass\n```\n", encoding="utf-8")
     with pytest.raises(AssertionError, match="unknown example note"):
         blocks(page)
+
+
+def test_a_block_that_fails_fails_its_test(tmp_path: Path, workdir: Path, home: Path) -> None:
+    page = tmp_path / "page.md"
+    page.write_text("```bash\nchainform --no-such-option\n```\n\n```python\n1 / 0\n```\n", encoding="utf-8")
+    bash, python = blocks(page)
+    with pytest.raises(AssertionError, match="exited 2"):
+        _run_bash(bash, home)
+    with pytest.raises(ZeroDivisionError):
+        _run_python(python, {})
