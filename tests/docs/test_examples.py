@@ -58,7 +58,8 @@ class Block:
 
     @property
     def id(self) -> str:
-        return f"{self.page.relative_to(ROOT)}:{self.line}"
+        page = self.page.relative_to(ROOT) if self.page.is_relative_to(ROOT) else self.page.name
+        return f"{page}:{self.line}"
 
 
 def blocks(page: Path) -> list[Block]:
