@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import json
 import random
-import time
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -251,7 +250,8 @@ WIRE = {
 }
 WIRE_KEYS = {"bedrock": "AKIDFUZZ0123456789:fuzz-secret-0123456789"}
 WIRE_CHAINS = 45
-READ_S = 0.3
+READ_S = 0.3  # the read timeout that ends a Stall (which lasts 5 s)
+CALM_S = 60.0  # the read timeout of every other case: no load makes one of them time out
 
 
 def wire_fault(rng: random.Random) -> Any:
@@ -287,12 +287,12 @@ def run_wire_case(emu: Any, rng: random.Random, store: Store) -> str | None:
     emu.script, emu.position = [fault, GOOD_TEXT], 0
     emu.requests.clear()
     key = WIRE_KEYS.get(transport, "sk-fuzz-0123456789abcdef")
+    read = READ_S if isinstance(fault, Stall) else CALM_S
     model = cf.get_model(
-        name, base_url=emu.base_url + path, key=key, max_retries=0, timeout=(READ_S, READ_S), **settings
+        name, base_url=emu.base_url + path, key=key, max_retries=0, timeout=(read, read), **settings
     )
     cid = new_id()
     chain = model.chain("Weather in Rome?", schema=Answer, conversation_id=cid, retries=0)
-    started = time.monotonic()
     try:
         if streamed:
             for _ in chain:
@@ -303,11 +303,8 @@ def run_wire_case(emu: Any, rng: random.Random, store: Store) -> str | None:
         outcome = exc
     except Exception as exc:  # the break this test exists to find
         return f"{transport} {fault!r}: {type(exc).__name__}: {str(exc)[:200]}"
-    took = time.monotonic() - started
     what = f"{transport} {'streamed' if streamed else 'whole'} {fault!r}"
     kind = wire_kind(fault)
-    if took > 5:
-        return f"{what}: took {took:.1f} s"
     if kind is None and outcome is not None:
         return f"{what}: {type(outcome).__name__}: {outcome}"
     if kind is not None:
