@@ -1,19 +1,16 @@
 """Run async code from sync code: one private event loop on a daemon thread.
 
 Sync APIs submit coroutines here, so they work the same inside notebooks or other running loops.
-Only chainform's own work runs on this loop, which lets a chain that runs there alone commit its
-log rows in place instead of through the writer thread (store/_chainlog.py). A sync tool runs in a
-worker thread, so it may call the sync API; code running ON this loop (an async tool, a hook) that
-calls it would wait for the loop it holds: it gets an error, not a hang.
+A sync tool runs in a worker thread, so it may call the sync API; code running ON this loop (an
+async tool, a hook) that calls it would wait for the loop it holds: it gets an error, not a hang.
 """
 
 from __future__ import annotations
 
 import asyncio
 import threading
-from collections.abc import Coroutine, Iterator
+from collections.abc import Coroutine
 from concurrent.futures import Future
-from contextlib import contextmanager
 from typing import Any, TypeVar
 
 from chainform.errors import ChainformError
@@ -22,7 +19,6 @@ T = TypeVar("T")
 
 _lock = threading.Lock()
 _loop: asyncio.AbstractEventLoop | None = None
-_chains = 0  # chains running on the background loop; read and written only by its thread
 _thread: threading.Thread | None = None
 
 
@@ -52,29 +48,3 @@ def submit(coro: Coroutine[Any, Any, T]) -> Future[T]:
 def run(coro: Coroutine[Any, Any, T]) -> T:
     """Run `coro` to completion on the background loop and return its result (or raise)."""
     return submit(coro).result()
-
-
-def _on_background_loop() -> bool:
-    try:
-        return asyncio.get_running_loop() is _loop
-    except RuntimeError:
-        return False
-
-
-@contextmanager
-def chain_running() -> Iterator[None]:
-    """Count the current chain while it runs (only on the background loop: others are the user's)."""
-    global _chains
-    counted = _on_background_loop()
-    if counted:
-        _chains += 1
-    try:
-        yield
-    finally:
-        if counted:
-            _chains -= 1
-
-
-def only_chain() -> bool:
-    """True inside the one chain running on the background loop: blocking it briefly blocks no one."""
-    return _chains == 1 and _on_background_loop()

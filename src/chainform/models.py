@@ -251,8 +251,7 @@ class _Base(Generic[R]):
             refusals=self.refusals,
             fallback=self.fallback,
         )
-        with _sync.chain_running():
-            result = await traced(run)
+        result = await traced(run)
         if prepared is not None:
             result.attachments = prepared.conversions
         return result
