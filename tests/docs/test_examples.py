@@ -44,7 +44,7 @@ NOT_RUN = {"", "json", "jsonl", "text", "csv", "toml", "yaml"}
 KEYWORDS = {"skip", "integration", "continues", "setup", "emulator"}
 FENCE = re.compile(r"^```(\w*)\s*$")
 NOTE = re.compile(r"^<!-- example: (\w+)\s*(.*?)\s*-->$")
-BLOCK_TIMEOUT = 300  # seconds one bash block may run
+BLOCK_TIMEOUT = 900  # seconds one bash block may run: a bound for a hang, not a measure
 
 
 @dataclass
