@@ -24,7 +24,7 @@ from chainform.chain._tools import normalize_tools
 from chainform.errors import ChainInterruptedError
 from chainform.output import OutputSpec
 from chainform.pricing import PRICES, Budget
-from chainform.pricing._rates import ZERO
+from chainform.pricing._table import ZERO
 from chainform.store._chainlog import naming as _naming
 from chainform.types import UsageDetails
 from chainform.types._options import ChatOptions, as_options

@@ -25,10 +25,11 @@ from chainform.cli._options import (
     chain_limit_option,
     count_option,
     model_option,
+    otel_option,
     provider_options,
+    start_tracing,
     strategy_option,
 )
-from chainform.cli._otel import otel_option, start_tracing
 from chainform.cli._prompt import (
     FALLBACK_HELP,
     fallback_kwargs,

@@ -1,10 +1,11 @@
-"""Option declarations the commands share: one definition of `-m`, `--strategy`, `--chain-limit`
-and `--timeout` for `chainform` and `chainform map`, and the two shapes most options take (a
+"""Option declarations the commands share: one definition of `-m`, `--strategy`, `--chain-limit`,
+`--timeout` and `--otel` for `chainform` and `chainform map`, and the two shapes most options take (a
 bounded count, a choice), their default shown in `--help`."""
 
 from __future__ import annotations
 
 import functools
+import os
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any, TypeVar, cast
 
@@ -110,3 +111,34 @@ def provider_options(command: F) -> F:
         return command(*args, provider_settings=settings, **kwargs)
 
     return _timeout_option(_profile_option(cast(F, with_settings)))
+
+
+_CONTENT = "OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT"
+
+
+def otel_option(command: F) -> F:
+    return click.option(
+        "--otel",
+        is_flag=True,
+        help="Send traces and metrics over OTLP/HTTP to $OTEL_EXPORTER_OTLP_ENDPOINT (also CHAINFORM_OTEL=1; "
+        "needs chainform[otel] with opentelemetry-sdk and opentelemetry-exporter-otlp-proto-http).",
+    )(command)
+
+
+def start_tracing(flag: bool) -> None:
+    """`--otel`: OTLP/HTTP export for this command (chainform/otel/_export.py); nothing of
+    OpenTelemetry is imported unless tracing was asked for. The command's context flushes and
+    stops the export when it ends."""
+    if not flag and not os.environ.get("CHAINFORM_OTEL"):
+        return
+    from chainform.errors import TracingSetupError
+    from chainform.otel import _export
+
+    if not _export.wanted(flag):
+        return
+    content = os.environ.get(_CONTENT, "").strip().lower() in ("1", "true")
+    try:
+        stop = _export.start(include_content=content)
+    except TracingSetupError as exc:
+        raise click.UsageError(str(exc)) from None
+    click.get_current_context().call_on_close(stop)

@@ -24,10 +24,11 @@ from chainform.cli._options import (
     choice_option,
     count_option,
     model_option,
+    otel_option,
     provider_options,
+    start_tracing,
     strategy_option,
 )
-from chainform.cli._otel import otel_option, start_tracing
 from chainform.cli._output import echo_json, format_json
 from chainform.cli._show import Approver, show_tool_event, summary, usage_text
 from chainform.cli._tools import MCP_HELP, python_isolation_option

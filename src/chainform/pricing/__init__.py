@@ -8,8 +8,7 @@ through a `Meter` (`usage.cost`), and a map run holds its rows to a `Budget`. Co
 from __future__ import annotations
 
 from chainform.pricing._budget import Budget, Meter
-from chainform.pricing._rates import Rate
-from chainform.pricing._table import PRICES, PRICES_FILE, Cost, Prices, as_cost, parse_price, usd
+from chainform.pricing._table import PRICES, PRICES_FILE, Cost, Prices, Rate, as_cost, parse_price, usd
 
 
 def set_price(model: str, input: float | str, output: float | str, **cache: float | str) -> None:

@@ -12,8 +12,7 @@ from decimal import Decimal
 from typing import Any, Literal
 
 from chainform.errors import BudgetExceededError, PricingError
-from chainform.pricing._rates import ZERO, Rate
-from chainform.pricing._table import PRICES, Cost, as_cost, usd
+from chainform.pricing._table import PRICES, ZERO, Cost, Rate, as_cost, usd
 from chainform.types import UsageDetails
 
 

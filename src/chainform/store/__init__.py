@@ -2,9 +2,9 @@
 committed by the chain engine as it finishes; one record shape (CallRecord) from the engine to
 `logs --json`."""
 
+from chainform._paths import default_path, logging_enabled, set_logging
 from chainform.store._chainlog import ChainLogger, naming
 from chainform.store._costs import GROUPS, CostTotal, cost_totals
-from chainform.store._home import default_path, logging_enabled, set_logging
 from chainform.store._records import (
     CallRecord,
     SchemaInfo,

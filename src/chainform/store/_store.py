@@ -25,8 +25,8 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, TypeVar
 
+from chainform._paths import create_private, default_path
 from chainform.store._attachments import ORPHAN_FILES, Attached
-from chainform.store._home import create_private, default_path
 from chainform.store._legacy import drain_legacy
 from chainform.store._migrations import MIGRATIONS, migrate, user_version
 from chainform.store._records import CallRecord, SchemaInfo, StoreError
