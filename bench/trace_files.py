@@ -13,7 +13,7 @@ runs does not count: its body, the class bodies in it and whatever they call.
   path from the chainform messages to the updates read back.
 
     python bench/trace_files.py            # prints "chain N" and "model_call N"
-    python bench/trace_files.py --list     # and the files of each, one a line
+    python bench/trace_files.py --list     # and the files of each, one line per package
 """
 
 from __future__ import annotations
@@ -136,6 +136,15 @@ def measure(name: str, url: str, home: Path) -> list[str]:
     return sorted(traced_files(run, Path(chainform.__file__).resolve().parent))
 
 
+def grouped(files: list[str]) -> str:
+    """The files one line per package (the top-level modules under "."), each with its count."""
+    packages: dict[str, list[str]] = {}
+    for file in files:
+        package, _, rest = file.rpartition("/")
+        packages.setdefault(package or ".", []).append(rest)
+    return "".join(f"  {p} ({len(names)}): {' '.join(names)}\n" for p, names in sorted(packages.items()))
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--list", action="store_true", help="list each run's files too")
@@ -155,7 +164,7 @@ def main() -> None:
             files = json.loads(child.stdout.splitlines()[-1])
             print(f"{name} {len(files)}")
             if args.list:
-                print("".join(f"  {file}\n" for file in files), end="")
+                print(grouped(files), end="")
 
 
 if __name__ == "__main__":

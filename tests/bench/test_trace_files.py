@@ -21,3 +21,18 @@ def test_the_trace_script_prints_a_count_for_the_chain_and_for_one_model_call() 
     lines = [line.split() for line in done.stdout.splitlines()]
     assert [line[0] for line in lines] == ["chain", "model_call"]
     assert all(len(line) == 2 and int(line[1]) > 0 for line in lines)
+
+
+def test_the_list_groups_the_files_by_package_with_a_count_each() -> None:
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("trace_files", SCRIPT)
+    assert spec is not None and spec.loader is not None
+    script = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(script)
+    files = ["_json.py", "cli/_prompt.py", "cli/_tools.py", "clients/profiles/openai.py"]
+    assert script.grouped(files).splitlines() == [
+        "  . (1): _json.py",
+        "  cli (2): _prompt.py _tools.py",
+        "  clients/profiles (1): openai.py",
+    ]

@@ -25,10 +25,10 @@ from chainform.types._options import MediaSupport as MediaSupport
 from chainform.types._options import ModelProfile as ModelProfile
 from chainform.types._options import ResponseFormat as ResponseFormat
 from chainform.types._options import SchemaDialect as SchemaDialect
+from chainform.types._options import Timeout as Timeout
+from chainform.types._options import TimeoutLike as TimeoutLike
 from chainform.types._options import ToolMode as ToolMode
 from chainform.types._options import ToolSpec as ToolSpec
-from chainform.types._timeout import Timeout as Timeout
-from chainform.types._timeout import TimeoutLike as TimeoutLike
 from chainform.types._usage import UsageDetails as UsageDetails
 from chainform.types._values import FinishReason as FinishReason
 from chainform.types._values import Role as Role
