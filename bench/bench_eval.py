@@ -5,9 +5,10 @@ figures of the cell. A second run adds an array of three objects per row (aligne
 
     .venv/bin/python bench/bench_eval.py [--rows 100000 --out eval.json]
 
-No model is called for the scoring. A third run times the same 2,000 rows (`--map-rows`) through
-`model.map` alone and through `evaluate` on a scripted model that answers at once (the worst case for
-what an eval adds to its map: the map's own time is as small as it gets).
+No model is called for the scoring. Then the same 2,000 rows (`--map-rows`) go through `model.map`
+alone and through `evaluate`, interleaved `--rounds` times, on a scripted model that answers at once
+(the worst case for what an eval adds to its map: the map's own time is as small as it gets) and on
+one that thinks `--delay` seconds (20 ms) a call; the last lines print eval/map for both.
 """
 
 from __future__ import annotations
@@ -95,38 +96,67 @@ def measure(rows: int, lines: bool) -> dict[str, Any]:
     }
 
 
-def overhead(rows: int) -> dict[str, Any]:
+def overhead(rows: int, delay: float, rounds: int) -> dict[str, Any]:
     """The same rows through `model.map` alone and through `evaluate` (which runs that map, then
-    reads the log and scores): a scripted model answers at once, so this is the worst case."""
+    reads the log and scores), `rounds` times each, interleaved after a warm-up; a scripted model
+    answers each call `delay` seconds late (0: the worst case for what an eval adds). Medians."""
+    import asyncio
     import os
+    import statistics
     import tempfile
 
-    os.environ["CHAINFORM_HOME"] = tempfile.mkdtemp(prefix="bench-eval-")
+    os.environ.setdefault("CHAINFORM_HOME", tempfile.mkdtemp(prefix="bench-eval-"))
     import chainform as cf
     from chainform.testing import ScriptedClient
+
+    class Late(ScriptedClient):
+        """A scripted model that thinks `delay` seconds before each answer (without holding the loop)."""
+
+        async def _stream(self, messages: Any, options: Any) -> Any:
+            await asyncio.sleep(delay)
+            async for update in super()._stream(messages, options):
+                yield update
 
     def reply(messages: Any, options: Any) -> str:
         n = int(messages[-1].text.rsplit(" ", 1)[-1])
         return json.dumps({"id": n, "total": n / 2})
 
-    data = [{"text": f"order {n}", "expected": {"id": n, "total": n / 2 if n % 3 else 0}} for n in range(rows)]
-    inputs = [{"text": row["text"]} for row in data]
+    def run(kind: str, n: int) -> tuple[float, float]:
+        data = [
+            {"text": f"order {k}", "expected": {"id": k, "total": k / 2 if k % 3 else 0}} for k in range(n)
+        ]
+        model = cf.Model(Late([reply] * n), name="scripted")
+        schema, prompt = "id int, total float", "Extract: {text}"
+        started, cpu = time.perf_counter(), time.process_time()
+        if kind == "map":
+            list(
+                model.map(
+                    [{"text": row["text"]} for row in data], prompt=prompt, schema=schema, strategy="native"
+                )
+            )
+        else:
+            cf.evaluate(data, schema=schema, prompt=prompt, models=[model], strategies=["native"])
+        return time.perf_counter() - started, time.process_time() - cpu
 
-    def model() -> Any:
-        return cf.Model(ScriptedClient([reply] * rows), name="scripted")
-
-    schema = "id int, total float"
-    started = time.perf_counter()
-    list(model().map(inputs, prompt="Extract: {text}", schema=schema, strategy="native"))
-    mapped = time.perf_counter() - started
-    started = time.perf_counter()
-    cf.evaluate(data, schema=schema, prompt="Extract: {text}", models=[model()], strategies=["native"])
-    evaluated = time.perf_counter() - started
+    run("map", 50), run("eval", 50)  # warm-up: imports and first-call set-up are no cost per row
+    times: dict[str, list[tuple[float, float]]] = {"map": [], "eval": []}
+    for _ in range(rounds):
+        for kind in times:
+            times[kind].append(run(kind, rows))
+    wall = {kind: statistics.median(t[0] for t in got) for kind, got in times.items()}
+    cpu = {kind: statistics.median(t[1] for t in got) for kind, got in times.items()}
     return {
         "rows": rows,
-        "map_seconds": round(mapped, 3),
-        "eval_seconds": round(evaluated, 3),
-        "added": round(evaluated / mapped - 1, 3),
+        "delay_ms": round(delay * 1000),
+        "rounds": rounds,
+        "map_seconds": round(wall["map"], 3),
+        "eval_seconds": round(wall["eval"], 3),
+        "ratio": round(wall["eval"] / wall["map"], 3),
+        "added_ms_per_row": round((wall["eval"] - wall["map"]) / rows * 1000, 3),
+        "map_cpu_seconds": round(cpu["map"], 3),
+        "eval_cpu_seconds": round(cpu["eval"], 3),
+        "cpu_ratio": round(cpu["eval"] / cpu["map"], 3),
+        "load_average": os.getloadavg()[0],
     }
 
 
@@ -134,11 +164,21 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rows", type=int, default=100_000)
     parser.add_argument("--out", type=Path)
-    parser.add_argument("--map-rows", type=int, default=2000, help="rows of the map-vs-eval run")
+    parser.add_argument("--map-rows", type=int, default=2000, help="rows of the map-vs-eval runs")
+    parser.add_argument("--rounds", type=int, default=3, help="interleaved map and eval runs (medians)")
+    parser.add_argument("--delay", type=float, default=0.02, help="think time (s) of the second map-vs-eval")
+    parser.add_argument("--only-overhead", action="store_true", help="skip the scoring runs")
     args = parser.parse_args()
-    results = [measure(args.rows, lines=False), measure(args.rows, lines=True), overhead(args.map_rows)]
+    results = [] if args.only_overhead else [measure(args.rows, lines=False), measure(args.rows, lines=True)]
+    timed = [overhead(args.map_rows, delay, args.rounds) for delay in (0.0, args.delay)]
+    results += timed
     text = json.dumps(results, indent=2)
     print(text)
+    for r in timed:
+        print(
+            f"eval/map at {r['delay_ms']} ms think time, {r['rows']} rows: wall {r['ratio']:.3f} "
+            f"({r['added_ms_per_row']:+.3f} ms a row), CPU {r['cpu_ratio']:.3f}, load average {r['load_average']:.1f}"
+        )
     if args.out is not None:
         args.out.write_text(text + "\n")
 

@@ -126,7 +126,8 @@ def evaluate(
     try:
         for index, cell in enumerate(cells):
             lines = read_lines(eval_dir(eval_id) / f"cell-{index}.jsonl")
-            cell.rows = [_scored(plan, row, lines.get(row.key), log_reader) for row in data]
+            cell.rows = [_scored(plan, row, lines.get(row.key)) for row in data]
+            log_reader.fill(cell.rows)
             if judge_model is not None and judged:
                 judge_cell(
                     judge_model, eval_dir(eval_id) / f"judge-{index}.jsonl", cell, judged, resume=resume,
@@ -211,7 +212,7 @@ def _model(model: Any, options: Mapping[str, Any]) -> Any:
     return model
 
 
-def _scored(plan: Node, row: _Row, line: dict[str, Any] | None, log: _LogReader) -> RowResult:
+def _scored(plan: Node, row: _Row, line: dict[str, Any] | None) -> RowResult:
     if line is None:
         fields = _all_wrong(plan, row.expected, "error")
         return RowResult(
@@ -228,7 +229,6 @@ def _scored(plan: Node, row: _Row, line: dict[str, Any] | None, log: _LogReader)
     else:
         result.actual = line.get("value")
         result.fields = score(plan, row.expected, result.actual)
-    log.fill(result)
     return result
 
 
@@ -238,7 +238,8 @@ def _all_wrong(plan: Node, expected: Any, status: str) -> dict[str, Outcome]:
 
 
 class _LogReader:
-    """The row's logged calls: their ids, purposes, summed duration and the strategy that answered."""
+    """The rows' logged calls: their ids, purposes, summed duration and the strategy that answered,
+    read for a whole cell at once (one query per batch of conversations, only the columns needed)."""
 
     def __init__(self, *, enabled: bool) -> None:
         self.store: Any = None
@@ -250,17 +251,25 @@ class _LogReader:
             except Exception:  # no readable log: the report says nothing of calls or latency
                 self.store = None
 
-    def fill(self, result: RowResult) -> None:
-        if self.store is None or result.conversation_id is None:
+    def fill(self, results: Sequence[RowResult]) -> None:
+        if self.store is None:
             return
-        calls = sorted(self.store.recent(None, conversation_id=result.conversation_id), key=lambda c: c.seq)
-        result.call_ids = [c.id for c in calls]
-        for call in calls:
-            result.calls[call.purpose] = result.calls.get(call.purpose, 0) + 1
-        durations = [c.duration_ms for c in calls if c.duration_ms is not None]
-        result.latency_ms = sum(durations) if durations else None
-        answered = [c.strategy for c in calls if c.strategy]
-        result.strategy = answered[-1] if answered else None
+        from chainform.store import call_summaries
+
+        logged = call_summaries(
+            self.store, [r.conversation_id for r in results if r.conversation_id is not None]
+        )
+        for result in results:
+            calls = logged.get(result.conversation_id or "", [])
+            if not calls:
+                continue
+            result.call_ids = [c.id for c in calls]
+            for call in calls:
+                result.calls[call.purpose] = result.calls.get(call.purpose, 0) + 1
+            durations = [c.duration_ms for c in calls if c.duration_ms is not None]
+            result.latency_ms = sum(durations) if durations else None
+            answered = [c.strategy for c in calls if c.strategy]
+            result.strategy = answered[-1] if answered else None
 
     def close(self) -> None:
         if self.store is not None:

@@ -15,10 +15,12 @@ from chainform.store._records import (
 )
 from chainform.store._rows import schema_id
 from chainform.store._store import Store
+from chainform.store._summaries import CallSummary, call_summaries
 
 __all__ = [
     "GROUPS",
     "CallRecord",
+    "CallSummary",
     "ChainLogger",
     "CostTotal",
     "SchemaInfo",
@@ -26,6 +28,7 @@ __all__ = [
     "StoreError",
     "ToolCallRecord",
     "ToolResultRecord",
+    "call_summaries",
     "cost_totals",
     "default_path",
     "logging_enabled",
