@@ -192,3 +192,35 @@ def test_the_limit_flags_help_says_the_defaults_of_conversion_limits() -> None:
         line = next(line for line in result.output.splitlines() if flag in line)
         assert f"[default: {value}]" in line
     assert f"[default: {defaults.ocr_seconds:g}]" in result.output
+
+
+def test_map_holds_each_row_to_the_limit_flags(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    """`map --attach` takes --max-pages (and its siblings): a row over the cap is that row's error,
+    naming the flag; the other rows are answered."""
+    import json
+
+    from chainform.cli import _map
+
+    client = ScriptedClient([lambda messages, options: "read: " + messages[-1].text[:20]] * 10, TEXT_ONLY)
+    monkeypatch.setattr(_map, "map_model", lambda name, **kw: cf.AsyncModel(client, name="scripted"))
+    for name, pages in (("a.pdf", 2), ("many.pdf", 5), ("b.pdf", 3)):
+        (tmp_path / name).write_bytes(repeated_page_pdf(pages))
+    inp = tmp_path / "rows.jsonl"
+    inp.write_text("".join(json.dumps({"doc": name}) + "\n" for name in ("a.pdf", "many.pdf", "b.pdf")))
+    out = tmp_path / "out.jsonl"
+    argv = ["map", str(inp), "-o", str(out), "--prompt", "Read it", "--attach", "doc", "-m", "scripted"]
+    result = CliRunner().invoke(cli, [*argv, "--max-pages", "3", "--ocr-timeout", "60"])
+    assert result.exit_code == 0, result.stderr
+    rows = {line["doc"]: line for line in map(json.loads, out.read_text().splitlines())}
+    assert rows["a.pdf"]["value"].startswith("read: ") and rows["b.pdf"]["value"].startswith("read: ")
+    error = rows["many.pdf"]["error"]
+    assert "5 pages is over the limit of 3" in error["message"] and "--max-pages" in error["message"], error
+    assert len(client.requests) == 2  # the row over the cap sent nothing
+
+
+def test_map_and_prompt_share_the_limit_flags() -> None:
+    for command in (["prompt"], ["map"]):
+        shown = CliRunner().invoke(cli, [*command, "--help"], terminal_width=300).output
+        assert all(flag in shown for flag in ("--max-pages", "--max-pixels", "--ocr-timeout")), command
+    result = CliRunner().invoke(cli, ["map", "in.jsonl", "-o", "out.jsonl", "--max-pixels", "0"])
+    assert result.exit_code == 2 and "--max-pixels" in result.stderr

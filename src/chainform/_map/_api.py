@@ -28,6 +28,7 @@ from chainform.pricing import Budget
 
 if TYPE_CHECKING:
     from chainform._map._run import MapModel, SyncMapModel
+    from chainform.types import ConversionLimits
 
 OnError = Literal["record", "raise"]
 BATCH_ROWS = 50_000
@@ -55,6 +56,7 @@ def amap(
     run_id: str | None = None,
     attach: str | None = None,
     attach_base: str | Path | None = None,
+    attach_limits: ConversionLimits | None = None,
     max_cost: float | str | Decimal | Budget | None = None,
     batch: bool = False,
     on_batch: Callable[[Any], None] | None = None,
@@ -73,7 +75,8 @@ def amap(
     connection). `on_error="record"` puts a typed `RowError` on the row; "raise" stops the run.
     `ordered=True` yields in input order. `id_field` keys rows by a field (else by position);
     `attach` names a field of path(s) or URL(s) (comma-separated) each row attaches, paths taken
-    relative to `attach_base`; `max_cost` (USD, or a `Budget` to read afterwards) stops starting
+    relative to `attach_base`, converted to text (for a model that cannot read them) within
+    `attach_limits` (`ConversionLimits()` when None; a row over a limit is that row's error); `max_cost` (USD, or a `Budget` to read afterwards) stops starting
     rows once what was spent plus the estimate of the rows in flight reaches it (PricingError at
     once when the price is unknown); `batch=True` sends the rows' calls through the provider's
     batch API (OpenAI), round by round, at the batch price (`on_batch` is told each change of the
@@ -111,6 +114,7 @@ def amap(
         chain_options=chain_options,
         attach=attach,
         attach_base=Path(attach_base) if attach_base is not None else None,
+        attach_limits=attach_limits,
         budget=max_cost if isinstance(max_cost, Budget) or max_cost is None else Budget(max_cost),
         batch=batch,
         on_batch=on_batch,

@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import IO, Any
 
 from chainform.errors import ChainformError
-from chainform.types import Attachment
+from chainform.types import Attachment, ConversionLimits
 
 
 class MapInputError(ChainformError, ValueError):
@@ -56,11 +56,14 @@ class Row:
             raise MapInputError(f"cannot fill the prompt template: {exc}") from None
 
 
-    def attachments(self, field: str | None, base: Path | None) -> list[Attachment]:
+    def attachments(
+        self, field: str | None, base: Path | None, limits: ConversionLimits | None = None
+    ) -> list[Attachment]:
         """The files or URLs in `field` (several separated by commas), a path taken relative to
         `base` (the input file's folder, or --attach-root) and refused unless it stays inside it
         (`..`, an absolute path, `~` or a symlink out of it): a data file cannot send other local
-        files to a provider. MapInputError when the row has none or one is outside."""
+        files to a provider. Each converted within `limits` (the limit flags). MapInputError when
+        the row has none or one is outside."""
         if field is None:
             return []
         value = self.data.get(field) if isinstance(self.data, dict) else None
@@ -69,9 +72,9 @@ class Row:
         out = []
         for item in (part.strip() for part in value.split(",")):
             if "://" in item:
-                out.append(Attachment(url=item))
+                out.append(Attachment(url=item, limits=limits))
             elif item:
-                out.append(Attachment(path=_inside(item, base)))
+                out.append(Attachment(path=_inside(item, base), limits=limits))
         return out
 
 

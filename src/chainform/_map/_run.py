@@ -26,7 +26,7 @@ from chainform.output import OutputSpec
 from chainform.pricing import PRICES, Budget
 from chainform.pricing._table import ZERO
 from chainform.store._chainlog import naming as _naming
-from chainform.types import UsageDetails
+from chainform.types import ConversionLimits, UsageDetails
 from chainform.types._options import ChatOptions, as_options
 
 
@@ -86,6 +86,7 @@ class MapRun:
         chain_options: dict[str, Any],
         attach: str | None = None,
         attach_base: Path | None = None,
+        attach_limits: ConversionLimits | None = None,
         budget: Budget | None = None,
         batch: bool = False,
         on_batch: Any = None,
@@ -119,7 +120,7 @@ class MapRun:
         self.on_error = on_error
         self.log = log
         self.run_id = run_id or _new_id()
-        self.attach = (attach, attach_base)  # the field whose paths/URLs each row attaches
+        self.attach = (attach, attach_base, attach_limits)  # the field whose paths/URLs each row attaches
         # Nobody watches a map row's text arrive: a whole response costs the SDK less than a stream.
         self.chain_options = {"stream": False, **chain_options, "options": _cached(chain_options, self.run_id)}
         self.stats = GateStats()

@@ -110,8 +110,9 @@ def of_result(result: ChainResult) -> ChainSteps:
 
 def of_conversation(store: Store, conversation_id: str) -> list[Message]:
     """A logged conversation's history, for `-c/--continue` and `--cid`: the rows the store returns
-    rebuilt by the same code a live `Conversation` uses (system prompts are the caller's to give again)."""
-    return history(of_log(store.recent(None, conversation_id=conversation_id)))
+    rebuilt by the same code a live `Conversation` uses (system prompts are the caller's to give again).
+    The one read that opens files logged as references: they are sent again."""
+    return history(of_log(store.recent(None, conversation_id=conversation_id, read_refs=True)))
 
 
 def of_log(rows: Sequence[CallRecord]) -> list[ChainSteps]:

@@ -1,5 +1,6 @@
-"""`-a/--attachment PATH|URL|-`, `--at PATH MIME`, `--no-convert`, `--attachments-store` (and
-`map --attach FIELD`): files for the model, checked here before any model call or log row.
+"""`-a/--attachment PATH|URL|-`, `--at PATH MIME`, `--no-convert`, `--attachments-store` and the
+limit flags `--max-pages`, `--max-pixels`, `--ocr-timeout` (the last five shared with `map --attach
+FIELD`): files for the model, checked here before any model call or log row.
 
 A path is checked for what can be told without reading it whole (there, a file, not empty, a type
 its bytes and name agree on); `-` reads stdin's bytes as one attachment (the prompt is then the
@@ -9,16 +10,17 @@ argument). What the answering model can take, and converting what it cannot, is 
 
 from __future__ import annotations
 
+import functools
 import math
 import sys
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar, cast
 
 import click
 
 if TYPE_CHECKING:
-    from chainform.types import Attachment
+    from chainform.types import Attachment, ConversionLimits
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -52,31 +54,66 @@ def conversion_options(function: F) -> F:
     return function
 
 
+_LIMIT_OPTIONS = (
+    click.option(
+        "--max-pages",
+        type=click.IntRange(min=1),
+        help="Refuse to convert a document of more pages (PDF pages, TIFF or GIF frames). [default: 100]",
+    ),
+    click.option(
+        "--max-pixels",
+        type=click.IntRange(min=1),
+        help="Pixels of one page or image to OCR: a PDF page is rendered smaller, an image refused. "
+        "[default: 25000000]",
+    ),
+    click.option(
+        "--ocr-timeout",
+        type=click.FloatRange(min=0, min_open=True),
+        metavar="SECONDS",
+        help="Stop converting a document after this long (checked between pages). [default: 300]",
+    ),
+)
+
+
+def limit_options(function: F) -> F:
+    """`--max-pages`, `--max-pixels`, `--ocr-timeout` (prompt and map), handed to the command as
+    one `conversion_limits` (a `ConversionLimits`; a flag left out keeps its default)."""
+
+    @functools.wraps(function)
+    def with_limits(
+        *args: Any,
+        max_pages: int | None = None,
+        max_pixels: int | None = None,
+        ocr_timeout: float | None = None,
+        **kwargs: Any,
+    ) -> Any:
+        limits = conversion_limits(max_pages, max_pixels, ocr_timeout)
+        return function(*args, conversion_limits=limits, **kwargs)
+
+    wrapped = cast(F, with_limits)
+    for option in reversed(_LIMIT_OPTIONS):
+        wrapped = option(wrapped)
+    return wrapped
+
+
+def conversion_limits(max_pages: int | None, max_pixels: int | None, ocr_timeout: float | None) -> ConversionLimits:
+    """The limit flags as a `ConversionLimits` (ConversionLimits' defaults for those left out, which
+    the help says)."""
+    from chainform.types import ConversionLimits
+
+    if ocr_timeout is not None and not math.isfinite(ocr_timeout):
+        raise click.BadParameter(f"{ocr_timeout} is not a number of seconds", param_hint="--ocr-timeout")
+    defaults = ConversionLimits()
+    return ConversionLimits(
+        defaults.max_pages if max_pages is None else max_pages,
+        defaults.max_pixels if max_pixels is None else max_pixels,
+        defaults.ocr_seconds if ocr_timeout is None else ocr_timeout,
+    )
+
+
 def attachment_options(function: F) -> F:
     """The prompt command's attachment options."""
-    function = conversion_options(function)
-    for option in reversed(
-        [
-            click.option(
-                "--max-pages",
-                type=click.IntRange(min=1),
-                help="Refuse to convert a document of more pages (PDF pages, TIFF or GIF frames). [default: 100]",
-            ),
-            click.option(
-                "--max-pixels",
-                type=click.IntRange(min=1),
-                help="Pixels of one page or image to OCR: a PDF page is rendered smaller, an image refused. "
-                "[default: 25000000]",
-            ),
-            click.option(
-                "--ocr-timeout",
-                type=click.FloatRange(min=0, min_open=True),
-                metavar="SECONDS",
-                help="Stop converting a document after this long (checked between pages). [default: 300]",
-            ),
-        ]
-    ):
-        function = option(function)
+    function = limit_options(conversion_options(function))
     function = click.option(
         "--at",
         "typed_attachments",
@@ -124,22 +161,13 @@ def attachments_from_cli(
     no_convert: bool = False,
     attachments_store: str = "copy",
     allow_private_urls: bool = False,
-    max_pages: int | None = None,
-    max_pixels: int | None = None,
-    ocr_timeout: float | None = None,
+    conversion_limits: ConversionLimits | None = None,
 ) -> CliAttachments:
-    """Each `-a` and `--at`, checked as far as it can be without the model (nothing is read whole).
-    The limit flags left out keep ConversionLimits' defaults (the help says them)."""
-    from chainform.types import Attachment, ConversionLimits
+    """Each `-a` and `--at`, checked as far as it can be without the model (nothing is read whole),
+    its conversion bounded by `conversion_limits` (the limit flags)."""
+    from chainform.types import Attachment
 
-    if ocr_timeout is not None and not math.isfinite(ocr_timeout):
-        raise click.BadParameter(f"{ocr_timeout} is not a number of seconds", param_hint="--ocr-timeout")
-    defaults = ConversionLimits()
-    limits = ConversionLimits(
-        defaults.max_pages if max_pages is None else max_pages,
-        defaults.max_pixels if max_pixels is None else max_pixels,
-        defaults.ocr_seconds if ocr_timeout is None else ocr_timeout,
-    )
+    limits = conversion_limits
 
     out = CliAttachments(
         convert=not no_convert, store=attachments_store, allow_private_urls=allow_private_urls

@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
-from chainform.cli._attach import conversion_options
+from chainform.cli._attach import conversion_options, limit_options
 from chainform.cli._map_batch import MapCommand, batch_run_id, check_batch, record_batch_run
 from chainform.cli._money import apply_price, cost_text, money_options
 from chainform.cli._options import (
@@ -44,6 +44,7 @@ if TYPE_CHECKING:
     from chainform._map._inputs import Row
     from chainform.map import MapResult
     from chainform.models import AsyncModel
+    from chainform.types import ConversionLimits
 
 
 class Tracker:
@@ -247,6 +248,7 @@ ATTACH_HELP = (
     help="Seconds a batch is polled before its rows fail (the batch goes on at the provider; --resume polls it again).",
 )
 @conversion_options
+@limit_options
 def map_command(
     input_path: str,
     output: str,
@@ -285,6 +287,7 @@ def map_command(
     no_convert: bool,
     attachments_store: str,
     allow_private_urls: bool,
+    conversion_limits: ConversionLimits,
 ) -> None:
     """Run a chain for every row of INPUT (JSONL, CSV, or `-`: one prompt per line).
 
@@ -355,6 +358,7 @@ def map_command(
         base = Path(attach_root).resolve() if attach_root is not None else base
         settings |= {"attach": attach_field, "attach_base": base, "convert": not no_convert}
         settings |= {"attachments_store": attachments_store, "allow_private_urls": allow_private_urls}
+        settings["attach_limits"] = conversion_limits
     if budget is not None:
         settings["max_cost"] = budget
     tracker = Tracker(count_rows(input_path, fmt), len(sink.done), sink.retried)

@@ -6,8 +6,10 @@ inline in each call's messages, a 5 MB scan would be written once per call. So a
 bytes (`DataContent`) are stored as `{"type": "data", "media_type": ..., "data": "", "sha256": ...}`
 and their bytes once in `attachments` (`INSERT OR IGNORE`); reading a call puts them back. With
 `--attachments-store ref` a file is kept as its path or URL only (content NULL): the log stays
-small and a replay reads the file again, refused if it changed or is gone. A URL the provider
-fetched itself (never downloaded) is keyed by the sha256 of the URL.
+small, reading a call back (`chainform logs`) never opens the file (the call's `attachments` say
+its sha256, type, size and path), and only a replay (`-c`/`--cid`) that must send it again reads
+it, refused if it changed or is gone. A URL the provider fetched itself (never downloaded) is keyed
+by the sha256 of the URL.
 """
 
 from __future__ import annotations
@@ -121,9 +123,10 @@ def of_call(db: sqlite3.Connection, response_id: str) -> list[AttachmentRecord]:
     ]
 
 
-def restore(db: sqlite3.Connection, text: str) -> str:
-    """A call's stored messages (JSON) with the bytes of each attachment put back, read from the
-    log, or from the file or URL a reference names (left empty when that is gone or changed)."""
+def restore(db: sqlite3.Connection, text: str, *, read_refs: bool = False) -> str:
+    """A call's stored messages (JSON) with the bytes of each attachment put back from the log. A
+    file logged as a reference is left empty unless `read_refs` (a replay that sends it again):
+    then it is read as `content_of` reads it (left empty when it is gone or changed)."""
     if '"sha256"' not in text:
         return text
     messages = json.loads(text)
@@ -131,15 +134,15 @@ def restore(db: sqlite3.Connection, text: str) -> str:
         for part in message.get("contents") or []:
             key = part.get("sha256") if isinstance(part, dict) else None
             if part.get("type") == "data" and isinstance(key, str):
-                data = content_of(db, key)
+                data = content_of(db, key, read_refs=read_refs)
                 part["data"] = base64.b64encode(data).decode("ascii") if data else ""
     return json.dumps(messages, ensure_ascii=False)
 
 
-def content_of(db: sqlite3.Connection, key: str) -> bytes | None:
-    """The bytes logged under `key`; a reference is read again only when it is still a regular file
-    of the logged size, not modified since it was logged, and must still hash to it (a FIFO, a
-    device or a grown file is never read)."""
+def content_of(db: sqlite3.Connection, key: str, *, read_refs: bool = True) -> bytes | None:
+    """The bytes logged under `key`. A reference is read again only with `read_refs`, and only when
+    it is still a regular file of the logged size, not modified since it was logged, and must still
+    hash to it (a FIFO, a device or a grown file is never read)."""
     query = "SELECT content, ref, size, created_at FROM attachments WHERE sha256 = ?"
     row = db.execute(query, (key,)).fetchone()
     if row is None:
@@ -147,7 +150,7 @@ def content_of(db: sqlite3.Connection, key: str) -> bytes | None:
     if row[0] is not None:
         return bytes(row[0])
     ref, size, logged_at = row[1], row[2], row[3]
-    if not ref or "://" in ref or size is None:
+    if not read_refs or not ref or "://" in ref or size is None:
         return None
     try:
         found = Path(ref).stat()

@@ -141,8 +141,9 @@ def _response_rows(rows: Rows, record: CallRecord, sid: str | None, blobs: Blobs
         )
 
 
-def read_call(db: sqlite3.Connection, row: tuple[Any, ...]) -> CallRecord:
-    """The CallRecord of a row selected with `SELECT`, with its tool calls, results and files."""
+def read_call(db: sqlite3.Connection, row: tuple[Any, ...], *, read_refs: bool = False) -> CallRecord:
+    """The CallRecord of a row selected with `SELECT`, with its tool calls, results and files (a
+    file logged as a reference: its metadata only, its bytes read again only with `read_refs`)."""
     data = dict(zip(SELECTED, row, strict=True))
     rid = data["id"]
     counts = [data.pop(k) for k in ("input_tokens", "output_tokens", "total_tokens", "additional_counts")]
@@ -156,7 +157,8 @@ def read_call(db: sqlite3.Connection, row: tuple[Any, ...]) -> CallRecord:
             Decimal(cost) if cost is not None else None,
             None if cost is not None else "not priced when it was logged",
         )
-    data["messages"] = messages_from_json(restore(db, data["messages"]) if data["messages"] else None)
+    stored = data["messages"]
+    data["messages"] = messages_from_json(restore(db, stored, read_refs=read_refs) if stored else None)
     data["attachments"] = of_call(db, rid)
     for key in ("options", "schema", "parsed"):
         data[key] = json.loads(data[key]) if data[key] is not None else None

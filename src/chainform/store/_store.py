@@ -317,11 +317,14 @@ class Store:
         query: str | None = None,
         schema_id: str | None = None,
         chain_id: str | None = None,
+        read_refs: bool = False,
     ) -> list[CallRecord]:
         """The `n` most recently logged calls (newest first) matching every filter; n=None: all.
 
         `query` is full-text search over prompts and response texts (all words must occur);
-        `schema_id` may be a unique prefix.
+        `schema_id` may be a unique prefix. A file logged as a reference (`attachments_store="ref"`)
+        is never opened unless `read_refs` (a replay that sends it again): its message part is left
+        empty and the call's `attachments` carry its sha256, type, size and path.
         """
         with self._read() as db:
             where, args = filters(
@@ -339,4 +342,4 @@ class Store:
                 sql += " LIMIT ?"
                 args.append(n)
             rows = db.execute(sql, args).fetchall()
-            return [read_call(db, row) for row in rows]
+            return [read_call(db, row, read_refs=read_refs) for row in rows]
