@@ -257,3 +257,19 @@ def test_store_masks_loaded_keys_in_every_written_column(store: Store, extra: st
     wal = store.path.with_name(store.path.name + "-wal")
     blob = raw + (wal.read_bytes() if wal.exists() else b"")
     assert secret.encode() not in blob and keys.MASK.encode() in blob
+
+
+def test_a_file_the_log_holds_is_not_handed_to_sqlite_again(store: Store) -> None:
+    """Each call of a chain carries its files' rows: the bytes go to SQLite with the first only."""
+    from chainform.store._attachments import Attached
+
+    data = b"%PDF-1.7 " + b"x" * 1000
+    file = Attached(hashlib.sha256(data).hexdigest(), "application/pdf", len(data), "a.pdf", "as-is", "", data, None)
+    store.write_calls([make_record(chain_id="a", seq=0)], [file])
+    statements: list[str] = []
+    store._connect().set_trace_callback(statements.append)
+    second = make_record(chain_id="a", seq=1)
+    store.write_calls([second], [file])
+    store._connect().set_trace_callback(None)
+    assert not [s for s in statements if s.startswith("INSERT OR IGNORE INTO attachments")]
+    assert [a.sha256 for a in store.recent(1)[0].attachments] == [file.sha256]  # still linked

@@ -71,11 +71,19 @@ STATEMENTS = {  # in foreign-key order: a conversation and a schema before the c
 
 
 def write_rows(db: sqlite3.Connection, rows: Rows) -> None:
-    """Run the statements of `rows` in order (inside the caller's transaction)."""
+    """Run the statements of `rows` in order (inside the caller's transaction). A file the log
+    holds already (sent by an earlier call of the chain, or by another chain) is not handed to
+    SQLite again: each call of a chain carries its files' rows, and a document's bytes are large."""
     for name, statement in STATEMENTS.items():
         params = rows.get(name)
+        if params and name == "attachments":
+            params = [p for p in params if not _has_file(db, p[0])]
         if params:
             db.executemany(statement, params)
+
+
+def _has_file(db: sqlite3.Connection, sha256: str) -> bool:
+    return db.execute("SELECT 1 FROM attachments WHERE sha256 = ?", (sha256,)).fetchone() is not None
 
 
 def insert_schema(db: sqlite3.Connection, schema: dict[str, Any]) -> str:
