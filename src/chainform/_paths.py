@@ -63,23 +63,22 @@ def cache_dir() -> Path:
     return _directory("CHAINFORM_CACHE", "cache")
 
 
-def _off_marker() -> Path:
-    return home() / "logs-off"
+OFF_MARKER = "logs-off"
+"""The file in chainform's home whose presence turns the log off."""
 
 
 def logging_enabled() -> bool:
-    """False after `chainform logs off`: chains then write nothing until `chainform logs on`."""
-    return not _off_marker().exists()
+    """False after `chainform logs off`: chains then write nothing until `chainform logs on`.
+    Only looks for the marker: a home that does not exist yet is not made for that."""
+    return not (home_path() / OFF_MARKER).exists()
 
 
 def set_logging(enabled: bool) -> None:
     """Turn logging on or off for every chain of this user (`chainform logs on|off`)."""
-    marker = _off_marker()
     if enabled:
-        marker.unlink(missing_ok=True)
+        (home_path() / OFF_MARKER).unlink(missing_ok=True)
     else:
-        marker.parent.mkdir(parents=True, exist_ok=True)
-        marker.touch()
+        (home() / OFF_MARKER).touch()
 
 
 def default_path() -> Path:
