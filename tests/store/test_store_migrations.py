@@ -92,3 +92,42 @@ def test_store_migration_is_idempotent(tmp_path: Path) -> None:
     for _ in range(3):
         with Store(path) as store:
             assert store.recent() == []
+
+
+SCHEMAS = Path(__file__).parent / "data" / "log_schemas.json"
+"""The log's schema at each released version (sqlite_master's type, name, table and SQL, in the
+order made), recorded from the migrations as released: what an old log holds, independent of how
+store/_migrations.py now expresses them."""
+
+
+def _schema(db: sqlite3.Connection) -> list[list[str]]:
+    rows = db.execute("SELECT type, name, tbl_name, sql FROM sqlite_master WHERE sql IS NOT NULL ORDER BY name")
+    return [list(row) for row in rows]
+
+
+@pytest.mark.parametrize("version", range(len(MIGRATIONS) + 1))
+def test_a_log_of_every_older_version_upgrades_to_the_same_schema(tmp_path: Path, version: int) -> None:
+    released = json.loads(SCHEMAS.read_text())
+    path = tmp_path / f"v{version}.db"
+    db = sqlite3.connect(path, isolation_level=None)
+    for kind, name, _, sql in released.get(str(version), []):
+        if not (kind == "table" and name.startswith("responses_fts_")):  # made by the fts5 table
+            db.execute(sql)
+    db.execute(f"PRAGMA user_version = {version}")
+    db.close()
+    Store(path).check()
+    db = sqlite3.connect(path)
+    assert user_version(db) == len(MIGRATIONS)
+    latest = sorted(released[str(len(MIGRATIONS))], key=lambda row: row[1])
+    assert _schema(db) == latest
+    db.close()
+
+
+def test_each_version_the_migrations_make_is_the_released_one() -> None:
+    released = json.loads(SCHEMAS.read_text())
+    db = sqlite3.connect(":memory:", isolation_level=None)
+    for version in range(1, len(MIGRATIONS) + 1):
+        db.execute("BEGIN")
+        migrate(db, upto=version)
+        db.execute("COMMIT")
+        assert _schema(db) == sorted(released[str(version)], key=lambda row: row[1]), version
