@@ -12,7 +12,7 @@ from store_helpers import make_record
 
 import chainform as cf
 from chainform.store import Store
-from chainform.store._migrations import MIGRATIONS, _m007_cost, migrate
+from chainform.store._migrations import migrate
 from chainform.store._rows import rows_of
 from chainform.testing import ScriptedClient
 from chainform.types import UsageDetails
@@ -40,7 +40,7 @@ def test_a_log_and_a_journal_row_from_before_costs_are_read_with_no_cost(tmp_pat
     path = tmp_path / "old.db"
     db = sqlite3.connect(path, isolation_level=None)
     db.execute("BEGIN")
-    migrate(db, upto=MIGRATIONS.index(_m007_cost))  # the log as it was before the cost column
+    migrate(db, upto=6)  # the log as it was before the cost column (migration 7)
     rows = rows_of([make_record(seq=0)])
     rows["responses"] = [params[:-1] for params in rows["responses"]]  # a format-1 row had no cost
     db.execute("INSERT INTO journal (format, rows) VALUES (1, ?)", (to_json(rows).decode(),))

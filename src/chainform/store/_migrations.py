@@ -10,7 +10,10 @@ from __future__ import annotations
 import sqlite3
 from collections.abc import Callable
 
-Migration = Callable[[sqlite3.Connection], None]
+Migration = str | Callable[[sqlite3.Connection], None]
+"""SQL statements run in the migrating transaction, or a function where a step depends on the
+SQLite build. The SQL is kept as released, to the whitespace: sqlite_master holds each CREATE's
+text, and a fresh log must read as an upgraded one does."""
 
 
 def _script(db: sqlite3.Connection, script: str) -> None:
@@ -24,10 +27,45 @@ def _script(db: sqlite3.Connection, script: str) -> None:
             statement = ""
 
 
-def _m001_core(db: sqlite3.Connection) -> None:
+def _search_index_kept_by_triggers(db: sqlite3.Connection) -> None:
+    """Full-text search (FTS5 over each call's prompt and text; `responses` holds the text, the
+    index only its tokens) kept by triggers: a call is searchable once committed and a search never
+    writes. An older form of the index (caught up at search time, `fts_progress`) is replaced, and
+    the index is rebuilt from every row. A call's row is never updated, so there is no update
+    trigger. A SQLite build without FTS5 gets no index (search uses LIKE)."""
     _script(
         db,
         """
+        DROP TRIGGER IF EXISTS responses_fts_insert;
+        DROP TRIGGER IF EXISTS responses_fts_delete;
+        DROP TABLE IF EXISTS fts_progress;
+        """,
+    )
+    try:
+        db.execute(
+            "CREATE VIRTUAL TABLE IF NOT EXISTS responses_fts "
+            "USING fts5(prompt, text, content='responses', content_rowid='rowid')"
+        )
+    except sqlite3.OperationalError:  # no such module: fts5
+        return
+    _script(
+        db,
+        """
+        INSERT INTO responses_fts(responses_fts) VALUES ('rebuild');
+        CREATE TRIGGER responses_fts_insert AFTER INSERT ON responses BEGIN
+            INSERT INTO responses_fts(rowid, prompt, text) VALUES (new.rowid, new.prompt, new.text);
+        END;
+        CREATE TRIGGER responses_fts_delete AFTER DELETE ON responses BEGIN
+            INSERT INTO responses_fts(responses_fts, rowid, prompt, text)
+            VALUES ('delete', old.rowid, old.prompt, old.text);
+        END;
+        """,
+    )
+
+
+MIGRATIONS: list[Migration] = [
+    # 1: conversations, the calls of their chains, and each call's tool calls and results.
+    """
         CREATE TABLE conversations (
             id TEXT PRIMARY KEY,
             model TEXT,
@@ -77,13 +115,8 @@ def _m001_core(db: sqlite3.Connection) -> None:
         );
         CREATE INDEX tool_results_response ON tool_results(response_id);
         """,
-    )
-
-
-def _m002_schemas_and_format_contexts(db: sqlite3.Connection) -> None:
-    _script(
-        db,
-        """
+    # 2: schemas, stored once by content address, and the context a formatting call was given.
+    """
         CREATE TABLE schemas (
             id TEXT PRIMARY KEY,
             content TEXT NOT NULL,
@@ -97,48 +130,35 @@ def _m002_schemas_and_format_contexts(db: sqlite3.Connection) -> None:
             context TEXT NOT NULL
         );
         """,
-    )
-
-
-def _m003_full_text_search(db: sqlite3.Connection) -> None:
-    """Full-text search: its index is made by migration 9, which also replaces the older forms this
-    step and migration 5 used to make (kept by triggers; caught up at search time), so whatever
-    version a log comes from it ends with the same index; nothing is left to do here."""
-
-
-def _m004_subagent_links(db: sqlite3.Connection) -> None:
-    """Rows of a subagent's chain name the chain and tool call that started it (NULL otherwise)."""
-    _script(
-        db,
-        """
+    # 3: full-text search. Its index is made by migration 9, which also replaces the older forms
+    # this step and migration 5 used to make (kept by triggers; caught up at search time), so
+    # whatever version a log comes from it ends with the same index; nothing is left to do here.
+    "",
+    # 4: rows of a subagent's chain name the chain and tool call that started it (NULL otherwise).
+    """
         ALTER TABLE responses ADD COLUMN parent_conversation_id TEXT;
         ALTER TABLE responses ADD COLUMN parent_chain_id TEXT;
         ALTER TABLE responses ADD COLUMN parent_tool_call_id TEXT;
         ALTER TABLE responses ADD COLUMN agent_name TEXT;
         CREATE INDEX responses_parent ON responses(parent_conversation_id);
         """,
-    )
-
-
-def _m005_lighter_writes(db: sqlite3.Connection) -> None:
-    """Lighter commits: the indexes kept only for rare filters are gone (this step also moved the
-    full-text index to indexing at search time; migration 9 replaced that). Rows are read newest first
-    by rowid, so `logs --chain`/`--schema` find recent matches at once and scan for old ones; only
-    `logs rm --before` filters on created_at; nothing on the parent. The conversation index stays:
-    `-c` reads a conversation's history at every turn. The `journal` table held a sync chain's
-    calls until a read spread them (store/_legacy.py drains what an old version left there)."""
-    for index in ("responses_created", "responses_parent", "responses_chain", "responses_schema"):
-        db.execute(f"DROP INDEX IF EXISTS {index}")
-    db.execute("CREATE TABLE journal (id INTEGER PRIMARY KEY, format INTEGER NOT NULL, rows TEXT NOT NULL)")
-
-
-def _m006_attachments(db: sqlite3.Connection) -> None:
-    """Attached files, each once by the sha256 of its bytes (store/_attachments.py), and which
-    calls sent them; a call's messages name a file by that key instead of holding its bytes. Calls
-    logged before keep their inline bytes and read as they did."""
-    _script(
-        db,
-        """
+    # 5: lighter commits: the indexes kept only for rare filters are gone (this step also moved the
+    # full-text index to indexing at search time; migration 9 replaced that). Rows are read newest
+    # first by rowid, so `logs --chain`/`--schema` find recent matches at once and scan for old
+    # ones; only `logs rm --before` filters on created_at; nothing on the parent. The conversation
+    # index stays: `-c` reads a conversation's history at every turn. The `journal` table held a
+    # sync chain's calls until a read spread them (store/_legacy.py drains what an old version left).
+    """
+        DROP INDEX IF EXISTS responses_created;
+        DROP INDEX IF EXISTS responses_parent;
+        DROP INDEX IF EXISTS responses_chain;
+        DROP INDEX IF EXISTS responses_schema;
+        CREATE TABLE journal (id INTEGER PRIMARY KEY, format INTEGER NOT NULL, rows TEXT NOT NULL)
+    """,
+    # 6: attached files, each once by the sha256 of its bytes (store/_attachments.py), and which
+    # calls sent them; a call's messages name a file by that key instead of holding its bytes.
+    # Calls logged before keep their inline bytes and read as they did.
+    """
         CREATE TABLE attachments (
             sha256 TEXT PRIMARY KEY,
             media_type TEXT NOT NULL,
@@ -158,21 +178,12 @@ def _m006_attachments(db: sqlite3.Connection) -> None:
         );
         CREATE INDEX response_attachments_file ON response_attachments(sha256);
         """,
-    )
-
-
-def _m007_cost(db: sqlite3.Connection) -> None:
-    """What each call cost in USD (exact decimal text; NULL when its price was unknown)."""
-    db.execute("ALTER TABLE responses ADD COLUMN cost TEXT")
-
-
-def _m008_map_batches(db: sqlite3.Connection) -> None:
-    """The provider batches of `map --batch` runs: the intent (its rows' custom_ids) is written
-    before the batch is submitted, the provider's batch id right after (store/_batches.py); and
-    the run id of each output file, which a resume needs before the file holds any row."""
-    _script(
-        db,
-        """
+    # 7: what each call cost in USD (exact decimal text; NULL when its price was unknown).
+    "ALTER TABLE responses ADD COLUMN cost TEXT",
+    # 8: the provider batches of `map --batch` runs: the intent (its rows' custom_ids) is written
+    # before the batch is submitted, the provider's batch id right after (_map/_batch_log.py); and
+    # the run id of each output file, which a resume needs before the file holds any row.
+    """
         CREATE TABLE map_batches (
             id TEXT PRIMARY KEY,
             run_id TEXT NOT NULL,
@@ -190,55 +201,8 @@ def _m008_map_batches(db: sqlite3.Connection) -> None:
             created_at REAL NOT NULL
         );
         """,
-    )
-
-
-def _m009_search_index_kept_by_triggers(db: sqlite3.Connection) -> None:
-    """Full-text search (FTS5 over each call's prompt and text; `responses` holds the text, the
-    index only its tokens) kept by triggers: a call is searchable once committed and a search never
-    writes. An older form of the index (caught up at search time, `fts_progress`) is replaced, and
-    the index is rebuilt from every row. A call's row is never updated, so there is no update
-    trigger. A SQLite build without FTS5 gets no index (search uses LIKE)."""
-    _script(
-        db,
-        """
-        DROP TRIGGER IF EXISTS responses_fts_insert;
-        DROP TRIGGER IF EXISTS responses_fts_delete;
-        DROP TABLE IF EXISTS fts_progress;
-        """,
-    )
-    try:
-        db.execute(
-            "CREATE VIRTUAL TABLE IF NOT EXISTS responses_fts "
-            "USING fts5(prompt, text, content='responses', content_rowid='rowid')"
-        )
-    except sqlite3.OperationalError:  # no such module: fts5
-        return
-    _script(
-        db,
-        """
-        INSERT INTO responses_fts(responses_fts) VALUES ('rebuild');
-        CREATE TRIGGER responses_fts_insert AFTER INSERT ON responses BEGIN
-            INSERT INTO responses_fts(rowid, prompt, text) VALUES (new.rowid, new.prompt, new.text);
-        END;
-        CREATE TRIGGER responses_fts_delete AFTER DELETE ON responses BEGIN
-            INSERT INTO responses_fts(responses_fts, rowid, prompt, text)
-            VALUES ('delete', old.rowid, old.prompt, old.text);
-        END;
-        """,
-    )
-
-
-MIGRATIONS: list[Migration] = [
-    _m001_core,
-    _m002_schemas_and_format_contexts,
-    _m003_full_text_search,
-    _m004_subagent_links,
-    _m005_lighter_writes,
-    _m006_attachments,
-    _m007_cost,
-    _m008_map_batches,
-    _m009_search_index_kept_by_triggers,
+    # 9: the full-text index kept by triggers (a function: the SQLite build may lack FTS5).
+    _search_index_kept_by_triggers,
 ]
 
 
@@ -251,6 +215,10 @@ def migrate(db: sqlite3.Connection, upto: int | None = None) -> int:
     target = len(MIGRATIONS) if upto is None else upto
     current = user_version(db)
     for number in range(current, target):
-        MIGRATIONS[number](db)
+        step = MIGRATIONS[number]
+        if isinstance(step, str):
+            _script(db, step)
+        else:
+            step(db)
         db.execute(f"PRAGMA user_version = {number + 1}")
     return max(current, target)
