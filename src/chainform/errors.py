@@ -27,6 +27,10 @@ class HomeError(ChainformError):
     stops with a usage error."""
 
 
+class StoreError(ChainformError):
+    """The log database cannot be opened, migrated, written or read (or a lookup is ambiguous)."""
+
+
 class SchemaError(ChainformError, ValueError):
     """A schema given by the user is malformed or cannot be described/converted."""
 

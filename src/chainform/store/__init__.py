@@ -3,18 +3,11 @@ committed by the chain engine as it finishes; one record shape (CallRecord) from
 `logs --json`."""
 
 from chainform._paths import default_path, logging_enabled, set_logging
+from chainform.errors import StoreError
 from chainform.store._chainlog import ChainLogger, naming
 from chainform.store._costs import GROUPS, CostTotal, cost_totals
-from chainform.store._records import (
-    CallRecord,
-    SchemaInfo,
-    StoreError,
-    ToolCallRecord,
-    ToolResultRecord,
-    new_id,
-)
-from chainform.store._rows import schema_id
-from chainform.store._store import Store
+from chainform.store._rows import CallRecord, ToolCallRecord, ToolResultRecord, new_id, schema_id
+from chainform.store._store import SchemaInfo, Store
 from chainform.store._summaries import CallSummary, call_summaries
 
 __all__ = [

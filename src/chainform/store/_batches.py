@@ -13,7 +13,7 @@ import json
 import time
 from dataclasses import dataclass
 
-from chainform.store._records import new_id
+from chainform.store._rows import new_id
 from chainform.store._store import Store
 
 

@@ -24,7 +24,7 @@ from chainform.store._rows import schema_id
 from chainform.store._serialize import to_jsonable
 
 if TYPE_CHECKING:
-    from chainform.store._records import CallRecord
+    from chainform.store._rows import CallRecord
     from chainform.store._store import Store
     from chainform.types import ChatOptions
 

@@ -27,18 +27,26 @@ from decimal import Decimal
 from pathlib import Path
 from typing import Any
 
-from chainform.store._records import CallRecord, ToolCallRecord, ToolResultRecord
-from chainform.store._rows import STATEMENTS, Rows, rows_of, write_rows
+from chainform.store._rows import (
+    STATEMENTS,
+    CallRecord,
+    Rows,
+    ToolCallRecord,
+    ToolResultRecord,
+    rows_of,
+    write_rows,
+)
 from chainform.types import UsageDetails
 
 Write = Callable[[Callable[[sqlite3.Connection], None]], None]
 
 
-def drain_legacy(db: sqlite3.Connection, log: Path, write: Write) -> None:
+SPOOL = "-spool"
+"""The spool's name: the log's with this added (`Store` drains the log when it finds one, or journal rows)."""
+
+
+def drain_legacy(db: sqlite3.Connection, spool: Path, write: Write) -> None:
     """Move an old spool's and journal's records into the tables (`write`: one write transaction)."""
-    spool = Path(f"{log}-spool")
-    if not spool.exists() and db.execute("SELECT 1 FROM journal LIMIT 1").fetchone() is None:
-        return
 
     def drain(db: sqlite3.Connection) -> None:
         for jid, fmt, text in db.execute("SELECT id, format, rows FROM journal ORDER BY id").fetchall():

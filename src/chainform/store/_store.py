@@ -22,15 +22,16 @@ import threading
 import time
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TypeVar
 
 from chainform._paths import create_private, default_path
+from chainform.errors import StoreError
 from chainform.store._attachments import ORPHAN_FILES, Attached
-from chainform.store._legacy import drain_legacy
+from chainform.store._legacy import SPOOL, drain_legacy
 from chainform.store._migrations import MIGRATIONS, migrate, user_version
-from chainform.store._records import CallRecord, SchemaInfo, StoreError
-from chainform.store._rows import SELECT, filters, insert_schema, read_call, rows_of, write_rows
+from chainform.store._rows import SELECT, CallRecord, filters, insert_schema, read_call, rows_of, write_rows
 
 T = TypeVar("T")
 
@@ -49,6 +50,17 @@ def lock_timeout() -> float:
     if not 0 <= value <= 3600:
         raise StoreError(f"CHAINFORM_LOG_TIMEOUT is {text}; give 0 to 3600 seconds")
     return value
+
+
+@dataclass
+class SchemaInfo:
+    """A saved schema and how often the log used it."""
+
+    id: str
+    content: dict[str, Any]
+    created_at: float
+    uses: int
+    last_used: float | None
 
 
 class _Undo(Exception):
@@ -129,7 +141,9 @@ class Store:
                 self._write(migrate)
             fts = db.execute("SELECT 1 FROM sqlite_master WHERE name = 'responses_fts'").fetchone()
             self._fts = fts is not None  # no FTS5 in the SQLite that made the log: search with LIKE
-            drain_legacy(db, self.path, self._write)
+            spool = Path(f"{self.path}{SPOOL}")  # what chainform 0.x left beside the tables, if anything
+            if spool.exists() or db.execute("SELECT 1 FROM journal LIMIT 1").fetchone() is not None:
+                drain_legacy(db, spool, self._write)
         except BaseException as exc:
             self._db = None
             db.close()
