@@ -363,8 +363,8 @@ def test_an_anthropic_batch_is_found_only_where_one_batch_fits_the_intent():
 
 @ALL
 def test_an_intent_whose_batch_id_was_never_logged_is_found_at_the_provider_not_sent_again(api):
+    from chainform._map._batch_log import batches_of, record_intent
     from chainform.store import Store
-    from chainform.store._batches import batches_of, record_intent
 
     with Emulator(default=answer) as emu, Store() as store:
         provider = api.model.split("/")[0]
@@ -379,8 +379,8 @@ def test_an_intent_whose_batch_id_was_never_logged_is_found_at_the_provider_not_
 
 @ALL
 def test_a_stored_batch_the_provider_no_longer_knows_is_sent_again(api):
+    from chainform._map._batch_log import record_intent, record_status
     from chainform.store import Store
-    from chainform.store._batches import record_intent, record_status
 
     with Emulator(default=answer) as emu, Store() as store:
         gone = record_intent(store, "run-2", api.model.split("/")[0], 1, tagged("run-2", "0-0"))
@@ -408,8 +408,8 @@ def test_map_status_and_cancel_show_and_stop_a_left_run(api, tmp_path, emulator)
     proc, argv, out = held_batch_run(api, emulator, tmp_path, 5)
     proc.send_signal(signal.SIGINT)
     proc.communicate(timeout=30)
+    from chainform._map._batch_log import run_of
     from chainform.store import Store
-    from chainform.store._batches import run_of
 
     with Store() as store:
         run_id = run_of(store, str(out.resolve()))
@@ -573,8 +573,8 @@ def test_recovery_never_adopts_another_runs_batch_of_the_same_size(api, monkeypa
     """X dies after logging its intent; Y (another log, the same size, another prompt) submits; X
     resumes: its rows get X's own answers from a batch of its own, never Y's."""
     from chainform._map._batch import batch_api
+    from chainform._map._batch_log import batches_of
     from chainform.store import Store
-    from chainform.store._batches import batches_of
 
     def echo(request: RecordedRequest) -> Any:
         said = re.search(r"(Extract|Other): order (\d+)", json.dumps(request.json))

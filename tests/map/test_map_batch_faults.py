@@ -26,10 +26,10 @@ from test_map_batch import (
 )
 
 from chainform import get_model
+from chainform._map._batch_log import batches_of, record_intent, record_status, run_of
 from chainform.cli import cli
 from chainform.errors import BatchError, ProviderError
 from chainform.store import Store
-from chainform.store._batches import batches_of, record_intent, record_status, run_of
 from chainform.testing.emulator import Emulator
 
 

@@ -18,7 +18,7 @@ from store_helpers import make_record
 import chainform as cf
 from chainform.store import CallRecord, Store, StoreError, logging_enabled, set_logging
 from chainform.store import _rows as rows
-from chainform.store._chainlog import options_summary
+from chainform.store._chainlog import ChainLogger
 from chainform.testing import ScriptedClient, tool_call
 from chainform.types import DataContent, Message, TextContent
 
@@ -123,11 +123,11 @@ def test_a_chains_rows_name_its_schema_once_by_content_address() -> None:
         assert fmt["schema_id"] == row.schema_id == rows.schema_id(Answer.model_json_schema())
         assert row.schema == Answer.model_json_schema()
     other = {"type": "object", "properties": {"x": {"type": "integer"}}}
-    summary = options_summary(
-        cf.ChatOptions(response_format=cf.ResponseFormat.json_schema(other)),
-        schema={"type": "object"},
-        sid="s",
-    )
+    logger = ChainLogger(
+        Store(), conversation_id="c", chain_id="k", model="m", prompt=None, system=None,
+        schema={"type": "object"}, format_context_policy=None,
+    )  # fmt: skip
+    summary = logger.options(cf.ChatOptions(response_format=cf.ResponseFormat.json_schema(other)))
     assert summary["response_format"]["schema"] == other and "schema_id" not in summary["response_format"]
 
 

@@ -10,7 +10,7 @@ from pydantic import BaseModel
 
 import chainform as cf
 from chainform.store import Store, new_id
-from chainform.store._chainlog import ChainLogger, options_summary
+from chainform.store._chainlog import ChainLogger
 from chainform.store._serialize import _MESSAGES, dumps, message_to_dict, messages_to_json
 from chainform.testing import ScriptedClient, tool_call
 from chainform.types import (
@@ -57,7 +57,10 @@ def test_a_chains_records_say_what_its_calls_were() -> None:
     calls = chain.responses
     assert [r.id for r in records] == [c.response_id for c in calls]
     assert [r.purpose for r in records] == [c.purpose for c in calls] == ["chain", "chain", "retry"]
-    schema_id = records[0].schema_id
+    logger = ChainLogger(
+        store, conversation_id="c", chain_id="k", model="m", prompt=None, system=None,
+        schema=records[0].schema, format_context_policy=None,
+    )  # fmt: skip
     for record, call in zip(records, calls, strict=True):
         assert (record.conversation_id, record.chain_id) == (chain.conversation_id, records[0].chain_id)
         assert (record.model, record.prompt, record.system) == (
@@ -72,8 +75,7 @@ def test_a_chains_records_say_what_its_calls_were() -> None:
             call.usage,
         )
         assert messages_to_json(record.messages) == messages_to_json(call.messages)
-        fmt = call.options.response_format
-        assert record.options == options_summary(call.options, fmt.schema if fmt else None, schema_id)
+        assert record.options == logger.options(call.options)
         assert "schema" not in record.options.get("response_format", {})
         assert [(t.call_id, t.name, t.arguments) for t in record.tool_calls] == [
             (c.call_id, c.name, c.arguments) for c in call.response.function_calls
@@ -125,7 +127,7 @@ def test_options_summary_names_the_chains_schema_by_id_and_drops_the_cache_key()
         cf.types.ChatOptions(response_format=cf.types.ResponseFormat("json_schema", other, "B"))
     )
     assert inline["response_format"]["schema"] == other and "schema_id" not in inline["response_format"]
-    assert options_summary(cf.types.ChatOptions(tool_mode=cf.types.ToolMode("required", "f"), seed=3)) == {
+    assert logger.options(cf.types.ChatOptions(tool_mode=cf.types.ToolMode("required", "f"), seed=3)) == {
         "tool_mode": {"mode": "required", "function_name": "f"},
         "seed": 3,
     }

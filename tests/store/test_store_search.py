@@ -15,12 +15,12 @@ from chainform.store._migrations import migrate
 
 
 def _indexed(store: Store) -> int:
-    with store._read() as db:
+    with store.read() as db:
         return int(db.execute("SELECT COUNT(*) FROM responses_fts_docsize").fetchone()[0])
 
 
 def _check_index(store: Store) -> None:
-    with store._read() as db:  # FTS5's own consistency check of an external-content index
+    with store.read() as db:  # FTS5's own consistency check of an external-content index
         db.execute("INSERT INTO responses_fts(responses_fts, rank) VALUES ('integrity-check', 1)")
 
 
@@ -39,7 +39,7 @@ def test_a_search_never_writes(store: Store, monkeypatch) -> None:
     def read_only(*args: object) -> None:
         raise StoreError("attempt to write a readonly database")
 
-    monkeypatch.setattr(store, "_write", read_only)
+    monkeypatch.setattr(store, "write", read_only)
     assert [r.prompt for r in store.recent(None, query="kestrels")] == ["kestrels hover"]
 
 
@@ -101,7 +101,7 @@ def test_an_older_index_moves_to_the_triggers_and_finds_every_row(tmp_path: Path
         assert found == ["new pelicans", "older pelicans", "old pelicans"]
         assert _indexed(store) == 3  # each row once
         _check_index(store)
-        with store._read() as db:
+        with store.read() as db:
             names = {
                 r[0] for r in db.execute("SELECT name FROM sqlite_master WHERE type IN ('trigger', 'table')")
             }

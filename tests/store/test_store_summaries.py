@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from store_helpers import make_record
 
-from chainform.store import CallSummary, Store, call_summaries
-from chainform.store._summaries import IDS_PER_QUERY
+from chainform.evals._summaries import IDS_PER_QUERY, CallSummary, call_summaries
+from chainform.store import Store
 
 
 def test_each_conversations_calls_come_back_in_seq_order(store: Store) -> None:

@@ -10,7 +10,7 @@ A row's custom_id is `<key>-<turn>-<run tag>` (a key that is not short letters, 
 underscores is hashed; the tag is a hash of the run id): the same request has the same id in a
 resumed run, and another run's requests never do. Each
 batch is written to the log before it is submitted (its intent: the custom_ids) and its provider
-batch id right after (store/_batches.py). A resumed run polls the stored batch of an id rather
+batch id right after (_map/_batch_log.py). A resumed run polls the stored batch of an id rather
 than submitting it again, so no row is ever sent twice; an intent whose batch id never made it to
 the log is looked for at the provider by the intent id in its metadata (OpenAI) or display name
 (Gemini); Anthropic's batches carry neither, so there it is the one batch created since the intent
@@ -32,10 +32,10 @@ from contextvars import ContextVar
 from dataclasses import dataclass, field
 from typing import Any
 
+from chainform._map._batch_log import StoredBatch, batches_of, known_batch_ids, record_intent, record_status
 from chainform._map._gate import is_transient
 from chainform.clients._openai_batch import UNREADABLE, Intent
 from chainform.errors import BatchError, ProviderError
-from chainform.store._batches import StoredBatch, batches_of, known_batch_ids, record_intent, record_status
 
 MAX_WAIT = 25 * 3600.0
 """Seconds a batch is polled (`--batch-wait`, `batch_wait=`) before its rows fail: the providers'

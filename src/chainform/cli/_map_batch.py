@@ -1,7 +1,7 @@
 """`chainform map status RUN` and `chainform map cancel RUN`: a batch run's provider batches.
 
 A `map --batch` run can be left (Ctrl-C, a closed terminal): its batches go on at the provider.
-These read the run's batches from the log (store/_batches.py) and ask the provider about them
+These read the run's batches from the log (_map/_batch_log.py) and ask the provider about them
 through the same batch API the run used (`-m`, `--key` and `--base-url` as for the run).
 """
 
@@ -23,8 +23,8 @@ def _batch_options(command: Any) -> Any:
 
 
 def _run_batches(run_id: str) -> tuple[Any, list[Any]]:
+    from chainform._map._batch_log import batches_of
     from chainform.store import Store
-    from chainform.store._batches import batches_of
 
     store = Store()
     batches = batches_of(store, run_id)
@@ -74,9 +74,9 @@ def map_status(run_id: str, model_name: str | None, key: str | None, base_url: s
 @_batch_options
 def map_cancel(run_id: str, model_name: str | None, key: str | None, base_url: str | None) -> None:
     """Cancel the unfinished provider batches of a `map --batch` run (`--resume` sends their rows again)."""
+    from chainform._map._batch_log import record_status
     from chainform.clients._openai_batch import TERMINAL
     from chainform.errors import ProviderError
-    from chainform.store._batches import record_status
 
     async def cancel(store: Any, batches: list[Any], api: Any) -> int:
         count = 0
@@ -116,8 +116,8 @@ def map_cancel(run_id: str, model_name: str | None, key: str | None, base_url: s
 async def _found(store: Any, batch: Any, api: Any) -> bool:
     """Whether a batch whose id never reached the log (the run died right after submitting it) is
     at the provider, looked for as a resumed run looks (`_map/_batch.py`); its id is logged."""
+    from chainform._map._batch_log import known_batch_ids, record_status
     from chainform.clients._openai_batch import Intent
-    from chainform.store._batches import known_batch_ids, record_status
 
     known = known_batch_ids(store, api.provider)
     batch.batch_id = await api.find(Intent(batch.id, len(batch.custom_ids), batch.created_at, known))
@@ -150,8 +150,8 @@ def batch_run_id(output: str, resume: bool) -> str | None:
     """A resumed batch run's id, from the log, when OUTPUT holds no row yet (killed in round 1)."""
     if not resume:
         return None
+    from chainform._map._batch_log import run_of
     from chainform.store import Store
-    from chainform.store._batches import run_of
 
     with Store() as store:
         return run_of(store, str(Path(output).resolve()))
@@ -159,8 +159,8 @@ def batch_run_id(output: str, resume: bool) -> str | None:
 
 def record_batch_run(output: str, run_id: str) -> None:
     """Log which run writes OUTPUT (the resume of a run killed before its first row finds it)."""
+    from chainform._map._batch_log import record_run
     from chainform.store import Store
-    from chainform.store._batches import record_run
 
     with Store() as store:
         record_run(store, str(Path(output).resolve()), run_id)

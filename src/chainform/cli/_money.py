@@ -7,12 +7,16 @@ import datetime as dt
 import re
 import time
 from collections.abc import Callable
+from dataclasses import dataclass, field
 from decimal import Decimal
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import click
 
 from chainform.cli._output import echo_json
+
+if TYPE_CHECKING:
+    from chainform.store import Store
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -86,6 +90,60 @@ def _since(value: str | None) -> float | None:
         ) from None
 
 
+@dataclass
+class CostTotal:
+    """The calls of one group: how many, what the priced ones cost, how many had no price."""
+
+    key: dict[str, str]
+    calls: int = 0
+    known: Decimal = field(default_factory=Decimal)
+    unpriced: int = 0
+
+    @property
+    def cost(self) -> Decimal | None:
+        """The group's cost; None when any of its calls had no price."""
+        return None if self.unpriced else self.known
+
+    def to_dict(self) -> dict[str, Any]:
+        cost = self.cost
+        return {
+            **self.key,
+            "calls": self.calls,
+            "cost": None if cost is None else str(cost),
+            "priced_cost": str(self.known),
+            "unpriced_calls": self.unpriced,
+        }
+
+
+def cost_totals(store: Store, by: tuple[str, ...], since: float | None = None) -> list[CostTotal]:
+    """One CostTotal per group of `by` (model, day, conversation), dearest first, for calls since then.
+
+    Costs are logged as exact decimal text, so they are summed here as Decimals rather than by SQLite
+    (whose SUM would add them as floats). A call logged with no cost (its price was unknown, or it was
+    logged before costs were) is counted apart, never as 0."""
+    sql = "SELECT model, created_at, conversation_id, cost FROM responses"
+    args: list[Any] = []
+    if since is not None:
+        sql += " WHERE created_at >= ?"
+        args.append(since)
+    totals: dict[tuple[str, ...], CostTotal] = {}
+    with store.read() as db:
+        for model, created_at, conversation, cost in db.execute(sql, args):
+            values = {
+                "model": model,
+                "day": dt.datetime.fromtimestamp(created_at).date().isoformat(),
+                "conversation": conversation,
+            }
+            key = {name: values[name] for name in by}
+            total = totals.setdefault(tuple(key.values()), CostTotal(key))
+            total.calls += 1
+            if cost is None:
+                total.unpriced += 1
+            else:
+                total.known += Decimal(cost)
+    return sorted(totals.values(), key=lambda t: (-t.known, *t.key.values()))
+
+
 @click.command(name="cost")
 @click.option(
     "--by",
@@ -99,7 +157,7 @@ def _since(value: str | None) -> float | None:
 def logs_cost(groups: tuple[str, ...], since: str | None, as_json: bool) -> None:
     """What the logged calls cost, summed by model, day or conversation (dearest first)."""
     from chainform.pricing import usd
-    from chainform.store import Store, cost_totals
+    from chainform.store import Store
 
     by = tuple(dict.fromkeys(groups)) or ("model",)
     with Store() as store:

@@ -254,7 +254,7 @@ class _LogReader:
     def fill(self, results: Sequence[RowResult]) -> None:
         if self.store is None:
             return
-        from chainform.store import call_summaries
+        from chainform.evals._summaries import call_summaries
 
         logged = call_summaries(
             self.store, [r.conversation_id for r in results if r.conversation_id is not None]

@@ -5,24 +5,17 @@ committed by the chain engine as it finishes; one record shape (CallRecord) from
 from chainform._paths import default_path, logging_enabled, set_logging
 from chainform.errors import StoreError
 from chainform.store._chainlog import ChainLogger, naming
-from chainform.store._costs import GROUPS, CostTotal, cost_totals
 from chainform.store._rows import CallRecord, ToolCallRecord, ToolResultRecord, new_id, schema_id
 from chainform.store._store import SchemaInfo, Store
-from chainform.store._summaries import CallSummary, call_summaries
 
 __all__ = [
-    "GROUPS",
     "CallRecord",
-    "CallSummary",
     "ChainLogger",
-    "CostTotal",
     "SchemaInfo",
     "Store",
     "StoreError",
     "ToolCallRecord",
     "ToolResultRecord",
-    "call_summaries",
-    "cost_totals",
     "default_path",
     "logging_enabled",
     "naming",

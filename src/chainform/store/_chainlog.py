@@ -68,8 +68,27 @@ class ChainLogger:
         return named[1] if named is not None and named[0] == self.conversation_id else None
 
     def options(self, options: ChatOptions) -> dict[str, Any]:
-        """The options of a call as logged (`options_summary` with this chain's schema)."""
-        return options_summary(options, self.schema, self.schema_id)
+        """The options of a call as logged: tool names instead of tools; a response format names the
+        chain's schema by its id (stored once) instead of repeating it in every row. Secrets are
+        redacted when the row is written (`_rows`)."""
+        out: dict[str, Any] = {}
+        for key, value in options.set_fields().items():
+            if key == "cache_key":  # the conversation's (or map run's) id again
+                continue
+            if key == "tools":
+                out[key] = [t.name for t in value]
+            elif key == "response_format":
+                fmt = {name: getattr(value, name) for name in ("kind", "name", "description", "strict")}
+                if value.schema is not None and value.schema == self.schema:
+                    fmt["schema_id"] = self.schema_id
+                elif value.schema is not None:
+                    fmt["schema"] = to_jsonable(value.schema)
+                out[key] = fmt
+            elif key == "tool_mode":
+                out[key] = {"mode": value.mode, "function_name": value.function_name}
+            else:
+                out[key] = to_jsonable(value)
+        return out
 
     async def log(self, record: CallRecord) -> None:
         """Commit `record` (with the chain's attached files) on a worker thread; return once it is
@@ -92,28 +111,3 @@ def _attached(attachment: Any, conversion: Any, store: str) -> Attached:
     how = (conversion.name, conversion.method, conversion.detail)
     return Attached(key, conversion.media_type, attachment.size(), *how, data, ref)
 
-
-def options_summary(
-    options: ChatOptions, schema: dict[str, Any] | None = None, sid: str | None = None
-) -> dict[str, Any]:
-    """The options of a call as logged: tool names instead of tools; a response format names the
-    chain's schema (`schema`, stored once under `sid`) by its id instead of repeating it in every
-    row. Secrets are redacted when the row is written (`_rows`)."""
-    out: dict[str, Any] = {}
-    for key, value in options.set_fields().items():
-        if key == "cache_key":  # the conversation's (or map run's) id again
-            continue
-        if key == "tools":
-            out[key] = [t.name for t in value]
-        elif key == "response_format":
-            fmt = {name: getattr(value, name) for name in ("kind", "name", "description", "strict")}
-            if value.schema is not None and value.schema == schema:
-                fmt["schema_id"] = sid
-            elif value.schema is not None:
-                fmt["schema"] = to_jsonable(value.schema)
-            out[key] = fmt
-        elif key == "tool_mode":
-            out[key] = {"mode": value.mode, "function_name": value.function_name}
-        else:
-            out[key] = to_jsonable(value)
-    return out

@@ -44,16 +44,11 @@ def storable_row(row: tuple[Any, ...]) -> tuple[Any, ...]:
     return tuple(encodable_text(mask_keys(v)) if isinstance(v, str) else v for v in row)
 
 
-def looks_secret(key: str) -> bool:
-    """True for mapping keys whose value should never reach the log."""
-    return bool(_SECRET_KEY.search(key))
-
-
 def redact(value: Any) -> Any:
     """A copy of `value` where every mapping entry under a secret-looking key is replaced."""
     if isinstance(value, dict):
         return {
-            k: REDACTED if isinstance(k, str) and looks_secret(k) else redact(v) for k, v in value.items()
+            k: REDACTED if isinstance(k, str) and _SECRET_KEY.search(k) else redact(v) for k, v in value.items()
         }
     if isinstance(value, list | tuple):
         return [redact(v) for v in value]

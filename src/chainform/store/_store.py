@@ -138,12 +138,12 @@ class Store:
                     f"(schema version {user_version(db)} > {len(MIGRATIONS)}); upgrade chainform"
                 )
             if user_version(db) < len(MIGRATIONS):
-                self._write(migrate)
+                self.write(migrate)
             fts = db.execute("SELECT 1 FROM sqlite_master WHERE name = 'responses_fts'").fetchone()
             self._fts = fts is not None  # no FTS5 in the SQLite that made the log: search with LIKE
             spool = Path(f"{self.path}{SPOOL}")  # what chainform 0.x left beside the tables, if anything
             if spool.exists() or db.execute("SELECT 1 FROM journal LIMIT 1").fetchone() is not None:
-                drain_legacy(db, spool, self._write)
+                drain_legacy(db, spool, self.write)
         except BaseException as exc:
             self._db = None
             db.close()
@@ -161,7 +161,7 @@ class Store:
             raise _Undo
 
         with contextlib.suppress(_Undo):
-            self._write(write_and_undo)
+            self.write(write_and_undo)
 
     def close(self) -> None:
         """Close the connection (the store reopens on use)."""
@@ -195,8 +195,12 @@ class Store:
                 time.sleep(delay)
                 delay = min(delay * 2, 0.5)
 
-    def _write(self, fn: Callable[[sqlite3.Connection], T]) -> T:
-        """Run `fn` in one immediate write transaction, retried as a whole when the lock is busy."""
+    def write(self, fn: Callable[[sqlite3.Connection], T]) -> T:
+        """Run `fn` in one immediate write transaction, retried as a whole when the lock is busy.
+
+        With `read`, how a query that only one caller needs lives with that caller: map's batch
+        records (_map/_batch_log.py), an eval's call summaries (evals/_summaries.py), `logs cost`
+        (cli/_money.py)."""
         with self._lock:
             db = self._connect()
 
@@ -217,7 +221,8 @@ class Store:
                 raise as_store_error(exc, self.path, "cannot write to the log") from exc
 
     @contextmanager
-    def _read(self) -> Iterator[sqlite3.Connection]:
+    def read(self) -> Iterator[sqlite3.Connection]:
+        """The log's connection, held for a read (an SQLite error becomes a StoreError)."""
         with self._lock:
             db = self._connect()
             try:
@@ -229,13 +234,13 @@ class Store:
 
     def save_schema(self, schema: dict[str, Any]) -> str:
         """Store a schema under the sha256 of its canonical JSON and return that id."""
-        return self._write(lambda db: insert_schema(db, schema))
+        return self.write(lambda db: insert_schema(db, schema))
 
     def write_calls(self, records: Sequence[CallRecord], attached: Sequence[Attached] = ()) -> None:
         """Commit model calls in one transaction on this thread (`rows_of`: their conversations,
         schemas, tool calls and results; `attached`: the files they sent)."""
         rows = rows_of(records, attached)
-        self._write(lambda db: write_rows(db, rows))
+        self.write(lambda db: write_rows(db, rows))
 
     # -- maintenance ------------------------------------------------------------------------
 
@@ -282,11 +287,11 @@ class Store:
             db.execute(ORPHAN_FILES)
             return int(count)
 
-        return self._write(delete)
+        return self.write(delete)
 
     def counts(self) -> dict[str, int]:
         """How many calls, conversations and schemas the log holds."""
-        with self._read() as db:
+        with self.read() as db:
             return {
                 table: int(db.execute(f"SELECT COUNT(*) FROM {table}").fetchone()[0])
                 for table in ("responses", "conversations", "schemas")
@@ -299,7 +304,7 @@ class Store:
         key = id_or_prefix.strip().lower()
         if len(key) < 4 or any(c not in "0123456789abcdef" for c in key):
             return None
-        with self._read() as db:
+        with self.read() as db:
             rows = db.execute(
                 "SELECT id, content FROM schemas WHERE id >= ? AND id < ? LIMIT 2", (key, key + "g")
             ).fetchall()
@@ -309,7 +314,7 @@ class Store:
 
     def list_schemas(self) -> list[SchemaInfo]:
         """Saved schemas, most recently used first."""
-        with self._read() as db:
+        with self.read() as db:
             rows = db.execute(
                 """SELECT s.id, s.content, s.created_at, COUNT(r.id), MAX(r.created_at)
                    FROM schemas s LEFT JOIN responses r ON r.schema_id = s.id
@@ -319,7 +324,7 @@ class Store:
 
     def last_conversation_id(self) -> str | None:
         """The conversation of the most recent logged call (what `-c/--continue` resumes)."""
-        with self._read() as db:
+        with self.read() as db:
             row = db.execute("SELECT conversation_id FROM responses ORDER BY rowid DESC LIMIT 1").fetchone()
         return str(row[0]) if row else None
 
@@ -340,7 +345,7 @@ class Store:
         is never opened unless `read_refs` (a replay that sends it again): its message part is left
         empty and the call's `attachments` carry its sha256, type, size and path.
         """
-        with self._read() as db:
+        with self.read() as db:
             where, args = filters(
                 conversation_id=conversation_id, chain_id=chain_id, schema_id=schema_id, query=query or "",
                 fts=self._fts,

@@ -1,4 +1,5 @@
-"""The log's record of a `map --batch` run's provider batches (table `map_batches`, migration 8).
+"""What the log keeps of a `map --batch` run's provider batches (tables `map_batches` and `map_runs`,
+migration 8): only map reads or writes them, through `Store.write` and `Store.read`.
 
 A batch is written twice: its intent (the custom_ids it will carry) before it is submitted, then
 the provider's batch id right after. A resumed run reads them back: a custom_id in a stored batch
@@ -13,8 +14,7 @@ import json
 import time
 from dataclasses import dataclass
 
-from chainform.store._rows import new_id
-from chainform.store._store import Store
+from chainform.store import Store, new_id
 
 
 @dataclass
@@ -34,7 +34,7 @@ class StoredBatch:
 def record_intent(store: Store, run_id: str, provider: str, round_: int, custom_ids: list[str]) -> StoredBatch:
     """Write the intent to submit `custom_ids` as one batch; before anything is sent."""
     batch = StoredBatch(new_id(), run_id, provider, round_, list(custom_ids), created_at=time.time())
-    store._write(
+    store.write(
         lambda db: db.execute(
             "INSERT INTO map_batches (id, run_id, provider, round, custom_ids, created_at) VALUES (?,?,?,?,?,?)",
             (batch.id, run_id, provider, round_, json.dumps(batch.custom_ids), batch.created_at),
@@ -45,7 +45,7 @@ def record_intent(store: Store, run_id: str, provider: str, round_: int, custom_
 
 def record_status(store: Store, batch: StoredBatch) -> None:
     """Store the provider's batch id and the batch's last known status."""
-    store._write(
+    store.write(
         lambda db: db.execute(
             "UPDATE map_batches SET batch_id = ?, status = ? WHERE id = ?", (batch.batch_id, batch.status, batch.id)
         )
@@ -54,7 +54,7 @@ def record_status(store: Store, batch: StoredBatch) -> None:
 
 def batches_of(store: Store, run_id: str) -> list[StoredBatch]:
     """A run's batches, oldest first (empty for a run that never used a batch API)."""
-    with store._read() as db:
+    with store.read() as db:
         rows = db.execute(
             "SELECT id, run_id, provider, round, custom_ids, batch_id, status, created_at FROM map_batches "
             "WHERE run_id = ? ORDER BY created_at, rowid",
@@ -65,7 +65,7 @@ def batches_of(store: Store, run_id: str) -> list[StoredBatch]:
 
 def known_batch_ids(store: Store, provider: str) -> frozenset[str]:
     """Every batch id the log names for `provider`, over all runs."""
-    with store._read() as db:
+    with store.read() as db:
         rows = db.execute(
             "SELECT batch_id FROM map_batches WHERE provider = ? AND batch_id IS NOT NULL", (provider,)
         ).fetchall()
@@ -75,7 +75,7 @@ def known_batch_ids(store: Store, provider: str) -> frozenset[str]:
 def record_run(store: Store, output: str, run_id: str) -> None:
     """The run id of the batch run writing `output` (an absolute path): a resume finds its batches
     through it, even before the file holds a row."""
-    store._write(
+    store.write(
         lambda db: db.execute(
             "INSERT OR REPLACE INTO map_runs (output, run_id, created_at) VALUES (?,?,?)",
             (output, run_id, time.time()),
@@ -85,7 +85,7 @@ def record_run(store: Store, output: str, run_id: str) -> None:
 
 def run_of(store: Store, output: str) -> str | None:
     """The run id last recorded for `output`, if any."""
-    with store._read() as db:
+    with store.read() as db:
         row = db.execute("SELECT run_id FROM map_runs WHERE output = ?", (output,)).fetchone()
     return str(row[0]) if row else None
 

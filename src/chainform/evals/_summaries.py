@@ -1,6 +1,7 @@
-"""The few columns of many conversations' calls, read in one query per batch of conversations:
-what an eval's report needs of each row's calls (ids, purposes, durations, the strategy), without
-decoding the messages, attachments and tool calls that `Store.recent` reads back whole.
+"""The few columns of many conversations' calls, read from the log in one query per batch of
+conversations: what an eval's report needs of each row's calls (ids, purposes, durations, the
+strategy), without decoding the messages, attachments and tool calls that `Store.recent` reads back
+whole.
 """
 
 from __future__ import annotations
@@ -33,7 +34,7 @@ def call_summaries(store: Store, conversation_ids: Iterable[str]) -> dict[str, l
     logged call is absent from the result."""
     wanted = sorted(set(conversation_ids))
     out: dict[str, list[CallSummary]] = {}
-    with store._read() as db:
+    with store.read() as db:
         for start in range(0, len(wanted), IDS_PER_QUERY):
             batch = wanted[start : start + IDS_PER_QUERY]
             rows = db.execute(
