@@ -21,7 +21,8 @@ _PUBLIC: dict[str, tuple[str, ...]] = {
     "chainform.agents": ("Agent",),
     "chainform.output.strategies._context": ("ContextPolicy",),
     "chainform.chain._events": ("ChainEvent",),
-    "chainform.chain._records": ("ChainUsage", "ModelCall"),
+    "chainform.chain._records": ("ChainUsage",),
+    "chainform.chain._calls": ("ModelCall",),
     "chainform.chain._tools": ("CancelToolCall",),
     "chainform.clients.base": ("BaseChatClient", "CallContext", "ChatClient"),
     "chainform.clients.registry": ("ModelInfo", "list_models", "register_alias"),
@@ -124,9 +125,9 @@ if TYPE_CHECKING:  # what type checkers and editors see: the same names, importe
     from chainform import pricing as pricing
     from chainform import tools as tools
     from chainform.agents import Agent as Agent
+    from chainform.chain._calls import ModelCall as ModelCall
     from chainform.chain._events import ChainEvent as ChainEvent
     from chainform.chain._records import ChainUsage as ChainUsage
-    from chainform.chain._records import ModelCall as ModelCall
     from chainform.chain._tools import CancelToolCall as CancelToolCall
     from chainform.clients.base import BaseChatClient as BaseChatClient
     from chainform.clients.base import CallContext as CallContext

@@ -359,9 +359,9 @@ def _made(
     from chainform.clients.registry import get_client
 
     client = get_client(name, key=key, base_url=base_url, **kw)
-    plan = FallbackPlan.build(
-        name, fallback or (), fallback_on, lambda entry: cls(get_client(entry), name=entry)
-    )
+    plan = None
+    if fallback or fallback_on is not None:  # a model without fallbacks has no plan to build
+        plan = FallbackPlan.build(name, fallback or (), fallback_on, lambda entry: cls(get_client(entry), name=entry))
     return cls(client, name=name, fallback=plan)
 
 

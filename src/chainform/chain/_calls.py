@@ -11,20 +11,53 @@ plumbing every turn shares, whatever the strategy.
 from __future__ import annotations
 
 import time
+from dataclasses import dataclass, field
 from typing import Any
 
 from chainform import _lineage, _trace
 from chainform.chain._events import CallTap, ChainEvent, EventLog
-from chainform.chain._records import ModelCall
 from chainform.clients.base import BaseChatClient, CallContext, ChatClient, validate
 from chainform.errors import ProviderError, StructuredOutputGenerationError
 from chainform.output._select import Refusals, StrategyChoice
 from chainform.output.strategies import NOT_FINAL, Strategy
 from chainform.pricing import Meter
 from chainform.store import CallRecord, ChainLogger, ToolCallRecord, ToolResultRecord
-from chainform.types import ChatOptions, ChatResponse, Message
+from chainform.types import ChatOptions, ChatResponse, FunctionResultContent, Message, UsageDetails
 
 CallLogger = ChainLogger
+
+Purpose = str  # "chain" | "retry" | "format"
+
+
+@dataclass
+class ModelCall:
+    """One model call of a chain, in order; `purpose` is "chain", "retry" or "format"."""
+
+    purpose: Purpose
+    messages: list[Message]
+    options: ChatOptions
+    response: ChatResponse | None
+    duration_ms: float
+    error: str | None = None
+    strategy: str | None = None
+    response_id: str | None = None
+    parsed: Any = None
+    tool_results: list[FunctionResultContent] = field(default_factory=list)
+    format_context: str | None = None
+    model: str | None = None  # the model that made the call (a fallback's name when one answered)
+    failed: str | None = None  # the type of the error the call raised (None: it returned)
+    priced: UsageDetails | None = None  # the usage with its cost, once the engine priced the call
+
+    @property
+    def text(self) -> str:
+        return self.response.text if self.response else ""
+
+    @property
+    def usage(self) -> UsageDetails:
+        """Tokens of this call and (`.cost`) what it cost."""
+        if self.priced is not None:
+            return self.priced
+        return (self.response.usage_details if self.response else None) or UsageDetails()
 
 
 class CallRunner:

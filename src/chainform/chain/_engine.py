@@ -17,6 +17,7 @@ to it, and (when tracing is on, chainform.instrument) its span.
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -336,7 +337,7 @@ class ChainRun(CallRunner):
         if self.req.output is not None:
             result.has_value, result.value = True, outcome.value
             result.data = plain_data(outcome.value)
-            result.text = result.json_text()
+            result.text = json.dumps(result.data, ensure_ascii=False)
         return result
 
 

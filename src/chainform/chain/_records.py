@@ -1,51 +1,18 @@
-"""What a chain returns about each model call, and the result the response objects expose."""
+"""What a chain returns: its usage summed over its calls (each a chain/_calls.py ModelCall), and the
+result the response objects expose."""
 
 from __future__ import annotations
 
-import json
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from decimal import Decimal
 from typing import Any
 
 from chainform._lineage import AgentRun
+from chainform.chain._calls import ModelCall
 from chainform.documents import Conversion
 from chainform.output import StrategyChoice
-from chainform.types import ChatOptions, ChatResponse, FunctionResultContent, Message, UsageDetails
-
-Purpose = str  # "chain" | "retry" | "format"
-
-
-@dataclass
-class ModelCall:
-    """One model call of a chain, in order; `purpose` is "chain", "retry" or "format"."""
-
-    purpose: Purpose
-    messages: list[Message]
-    options: ChatOptions
-    response: ChatResponse | None
-    duration_ms: float
-    error: str | None = None
-    strategy: str | None = None
-    response_id: str | None = None
-    parsed: Any = None
-    tool_results: list[FunctionResultContent] = field(default_factory=list)
-    format_context: str | None = None
-    model: str | None = None  # the model that made the call (a fallback's name when one answered)
-    failed: str | None = None  # the type of the error the call raised (None: it returned)
-    priced: UsageDetails | None = None  # the usage with its cost, once the engine priced the call
-
-    @property
-    def text(self) -> str:
-        return self.response.text if self.response else ""
-
-    @property
-    def usage(self) -> UsageDetails:
-        """Tokens of this call and (`.cost`) what it cost."""
-        if self.priced is not None:
-            return self.priced
-        return (self.response.usage_details if self.response else None) or UsageDetails()
-
+from chainform.types import Message, UsageDetails
 
 _NOTHING = UsageDetails(cost=Decimal(0))  # the sum of no calls (sums make new objects)
 
@@ -121,6 +88,3 @@ class ChainResult:
     prompt: Message | None = None
     agent_runs: list[AgentRun] = field(default_factory=list)  # subagents this chain called
     attachments: list[Conversion] = field(default_factory=list)  # how each attachment reached the model
-
-    def json_text(self) -> str:
-        return json.dumps(self.data, ensure_ascii=False)
