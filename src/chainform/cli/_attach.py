@@ -77,7 +77,7 @@ _LIMIT_OPTIONS = (
 
 def limit_options(function: F) -> F:
     """`--max-pages`, `--max-pixels`, `--ocr-timeout` (prompt and map), handed to the command as
-    one `conversion_limits` (a `ConversionLimits`; a flag left out keeps its default)."""
+    one `conversion_limits` (a `ConversionLimits`, None without any; a flag left out keeps its default)."""
 
     @functools.wraps(function)
     def with_limits(
@@ -96,13 +96,17 @@ def limit_options(function: F) -> F:
     return wrapped
 
 
-def conversion_limits(max_pages: int | None, max_pixels: int | None, ocr_timeout: float | None) -> ConversionLimits:
-    """The limit flags as a `ConversionLimits` (ConversionLimits' defaults for those left out, which
-    the help says)."""
+def conversion_limits(
+    max_pages: int | None, max_pixels: int | None, ocr_timeout: float | None
+) -> ConversionLimits | None:
+    """The limit flags as a `ConversionLimits` (its defaults, which the help says, for those left
+    out); None when none is given, as everywhere: the defaults apply."""
     from chainform.types import ConversionLimits
 
     if ocr_timeout is not None and not math.isfinite(ocr_timeout):
         raise click.BadParameter(f"{ocr_timeout} is not a number of seconds", param_hint="--ocr-timeout")
+    if max_pages is None and max_pixels is None and ocr_timeout is None:
+        return None
     defaults = ConversionLimits()
     return ConversionLimits(
         defaults.max_pages if max_pages is None else max_pages,

@@ -192,7 +192,7 @@ def map_command(
     no_convert: bool,
     attachments_store: str,
     allow_private_urls: bool,
-    conversion_limits: ConversionLimits,
+    conversion_limits: ConversionLimits | None,
 ) -> None:
     """Run a chain for every row of INPUT (JSONL, CSV, or `-`: one prompt per line).
 
