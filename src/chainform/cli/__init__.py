@@ -6,11 +6,8 @@ from __future__ import annotations
 import sys
 import warnings
 
-import click
-
-from chainform._version import __version__
 from chainform.cli._eval import eval_group
-from chainform.cli._group import DefaultGroup, debug_enabled
+from chainform.cli._group import cli, debug_enabled
 from chainform.cli._keys import keys_command
 from chainform.cli._local import local_command
 from chainform.cli._logs import logs_command
@@ -21,21 +18,6 @@ from chainform.cli._money import logs_cost
 from chainform.cli._prompt import prompt_command
 from chainform.cli._schemas import schemas_command
 from chainform.cli._tools import tools_command
-
-
-@click.group(cls=DefaultGroup, context_settings={"help_option_names": ["-h", "--help"]})
-@click.version_option(__version__, prog_name="chainform")
-@click.option("--debug", is_flag=True, help="Show full tracebacks on errors (works anywhere on the line).")
-def cli(debug: bool) -> None:
-    """Ask a model, let it call your tools, get back data that matches your schema.
-
-    \b
-    chainform "Capital of France?"                         # prompt (the default command)
-    chainform "Invent a dog" --schema 'name, age int'      # structured output
-    chainform "What time is it in Tokyo?" -T current_time --td
-    chainform logs -n 3                                    # every call of recent chains
-    """
-
 
 logs_command.add_command(logs_cost)
 

@@ -1,4 +1,5 @@
-"""The top-level click group: a default `prompt` command, `--debug` anywhere, errors as exit codes.
+"""The top-level click group (`cli`, its class `DefaultGroup`): a default `prompt` command, `--debug`
+anywhere, errors as exit codes; chainform/cli/__init__.py adds the commands.
 
 Users type `chainform "question" -m model` as with `llm`: anything that is not a subcommand name
 goes to the `prompt` command. Errors become one line on stderr and a distinct exit code, so scripts
@@ -13,6 +14,8 @@ from typing import Any
 
 import click
 import click_default_group
+
+from chainform._version import __version__
 
 EXIT_OTHER = 1
 EXIT_USAGE = 2
@@ -108,3 +111,17 @@ class DefaultGroup(click_default_group.DefaultGroup):  # type: ignore[misc]  # u
             click.echo(error_line(exc), err=True)
             sys.stdout.flush()
             raise click.exceptions.Exit(exit_code_for(exc)) from None
+
+
+@click.group(cls=DefaultGroup, context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(__version__, prog_name="chainform")
+@click.option("--debug", is_flag=True, help="Show full tracebacks on errors (works anywhere on the line).")
+def cli(debug: bool) -> None:
+    """Ask a model, let it call your tools, get back data that matches your schema.
+
+    \b
+    chainform "Capital of France?"                         # prompt (the default command)
+    chainform "Invent a dog" --schema 'name, age int'      # structured output
+    chainform "What time is it in Tokyo?" -T current_time --td
+    chainform logs -n 3                                    # every call of recent chains
+    """
