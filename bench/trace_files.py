@@ -14,6 +14,7 @@ runs does not count: its body, the class bodies in it and whatever they call.
 
     python bench/trace_files.py            # prints "chain N" and "model_call N"
     python bench/trace_files.py --list     # and the files of each, one line per package
+    python bench/trace_files.py --functions  # and each file with the functions run in it
 """
 
 from __future__ import annotations
@@ -57,14 +58,16 @@ def loopback() -> Iterator[str]:
         server.wait()
 
 
-def traced_files(run: Callable[[], Any], package: Path) -> set[str]:
-    """The files under `package` in which `run` (and every thread it starts) calls a function."""
+def traced_files(run: Callable[[], Any], package: Path) -> dict[str, set[str]]:
+    """The files under `package` in which `run` (and every thread it starts) calls a function, each
+    with the names of the functions called in it."""
     root = str(package) + os.sep
-    seen: set[str] = set()
+    seen: dict[str, set[str]] = {}
 
     def profile(frame: FrameType, event: str, arg: Any) -> None:
-        if event == "call" and frame.f_code.co_filename.startswith(root) and not importing(frame):
-            seen.add(frame.f_code.co_filename[len(root) :])
+        code = frame.f_code
+        if event == "call" and code.co_filename.startswith(root) and not importing(frame):
+            seen.setdefault(code.co_filename[len(root) :], set()).add(code.co_name)
 
     def importing(frame: FrameType | None) -> bool:
         """Whether `frame` runs as part of importing a module of the package (its body, a class
@@ -127,13 +130,15 @@ def model_call_run(base_url: str) -> Callable[[], Any]:
     return lambda: asyncio.run(call())
 
 
-def measure(name: str, url: str, home: Path) -> list[str]:
-    """Run one of the two in this process (fresh: no thread or cache left from the other)."""
+def measure(name: str, url: str, home: Path) -> dict[str, list[str]]:
+    """Run one of the two in this process (fresh: no thread or cache left from the other): each file
+    it ran functions in, with their names."""
     import chainform
 
     os.environ["CHAINFORM_HOME"] = str(home)
     run = chain_run(url, home) if name == "chain" else model_call_run(url)
-    return sorted(traced_files(run, Path(chainform.__file__).resolve().parent))
+    seen = traced_files(run, Path(chainform.__file__).resolve().parent)
+    return {file: sorted(seen[file]) for file in sorted(seen)}
 
 
 def grouped(files: list[str]) -> str:
@@ -148,6 +153,7 @@ def grouped(files: list[str]) -> str:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--list", action="store_true", help="list each run's files too")
+    parser.add_argument("--functions", action="store_true", help="list each file with the functions run in it")
     parser.add_argument("--one", nargs=2, metavar=("RUN", "URL"), help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.one:  # a child: one run, its files as JSON
@@ -164,7 +170,9 @@ def main() -> None:
             files = json.loads(child.stdout.splitlines()[-1])
             print(f"{name} {len(files)}")
             if args.list:
-                print(grouped(files), end="")
+                print(grouped(list(files)), end="")
+            if args.functions:
+                print("".join(f"  {file}: {' '.join(names)}\n" for file, names in files.items()), end="")
 
 
 if __name__ == "__main__":

@@ -14,13 +14,25 @@ SCRIPT = Path(__file__).resolve().parents[2] / "bench" / "trace_files.py"
 
 
 def test_the_trace_script_prints_a_count_for_the_chain_and_for_one_model_call() -> None:
+    """...and with --functions, one line per file counted, naming the functions run in it."""
     src = str(Path(__file__).resolve().parents[2] / "src")
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([src, os.environ.get("PYTHONPATH", "")])}
-    done = subprocess.run([sys.executable, str(SCRIPT)], capture_output=True, text=True, env=env, timeout=120)
+    done = subprocess.run(
+        [sys.executable, str(SCRIPT), "--functions"], capture_output=True, text=True, env=env, timeout=120
+    )
     assert done.returncode == 0, done.stderr
-    lines = [line.split() for line in done.stdout.splitlines()]
-    assert [line[0] for line in lines] == ["chain", "model_call"]
-    assert all(len(line) == 2 and int(line[1]) > 0 for line in lines)
+    counts: list[list[str]] = []
+    files: dict[str, list[str]] = {}
+    for line in done.stdout.splitlines():
+        if line.startswith("  "):
+            file, _, names = line.strip().partition(": ")
+            files.setdefault(counts[-1][0], []).append(file)
+            assert file.endswith(".py") and names.split()
+        else:
+            counts.append(line.split())
+    assert [line[0] for line in counts] == ["chain", "model_call"]
+    assert all(len(line) == 2 and int(line[1]) == len(files[line[0]]) > 0 for line in counts)
+    assert "chain/_engine.py" in files["chain"] and "chain/_engine.py" not in files["model_call"]
 
 
 def test_the_list_groups_the_files_by_package_with_a_count_each() -> None:
