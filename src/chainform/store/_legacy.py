@@ -40,13 +40,13 @@ from chainform.types import UsageDetails
 
 Write = Callable[[Callable[[sqlite3.Connection], None]], None]
 
-
 SPOOL = "-spool"
-"""The spool's name: the log's with this added (`Store` drains the log when it finds one, or journal rows)."""
+"""The spool's name: the log's with this added."""
 
 
 def drain_legacy(db: sqlite3.Connection, spool: Path, write: Write) -> None:
-    """Move an old spool's and journal's records into the tables (`write`: one write transaction)."""
+    """Move an old spool's and journal's records into the tables (`write`: one write transaction).
+    `Store` calls it only when it finds the spool or journal rows: a log opened since has neither."""
 
     def drain(db: sqlite3.Connection) -> None:
         for jid, fmt, text in db.execute("SELECT id, format, rows FROM journal ORDER BY id").fetchall():
