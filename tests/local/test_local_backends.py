@@ -7,6 +7,7 @@ import hashlib
 import json
 import shutil
 from pathlib import Path
+from typing import Any
 
 import jsonschema
 import pytest
@@ -72,6 +73,27 @@ def test_a_precision_builds_by_its_recipe_and_a_stale_recipe_rebuilds(
     (target / _weights.MANIFEST).write_text(json.dumps(manifest))
     prepare(str(tiny_hf_dir), backend="onnx", precision="int4", quiet=True)
     assert len(commands) == 2
+
+
+def test_the_onnx_output_layer_runs_on_the_last_position_only(tiny_onnx_dir: Path, tiny_model: Any) -> None:
+    """A prefill of many tokens computes one position's logits (the one the loop reads), equal to torch's."""
+    import numpy as np
+    import onnxruntime as ort
+    import torch
+
+    session = ort.InferenceSession(str(tiny_onnx_dir / "model.onnx"), providers=["CPUExecutionProvider"])
+    ids = np.arange(100, 140, dtype=np.int64)[None, :]
+    feeds: dict[str, object] = {"input_ids": ids, "attention_mask": np.ones_like(ids)}
+    decoder = json.loads((tiny_onnx_dir / "genai_config.json").read_text())["model"]["decoder"]
+    empty = np.zeros((1, decoder["num_key_value_heads"], 0, decoder["head_size"]), dtype=np.float32)
+    for graph_input in session.get_inputs():
+        if graph_input.name.startswith("past_key_values"):
+            feeds[graph_input.name] = empty
+    logits = session.run(["logits"], feeds)[0]
+    assert logits.shape[:2] == (1, 1)
+    with torch.inference_mode():
+        expected = tiny_model(input_ids=torch.tensor(ids)).logits[0, -1].numpy()
+    np.testing.assert_allclose(logits[0, 0], expected, atol=1e-3)
 
 
 def test_a_missing_onnx_model_says_what_to_run(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
