@@ -13,6 +13,7 @@ from pydantic import BaseModel
 import chainform as cf
 from chainform.errors import BudgetExceededError, PricingError
 from chainform.pricing import PRICES, Budget, Meter, Prices, as_cost, parse_price, usd
+from chainform.pricing._table import MAX_TOKENS
 from chainform.testing import ScriptedClient, tool_call
 from chainform.types import ChatResponse, Message, UsageDetails
 
@@ -285,6 +286,15 @@ def test_a_prices_file_that_breaks_arithmetic_leaves_the_cost_unknown_with_why(h
 
 def test_a_cost_too_large_to_compute_is_unknown_with_why_not_an_exception() -> None:
     cf.pricing.set_price("vllm/big", "1000000000", "1")
-    cost, reason = PRICES.rate("vllm/big").cost(UsageDetails(10**999_999, 1))
-    assert cost is None and reason is not None and "cannot be computed" in reason
+    rate = PRICES.rate("vllm/big")
+    for usage in (
+        UsageDetails(10**999_999, 1),
+        UsageDetails(1, -(10**16)),
+        UsageDetails(1, 1, additional_counts={"cache_read_input_tokens": MAX_TOKENS + 1}),
+    ):
+        cost, reason = rate.cost(usage)
+        assert cost is None and reason is not None and "cannot be computed: over 1e+15 tokens" in reason
+    # the largest usage priced, at the largest price taken, is computed exactly
+    cost, reason = rate.cost(UsageDetails(MAX_TOKENS, MAX_TOKENS))
+    assert reason is None and cost == Decimal(10**9) * MAX_TOKENS / 10**6 + MAX_TOKENS / Decimal(10**6)
 

@@ -82,10 +82,10 @@ class Rate:
             return ZERO, None
         if usage is None or (usage.input_tokens is None and usage.output_tokens is None):
             return None, f"the provider reported no usage for a call of {self.model}"
-        try:
-            return self._cost(usage), None
-        except ArithmeticError as exc:  # a price or a count too large for the arithmetic
-            return None, f"the cost of a call of {self.model} cannot be computed ({type(exc).__name__})"
+        counts = [usage.input_tokens, usage.output_tokens, *usage.additional_counts.values()]
+        if any(isinstance(n, int) and abs(n) > MAX_TOKENS for n in counts):  # no arithmetic can fail below
+            return None, f"the cost of a call of {self.model} cannot be computed: over {MAX_TOKENS:.0e} tokens"
+        return self._cost(usage), None
 
     def _cost(self, usage: UsageDetails) -> Decimal:
         counts = usage.additional_counts
@@ -137,6 +137,9 @@ MAX_USD = Decimal(10**9)
 is surely a typo."""
 MIN_USD = Decimal("1e-12")
 """The smallest amount above 0 taken (a smaller one prints as hundreds of digits)."""
+MAX_TOKENS = 10**15
+"""The most tokens of one kind a call's usage may report and be priced: a larger count is no real
+call's, and pricing it would spend seconds on the arithmetic of a number of a million digits."""
 MAX_PRICES_BYTES = 1 << 20
 """The largest prices.json read (1 MiB, some thousands of models); a bigger one prices nothing."""
 _MAX_TEXT = 40  # characters of an amount given as text
