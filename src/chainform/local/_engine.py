@@ -177,9 +177,8 @@ def thread_count(threads: int | None, *, all_cpus: bool = False) -> int:
     (the ONNX backend), half the CPUs (1..4) otherwise (torch).
 
     ONNX Runtime: a long prompt spends nearly all its time in the prefill, which is compute-bound and
-    scales with threads (a 2,612-token prompt on 2 busy CPUs: 125 s with 2 threads, 197 s with 1),
-    while one-token steps barely change (612 vs 613 ms). torch: its OpenMP threads spin; measured on a
-    busy 2-CPU machine, 1 torch thread decoded 3x faster than torch's default of 2.
+    scales with threads, while one-token steps barely change. torch: its OpenMP threads spin, so on a
+    busy machine fewer threads decode faster (figures in docs/local-model.md).
     """
     wanted = threads or int(os.environ.get("CHAINFORM_LOCAL_THREADS", "0") or 0)
     if wanted > 0:
@@ -300,8 +299,8 @@ def _apply_mask(matcher: Any, logits: Any, prefer: tuple[Any, ...] = ()) -> None
     """Set every token the grammar forbids to -inf (the bitmask has one bit per token, little-endian).
 
     With `prefer` (bool arrays, best first), only the allowed tokens of the first tier that has any remain.
-    Done in numpy (a torch masked_fill spreads 49k elements over OpenMP threads, which on a busy
-    machine cost 20 ms a token instead of 0.05 ms).
+    Done in numpy: a torch masked_fill spreads the 49k elements over OpenMP threads, which on a busy
+    machine costs far more than the mask itself.
     """
     import numpy as np
 
