@@ -105,7 +105,7 @@ def test_messages_are_stored_as_the_list_encoding() -> None:
     assert messages_to_json([]) == "[]"
 
 
-def test_options_summary_names_the_chains_schema_by_id_and_drops_the_cache_key() -> None:
+def test_logged_options_name_the_chains_schema_by_id_and_drop_the_cache_key() -> None:
     schema = {"type": "object", "properties": {"api_key": {"type": "string"}}}
     other = {"type": "object", "properties": {"token": {"type": "string"}}}
     logger = ChainLogger(
