@@ -198,9 +198,9 @@ class Store:
     def write(self, fn: Callable[[sqlite3.Connection], T]) -> T:
         """Run `fn` in one immediate write transaction, retried as a whole when the lock is busy.
 
-        With `read`, how a query that only one caller needs lives with that caller: map's batch
-        records (_map/_batch_log.py), an eval's call summaries (evals/_summaries.py), `logs cost`
-        (cli/_money.py)."""
+        `read` and `write` are also how a module runs the queries only it needs, beside its code:
+        map's batch records (_map/_batch_log.py), an eval's call summaries (evals/_summaries.py),
+        `logs cost` (cli/_money.py)."""
         with self._lock:
             db = self._connect()
 
