@@ -7,6 +7,7 @@ import asyncio
 import pytest
 
 import chainform as cf
+from chainform.clients.openai_chat import ChatWire
 from chainform.store import Store
 from chainform.testing import tool_call
 from chainform.testing.emulator import STREAMS_ALWAYS, Emulator, MalformedEvent
@@ -49,16 +50,20 @@ def test_a_reader_gets_streamed_calls_and_the_same_events() -> None:
     assert "".join(chain) == "It is 21.5 C in Paris."
 
 
-def test_a_server_that_streams_anyway_is_asked_for_streams() -> None:
+def test_a_server_that_streams_anyway_is_asked_for_streams(monkeypatch: pytest.MonkeyPatch) -> None:
     """A server that ignores "stream": false (some proxies, mock servers) made the SDK hand back event
-    text; the call is asked again streamed, and that client's later calls stream from the start."""
+    text; the call is asked again streamed (the request built once), and that client's later calls
+    stream from the start."""
+    built = []
+    build = ChatWire.build_request
+    monkeypatch.setattr(ChatWire, "build_request", lambda self, *a: built.append(1) or build(self, *a))
     script = [tool_call("get_weather", city="Paris"), *SCRIPT]  # the first reply goes unread
     with Emulator(script, quirks=STREAMS_ALWAYS) as emu:
         model = cf.get_async_model("openai/gpt-4.1-mini", base_url=emu.base_url + "/v1", key="x")
         chain = model.chain("Weather in Paris?", tools=[get_weather])
         assert asyncio.run(chain.text()) == "It is 21.5 C in Paris."
     assert [r.body.get("stream") for r in emu.requests] == [False, True, True]
-    assert len(chain.responses) == 2
+    assert len(chain.responses) == 2 and len(built) == 2
 
 
 @pytest.mark.parametrize(

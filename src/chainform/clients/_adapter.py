@@ -270,7 +270,11 @@ class ProviderClient(BaseChatClient):
     async def _stream(
         self, messages: list[Message], options: ChatOptions
     ) -> AsyncIterator[ChatResponseUpdate]:
-        request = self.wire.build_request(messages, options)
+        async for update in self._stream_request(self.wire.build_request(messages, options)):
+            yield update
+
+    async def _stream_request(self, request: dict[str, Any]) -> AsyncIterator[ChatResponseUpdate]:
+        """A built request sent streamed: its updates as they are read."""
         guard = self.endpoint.guard()
         reader = self.wire.reader(request)
         clock = IdleClock(self.endpoint.timeout, guard)
@@ -324,11 +328,11 @@ class ProviderClient(BaseChatClient):
 
     async def _complete(self, messages: list[Message], options: ChatOptions) -> ChatResponse:
         """An unstreamed call: through a provider batch (`whole_sender`), whole where the wire
-        answers whole, else the join of the stream."""
+        answers whole, else the join of the stream (of the same request, built once)."""
         if self.whole_sender is not None:
             return await self.batched(messages, options)
+        request = self.wire.build_request(messages, options)
         if isinstance(self.wire, WholeWire):
-            request = self.wire.build_request(messages, options)
             guard = self.endpoint.guard()
             sending = self.wire.send_whole(self.sdk, request)
             if sending is not None:
@@ -341,7 +345,7 @@ class ProviderClient(BaseChatClient):
                 updates = self.wire.read_answer(raw, request, guard)
                 if updates is not None:
                     return ChatResponse.from_updates(updates)
-        return ChatResponse.from_updates([u async for u in self._stream(messages, options)])
+        return ChatResponse.from_updates([u async for u in self._stream_request(request)])
 
     def batch_body(self, request: dict[str, Any]) -> dict[str, Any]:
         """The request as the body of one batch line: unstreamed, its extra body merged in."""
@@ -354,7 +358,7 @@ class ProviderClient(BaseChatClient):
         request = self.wire.build_request(messages, options)
         body = await self.whole_sender(self.batch_body(request))
         guard, reader = self.endpoint.guard(), self.wire.reader(request)
-        answer = ChatResponse.from_updates([*whole_updates(reader, body, guard), *reader.end(guard)])
+        answer = ChatResponse.from_updates(whole_answer(reader, body, guard))
         answer.additional_properties["batch"] = True  # Meter prices it at the batch price
         return answer
 
@@ -366,6 +370,11 @@ def whole_updates(reader: StreamState, body: Any, guard: StreamGuard) -> list[Ch
         raise guard.error("malformed response body: not an answer of this API", interrupted=False)
     reader.finished = True
     return updates
+
+
+def whole_answer(reader: StreamState, body: Any, guard: StreamGuard) -> list[ChatResponseUpdate]:
+    """A whole answer's updates, with what `reader` tells at the end (`whole_updates`, then `end`)."""
+    return [*whole_updates(reader, body, guard), *reader.end(guard)]
 
 
 async def whole_body(stream: Any, guard: StreamGuard) -> Any:

@@ -118,7 +118,8 @@ def _uncancel(task: asyncio.Task[Any] | None) -> int:
 
 
 async def within(timeout: Timeout, awaitable: Awaitable[T], guard: StreamGuard) -> T:
-    """`awaitable` (a whole, unstreamed SDK call) under `timeout`, as `pump` bounds a stream."""
+    """`awaitable` (a whole, unstreamed SDK call) under `timeout`, as `IdleClock.wait` bounds each
+    step of a stream (`ProviderClient._stream_request`)."""
     clock = IdleClock(timeout, guard)
     try:
         return await clock.wait(awaitable, opening=True)

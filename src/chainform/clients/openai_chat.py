@@ -13,7 +13,7 @@ from typing import Any, cast
 
 from chainform import types
 from chainform.clients import _openai
-from chainform.clients._adapter import Endpoint, ProviderClient, whole_updates
+from chainform.clients._adapter import Endpoint, ProviderClient, whole_answer
 from chainform.clients._errors import StreamGuard
 from chainform.clients._openai import ClientSettings, make_settings, reject_unsupported_content
 from chainform.clients._openai_chat_read import read_whole, translate_chunk
@@ -249,8 +249,7 @@ class ChatWire:
         if completion is None:
             self.streams_anyway = True
             return None
-        reader = _StreamState()
-        return [*whole_updates(reader, completion, guard), *reader.end(guard)]
+        return whole_answer(self.reader(request), completion, guard)
 
     def error(self, exc: Exception, guard: StreamGuard, opened: bool) -> ChainformError:
         return _openai.sdk_error(exc, guard, opened)
