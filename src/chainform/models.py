@@ -118,8 +118,9 @@ class _Base(Generic[R]):
         if max_cost is not None and self.fallback is not None:  # priced only once one answered: now
             from chainform.pricing import PRICES, Budget
 
+            budget = Budget(max_cost)
             for other in self.fallback.models:
-                Budget(max_cost).check_rate(PRICES.rate(other.name))
+                budget.check_rate(PRICES.rate(other.name))
         sources = [t for t in tools or () if is_tool_source(t)]
         message = user_prompt(
             prompt, attachments, convert=convert, allow_private_urls=allow_private_urls, store=attachments_store

@@ -211,7 +211,7 @@ class BatchRounds:
         groups = list(by_batch.values())
         for stored, ids in groups:
             if stored.batch_id is None:  # killed between the intent and the provider's answer
-                stored.batch_id = await self._api("find", functools.partial(self.api.find, self._intent(stored)))
+                stored.batch_id = await self._api(functools.partial(self.api.find, intent_of(self.store, self.api.provider, stored)))
                 if stored.batch_id is not None:
                     self.adopted.add(stored.id)  # on trial: its results must name these ids
                 if stored.batch_id is None:
@@ -227,15 +227,10 @@ class BatchRounds:
         lines = [self.api.line(custom_id, calls[custom_id].body) for custom_id in ids]
         # a retry after a 429 or a 5xx may follow a create that did happen: it is found by its intent
         # on --resume like any other, and this run's results name its custom_ids once either way
-        intent.batch_id = await self._api("create", lambda: self.api.submit(lines, intent.id))
+        intent.batch_id = await self._api(lambda: self.api.submit(lines, intent.id))
         intent.status = "submitted"
         record_status(self.store, intent)
         self.stats.created += 1
-
-    def _intent(self, stored: StoredBatch) -> Intent:
-        """What the provider is asked to recognise a batch by, when its id never reached the log."""
-        known = known_batch_ids(self.store, self.api.provider)
-        return Intent(stored.id, len(stored.custom_ids), stored.created_at, known)
 
     def _split(self, ids: list[str], calls: dict[str, _Call]) -> Iterator[list[str]]:
         """`ids` cut into batches within the provider's limits on requests and bytes."""
@@ -261,7 +256,7 @@ class BatchRounds:
         cancelled = False
         while True:
             try:
-                state = await self._api("retrieve", lambda: self.api.poll(batch_id))
+                state = await self._api(lambda: self.api.poll(batch_id))
             except BatchError as exc:  # a batch id the provider no longer knows: sent again
                 for custom_id in ids:
                     self._retry(custom_id, calls[custom_id], exc)
@@ -280,7 +275,7 @@ class BatchRounds:
                            "(it goes on at the provider: --resume polls it again)", "timeout")
                 return
             await asyncio.sleep(self.poll_interval)
-        results = await self._api("results", lambda: self.api.results(state))
+        results = await self._api(lambda: self.api.results(state))
         if watched and (cancelled or any(line.cancelled for line in results)):
             self._fail(ids, calls, f"batch {batch_id} was cancelled (`map cancel`): --resume sends its rows again")
             return
@@ -320,7 +315,7 @@ class BatchRounds:
             error = BatchError(message, provider=self.api.provider, kind=kind)
             calls[custom_id].future.set_exception(error)
 
-    async def _api(self, what: str, call: Callable[[], Awaitable[Any]]) -> Any:
+    async def _api(self, call: Callable[[], Awaitable[Any]]) -> Any:
         """One request to the batch API, retried `retries` times after a transient failure (a 429,
         a 5xx, a timeout, a dropped connection: waiting Retry-After, else backing off)."""
         attempt = 0
@@ -376,6 +371,12 @@ def run_tag(run_id: str) -> str:
 
 FOREIGN = "foreign"
 """The status of a logged batch whose results named none of its run's custom_ids."""
+
+
+def intent_of(store: Any, provider: str, stored: StoredBatch) -> Intent:
+    """What the provider is asked to recognise a batch by, when its id never reached the log (a
+    resumed run, and `map status`/`map cancel`)."""
+    return Intent(stored.id, len(stored.custom_ids), stored.created_at, known_batch_ids(store, provider))
 
 
 def batch_api(client: Any) -> Any:

@@ -144,7 +144,7 @@ class MapRun:
             return self.model.client
         import copy
 
-        from chainform._map._batch import BatchRounds, batch_api
+        from chainform._map._batch import MAX_WAIT, BatchRounds, batch_api
         from chainform.store import Store
 
         api = batch_api(self.model.client)
@@ -157,10 +157,9 @@ class MapRun:
             self.run_id,
             self.retries,
             poll_interval=self.batch_poll,
+            max_wait=self.batch_wait if self.batch_wait is not None else MAX_WAIT,
             on_change=self.on_batch,
         )
-        if self.batch_wait is not None:
-            self.rounds.max_wait = self.batch_wait
         client = copy.copy(self.model.client)
         client.whole_sender = self.rounds.send
         return client

@@ -116,11 +116,10 @@ def map_cancel(run_id: str, model_name: str | None, key: str | None, base_url: s
 async def _found(store: Any, batch: Any, api: Any) -> bool:
     """Whether a batch whose id never reached the log (the run died right after submitting it) is
     at the provider, looked for as a resumed run looks (`_map/_batch.py`); its id is logged."""
-    from chainform._map._batch_log import known_batch_ids, record_status
-    from chainform.clients._openai_batch import Intent
+    from chainform._map._batch import intent_of
+    from chainform._map._batch_log import record_status
 
-    known = known_batch_ids(store, api.provider)
-    batch.batch_id = await api.find(Intent(batch.id, len(batch.custom_ids), batch.created_at, known))
+    batch.batch_id = await api.find(intent_of(store, api.provider, batch))
     if batch.batch_id is None:
         return False
     batch.status = "submitted"
