@@ -18,7 +18,9 @@ def free_port() -> int:
 
 
 @contextlib.contextmanager
-def serving(argv: list[str], ready_url: str, *, within_s: float, **popen: Any) -> Iterator[subprocess.Popen[bytes]]:
+def serving(
+    argv: list[str], ready_url: str, *, within_s: float, **popen: Any
+) -> Iterator[subprocess.Popen[bytes]]:
     """`argv` running until the block ends, once `ready_url` answers (AssertionError if the process
     ends or `within_s` passes first); then terminated, killed if it lingers."""
     server = subprocess.Popen(argv, **popen)

@@ -1,8 +1,8 @@
 """Where the engine tells tracing what it did: `hooks` is None (nothing imported, nothing paid)
 until `chainform.instrument()` installs chainform/otel's spans.
 
-The engine, the tool runner and map call the functions below at their boundaries; each is one
-`None` test when tracing is off. This module imports nothing of chainform's and no OpenTelemetry:
+The engine, the tool runner and map call `hooks` at their boundaries: one `None` test each when
+tracing is off. This module imports nothing of chainform's and no OpenTelemetry:
 the hooks read the engine's objects by their attributes.
 """
 
@@ -35,11 +35,6 @@ class Hooks(Protocol):
 hooks: Hooks | None = None
 
 _NOTHING: AbstractContextManager[Any] = contextlib.nullcontext()
-
-
-def chain(run: Any, agent: str | None) -> AbstractContextManager[Any]:
-    """The span of one chain or agent run, current while it runs."""
-    return _NOTHING if hooks is None else hooks.chain(run, agent)
 
 
 def map_row(run: Any, key: str) -> AbstractContextManager[Any]:

@@ -118,7 +118,9 @@ class Agent:
         """Validate `input` and start the agent's chain: a ChainResponse (an AsyncChainResponse,
         to await, when the model is async). Bad input raises ToolArgumentError. `attachments`
         (chainform.Attachment) go beside it, as for `model.chain`."""
-        return self.model.chain(self._prompt(input), attachments=attachments, convert=convert, **self._options())
+        return self.model.chain(
+            self._prompt(input), attachments=attachments, convert=convert, **self._options()
+        )
 
     # -- as a tool ------------------------------------------------------------------------------
 

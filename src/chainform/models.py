@@ -11,6 +11,7 @@ from typing import Any, Generic, TypeVar
 from chainform import _sync
 from chainform._map._api import amap, map_sync
 from chainform.chain._attachments import PendingPrompt, Prepared, PromptInput, prepare_request, user_prompt
+from chainform.chain._calls import ChainLogger
 from chainform.chain._engine import ChainRequest, ChainRun, traced
 from chainform.chain._events import EventLog
 from chainform.chain._fallback import FallbackPlan
@@ -23,7 +24,7 @@ from chainform.output._select import Refusals
 from chainform.output.strategies._context import ContextPolicy
 from chainform.pricing import Cost
 from chainform.response import AsyncChainResponse, ChainResponse, RunFactory
-from chainform.store import ChainLogger, Store, logging_enabled, new_id
+from chainform.store import Store, logging_enabled, new_id
 from chainform.types import Attachment, ChatOptions, Message, ModelProfile
 from chainform.types._options import as_options
 
@@ -123,7 +124,11 @@ class _Base(Generic[R]):
                 budget.check_rate(PRICES.rate(other.name))
         sources = [t for t in tools or () if is_tool_source(t)]
         message = user_prompt(
-            prompt, attachments, convert=convert, allow_private_urls=allow_private_urls, store=attachments_store
+            prompt,
+            attachments,
+            convert=convert,
+            allow_private_urls=allow_private_urls,
+            store=attachments_store,
         )
         pending = message if isinstance(message, PendingPrompt) else None
         request = ChainRequest(
@@ -147,7 +152,9 @@ class _Base(Generic[R]):
             return self._response_of(
                 lambda events: self._leased(sources, request, conversation_id, log, events, pending)
             )
-        return self._response_of(lambda events: self._run_logged(request, conversation_id, log, events, pending))
+        return self._response_of(
+            lambda events: self._run_logged(request, conversation_id, log, events, pending)
+        )
 
     async def _leased(
         self,
@@ -282,7 +289,9 @@ class Model(_Base[ChainResponse]):
     def __exit__(self, *exc: object) -> None:
         self.close()
 
-    def conversation(self, conversation_id: str | None = None, history: Sequence[Message] = ()) -> Conversation:
+    def conversation(
+        self, conversation_id: str | None = None, history: Sequence[Message] = ()
+    ) -> Conversation:
         return Conversation(self, conversation_id, history)
 
     map = map_sync
@@ -362,7 +371,9 @@ def _made(
     client = get_client(name, key=key, base_url=base_url, **kw)
     plan = None
     if fallback or fallback_on is not None:  # a model without fallbacks has no plan to build
-        plan = FallbackPlan.build(name, fallback or (), fallback_on, lambda entry: cls(get_client(entry), name=entry))
+        plan = FallbackPlan.build(
+            name, fallback or (), fallback_on, lambda entry: cls(get_client(entry), name=entry)
+        )
     return cls(client, name=name, fallback=plan)
 
 

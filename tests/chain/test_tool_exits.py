@@ -99,7 +99,9 @@ def test_keyboard_interrupt_from_a_tool_stops_the_chain_typed_and_logged(tool: A
     with Store() as store:
         assert len(store.recent(n=None, conversation_id=cid)) == 1  # the call made is logged
     # the background loop survived: the next chain runs
-    assert within(lambda: cf.Model(ScriptedClient(["still here"])).prompt("x", log=False).text()) == "still here"
+    assert (
+        within(lambda: cf.Model(ScriptedClient(["still here"])).prompt("x", log=False).text()) == "still here"
+    )
 
 
 def test_keyboard_interrupt_in_a_subagent_stops_the_parent_chain() -> None:

@@ -82,7 +82,9 @@ def _datasette(home: Path) -> Iterator[str]:
     port = free_port()
     argv = ["bash", "-c", f"exec {_doc_command('datasette')} -h 127.0.0.1 -p {port}"]
     base = f"http://127.0.0.1:{port}"
-    with serving(argv, base + "/-/versions.json", within_s=30, stdout=subprocess.DEVNULL, env=_shell_env(home)):
+    with serving(
+        argv, base + "/-/versions.json", within_s=30, stdout=subprocess.DEVNULL, env=_shell_env(home)
+    ):
         yield base
 
 

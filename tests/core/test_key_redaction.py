@@ -154,7 +154,9 @@ HEADER_KEY = "hdr-key-4b1e9c77aa"
         ({"default_headers": {"Authorization": f"Bearer {HEADER_KEY}b"}}, HEADER_KEY + "b"),
     ],
 )
-def test_a_key_given_as_a_header_is_masked_in_provider_errors(home: Path, settings: dict, secret: str) -> None:
+def test_a_key_given_as_a_header_is_masked_in_provider_errors(
+    home: Path, settings: dict, secret: str
+) -> None:
     from chainform.testing.emulator import Emulator, Fault
 
     with Emulator([Fault(401, message=f"bad credential {secret} for this resource")]) as emu:
@@ -183,5 +185,7 @@ def test_a_base_url_with_a_query_is_refused_and_its_key_masked() -> None:
 
 def test_query_credentials_are_masked_in_any_url() -> None:
     text = "could not send traces to https://otel.example/v1/traces?token=tok-9a8b7c&x=1"
-    assert keys.redact(text) == f"could not send traces to https://otel.example/v1/traces?token={keys.MASK}&x=1"
+    assert (
+        keys.redact(text) == f"could not send traces to https://otel.example/v1/traces?token={keys.MASK}&x=1"
+    )
     assert keys.redact("?page=2&size=10") == "?page=2&size=10"

@@ -157,7 +157,7 @@ def test_the_walk_sees_every_kind_of_import() -> None:
     edges = graph()
     assert "chainform.chain._engine" in edges["chainform.models"]  # module level
     assert "chainform.clients.registry" in edges["chainform.models"]  # inside a function
-    assert "chainform.store._store" in edges["chainform.store._chainlog"]  # under TYPE_CHECKING
+    assert "chainform.store" in edges["chainform.chain._calls"]  # under TYPE_CHECKING
     assert "chainform.cli._tools" in edges["chainform.cli._mcp"]
 
 

@@ -116,7 +116,9 @@ def _logs(*args: str) -> subprocess.CompletedProcess[str]:
             timeout=BOUND * 3,
         )
     except subprocess.TimeoutExpired as exc:
-        raise AssertionError(f"chainform logs {' '.join(args)} still running after {exc.timeout:g} s") from None
+        raise AssertionError(
+            f"chainform logs {' '.join(args)} still running after {exc.timeout:g} s"
+        ) from None
 
 
 def _shows_metadata(ref: str, size: int) -> None:

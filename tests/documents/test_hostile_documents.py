@@ -38,7 +38,9 @@ def test_a_pdf_over_the_page_limit_is_refused_before_any_page_is_read() -> None:
     many = cf.Attachment(content=repeated_page_pdf(500), name="many.pdf")  # 1.5 KB, 500 pages
     with pytest.raises(AttachmentError, match=r"500 pages is over the limit of 100 .*--max-pages"):
         to_text(many)
-    text, conversion = to_text(cf.Attachment(content=repeated_page_pdf(500), limits=cf.ConversionLimits(max_pages=500)))
+    text, conversion = to_text(
+        cf.Attachment(content=repeated_page_pdf(500), limits=cf.ConversionLimits(max_pages=500))
+    )
     assert conversion.detail == "500 pages" and text.count("Repeated page") == 500
 
 
@@ -58,13 +60,17 @@ def test_a_huge_pdf_page_is_rendered_within_the_pixel_limit(monkeypatch: pytest.
     huge = repeated_page_pdf(1, size=(14400, 14400), text=False)  # 200 inches square: 28800 px at 144 dpi
     to_text(cf.Attachment(content=huge, name="huge.pdf", limits=cf.ConversionLimits(max_pixels=1_000_000)))
     to_text(cf.Attachment(content=huge, name="huge.pdf"))
-    assert [h * w <= limit for (h, w, *_), limit in zip(shapes, [1_000_000, 25_000_000], strict=True)] == [True] * 2
+    assert [h * w <= limit for (h, w, *_), limit in zip(shapes, [1_000_000, 25_000_000], strict=True)] == [
+        True
+    ] * 2
     assert shapes[1][0] > 4000  # rendered as large as the limit allows, not needlessly small
 
 
 def test_an_image_over_the_pixel_limit_is_refused_before_it_is_decoded() -> None:
     bomb = cf.Attachment(content=png_header(13000, 13000), name="bomb.png")  # 169 megapixels in 200 bytes
-    with pytest.raises(AttachmentError, match=r"13,000x13,000 pixels is over the limit of 25,000,000 .*--max-pixels"):
+    with pytest.raises(
+        AttachmentError, match=r"13,000x13,000 pixels is over the limit of 25,000,000 .*--max-pixels"
+    ):
         to_text(bomb)
 
 
@@ -104,7 +110,9 @@ def test_a_file_the_model_reads_itself_must_open(make: Any, name: str, message: 
         prepare_parts([cf.Attachment(content=make(), name=name)], READS_FILES)
 
 
-def test_a_broken_file_for_a_model_that_reads_it_is_exit_2(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+def test_a_broken_file_for_a_model_that_reads_it_is_exit_2(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
     client = ScriptedClient(["ok"], READS_FILES)
     monkeypatch.setattr(_prompt, "resolve_model", lambda name, **_: Model(client, name=name))
     (tmp_path / "locked.pdf").write_bytes(encrypted_pdf())
@@ -133,7 +141,11 @@ def test_an_image_error_never_shows_an_in_memory_file() -> None:
     junk = cf.Attachment(content=b"\x89PNG\r\n\x1a\n" + b"not an image" * 10, name="junk.png")
     with pytest.raises(AttachmentError) as info:
         to_text(junk)
-    assert "does not decode" in str(info.value) and "BytesIO" not in str(info.value) and "0x" not in str(info.value)
+    assert (
+        "does not decode" in str(info.value)
+        and "BytesIO" not in str(info.value)
+        and "0x" not in str(info.value)
+    )
 
 
 def test_a_newline_in_a_file_name_never_splits_a_line(tmp_path: Path) -> None:

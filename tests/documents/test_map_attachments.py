@@ -105,7 +105,9 @@ def _map_rows(tmp_path: Path, emulator: Emulator, rows: str, *extra: str) -> tup
     return {line["text"]: line for line in map(json.loads, out.read_text().splitlines())}, result
 
 
-def test_map_attach_paths_outside_the_input_folder_are_row_input_errors(tmp_path: Path, emulator: Emulator) -> None:
+def test_map_attach_paths_outside_the_input_folder_are_row_input_errors(
+    tmp_path: Path, emulator: Emulator
+) -> None:
     (tmp_path / "secret.txt").write_text("the password is hunter2\n")
     (tmp_path / "data").mkdir()
     (tmp_path / "data" / "link.txt").symlink_to(tmp_path / "secret.txt")

@@ -52,7 +52,9 @@ class Api:
         return emu.base_url + self.suffix
 
     def model_at(self, emu: Emulator) -> Any:
-        openai = {"profile": "openai"} if self.model.startswith("openai/") else {}  # the emulator plays OpenAI
+        openai = (
+            {"profile": "openai"} if self.model.startswith("openai/") else {}
+        )  # the emulator plays OpenAI
         return get_model(self.model, base_url=self.url(emu), key="sk-test", **openai)
 
 
@@ -368,7 +370,9 @@ def test_an_intent_whose_batch_id_was_never_logged_is_found_at_the_provider_not_
 
     with Emulator(default=answer) as emu, Store() as store:
         provider = api.model.split("/")[0]
-        intent = record_intent(store, "run-1", provider, 1, tagged("run-1", "0-0", "1-0"))  # killed before the batch id
+        intent = record_intent(
+            store, "run-1", provider, 1, tagged("run-1", "0-0", "1-0")
+        )  # killed before the batch id
         asyncio.run(_submit(api.model_at(emu).client, intent.id, 2, "run-1"))  # what the killed run had sent
         results = run(emu, 2, api, run_id="run-1")
         assert batches_of(store, "run-1")[0].batch_id == emu.batches.created[0]  # the one found
@@ -439,7 +443,9 @@ def test_map_status_of_an_unknown_run_is_a_clear_error():
 
 def test_the_responses_endpoint_runs_a_tool_chain_through_batches():
     with Emulator(default=answer) as emu:
-        model = get_model("openai-responses/gpt-4.1-mini", base_url=emu.base_url + "/v1", key="sk-test", profile="openai")
+        model = get_model(
+            "openai-responses/gpt-4.1-mini", base_url=emu.base_url + "/v1", key="sk-test", profile="openai"
+        )
         settings = {"prompt": "Extract: {text}", "tools": [lookup], "schema": "id int, total float"}
         results = list(model.map(rows(6), batch=True, batch_poll=0, **settings))
         endpoints = {emu.batches.batches[b].body["endpoint"] for b in emu.batches.created}
@@ -582,7 +588,9 @@ def test_recovery_never_adopts_another_runs_batch_of_the_same_size(api, monkeypa
 
     def run_x(emu: Emulator) -> list[Any]:
         model = api.model_at(emu)
-        return list(model.map(rows(2), prompt="Extract: {text}", batch=True, batch_poll=0, retries=0, run_id="x"))
+        return list(
+            model.map(rows(2), prompt="Extract: {text}", batch=True, batch_poll=0, retries=0, run_id="x")
+        )
 
     with Emulator(default=echo) as emu:
         kind = type(batch_api(api.model_at(emu).client))

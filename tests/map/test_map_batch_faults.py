@@ -86,7 +86,12 @@ def damage_first_file(lines: int) -> Any:
 def test_a_cut_short_or_non_object_line_fails_only_its_row_and_is_sent_again(api):
     with Emulator(default=lambda request: f"done {order_in(request)}") as emu:
         emu.batches.raw_output = damage_first_file(5)
-        model = get_model(api.model, base_url=api.url(emu), key="k", **({"profile": "openai"} if "openai" in api.model else {}))
+        model = get_model(
+            api.model,
+            base_url=api.url(emu),
+            key="k",
+            **({"profile": "openai"} if "openai" in api.model else {}),
+        )
         once = {r.key: r for r in model.map(rows(5), prompt="{text}", batch=True, batch_poll=0, retries=0)}
         emu.batches.raw_output = damage_first_file(5)
         again = list(model.map(rows(5), prompt="{text}", batch=True, batch_poll=0, retries=1))
@@ -121,7 +126,9 @@ def test_a_batch_that_never_ends_fails_its_rows_after_batch_wait():
         results = run(emu, 2, api, batch_poll=0.01, batch_wait=0.2)
         assert len(emu.batches.created) == 1
     assert all(not r.ok and "--batch-wait" in r.error.message for r in results)
-    assert all(isinstance(r.error.exception, BatchError) and r.error.exception.kind == "timeout" for r in results)
+    assert all(
+        isinstance(r.error.exception, BatchError) and r.error.exception.kind == "timeout" for r in results
+    )
 
 
 @pytest.mark.parametrize(
@@ -180,7 +187,17 @@ def test_map_status_with_the_server_down_is_exit_3():
         intent = record_intent(store, "run-5", "openai", 1, tagged("run-5", "0-0"))
         intent.batch_id, intent.status = "batch_gone", "submitted"
         record_status(store, intent)
-    argv = ["map", "status", "run-5", "-m", API["openai"].model, "--base-url", "http://127.0.0.1:9/v1", "--key", "k"]
+    argv = [
+        "map",
+        "status",
+        "run-5",
+        "-m",
+        API["openai"].model,
+        "--base-url",
+        "http://127.0.0.1:9/v1",
+        "--key",
+        "k",
+    ]
     result = CliRunner().invoke(cli, argv)
     assert result.exit_code == 3, result.output
     errors = [line for line in result.stderr.splitlines() if line.startswith("Error:")]

@@ -219,7 +219,9 @@ def test_a_batch_runs_rounds_grow_with_the_rows_done_so_a_cheap_first_row_cannot
     from chainform.testing.emulator import Reply, Usage
 
     tokens = {n: (10 if n == 0 else 100_000) for n in range(40)}  # one cheap row, then dear ones
-    emulator.default = lambda request: Reply(["ok"], usage=Usage(tokens[order(request)], tokens[order(request)]))
+    emulator.default = lambda request: Reply(
+        ["ok"], usage=Usage(tokens[order(request)], tokens[order(request)])
+    )
     model = get_model(MODEL, base_url=emulator.base_url + "/v1", key="sk-test", profile="openai")
     dear = PRICES.rate(MODEL, batch=True).cost(UsageDetails(100_000, 100_000))[0]
     budget = WatchedBudget(dear * 10)
@@ -227,5 +229,7 @@ def test_a_batch_runs_rounds_grow_with_the_rows_done_so_a_cheap_first_row_cannot
     results = list(model.map(rows, batch=True, batch_poll=0, max_cost=budget, log=False))
     sizes = [len(emulator.batches.batches[b].lines) for b in emulator.batches.created]
     spent = sum((r.usage.cost for r in results), Decimal(0))
-    assert sizes[0] == 1 and all(b <= 2 * a for a, b in zip([1, *sizes], sizes, strict=False))  # 1, 1, 2, 4, ...
+    assert sizes[0] == 1 and all(
+        b <= 2 * a for a, b in zip([1, *sizes], sizes, strict=False)
+    )  # 1, 1, 2, 4, ...
     assert budget.reached and spent <= budget.max_cost + sizes[-1] * dear and len(results) < 40

@@ -106,7 +106,9 @@ def test_a_lock_holder_killed_with_sigkill_leaves_no_obstacle_and_an_ended_run_n
     from chainform._map._lock import MapLockedError, holding, lock_path
 
     code = "from chainform._map._lock import holding\nwith holding('run', 'r1', 'map run r1'):\n print('held', flush=True)\n input()"
-    child = subprocess.Popen([sys.executable, "-c", code], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    child = subprocess.Popen(
+        [sys.executable, "-c", code], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True
+    )
     try:
         assert child.stdout is not None and child.stdout.readline().strip() == "held"
         taken = rf"map run r1 is being written by .* \(process {child.pid}\)"

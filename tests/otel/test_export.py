@@ -170,7 +170,11 @@ def silent_collector() -> Iterator[int]:
 
 @pytest.mark.parametrize("timeout", [None, "abc"])
 def test_a_collector_that_never_answers_does_not_hold_the_exit_past_the_bound(
-    emulator: Emulator, tmp_path: Any, monkeypatch: pytest.MonkeyPatch, silent_collector: int, timeout: str | None
+    emulator: Emulator,
+    tmp_path: Any,
+    monkeypatch: pytest.MonkeyPatch,
+    silent_collector: int,
+    timeout: str | None,
 ) -> None:
     import time
 

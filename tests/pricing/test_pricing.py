@@ -20,7 +20,9 @@ from chainform.types import ChatResponse, Message, UsageDetails
 MODEL = "openai/gpt-4.1-mini"
 
 
-def expected(usage: UsageDetails, ref: str = "gpt-4.1-mini", provider: str = "openai", **kw: object) -> Decimal:
+def expected(
+    usage: UsageDetails, ref: str = "gpt-4.1-mini", provider: str = "openai", **kw: object
+) -> Decimal:
     """genai-prices' price of one call's usage (input includes cache reads and writes)."""
     counts = usage.additional_counts
     priced = Usage(
@@ -56,12 +58,16 @@ def fresh_prices() -> None:
     [
         UsageDetails(1200, 300),
         UsageDetails(5000, 40, additional_counts={"cache_read_input_tokens": 4000}),
-        UsageDetails(9000, 10, additional_counts={"cache_creation_input_tokens": 2000, "cache_read_input_tokens": 1}),
+        UsageDetails(
+            9000, 10, additional_counts={"cache_creation_input_tokens": 2000, "cache_read_input_tokens": 1}
+        ),
         UsageDetails(250_000, 1000),  # past Claude's and Gemini's first tier, where there is one
         UsageDetails(0, 0),
     ],
 )
-def test_a_rate_prices_usage_as_genai_prices_does(model: str, ref: str, provider: str, usage: UsageDetails) -> None:
+def test_a_rate_prices_usage_as_genai_prices_does(
+    model: str, ref: str, provider: str, usage: UsageDetails
+) -> None:
     cost, reason = PRICES.rate(model).cost(usage)
     assert reason is None
     assert cost == expected(usage, ref, provider)
@@ -275,7 +281,9 @@ def test_plain_amounts_are_taken(good: str) -> None:
     ],
     ids=["huge-price", "huge-input", "nested-200k", "5mb"],
 )
-def test_a_prices_file_that_breaks_arithmetic_leaves_the_cost_unknown_with_why(home: Path, content: str) -> None:
+def test_a_prices_file_that_breaks_arithmetic_leaves_the_cost_unknown_with_why(
+    home: Path, content: str
+) -> None:
     home.mkdir(parents=True, exist_ok=True)
     (home / "prices.json").write_text(content)
     rate = Prices().rate("vllm/m")
@@ -297,4 +305,3 @@ def test_a_cost_too_large_to_compute_is_unknown_with_why_not_an_exception() -> N
     # the largest usage priced, at the largest price taken, is computed exactly
     cost, reason = rate.cost(UsageDetails(MAX_TOKENS, MAX_TOKENS))
     assert reason is None and cost == Decimal(10**9) * MAX_TOKENS / 10**6 + MAX_TOKENS / Decimal(10**6)
-

@@ -82,7 +82,9 @@ def test_a_bad_profile_name_is_a_clear_error() -> None:
         profile_of("anthropic/claude-haiku-4-5", profile="openai")
 
 
-def test_openai_base_url_in_the_environment_is_profiled_like_base_url(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_openai_base_url_in_the_environment_is_profiled_like_base_url(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
     """$OPENAI_BASE_URL at a foreign server: the compatible profile (no prompt_cache_key), as
     --base-url to the same server gets (issue 38, item 16)."""
     monkeypatch.setenv("OPENAI_BASE_URL", "https://gateway.example.com/v1")

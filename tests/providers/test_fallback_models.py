@@ -221,7 +221,9 @@ def test_a_fallback_taking_over_mid_stream_is_said_on_stderr_and_stdout_starts_o
     assert "AAAA" not in result.stdout.splitlines()[-1]  # B's answer on a line of its own
 
 
-def test_a_schema_answer_streamed_across_a_fallback_is_only_the_answering_models_json(emulator: Emulator) -> None:
+def test_a_schema_answer_streamed_across_a_fallback_is_only_the_answering_models_json(
+    emulator: Emulator,
+) -> None:
     emulator.add(DropConnection(after_events=3, reply='{"city": "Rome and more"}'), '{"city": "Paris"}')
     url = emulator.base_url + "/v1"
     second = cf.get_model("openai/gpt-4.1", key="k", base_url=url, max_retries=0, profile="openai")

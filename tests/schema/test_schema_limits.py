@@ -62,7 +62,11 @@ def test_a_schema_just_under_the_limit_still_works() -> None:
     assert cf.Model(client).chain("x", schema=schema, log=False).value == value
 
 
-COUNT = {"type": "object", "properties": {"n": {"type": "integer"}, "x": {"type": "number"}}, "required": ["n"]}
+COUNT = {
+    "type": "object",
+    "properties": {"n": {"type": "integer"}, "x": {"type": "number"}},
+    "required": ["n"],
+}
 
 
 @pytest.mark.parametrize("literal", ["1.0e-400", "1.00000000000000001", "-2.5e-330"])

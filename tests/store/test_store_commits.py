@@ -16,9 +16,9 @@ from pydantic import BaseModel
 from store_helpers import make_record
 
 import chainform as cf
+from chainform.chain._calls import ChainLogger
 from chainform.store import CallRecord, Store, StoreError, logging_enabled, set_logging
 from chainform.store import _rows as rows
-from chainform.store._chainlog import ChainLogger
 from chainform.testing import ScriptedClient, tool_call
 from chainform.types import DataContent, Message, TextContent
 

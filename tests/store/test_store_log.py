@@ -264,7 +264,9 @@ def test_a_file_the_log_holds_is_not_handed_to_sqlite_again(store: Store) -> Non
     from chainform.store._attachments import Attached
 
     data = b"%PDF-1.7 " + b"x" * 1000
-    file = Attached(hashlib.sha256(data).hexdigest(), "application/pdf", len(data), "a.pdf", "as-is", "", data, None)
+    file = Attached(
+        hashlib.sha256(data).hexdigest(), "application/pdf", len(data), "a.pdf", "as-is", "", data, None
+    )
     store.write_calls([make_record(chain_id="a", seq=0)], [file])
     statements: list[str] = []
     store._connect().set_trace_callback(statements.append)

@@ -101,7 +101,9 @@ store/_migrations.py now expresses them."""
 
 
 def _schema(db: sqlite3.Connection) -> list[list[str]]:
-    rows = db.execute("SELECT type, name, tbl_name, sql FROM sqlite_master WHERE sql IS NOT NULL ORDER BY name")
+    rows = db.execute(
+        "SELECT type, name, tbl_name, sql FROM sqlite_master WHERE sql IS NOT NULL ORDER BY name"
+    )
     return [list(row) for row in rows]
 
 

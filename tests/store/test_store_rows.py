@@ -9,8 +9,8 @@ import ulid
 from pydantic import BaseModel
 
 import chainform as cf
+from chainform.chain._calls import ChainLogger
 from chainform.store import Store, new_id
-from chainform.store._chainlog import ChainLogger
 from chainform.store._serialize import _MESSAGES, dumps, message_to_dict, messages_to_json
 from chainform.testing import ScriptedClient, tool_call
 from chainform.types import (

@@ -211,7 +211,9 @@ class BatchRounds:
         groups = list(by_batch.values())
         for stored, ids in groups:
             if stored.batch_id is None:  # killed between the intent and the provider's answer
-                stored.batch_id = await self._api(functools.partial(self.api.find, intent_of(self.store, self.api.provider, stored)))
+                stored.batch_id = await self._api(
+                    functools.partial(self.api.find, intent_of(self.store, self.api.provider, stored))
+                )
                 if stored.batch_id is not None:
                     self.adopted.add(stored.id)  # on trial: its results must name these ids
                 if stored.batch_id is None:
@@ -271,13 +273,20 @@ class BatchRounds:
                 break
             watched = watched or not cancelled
             if loop.time() >= deadline:
-                self._fail(ids, calls, f"batch {batch_id} had not ended after --batch-wait {self.max_wait:g} s "
-                           "(it goes on at the provider: --resume polls it again)", "timeout")
+                self._fail(
+                    ids,
+                    calls,
+                    f"batch {batch_id} had not ended after --batch-wait {self.max_wait:g} s "
+                    "(it goes on at the provider: --resume polls it again)",
+                    "timeout",
+                )
                 return
             await asyncio.sleep(self.poll_interval)
         results = await self._api(lambda: self.api.results(state))
         if watched and (cancelled or any(line.cancelled for line in results)):
-            self._fail(ids, calls, f"batch {batch_id} was cancelled (`map cancel`): --resume sends its rows again")
+            self._fail(
+                ids, calls, f"batch {batch_id} was cancelled (`map cancel`): --resume sends its rows again"
+            )
             return
         self._answer(batch, ids, calls, results, "; ".join(state.errors) or f"the batch ended {state.status}")
 
@@ -299,7 +308,9 @@ class BatchRounds:
             call = calls[custom_id]
             if len(found) > 1:
                 self.stats.duplicate_ids += 1
-                message = f"the results name {custom_id} {len(found)} times: which answer is its own is unknown"
+                message = (
+                    f"the results name {custom_id} {len(found)} times: which answer is its own is unknown"
+                )
                 self._retry(custom_id, call, BatchError(message, provider=self.api.provider, kind="server"))
             elif found and found[0].error is None:
                 call.future.set_result(found[0].body)
@@ -347,7 +358,9 @@ class BatchRounds:
             self.pending[custom_id] = call
             return
         message = f"{error.provider_message} (after {call.attempts + 1} batch attempt(s))"
-        call.future.set_exception(BatchError(message, status=error.status, provider=self.api.provider, kind=error.kind))
+        call.future.set_exception(
+            BatchError(message, status=error.status, provider=self.api.provider, kind=error.kind)
+        )
 
     def _changed(self) -> None:
         if self.on_change is not None:
@@ -368,6 +381,7 @@ _SAFE = re.compile(r"[A-Za-z0-9_]{1,48}")
 def run_tag(run_id: str) -> str:
     """What ends each custom_id of run `run_id`: 10 hex digits of its hash (the same on resume)."""
     return hashlib.sha256(run_id.encode("utf-8", "surrogatepass")).hexdigest()[:10]
+
 
 FOREIGN = "foreign"
 """The status of a logged batch whose results named none of its run's custom_ids."""

@@ -31,7 +31,9 @@ class StoredBatch:
     created_at: float = 0.0  # when the intent was written (epoch seconds)
 
 
-def record_intent(store: Store, run_id: str, provider: str, round_: int, custom_ids: list[str]) -> StoredBatch:
+def record_intent(
+    store: Store, run_id: str, provider: str, round_: int, custom_ids: list[str]
+) -> StoredBatch:
     """Write the intent to submit `custom_ids` as one batch; before anything is sent."""
     batch = StoredBatch(new_id(), run_id, provider, round_, list(custom_ids), created_at=time.time())
     store.write(
@@ -47,7 +49,8 @@ def record_status(store: Store, batch: StoredBatch) -> None:
     """Store the provider's batch id and the batch's last known status."""
     store.write(
         lambda db: db.execute(
-            "UPDATE map_batches SET batch_id = ?, status = ? WHERE id = ?", (batch.batch_id, batch.status, batch.id)
+            "UPDATE map_batches SET batch_id = ?, status = ? WHERE id = ?",
+            (batch.batch_id, batch.status, batch.id),
         )
     )
 
@@ -90,4 +93,12 @@ def run_of(store: Store, output: str) -> str | None:
     return str(row[0]) if row else None
 
 
-__all__ = ["StoredBatch", "batches_of", "known_batch_ids", "record_intent", "record_run", "record_status", "run_of"]
+__all__ = [
+    "StoredBatch",
+    "batches_of",
+    "known_batch_ids",
+    "record_intent",
+    "record_run",
+    "record_status",
+    "run_of",
+]

@@ -47,8 +47,10 @@ class RateGate:
 
     def ready(self) -> bool:
         """True when a call may start at once without asking the budgets (none set, no pause)."""
-        return self._requests is None and self._tokens is None and (
-            self._resume_at == 0.0 or self._resume_at <= asyncio.get_running_loop().time()
+        return (
+            self._requests is None
+            and self._tokens is None
+            and (self._resume_at == 0.0 or self._resume_at <= asyncio.get_running_loop().time())
         )
 
     async def turn(self, estimated_tokens: int) -> None:

@@ -55,7 +55,6 @@ class Row:
         except (ValueError, IndexError, AttributeError, TypeError) as exc:
             raise MapInputError(f"cannot fill the prompt template: {exc}") from None
 
-
     def attachments(
         self, field: str | None, base: Path | None, limits: ConversionLimits | None = None
     ) -> list[Attachment]:
@@ -68,7 +67,9 @@ class Row:
             return []
         value = self.data.get(field) if isinstance(self.data, dict) else None
         if not isinstance(value, str) or not value.strip():
-            raise MapInputError(f"the row has no {field!r} to attach (a path or URL, several separated by commas)")
+            raise MapInputError(
+                f"the row has no {field!r} to attach (a path or URL, several separated by commas)"
+            )
         out = []
         for item in (part.strip() for part in value.split(",")):
             if "://" in item:

@@ -3,7 +3,7 @@
 Rows are run with `AsyncModel.chain` (not engine internals), so the engine can change beneath.
 When logging is on, each row's conversation is named `map <run id> <key>` in the log, which ties
 every logged call back to the row (and run) that made it. The name travels with the chain's own
-records (store/_chainlog.py `naming`), so it is committed in the same transaction as each of the
+records (chain/_calls.py `naming`), so it is committed in the same transaction as each of the
 row's calls: when the chain returns, its calls and its name are both in the log.
 """
 
@@ -20,12 +20,12 @@ from chainform._map._gate import GatedClient, GateStats, RateGate
 from chainform._map._inputs import Row
 from chainform._map._pool import Pool
 from chainform._map._results import MapResult, RowError
+from chainform.chain._calls import naming as _naming
 from chainform.chain._tools import normalize_tools
 from chainform.errors import ChainInterruptedError
 from chainform.output import OutputSpec
 from chainform.pricing import PRICES, Budget
 from chainform.pricing._table import ZERO
-from chainform.store._chainlog import naming as _naming
 from chainform.types import ConversionLimits, UsageDetails
 from chainform.types._options import ChatOptions, as_options
 
@@ -122,7 +122,11 @@ class MapRun:
         self.run_id = run_id or _new_id()
         self.attach = (attach, attach_base, attach_limits)  # the field whose paths/URLs each row attaches
         # Nobody watches a map row's text arrive: a whole response costs the SDK less than a stream.
-        self.chain_options = {"stream": False, **chain_options, "options": _cached(chain_options, self.run_id)}
+        self.chain_options = {
+            "stream": False,
+            **chain_options,
+            "options": _cached(chain_options, self.run_id),
+        }
         self.stats = GateStats()
         self._gated: MapModel | None = None
         self.trace: Any = None  # the run's span, when tracing is on (chainform/_trace.py)

@@ -159,7 +159,10 @@ async def _in_thread(
 
     def work() -> None:
         try:
-            outcome: tuple[Any, BaseException | None] = (context.run(function, *args, stop=stop, **kwargs), None)
+            outcome: tuple[Any, BaseException | None] = (
+                context.run(function, *args, stop=stop, **kwargs),
+                None,
+            )
         except BaseException as exc:  # handed to the awaiting chain
             outcome = (None, exc)
         with contextlib.suppress(RuntimeError):  # the loop is closed: nobody waits any more

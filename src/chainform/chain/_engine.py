@@ -18,12 +18,13 @@ to it, and (when tracing is on, chainform.instrument) its span.
 from __future__ import annotations
 
 import json
+from contextlib import nullcontext
 from dataclasses import dataclass, field, replace
 from typing import Any
 
 from chainform import _lineage, _trace
 from chainform.chain._attachments import for_profile, tool_files
-from chainform.chain._calls import CallLogger, CallRunner, plain_data
+from chainform.chain._calls import CallRunner, ChainLogger, plain_data
 from chainform.chain._events import ChainEvent, EventLog
 from chainform.chain._fallback import Candidate, FallbackPlan, Route
 from chainform.chain._records import ChainResult
@@ -92,7 +93,7 @@ class ChainRun(CallRunner):
         conversation_id: str,
         chain_id: str,
         events: EventLog,
-        logger: CallLogger | None = None,
+        logger: ChainLogger | None = None,
         refusals: Refusals | None = None,
         fallback: FallbackPlan | None = None,
     ) -> None:
@@ -371,7 +372,8 @@ async def traced(run: ChainRun) -> ChainResult:
     token = _lineage.current_chain.set(lineage)
     starting = _lineage.starting_agent.set(None)
     try:
-        with _trace.chain(run, agent[0] if agent else None):
+        hooks = _trace.hooks  # tracing on: the chain's span is current while it runs
+        with nullcontext() if hooks is None else hooks.chain(run, agent[0] if agent else None):
             result = await run.run()
     except ChainformError as exc:
         exc.agent_runs = lineage.children

@@ -201,7 +201,9 @@ def _stdin_bytes() -> bytes:
     from chainform.types._attachment import MAX_READ_BYTES
 
     stream = getattr(sys.stdin, "buffer", None)  # None: a text stream (a test runner's), read as UTF-8
-    data = stream.read(MAX_READ_BYTES + 1) if stream is not None else sys.stdin.read(MAX_READ_BYTES + 1).encode()
+    data = (
+        stream.read(MAX_READ_BYTES + 1) if stream is not None else sys.stdin.read(MAX_READ_BYTES + 1).encode()
+    )
     if len(data) > MAX_READ_BYTES:
         raise AttachmentError(f"stdin: more than {MAX_READ_BYTES:,} bytes (the limit of one attachment)")
     return data

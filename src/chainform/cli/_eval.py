@@ -100,9 +100,14 @@ def _tolerances(pairs: tuple[str, ...]) -> tuple[dict[str, float], float]:
 @click.option(
     "--fuzzy", type=click.FloatRange(0, 1), help="A string is right at this rapidfuzz ratio (0..1) too."
 )
-@click.option("--judge", help="A model that decides the free-text fields the rules score wrong (off by default).")
 @click.option(
-    "--judge-field", "judge_fields", multiple=True, help="A free-text field for --judge (default: all); repeatable."
+    "--judge", help="A model that decides the free-text fields the rules score wrong (off by default)."
+)
+@click.option(
+    "--judge-field",
+    "judge_fields",
+    multiple=True,
+    help="A free-text field for --judge (default: all); repeatable.",
 )
 @click.option("--json", "as_json", is_flag=True, help="Print the report as JSON.")
 @click.option(

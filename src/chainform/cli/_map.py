@@ -216,7 +216,8 @@ def map_command(
     spec = resolve_cli_schema(schema, store=store) if schema else None
     tools = cli_tools(tool_names, functions)
     name = model_name or default_model()
-    apply_price(name, price)
+    if price is not None:
+        apply_price(name, price)
     budget = _budget((name, *fallback), max_cost, ray_address)
     start_tracing(otel)
     if fallback and ray_address is not None:
@@ -272,7 +273,12 @@ def map_command(
         if ray_address is not None:
             raise click.UsageError("--batch does not run with --ray")
         check_batch(model)
-        settings |= {"batch": True, "batch_poll": batch_poll, "batch_wait": batch_wait, "on_batch": tracker.batch_changed}
+        settings |= {
+            "batch": True,
+            "batch_poll": batch_poll,
+            "batch_wait": batch_wait,
+            "on_batch": tracker.batch_changed,
+        }
         settings["concurrency"] = None if concurrency == 8 else concurrency
 
     def commit(result: MapResult) -> None:
@@ -285,7 +291,14 @@ def map_command(
                 from chainform.ray import run_job
 
                 for result in run_job(
-                    ray_address, source, name, key, base_url, ray_workers, settings, model_settings=provider_settings
+                    ray_address,
+                    source,
+                    name,
+                    key,
+                    base_url,
+                    ray_workers,
+                    settings,
+                    model_settings=provider_settings,
                 ):
                     commit(result)
             else:

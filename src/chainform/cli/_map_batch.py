@@ -102,7 +102,9 @@ def map_cancel(run_id: str, model_name: str | None, key: str | None, base_url: s
                     state = await api.poll(batch.batch_id)
             if state.ended:
                 batch.status = state.status
-                click.echo(f"round {batch.round}  {batch.batch_id}  already {state.status}: nothing to cancel")
+                click.echo(
+                    f"round {batch.round}  {batch.batch_id}  already {state.status}: nothing to cancel"
+                )
             else:
                 click.echo(f"round {batch.round}  {batch.batch_id}  {batch.status}")
                 count += 1

@@ -21,28 +21,36 @@ if TYPE_CHECKING:
 F = TypeVar("F", bound=Callable[..., Any])
 
 
-def price_value(
-    ctx: click.Context, param: click.Parameter, value: str | None
-) -> tuple[Decimal, Decimal] | None:
+class PriceType(click.ParamType["tuple[Decimal, Decimal]"]):
     """`--price IN/OUT` (USD per million tokens) as two Decimals; a bad one is a usage error."""
-    from chainform.errors import PricingError
-    from chainform.pricing import parse_price
 
-    try:
-        return None if value is None else parse_price(value)
-    except PricingError as exc:
-        raise click.BadParameter(str(exc), ctx, param) from None
+    name = "IN/OUT"
+
+    def convert(
+        self, value: Any, param: click.Parameter | None, ctx: click.Context | None
+    ) -> tuple[Decimal, Decimal]:
+        from chainform.errors import PricingError
+        from chainform.pricing import parse_price
+
+        try:
+            return parse_price(value)
+        except PricingError as exc:
+            self.fail(str(exc), param, ctx)
 
 
-def cost_value(ctx: click.Context, param: click.Parameter, value: str | None) -> Decimal | None:
+class CostType(click.ParamType[Decimal]):
     """`--max-cost USD` as a Decimal; negative or not a number is a usage error."""
-    from chainform.errors import PricingError
-    from chainform.pricing import as_cost
 
-    try:
-        return None if value is None else as_cost(value, "--max-cost")
-    except PricingError as exc:
-        raise click.BadParameter(str(exc), ctx, param) from None
+    name = "USD"
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> Decimal:
+        from chainform.errors import PricingError
+        from chainform.pricing import as_cost
+
+        try:
+            return as_cost(value, "--max-cost")
+        except PricingError as exc:
+            self.fail(str(exc), param, ctx)
 
 
 PRICE_HELP = "Price of the model in USD per million tokens, input/output (e.g. 0.15/0.60): for models genai-prices does not know."
@@ -52,18 +60,17 @@ def money_options(max_cost_help: str) -> Callable[[F], F]:
     """`--price IN/OUT` and `--max-cost USD` (what the cap does is the command's to say)."""
 
     def add(command: F) -> F:
-        command = click.option("--max-cost", metavar="USD", callback=cost_value, help=max_cost_help)(command)
-        return click.option("--price", metavar="IN/OUT", callback=price_value, help=PRICE_HELP)(command)
+        command = click.option("--max-cost", type=CostType(), help=max_cost_help)(command)
+        return click.option("--price", type=PriceType(), help=PRICE_HELP)(command)
 
     return add
 
 
-def apply_price(model_name: str, price: tuple[Decimal, Decimal] | None) -> None:
+def apply_price(model_name: str, price: tuple[Decimal, Decimal]) -> None:
     """Price `model_name` at --price for this run."""
-    if price is not None:
-        from chainform.pricing import set_price
+    from chainform.pricing import set_price
 
-        set_price(model_name, str(price[0]), str(price[1]))
+    set_price(model_name, str(price[0]), str(price[1]))
 
 
 def cost_text(cost: Decimal | None, reason: str | None = None) -> str:

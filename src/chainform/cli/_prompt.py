@@ -293,7 +293,8 @@ def prompt_command(
     conversation_id, history = _conversation(store, continue_, cid)
 
     name = model_name or default_model()
-    apply_price(name, price)
+    if price is not None:
+        apply_price(name, price)
     model = resolve_model(name, key=key, base_url=base_url, **fallback_kwargs(fallback), **provider_settings)
     if store is not None:
         model.log_to(store)  # the command's one log

@@ -30,7 +30,7 @@ from pydantic_core import from_json
 
 from chainform.clients import _splice
 from chainform.clients._errors import StreamGuard
-from chainform.clients._media import checked
+from chainform.clients._media import Media, checked
 from chainform.clients._timeouts import IdleClock, within
 from chainform.clients._wire import StreamState, tool_mode
 from chainform.clients.base import BaseChatClient, Middleware
@@ -262,7 +262,9 @@ class ProviderClient(BaseChatClient):
 
     async def _prepare(self, messages: list[Message]) -> list[Message]:
         """Attachments checked against the profile before anything is sent; URLs the provider does
-        not fetch downloaded (`_media.py`)."""
+        not fetch downloaded (`_media.py`). Messages without a file go as they are."""
+        if not any(isinstance(c, Media) for m in messages for c in m.contents):
+            return messages
         return await checked(
             messages, self.profile, allow_private=self.endpoint.allow_private_urls, downloads=self._downloads
         )

@@ -59,7 +59,9 @@ class AnthropicBatches:
         except ProviderError as exc:
             if not isinstance(exc.__cause__, anthropic.NotFoundError):
                 raise
-            raise BatchError(f"the provider no longer knows batch {batch_id}", status=404, provider=self.provider) from None
+            raise BatchError(
+                f"the provider no longer knows batch {batch_id}", status=404, provider=self.provider
+            ) from None
         c = batch.request_counts
         return BatchState(
             batch.processing_status,

@@ -37,9 +37,7 @@ async def checked(
     sent) for a part whose type, size or count the model does not take. `downloads` (URL -> its
     content) keeps the last `KEPT_DOWNLOADS` downloads, so a chain, which sends its history again
     at every call, downloads each URL once."""
-    parts = [c for m in messages for c in m.contents if isinstance(c, DataContent | UriContent)]
-    if not parts:
-        return messages
+    parts = [c for m in messages for c in m.contents if isinstance(c, Media)]
     media, model = profile.media, f"{profile.provider}/{profile.name}"
     swapped: dict[int, Media] = {}
     for part in parts:

@@ -111,7 +111,9 @@ class OpenAIBatches:
     async def submit(self, lines: list[bytes], intent: str) -> str:
         """Upload the lines and create the batch; its id."""
         with typed_errors(self.client):
-            upload = await self.sdk.files.create(file=("chainform-batch.jsonl", b"".join(lines)), purpose="batch")
+            upload = await self.sdk.files.create(
+                file=("chainform-batch.jsonl", b"".join(lines)), purpose="batch"
+            )
             batch = await self.sdk.batches.create(
                 input_file_id=upload.id,
                 endpoint=self.endpoint,
@@ -137,7 +139,9 @@ class OpenAIBatches:
         except ProviderError as exc:
             if not isinstance(exc.__cause__, openai.NotFoundError):
                 raise
-            raise BatchError(f"the provider no longer knows batch {batch_id}", status=404, provider=self.provider) from None
+            raise BatchError(
+                f"the provider no longer knows batch {batch_id}", status=404, provider=self.provider
+            ) from None
         counts = batch.request_counts
         errors = [f"{e.code}: {e.message}" for e in (batch.errors.data or [])] if batch.errors else []
         return BatchState(

@@ -147,8 +147,14 @@ def get_client(
     entry = PROVIDERS[provider]
     client: ChatClient
     if entry.full_name:
-        if key is not None or base_url is not None or any(kwargs.get(k) is not None for k in ("timeout", "profile")):
-            raise ValueError(f"{provider!r} models run in-process and take no key, base_url, timeout or profile")
+        if (
+            key is not None
+            or base_url is not None
+            or any(kwargs.get(k) is not None for k in ("timeout", "profile"))
+        ):
+            raise ValueError(
+                f"{provider!r} models run in-process and take no key, base_url, timeout or profile"
+            )
         client = entry.create_client(f"{provider}/{model}" if model else provider, **kwargs)
     else:
         client = entry.create_client(model, key=key, base_url=base_url, **kwargs)

@@ -19,7 +19,16 @@ from chainform.types._attachment import Attachment, ConversionLimits
 if TYPE_CHECKING:  # imported on need at run time (httpx and what it imports)
     from chainform.documents._fetch import fetch as fetch
 
-__all__ = ["Attachment", "Conversion", "ConversionLimits", "can_convert", "fetch", "prepare", "prepare_parts", "to_text"]
+__all__ = [
+    "Attachment",
+    "Conversion",
+    "ConversionLimits",
+    "can_convert",
+    "fetch",
+    "prepare",
+    "prepare_parts",
+    "to_text",
+]
 
 
 def prepare_parts(

@@ -16,7 +16,15 @@ from chainform.types._attachment import Attachment, decode_text, is_text_type
 from chainform.types._content import DataContent, TextContent, UriContent
 
 MAX_CONVERT_BYTES = 100_000_000
-_CONVERTIBLE = ("application/pdf", "image/png", "image/jpeg", "image/webp", "image/gif", "image/bmp", "image/tiff")
+_CONVERTIBLE = (
+    "application/pdf",
+    "image/png",
+    "image/jpeg",
+    "image/webp",
+    "image/gif",
+    "image/bmp",
+    "image/tiff",
+)
 
 
 @dataclass(frozen=True)
@@ -50,14 +58,22 @@ def to_text(attachment: Attachment, stop: threading.Event | None = None) -> tupl
         from chainform.documents._pdf import pdf_text
 
         pdf = pdf_text(data, name, watch)
-        method = "PDF text" if not pdf.ocr_pages else "OCR" if pdf.ocr_pages == len(pdf.pages) else "PDF text + OCR"
+        method = (
+            "PDF text"
+            if not pdf.ocr_pages
+            else "OCR"
+            if pdf.ocr_pages == len(pdf.pages)
+            else "PDF text + OCR"
+        )
         pages = len(pdf.pages)
         return pdf.text, Conversion(name, media_type, method, f"{pages} page{'s' * (pages != 1)}")
     if media_type in _CONVERTIBLE:
         from chainform.documents._ocr import image_lines
 
         lines = image_lines(data, watch)
-        return "\n".join(lines), Conversion(name, media_type, "OCR", f"{len(lines)} line{'s' * (len(lines) != 1)}")
+        return "\n".join(lines), Conversion(
+            name, media_type, "OCR", f"{len(lines)} line{'s' * (len(lines) != 1)}"
+        )
     if is_text_type(media_type):
         text = decode_text(data)
         if text is None:
@@ -88,7 +104,9 @@ def prepare(
         check_readable(attachment.read(media.limit(media_type)), media_type, name)
         return attachment.to_content(), Conversion(name, media_type, "as is", _size(attachment))
     if (not convert and not is_text_type(media_type)) or not can_convert(media_type):
-        why = "conversion is off" if not convert and can_convert(media_type) else "no local converter reads it"
+        why = (
+            "conversion is off" if not convert and can_convert(media_type) else "no local converter reads it"
+        )
         raise AttachmentError(
             f"{name}: {profile.provider}/{profile.name} cannot read {media_type} and {why}; "
             f"it accepts {media.describe()}"

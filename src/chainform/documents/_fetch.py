@@ -99,7 +99,9 @@ class _Deadline:
         if (self.stop is not None and self.stop.is_set()) or not threading.main_thread().is_alive():
             raise AttachmentError(f"{self.name}: the download was stopped")
         if time.monotonic() > self.end:
-            raise AttachmentError(f"{self.name}: the download took longer than {self.timeout:g} s (the deadline)")
+            raise AttachmentError(
+                f"{self.name}: the download took longer than {self.timeout:g} s (the deadline)"
+            )
 
 
 def _pinned(url: str, allow_private: bool) -> tuple[str, dict[str, str], dict[str, str]]:

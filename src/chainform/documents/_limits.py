@@ -19,7 +19,9 @@ from chainform.types._attachment import ConversionLimits
 class Watch:
     """The limits of one document's conversion, and the clock of its OCR."""
 
-    def __init__(self, name: str, limits: ConversionLimits | None, stop: threading.Event | None = None) -> None:
+    def __init__(
+        self, name: str, limits: ConversionLimits | None, stop: threading.Event | None = None
+    ) -> None:
         self.name = name
         self.limits = limits or ConversionLimits()
         self.stop = stop

@@ -84,7 +84,10 @@ class Rate:
             return None, f"the provider reported no usage for a call of {self.model}"
         counts = [usage.input_tokens, usage.output_tokens, *usage.additional_counts.values()]
         if any(isinstance(n, int) and abs(n) > MAX_TOKENS for n in counts):  # no arithmetic can fail below
-            return None, f"the cost of a call of {self.model} cannot be computed: over {MAX_TOKENS:.0e} tokens"
+            return (
+                None,
+                f"the cost of a call of {self.model} cannot be computed: over {MAX_TOKENS:.0e} tokens",
+            )
         return self._cost(usage), None
 
     def _cost(self, usage: UsageDetails) -> Decimal:

@@ -4,13 +4,11 @@ committed by the chain engine as it finishes; one record shape (CallRecord) from
 
 from chainform._paths import default_path, logging_enabled, set_logging
 from chainform.errors import StoreError
-from chainform.store._chainlog import ChainLogger, naming
 from chainform.store._rows import CallRecord, ToolCallRecord, ToolResultRecord, new_id, schema_id
 from chainform.store._store import SchemaInfo, Store
 
 __all__ = [
     "CallRecord",
-    "ChainLogger",
     "SchemaInfo",
     "Store",
     "StoreError",
@@ -18,7 +16,6 @@ __all__ = [
     "ToolResultRecord",
     "default_path",
     "logging_enabled",
-    "naming",
     "new_id",
     "schema_id",
     "set_logging",

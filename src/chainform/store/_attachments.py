@@ -119,7 +119,8 @@ def of_call(db: sqlite3.Connection, response_id: str) -> list[AttachmentRecord]:
     ).fetchall()
     fields = ("name", "media_type", "sha256", "bytes", "method", "detail", "stored", "ref")
     return [
-        AttachmentRecord(**dict(zip(fields, (*r[:6], "ref" if r[6] else "copy", r[7]), strict=True))) for r in found
+        AttachmentRecord(**dict(zip(fields, (*r[:6], "ref" if r[6] else "copy", r[7]), strict=True)))
+        for r in found
     ]
 
 

@@ -48,7 +48,8 @@ def redact(value: Any) -> Any:
     """A copy of `value` where every mapping entry under a secret-looking key is replaced."""
     if isinstance(value, dict):
         return {
-            k: REDACTED if isinstance(k, str) and _SECRET_KEY.search(k) else redact(v) for k, v in value.items()
+            k: REDACTED if isinstance(k, str) and _SECRET_KEY.search(k) else redact(v)
+            for k, v in value.items()
         }
     if isinstance(value, list | tuple):
         return [redact(v) for v in value]

@@ -2,7 +2,7 @@
 
 A plain SQLite database: what a chain logged is in its tables once the call is committed, for
 sqlite3, sqlite-utils or Datasette to read. Writes run on the caller's thread, one transaction
-each (a chain calls `write_calls` through a worker thread, store/_chainlog.py); reads too.
+each (a chain calls `write_calls` through a worker thread, chain/_calls.py); reads too.
 
 Several processes may log at once (a shell loop of `chainform` calls, parallel scripts): the
 database runs in WAL mode, every write is one `BEGIN IMMEDIATE` transaction (so writers queue on
@@ -347,7 +347,10 @@ class Store:
         """
         with self.read() as db:
             where, args = filters(
-                conversation_id=conversation_id, chain_id=chain_id, schema_id=schema_id, query=query or "",
+                conversation_id=conversation_id,
+                chain_id=chain_id,
+                schema_id=schema_id,
+                query=query or "",
                 fts=self._fts,
             )
             sql = f"""SELECT {SELECT} FROM responses r

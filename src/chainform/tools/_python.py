@@ -134,7 +134,10 @@ class PythonTool(Tool):
             build_spec(python),
             name="python",
             description=_DESCRIPTION.format(
-                timeout=timeout, memory=memory_mb, disk=disk_mb, network="" if isolation == "process" else ", no network"
+                timeout=timeout,
+                memory=memory_mb,
+                disk=disk_mb,
+                network="" if isolation == "process" else ", no network",
             ),
         )
 

@@ -303,7 +303,12 @@ class Timeout:
     def __post_init__(self) -> None:
         for name in ("connect", "read"):
             value = getattr(self, name)
-            if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value) or value <= 0:
+            if (
+                isinstance(value, bool)
+                or not isinstance(value, int | float)
+                or not math.isfinite(value)
+                or value <= 0
+            ):
                 raise ValueError(f"timeout {name} must be a positive number of seconds, got {value!r}")
 
     @classmethod

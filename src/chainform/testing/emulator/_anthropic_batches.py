@@ -33,7 +33,11 @@ class MessageBatches:
             if method == "POST":
                 return self._create(json.loads(raw or b"{}"))
             data = [service.batches[i].body for i in reversed(service.created) if i.startswith("msgbatch")]
-            return 200, {"data": data, "has_more": False, "first_id": None, "last_id": None}, "application/json"
+            return (
+                200,
+                {"data": data, "has_more": False, "first_id": None, "last_id": None},
+                "application/json",
+            )
         batch = service.batches.get(batch_id)
         if batch is None:
             return _missing("message batch")
@@ -80,7 +84,12 @@ class MessageBatches:
         for result in results:
             counts[result["result"]["type"]] += 1
         url = f"{self.service.emulator.base_url}/v1/messages/batches/{batch.body['id']}/results"
-        batch.body |= {"processing_status": "ended", "ended_at": _now(), "request_counts": counts, "results_url": url}
+        batch.body |= {
+            "processing_status": "ended",
+            "ended_at": _now(),
+            "request_counts": counts,
+            "results_url": url,
+        }
 
     def _result(self, line: dict[str, Any], cancelled: bool) -> dict[str, Any]:
         custom_id = line.get("custom_id")

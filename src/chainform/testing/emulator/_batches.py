@@ -215,7 +215,9 @@ class BatchService:
         failed: list[dict[str, Any]] = []
         for line in batch.lines:
             result = self._line(line)
-            (done if result["response"] and result["response"]["status_code"] == 200 else failed).append(result)
+            (done if result["response"] and result["response"]["status_code"] == 200 else failed).append(
+                result
+            )
         if self.rewrite is not None:
             done = self.rewrite(done)
         for kind, results in (("output_file_id", done), ("error_file_id", failed)):

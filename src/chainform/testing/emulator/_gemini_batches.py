@@ -164,7 +164,11 @@ class GeminiBatchMode:
         model = str(request.pop("model", model)).removeprefix("models/")
         status, body, _ = self.service.outcome(f"/v1beta/models/{model}:generateContent", request)
         if status is None:
-            why = {"code": 504, "message": "the batch ended before this request ran", "status": "DEADLINE_EXCEEDED"}
+            why = {
+                "code": 504,
+                "message": "the batch ended before this request ran",
+                "status": "DEADLINE_EXCEEDED",
+            }
             return {"key": line.get("key"), "error": why}
         if status != 200:
             return {"key": line.get("key"), "error": body.get("error", body)}

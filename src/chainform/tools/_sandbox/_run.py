@@ -265,7 +265,9 @@ def run_cell(
         else:  # the child itself ran the cell: Popen's return code is minus the signal
             note = _exit_note(-proc.returncode)
     if plan.cgroup and oom and "memory" not in note:
-        note = f"{note}{chr(10) if note else ''}[a process of the cell was killed by its memory limit (cgroup)]"
+        note = (
+            f"{note}{chr(10) if note else ''}[a process of the cell was killed by its memory limit (cgroup)]"
+        )
     if note:
         text = f"{text}{'' if not text or text.endswith(chr(10)) else chr(10)}{note}"
     out = CellOutput(text)
