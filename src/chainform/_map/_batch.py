@@ -15,9 +15,10 @@ than submitting it again, so no row is ever sent twice; an intent whose batch id
 the log is looked for at the provider by the intent id in its metadata (OpenAI) or display name
 (Gemini); Anthropic's batches carry neither, so there it is the one batch created since the intent
 with as many requests that the log does not name (two such: submitted again). A batch found so is
-adopted only on trial: when its results name none of the run's custom_ids it was another run's
-(another log, the same size and minutes), its answers are never used, it is marked `foreign` in the
-log, and the rows go into a batch of their own.
+adopted only on trial (`adopt`, for a run and for `map status`/`map cancel` alike: logged `adopted`
+until its results are read, so a resumed run makes the trial whoever found it): when its results
+name none of the run's custom_ids it was another run's (another log, the same size and minutes), its
+answers are never used, it is marked `foreign` in the log, and the rows go into a batch of their own.
 """
 
 from __future__ import annotations
@@ -32,7 +33,15 @@ from contextvars import ContextVar
 from dataclasses import dataclass, field
 from typing import Any
 
-from chainform._map._batch_log import StoredBatch, batches_of, known_batch_ids, record_intent, record_status
+from chainform._map._batch_log import (
+    ADOPTED,
+    FOREIGN,
+    StoredBatch,
+    batches_of,
+    known_batch_ids,
+    record_intent,
+    record_status,
+)
 from chainform._map._gate import is_transient
 from chainform.clients._openai_batch import UNREADABLE, Intent
 from chainform.errors import BatchError, ProviderError
@@ -105,7 +114,6 @@ class BatchRounds:
         self.active = 0
         self.pending: dict[str, _Call] = {}
         self.tag = run_tag(run_id)
-        self.adopted: set[str] = set()  # intents whose batch was found at the provider, not created
         stored = [b for b in batches_of(store, run_id) if b.status != FOREIGN]
         self.stored: dict[str, StoredBatch] = {cid: b for b in stored for cid in b.custom_ids}
         self.round = 0  # a resumed run replays its rounds from the first (their batches polled)
@@ -210,14 +218,11 @@ class BatchRounds:
                 new.append(custom_id)
         groups = list(by_batch.values())
         for stored, ids in groups:
-            if stored.batch_id is None:  # killed between the intent and the provider's answer
-                stored.batch_id = await self._api(
-                    functools.partial(self.api.find, intent_of(self.store, self.api.provider, stored))
-                )
-                if stored.batch_id is not None:
-                    self.adopted.add(stored.id)  # on trial: its results must name these ids
-                if stored.batch_id is None:
-                    await self._create(stored, ids, calls)
+            if stored.batch_id is not None:
+                continue
+            # killed between the intent and the provider's answer: found at the provider, else sent
+            if not await self._api(functools.partial(adopt, self.store, self.api, stored)):
+                await self._create(stored, ids, calls)
         for ids in self._split(new, calls):
             intent = record_intent(self.store, self.run_id, self.api.provider, self.round, ids)
             await self._create(intent, ids, calls)
@@ -265,8 +270,9 @@ class BatchRounds:
                 return
             if state.status != self.stats.batches.get(batch_id):
                 self.stats.batches[batch_id] = state.status
-                batch.status = state.status
-                record_status(self.store, batch)
+                if batch.status != ADOPTED:  # on trial, the log keeps it so until its results are read
+                    batch.status = state.status
+                    record_status(self.store, batch)
                 self._changed()
             cancelled = cancelled or state.status in CANCELLING
             if state.ended:
@@ -288,20 +294,24 @@ class BatchRounds:
                 ids, calls, f"batch {batch_id} was cancelled (`map cancel`): --resume sends its rows again"
             )
             return
-        self._answer(batch, ids, calls, results, "; ".join(state.errors) or f"the batch ended {state.status}")
+        self._answer(batch, ids, calls, results, state)
 
     def _answer(
-        self, batch: StoredBatch, ids: list[str], calls: dict[str, _Call], results: list[Any], why: str
+        self, batch: StoredBatch, ids: list[str], calls: dict[str, _Call], results: list[Any], state: Any
     ) -> None:
         """Each call of `ids` answered from `results`, retried (errored, missing, named twice with
-        different answers) or failed past its retries."""
+        different answers) or failed past its retries; an adopted batch's trial first."""
         seen: dict[str, list[Any]] = {}
         for line in results:
             seen.setdefault(line.custom_id, []).append(line)
-        named = seen.keys() - {UNREADABLE}
-        if batch.id in self.adopted and named and named.isdisjoint(ids):  # another run's batch
-            self._disown(batch, ids, calls)
-            return
+        if batch.status == ADOPTED:  # found by its intent: its results must name these ids
+            named = seen.keys() - {UNREADABLE}
+            if named and named.isdisjoint(ids):  # another run's batch
+                self._disown(batch, ids, calls)
+                return
+            batch.status = state.status
+            record_status(self.store, batch)
+        why = "; ".join(state.errors) or f"the batch ended {state.status}"
         self.stats.unknown_ids += sum(len(v) for k, v in seen.items() if k not in ids)
         for custom_id in ids:
             found = seen.get(custom_id, [])
@@ -382,15 +392,23 @@ def run_tag(run_id: str) -> str:
     """What ends each custom_id of run `run_id`: 10 hex digits of its hash (the same on resume)."""
     return hashlib.sha256(run_id.encode("utf-8", "surrogatepass")).hexdigest()[:10]
 
-
-FOREIGN = "foreign"
-"""The status of a logged batch whose results named none of its run's custom_ids."""
-
-
 def intent_of(store: Any, provider: str, stored: StoredBatch) -> Intent:
     """What the provider is asked to recognise a batch by, when its id never reached the log (a
     resumed run, and `map status`/`map cancel`)."""
     return Intent(stored.id, len(stored.custom_ids), stored.created_at, known_batch_ids(store, provider))
+
+
+async def adopt(store: Any, api: Any, stored: StoredBatch) -> bool:
+    """Whether the batch of `stored`, an intent whose batch id never reached the log, is found at
+    the provider (`api.find`, by `intent_of`); a batch found is logged ADOPTED: on trial until its
+    results are read (`BatchRounds._answer`). The one way a run, `map status` and `map cancel` take
+    such a batch."""
+    found = await api.find(intent_of(store, api.provider, stored))
+    if found is None:
+        return False
+    stored.batch_id, stored.status = found, ADOPTED
+    record_status(store, stored)
+    return True
 
 
 def batch_api(client: Any) -> Any:
@@ -408,4 +426,4 @@ def batch_api(client: Any) -> Any:
 BATCH_PROVIDERS = ("openai (chat completions and responses)", "anthropic", "gemini")
 
 
-__all__ = ["BATCH_PROVIDERS", "BatchRounds", "RoundStats", "batch_api", "run_tag"]
+__all__ = ["BATCH_PROVIDERS", "BatchRounds", "RoundStats", "adopt", "batch_api", "run_tag"]

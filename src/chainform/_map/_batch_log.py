@@ -5,7 +5,8 @@ A batch is written twice: its intent (the custom_ids it will carry) before it is
 the provider's batch id right after. A resumed run reads them back: a custom_id in a stored batch
 is polled there, never submitted again; an intent without a batch id is looked for at the
 provider (by its intent id in the batch's metadata, or for Anthropic by its size and time, see
-`clients/_anthropic_batch.py`) before it is submitted.
+`clients/_anthropic_batch.py`) before it is submitted; a batch found so is logged `adopted` (on
+trial) until its results are read, whoever found it (`_map/_batch.py`'s `adopt`).
 """
 
 from __future__ import annotations
@@ -15,6 +16,13 @@ import time
 from dataclasses import dataclass
 
 from chainform.store import Store, new_id
+
+ADOPTED = "adopted"
+"""The status of a logged batch found at the provider by its intent (its id never reached the log):
+on trial, kept so in the log until its results are read (then the provider's status, or FOREIGN),
+so a resumed run makes the trial whoever found it (a run, `map status`, `map cancel`)."""
+FOREIGN = "foreign"
+"""The status of a logged batch whose results named none of its run's custom_ids."""
 
 
 @dataclass
@@ -94,6 +102,8 @@ def run_of(store: Store, output: str) -> str | None:
 
 
 __all__ = [
+    "ADOPTED",
+    "FOREIGN",
     "StoredBatch",
     "batches_of",
     "known_batch_ids",

@@ -58,14 +58,18 @@ def map_status(run_id: str, model_name: str | None, key: str | None, base_url: s
     """Show the provider batches of a `map --batch` run: round, batch id, state, rows done (where
     the provider counts them: Gemini's batches say no counts)."""
 
+    from chainform._map._batch import adopt
+    from chainform._map._batch_log import ADOPTED
+
     async def show(store: Any, batches: list[Any], api: Any) -> None:
         for batch in batches:
-            if batch.batch_id is None and not await _found(store, batch, api):
+            if batch.batch_id is None and not await adopt(store, api, batch):
                 click.echo(f"round {batch.round}  (intent {batch.id}: no batch at the provider carries it)")
                 continue
             state = await api.poll(batch.batch_id)
             counts = f"{state.completed}/{state.total} done, {state.failed} failed" if state.total else ""
-            click.echo(f"round {batch.round}  {batch.batch_id}  {state.status}  {counts}".rstrip())
+            trial = "(found by its intent: on trial)" if batch.status == ADOPTED else ""
+            click.echo(f"round {batch.round}  {batch.batch_id}  {state.status}  {counts}  {trial}".rstrip())
 
     _on_batches(run_id, model_name, key, base_url, show)
 
@@ -74,7 +78,8 @@ def map_status(run_id: str, model_name: str | None, key: str | None, base_url: s
 @_batch_options
 def map_cancel(run_id: str, model_name: str | None, key: str | None, base_url: str | None) -> None:
     """Cancel the unfinished provider batches of a `map --batch` run (`--resume` sends their rows again)."""
-    from chainform._map._batch_log import record_status
+    from chainform._map._batch import adopt
+    from chainform._map._batch_log import ADOPTED, record_status
     from chainform.clients._openai_batch import TERMINAL
     from chainform.errors import ProviderError
 
@@ -83,50 +88,39 @@ def map_cancel(run_id: str, model_name: str | None, key: str | None, base_url: s
         for batch in batches:
             if batch.status in TERMINAL:
                 continue
-            if batch.batch_id is None and not getattr(api, "finds_exactly", True):
+            lost_id = batch.batch_id is None or batch.status == ADOPTED  # found by intent only
+            if lost_id and not getattr(api, "finds_exactly", True):
                 click.echo(
-                    f"round {batch.round}  (intent {batch.id}: its batch id never reached the log, and "
-                    f"{api.provider}'s batches carry no intent id: cancel it at the provider)",
+                    f"round {batch.round}  ({batch.batch_id or f'intent {batch.id}'}: its batch id never "
+                    f"reached the log, and {api.provider}'s batches carry no intent id: which is this run's "
+                    "is known only from its results; cancel it at the provider)",
                     err=True,
                 )
                 continue
-            if batch.batch_id is None and not await _found(store, batch, api):
+            if batch.batch_id is None and not await adopt(store, api, batch):
                 continue
             state = await api.poll(batch.batch_id)  # it may have ended since the log last heard of it
+            status = state.status
             if not state.ended:
                 try:
-                    batch.status = await api.cancel(batch.batch_id)
+                    status = await api.cancel(batch.batch_id)
                 except ProviderError as exc:  # ended between the poll and the cancel: said below
                     if exc.kind != "bad_request" and exc.status not in (400, 409):
                         raise
                     state = await api.poll(batch.batch_id)
             if state.ended:
-                batch.status = state.status
-                click.echo(
-                    f"round {batch.round}  {batch.batch_id}  already {state.status}: nothing to cancel"
-                )
+                status = state.status
+                click.echo(f"round {batch.round}  {batch.batch_id}  already {status}: nothing to cancel")
             else:
-                click.echo(f"round {batch.round}  {batch.batch_id}  {batch.status}")
+                click.echo(f"round {batch.round}  {batch.batch_id}  {status}")
                 count += 1
-            record_status(store, batch)
+            if batch.status != ADOPTED:  # on trial: the log keeps it so until its results are read
+                batch.status = status
+                record_status(store, batch)
         return count
 
     if not _on_batches(run_id, model_name, key, base_url, cancel):
         click.echo(f"map: no batch of run {run_id} is still running", err=True)
-
-
-async def _found(store: Any, batch: Any, api: Any) -> bool:
-    """Whether a batch whose id never reached the log (the run died right after submitting it) is
-    at the provider, looked for as a resumed run looks (`_map/_batch.py`); its id is logged."""
-    from chainform._map._batch import intent_of
-    from chainform._map._batch_log import record_status
-
-    batch.batch_id = await api.find(intent_of(store, api.provider, batch))
-    if batch.batch_id is None:
-        return False
-    batch.status = "submitted"
-    record_status(store, batch)
-    return True
 
 
 SUBCOMMANDS = {"status": map_status, "cancel": map_cancel}
