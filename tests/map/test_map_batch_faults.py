@@ -231,3 +231,21 @@ def test_results_files_that_are_never_readable_end_in_row_errors_after_the_retri
         created = len(emu.batches.created)
     assert created == 2 and len(results) == 2  # a first batch and one retry, then no more
     assert all(not r.ok and isinstance(r.error.exception, BatchError) for r in results)
+
+
+@ALL
+def test_a_404_on_retrieve_is_the_batch_gone_and_another_status_stays_a_provider_error(api):
+    from chainform._map._batch import batch_api
+
+    async def poll(emu: Emulator, batch_id: str) -> BaseException:
+        with pytest.raises(ProviderError) as caught:
+            await batch_api(api.model_at(emu).client).poll(batch_id)
+        return caught.value
+
+    with Emulator(default=answer) as emu:
+        gone = asyncio.run(poll(emu, api.gone))
+        emu.batches.http_faults = [("retrieve", 400)]
+        refused = asyncio.run(poll(emu, api.gone))
+    assert isinstance(gone, BatchError) and gone.status == 404 and api.gone in str(gone)
+    assert gone.provider == api.model.split("/")[0]
+    assert not isinstance(refused, BatchError) and refused.status == 400

@@ -8,9 +8,15 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from chainform.clients._openai_batch import UNREADABLE, BatchState, Intent, LineResult, typed_errors
-from chainform.clients._wire import import_sdk
-from chainform.errors import BatchError, ProviderError
+from chainform.clients._openai_batch import (
+    UNREADABLE,
+    BatchState,
+    Intent,
+    LineResult,
+    about_batch,
+    typed_errors,
+)
+from chainform.errors import ProviderError
 
 _SKEW_S = 300.0  # how far the provider's clock may be behind ours
 
@@ -52,16 +58,8 @@ class AnthropicBatches:
 
     async def poll(self, batch_id: str) -> BatchState:
         """The batch's state (`in_progress`, `canceling`, `ended`); BatchError when it is unknown."""
-        anthropic = import_sdk("anthropic", "anthropic")
-        try:
-            with typed_errors(self.client):
-                batch = await self.sdk.messages.batches.retrieve(batch_id)
-        except ProviderError as exc:
-            if not isinstance(exc.__cause__, anthropic.NotFoundError):
-                raise
-            raise BatchError(
-                f"the provider no longer knows batch {batch_id}", status=404, provider=self.provider
-            ) from None
+        with about_batch(self, batch_id):
+            batch = await self.sdk.messages.batches.retrieve(batch_id)
         c = batch.request_counts
         return BatchState(
             batch.processing_status,

@@ -22,6 +22,7 @@ from chainform.clients._openai_batch import (
     BatchState,
     Intent,
     LineResult,
+    about_batch,
     json_lines,
     typed_errors,
 )
@@ -102,18 +103,8 @@ class GeminiBatches:
     async def poll(self, batch_id: str) -> BatchState:
         """The batch's state (pending, running, succeeded, failed, cancelled, expired); BatchError
         when the provider no longer knows it. Gemini reports no row counts on a batch."""
-        from google.genai import errors
-
-        try:
-            with typed_errors(self.client):
-                batch = await self.sdk.aio.batches.get(name=batch_id)
-        except ProviderError as exc:
-            cause = exc.__cause__
-            if not (isinstance(cause, errors.ClientError) and cause.code == 404):
-                raise
-            raise BatchError(
-                f"the provider no longer knows batch {batch_id}", status=404, provider=self.provider
-            ) from None
+        with about_batch(self, batch_id):
+            batch = await self.sdk.aio.batches.get(name=batch_id)
         state = _state(batch)
         output = batch.dest.file_name if batch.dest is not None else None
         why = [f"the batch ended {state}"] if state in ("failed", "expired") else []

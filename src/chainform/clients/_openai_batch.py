@@ -13,7 +13,6 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
-from chainform.clients._wire import import_sdk
 from chainform.errors import BatchError, ChainformError, ProviderError, ProviderErrorKind
 
 TERMINAL = frozenset(
@@ -74,6 +73,20 @@ def typed_errors(client: Any) -> Iterator[None]:
         raise client.wire.error(exc, client.guard(), False) from exc
 
 
+@contextlib.contextmanager
+def about_batch(api: Any, batch_id: str) -> Iterator[None]:
+    """Around a batch API's SDK calls about one batch: `typed_errors`, and a 404 as BatchError (the
+    provider no longer knows the batch: the map's rounds send its rows again)."""
+    try:
+        with typed_errors(api.client):
+            yield
+    except ProviderError as exc:
+        if exc.status != 404:
+            raise
+        message = f"the provider no longer knows batch {batch_id}"
+        raise BatchError(message, status=404, provider=api.provider) from None
+
+
 def json_lines(raw: Iterable[bytes | str]) -> Iterator[dict[str, Any] | None]:
     """The objects of a results file's lines; None for a line that is not a JSON object (cut
     short, or hostile): only that line's row goes without an answer."""
@@ -132,16 +145,8 @@ class OpenAIBatches:
 
     async def poll(self, batch_id: str) -> BatchState:
         """The batch's state; BatchError when the provider no longer knows it."""
-        openai = import_sdk("openai", "openai")
-        try:
-            with typed_errors(self.client):
-                batch = await self.sdk.batches.retrieve(batch_id)
-        except ProviderError as exc:
-            if not isinstance(exc.__cause__, openai.NotFoundError):
-                raise
-            raise BatchError(
-                f"the provider no longer knows batch {batch_id}", status=404, provider=self.provider
-            ) from None
+        with about_batch(self, batch_id):
+            batch = await self.sdk.batches.retrieve(batch_id)
         counts = batch.request_counts
         errors = [f"{e.code}: {e.message}" for e in (batch.errors.data or [])] if batch.errors else []
         return BatchState(
@@ -186,4 +191,13 @@ class OpenAIBatches:
         return LineResult(custom_id, error=failure)
 
 
-__all__ = ["UNREADABLE", "BatchState", "Intent", "LineResult", "OpenAIBatches", "json_lines", "typed_errors"]
+__all__ = [
+    "UNREADABLE",
+    "BatchState",
+    "Intent",
+    "LineResult",
+    "OpenAIBatches",
+    "about_batch",
+    "json_lines",
+    "typed_errors",
+]
