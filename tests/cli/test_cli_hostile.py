@@ -284,6 +284,7 @@ HOSTILE_ATTACHMENTS = [
     (["-a", "/dev/zero"], "not a regular file"),
     (["-a", "PDF", "--max-pages", "0"], "--max-pages"),
     (["-a", "PDF", "--ocr-timeout", "nan"], "--ocr-timeout"),
+    (["-a", "PDF", "--ocr-timeout", "inf"], "--ocr-timeout"),
 ]
 
 

@@ -132,7 +132,15 @@ def test_a_batch_that_never_ends_fails_its_rows_after_batch_wait():
 
 
 @pytest.mark.parametrize(
-    "flags", [("--batch-poll", "0"), ("--batch-poll", "nan"), ("--batch-wait", "nan"), ("--batch-wait", "0")]
+    "flags",
+    [
+        ("--batch-poll", "0"),
+        ("--batch-poll", "nan"),
+        ("--batch-wait", "nan"),
+        ("--batch-wait", "0"),
+        ("--ocr-timeout", "nan"),
+        ("--ocr-timeout", "inf"),
+    ],
 )
 def test_batch_poll_and_wait_that_are_no_bound_are_usage_errors(tmp_path: Path, flags: tuple[str, str]):
     inp = write_orders(tmp_path / "in.jsonl", 1)

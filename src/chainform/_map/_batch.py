@@ -33,6 +33,7 @@ from contextvars import ContextVar
 from dataclasses import dataclass, field
 from typing import Any
 
+from chainform._map import MAX_WAIT
 from chainform._map._batch_log import (
     ADOPTED,
     FOREIGN,
@@ -46,9 +47,6 @@ from chainform._map._gate import is_transient
 from chainform.clients._openai_batch import UNREADABLE, Intent
 from chainform.errors import BatchError, ProviderError
 
-MAX_WAIT = 25 * 3600.0
-"""Seconds a batch is polled (`--batch-wait`, `batch_wait=`) before its rows fail: the providers'
-completion window is 24 hours."""
 CANCELLING = frozenset({"cancelled", "cancelling", "canceling", "canceled"})
 STALL = 1.0
 """Seconds without a new row read after which a round goes without waiting for the source (a slow
@@ -426,4 +424,4 @@ def batch_api(client: Any) -> Any:
 BATCH_PROVIDERS = ("openai (chat completions and responses)", "anthropic", "gemini")
 
 
-__all__ = ["BATCH_PROVIDERS", "BatchRounds", "RoundStats", "adopt", "batch_api", "run_tag"]
+__all__ = ["BATCH_PROVIDERS", "MAX_WAIT", "BatchRounds", "RoundStats", "adopt", "batch_api", "run_tag"]

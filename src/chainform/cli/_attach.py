@@ -11,13 +11,14 @@ argument). What the answering model can take, and converting what it cannot, is 
 from __future__ import annotations
 
 import functools
-import math
 import sys
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, TypeVar, cast
 
 import click
+
+from chainform.cli._options import Seconds
 
 if TYPE_CHECKING:
     from chainform.types import Attachment, ConversionLimits
@@ -68,7 +69,7 @@ _LIMIT_OPTIONS = (
     ),
     click.option(
         "--ocr-timeout",
-        type=click.FloatRange(min=0, min_open=True),
+        type=Seconds(min=0, min_open=True),
         metavar="SECONDS",
         help="Stop converting a document after this long (checked between pages). [default: 300]",
     ),
@@ -103,8 +104,6 @@ def conversion_limits(
     out); None when none is given, as everywhere: the defaults apply."""
     from chainform.types import ConversionLimits
 
-    if ocr_timeout is not None and not math.isfinite(ocr_timeout):
-        raise click.BadParameter(f"{ocr_timeout} is not a number of seconds", param_hint="--ocr-timeout")
     if max_pages is None and max_pixels is None and ocr_timeout is None:
         return None
     defaults = ConversionLimits()

@@ -16,11 +16,13 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
+from chainform._map import MAX_WAIT
 from chainform.cli._attach import conversion_options, limit_options
 from chainform.cli._map_batch import MapCommand, batch_run_id, check_batch, record_batch_run
 from chainform.cli._map_progress import Tracker
 from chainform.cli._money import apply_price, money_options
 from chainform.cli._options import (
+    Seconds,
     chain_limit_option,
     count_option,
     model_option,
@@ -138,18 +140,16 @@ ATTACH_HELP = (
 )
 @click.option(
     "--batch-poll",
-    type=click.FloatRange(min=0.01, max=3600),
+    type=Seconds(min=0.01, max=3600),
     default=5.0,
     show_default=True,
-    callback=lambda ctx, param, value: _finite(value, param),
     help="Seconds between polls of a batch (0.01 to 3600).",
 )
 @click.option(
     "--batch-wait",
-    type=click.FloatRange(min=1, max=7 * 86400),
-    default=25 * 3600.0,
+    type=Seconds(min=1, max=7 * 86400),
+    default=MAX_WAIT,
     show_default=True,
-    callback=lambda ctx, param, value: _finite(value, param),
     help="Seconds a batch is polled before its rows fail (the batch goes on at the provider; --resume polls it again).",
 )
 @conversion_options
@@ -341,15 +341,6 @@ def _lock(locks: contextlib.ExitStack, kind: str, name: str, what: str) -> None:
         locks.enter_context(holding(kind, name, what))
     except MapLockedError as exc:
         raise click.UsageError(str(exc)) from None
-
-
-def _finite(value: float, param: click.Parameter) -> float:
-    """A number of seconds that is a number (click's FloatRange lets nan through)."""
-    import math
-
-    if not math.isfinite(value):
-        raise click.BadParameter(f"{value} is not a number of seconds", param=param)
-    return value
 
 
 def _readable(path: str) -> bool:

@@ -1,10 +1,11 @@
 """Option declarations the commands share: one definition of `-m`, `--strategy`, `--chain-limit`,
-`--timeout` and `--otel` for `chainform` and `chainform map`, and the two shapes most options take (a
-bounded count, a choice), their default shown in `--help`."""
+`--timeout` and `--otel` for `chainform` and `chainform map`, and the shapes most options take (a
+bounded count, a choice, a number of seconds), their default shown in `--help`."""
 
 from __future__ import annotations
 
 import functools
+import math
 import os
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any, TypeVar, cast
@@ -54,6 +55,17 @@ strategy_option = choice_option(
 chain_limit_option = count_option(
     "--cl", "--chain-limit", "chain_limit", minimum=1, default=5, help="Most model calls in the tool phase."
 )
+
+
+class Seconds(click.FloatRange):
+    """A number of seconds within a range (as `click.FloatRange` takes it) that is a number:
+    FloatRange lets `nan` through, and `inf` where it has no maximum."""
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> Any:
+        seconds = super().convert(value, param, ctx)
+        if not math.isfinite(seconds):
+            self.fail(f"{seconds} is not a number of seconds", param, ctx)
+        return seconds
 
 
 class TimeoutParam(click.ParamType["Timeout"]):
