@@ -38,13 +38,13 @@ from chainform._map._batch_log import (
     ADOPTED,
     FOREIGN,
     StoredBatch,
+    adopt,
     batches_of,
-    known_batch_ids,
     record_intent,
     record_status,
 )
 from chainform._map._gate import is_transient
-from chainform.clients._openai_batch import UNREADABLE, Intent
+from chainform.clients._openai_batch import UNREADABLE
 from chainform.errors import BatchError, ProviderError
 
 CANCELLING = frozenset({"cancelled", "cancelling", "canceling", "canceled"})
@@ -390,24 +390,6 @@ def run_tag(run_id: str) -> str:
     """What ends each custom_id of run `run_id`: 10 hex digits of its hash (the same on resume)."""
     return hashlib.sha256(run_id.encode("utf-8", "surrogatepass")).hexdigest()[:10]
 
-def intent_of(store: Any, provider: str, stored: StoredBatch) -> Intent:
-    """What the provider is asked to recognise a batch by, when its id never reached the log (a
-    resumed run, and `map status`/`map cancel`)."""
-    return Intent(stored.id, len(stored.custom_ids), stored.created_at, known_batch_ids(store, provider))
-
-
-async def adopt(store: Any, api: Any, stored: StoredBatch) -> bool:
-    """Whether the batch of `stored`, an intent whose batch id never reached the log, is found at
-    the provider (`api.find`, by `intent_of`); a batch found is logged ADOPTED: on trial until its
-    results are read (`BatchRounds._answer`). The one way a run, `map status` and `map cancel` take
-    such a batch."""
-    found = await api.find(intent_of(store, api.provider, stored))
-    if found is None:
-        return False
-    stored.batch_id, stored.status = found, ADOPTED
-    record_status(store, stored)
-    return True
-
 
 def batch_api(client: Any) -> Any:
     """The batch API of a model's client, or BatchError naming the providers that have one."""
@@ -424,4 +406,4 @@ def batch_api(client: Any) -> Any:
 BATCH_PROVIDERS = ("openai (chat completions and responses)", "anthropic", "gemini")
 
 
-__all__ = ["BATCH_PROVIDERS", "MAX_WAIT", "BatchRounds", "RoundStats", "adopt", "batch_api", "run_tag"]
+__all__ = ["BATCH_PROVIDERS", "MAX_WAIT", "BatchRounds", "RoundStats", "batch_api", "run_tag"]

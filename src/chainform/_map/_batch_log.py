@@ -6,7 +6,7 @@ the provider's batch id right after. A resumed run reads them back: a custom_id 
 is polled there, never submitted again; an intent without a batch id is looked for at the
 provider (by its intent id in the batch's metadata, or for Anthropic by its size and time, see
 `clients/_anthropic_batch.py`) before it is submitted; a batch found so is logged `adopted` (on
-trial) until its results are read, whoever found it (`_map/_batch.py`'s `adopt`).
+trial) until its results are read, whoever found it (`adopt`).
 """
 
 from __future__ import annotations
@@ -14,7 +14,9 @@ from __future__ import annotations
 import json
 import time
 from dataclasses import dataclass
+from typing import Any
 
+from chainform.clients._openai_batch import Intent
 from chainform.store import Store, new_id
 
 ADOPTED = "adopted"
@@ -83,6 +85,25 @@ def known_batch_ids(store: Store, provider: str) -> frozenset[str]:
     return frozenset(str(r[0]) for r in rows)
 
 
+def intent_of(store: Store, provider: str, stored: StoredBatch) -> Intent:
+    """What the provider is asked to recognise a batch by, when its id never reached the log (a
+    resumed run, and `map status`/`map cancel`)."""
+    return Intent(stored.id, len(stored.custom_ids), stored.created_at, known_batch_ids(store, provider))
+
+
+async def adopt(store: Store, api: Any, stored: StoredBatch) -> bool:
+    """Whether the batch of `stored`, an intent whose batch id never reached the log, is found at
+    the provider (`api.find`, by `intent_of`); a batch found is logged ADOPTED: on trial until its
+    results are read (`_batch.BatchRounds._answer`). The one way a run, `map status` and `map
+    cancel` take such a batch."""
+    found = await api.find(intent_of(store, api.provider, stored))
+    if found is None:
+        return False
+    stored.batch_id, stored.status = found, ADOPTED
+    record_status(store, stored)
+    return True
+
+
 def record_run(store: Store, output: str, run_id: str) -> None:
     """The run id of the batch run writing `output` (an absolute path): a resume finds its batches
     through it, even before the file holds a row."""
@@ -105,7 +126,9 @@ __all__ = [
     "ADOPTED",
     "FOREIGN",
     "StoredBatch",
+    "adopt",
     "batches_of",
+    "intent_of",
     "known_batch_ids",
     "record_intent",
     "record_run",

@@ -58,8 +58,7 @@ def map_status(run_id: str, model_name: str | None, key: str | None, base_url: s
     """Show the provider batches of a `map --batch` run: round, batch id, state, rows done (where
     the provider counts them: Gemini's batches say no counts)."""
 
-    from chainform._map._batch import adopt
-    from chainform._map._batch_log import ADOPTED
+    from chainform._map._batch_log import ADOPTED, adopt
 
     async def show(store: Any, batches: list[Any], api: Any) -> None:
         for batch in batches:
@@ -78,8 +77,7 @@ def map_status(run_id: str, model_name: str | None, key: str | None, base_url: s
 @_batch_options
 def map_cancel(run_id: str, model_name: str | None, key: str | None, base_url: str | None) -> None:
     """Cancel the unfinished provider batches of a `map --batch` run (`--resume` sends their rows again)."""
-    from chainform._map._batch import adopt
-    from chainform._map._batch_log import ADOPTED, record_status
+    from chainform._map._batch_log import ADOPTED, adopt, record_status
     from chainform.clients._openai_batch import TERMINAL
     from chainform.errors import ProviderError
 
