@@ -53,7 +53,10 @@ def test_cli_help_version_and_usage_errors_import_only_click_and_the_skeleton(tm
     assert third_party <= {"click", "click_default_group"}, third_party
     ours = {m for m in loaded if m.startswith("chainform")}
     # constants only: the dialect names, and the map's (its package alone: `--batch-wait`'s default)
-    allowed = {m for m in ours if m.startswith("chainform.cli._")} | {"chainform._dialect_names", "chainform._map"}
+    allowed = {m for m in ours if m.startswith("chainform.cli._")} | {
+        "chainform._dialect_names",
+        "chainform._map",
+    }
     assert ours - SKELETON - allowed <= {"chainform.errors"}, ours
     assert not any(m.startswith(("chainform.types", "chainform.models", "chainform.store")) for m in ours)
     assert "asyncio" not in loaded_stdlib(tmp_path)
