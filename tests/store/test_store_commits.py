@@ -19,6 +19,7 @@ import chainform as cf
 from chainform.chain._calls import ChainLogger
 from chainform.store import CallRecord, Store, StoreError, logging_enabled, set_logging
 from chainform.store import _rows as rows
+from chainform.store._store import LogBusy
 from chainform.testing import ScriptedClient, tool_call
 from chainform.types import DataContent, Message, TextContent
 
@@ -55,23 +56,57 @@ def test_each_call_is_committed_before_the_next_is_sent(home: Path) -> None:
     ]
 
 
-def test_async_chains_commit_on_a_worker_thread(monkeypatch: pytest.MonkeyPatch) -> None:
-    threads: list[str] = []
-    original = Store.write_calls
+def test_an_async_chain_never_holds_its_event_loop_while_another_process_holds_the_log(
+    home: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("CHAINFORM_LOG_TIMEOUT", "60")
+    path = home / "logs.db"
+    Store(path).check()  # the log exists; another process then takes its write lock
 
-    def spy(self: Store, *args: Any) -> None:
-        threads.append(threading.current_thread().name)
-        original(self, *args)
-
-    monkeypatch.setattr(Store, "write_calls", spy)
-
-    async def main() -> tuple[str, int]:
+    async def main() -> tuple[str, bool, int]:
         model = cf.AsyncModel(ScriptedClient([tool_call("get_weather", city="Paris"), "21.5 in Paris"]))
-        text = await model.chain("Weather?", tools=[get_weather]).text()
-        return text, len(Store().recent(10))  # the chain returned: its calls are committed
+        with contextlib.closing(sqlite3.connect(path, isolation_level=None)) as holder:
+            holder.execute("BEGIN IMMEDIATE")
+            chain = asyncio.ensure_future(model.chain("Weather?", tools=[get_weather]).text())
+            ticks = 0
+            while ticks < 20:  # the loop goes on while the chain's first call waits to be committed
+                await asyncio.sleep(0.01)
+                ticks += 1
+            waiting = not chain.done()  # its second call is not sent before the first is logged
+            holder.execute("COMMIT")
+        return await chain, waiting, ticks
 
-    assert asyncio.run(main()) == ("21.5 in Paris", 2)
-    assert len(threads) == 2 and threading.current_thread().name not in threads
+    assert asyncio.run(main()) == ("21.5 in Paris", True, 20)
+    assert _committed(path) == 2
+
+
+def test_a_write_that_must_not_wait_says_the_log_is_busy_instead(store: Store) -> None:
+    with pytest.raises(LogBusy, match="not open yet"):  # opening may migrate: never done without waiting
+        store.write_calls([make_record()], wait=False)
+    store.check()
+    with contextlib.closing(sqlite3.connect(store.path, isolation_level=None)) as holder:
+        holder.execute("BEGIN IMMEDIATE")  # another process writing
+        with pytest.raises(LogBusy, match="another process"):
+            store.write_calls([make_record()], wait=False)
+        holder.execute("COMMIT")
+    with store.read() as db:  # the busy timeout is back for the writes that wait
+        assert db.execute("PRAGMA busy_timeout").fetchone()[0] == 30_000
+
+    inside, release = threading.Event(), threading.Event()
+
+    def slow_write(db: sqlite3.Connection) -> None:
+        inside.set()
+        release.wait()
+
+    writer = threading.Thread(target=store.write, args=(slow_write,))
+    writer.start()
+    inside.wait()
+    with pytest.raises(LogBusy, match="another thread"):  # this Store's own connection is in use
+        store.write_calls([make_record()], wait=False)
+    release.set()
+    writer.join()
+    store.write_calls([make_record()], wait=False)  # free: committed at once
+    assert _committed(store.path) == 1
 
 
 def test_many_concurrent_chains_lose_nothing() -> None:

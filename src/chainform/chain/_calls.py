@@ -2,9 +2,10 @@
 
 A call is logged once its tool results are known: when the next call starts, or the chain ends
 (`log_finished`, awaited then). The engine builds its CallRecord (`log_record`) and the chain's
-`ChainLogger` commits it on a worker thread (the event loop goes on meanwhile) before the chain
-goes on, so a chain killed midway keeps every finished call, and a chain returns once all of its
-calls are in the log's tables. A failed write only warns: the log must never cost the user their
+`ChainLogger` commits it before the chain goes on (at once when the log is free; on a worker
+thread, the event loop going on meanwhile, when another writer holds it), so a chain killed
+midway keeps every finished call, and a chain returns once all of its calls are in the log's
+tables. A failed write only warns: the log must never cost the user their
 answer. A caller that runs many chains (model.map) names each chain's conversation through
 `naming`: the name rides on the chain's own rows.
 
@@ -33,6 +34,7 @@ from chainform.pricing import Meter
 from chainform.store import CallRecord, ToolCallRecord, ToolResultRecord, schema_id
 from chainform.store._attachments import Attached, url_key
 from chainform.store._serialize import to_jsonable
+from chainform.store._store import LogBusy
 from chainform.types import ChatOptions, ChatResponse, FunctionResultContent, Message, UsageDetails
 
 if TYPE_CHECKING:
@@ -318,10 +320,14 @@ class ChainLogger:
         return out
 
     async def log(self, record: CallRecord) -> None:
-        """Commit `record` (with the chain's attached files) on a worker thread; return once it is
-        committed. A write that fails warns and is dropped."""
+        """Commit `record` (with the chain's attached files); return once it is committed. It is
+        committed at once on the event loop's thread when the log is free, else on a worker thread
+        that waits for the lock while the loop goes on. A write that fails warns and is dropped."""
         try:
-            await asyncio.to_thread(self.store.write_calls, [record], self.attached)
+            try:
+                self.store.write_calls([record], self.attached, wait=False)
+            except LogBusy:
+                await asyncio.to_thread(self.store.write_calls, [record], self.attached)
         except Exception as exc:  # never lose the chain's result because the log failed
             warnings.warn(f"chainform: could not log a model call: {exc}", stacklevel=2)
 

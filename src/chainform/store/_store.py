@@ -2,7 +2,8 @@
 
 A plain SQLite database: what a chain logged is in its tables once the call is committed, for
 sqlite3, sqlite-utils or Datasette to read. Writes run on the caller's thread, one transaction
-each (a chain calls `write_calls` through a worker thread, chain/_calls.py); reads too.
+each (a chain's logger tries `write_calls(wait=False)` on its event loop's thread and, when the
+log is busy, writes on a worker thread, chain/_calls.py); reads too.
 
 Several processes may log at once (a shell loop of `chainform` calls, parallel scripts): the
 database runs in WAL mode, every write is one `BEGIN IMMEDIATE` transaction (so writers queue on
@@ -61,6 +62,11 @@ class SchemaInfo:
     created_at: float
     uses: int
     last_used: float | None
+
+
+class LogBusy(StoreError):
+    """A write asked not to wait (`wait=False`) found the log in use: another writer (a thread or a
+    process) holds it, or it is not open yet (opening may migrate it)."""
 
 
 class _Undo(Exception):
@@ -195,13 +201,20 @@ class Store:
                 time.sleep(delay)
                 delay = min(delay * 2, 0.5)
 
-    def write(self, fn: Callable[[sqlite3.Connection], T]) -> T:
-        """Run `fn` in one immediate write transaction, retried as a whole when the lock is busy.
+    def write(self, fn: Callable[[sqlite3.Connection], T], *, wait: bool = True) -> T:
+        """Run `fn` in one immediate write transaction, retried as a whole when the lock is busy
+        (up to the lock timeout). `wait=False` makes one try that waits for nothing: LogBusy when
+        the log is not open yet or another writer holds it (the chain's logger then writes on a
+        worker thread, chain/_calls.py).
 
         `read` and `write` are also how a module runs the queries only it needs, beside its code:
         map's batch records (_map/_batch_log.py), an eval's call summaries (evals/_summaries.py),
         `logs cost` (cli/_money.py)."""
-        with self._lock:
+        if not self._lock.acquire(blocking=wait):
+            raise LogBusy(f"the log at {self.path} is in use by another thread")
+        try:
+            if not wait and (self._db is None or self._pid != os.getpid()):
+                raise LogBusy(f"the log at {self.path} is not open yet")
             db = self._connect()
 
             def attempt() -> T:
@@ -216,9 +229,23 @@ class Store:
                 return result
 
             try:
-                return self._retry(attempt)
+                return self._retry(attempt) if wait else self._at_once(db, attempt)
             except sqlite3.Error as exc:  # a constraint, a value SQLite cannot store, read-only...
                 raise as_store_error(exc, self.path, "cannot write to the log") from exc
+        finally:
+            self._lock.release()
+
+    def _at_once(self, db: sqlite3.Connection, attempt: Callable[[], T]) -> T:
+        """`attempt` with SQLite's busy timeout at 0 (another process's lock: LogBusy at once)."""
+        db.execute("PRAGMA busy_timeout = 0")
+        try:
+            return attempt()
+        except sqlite3.OperationalError as exc:
+            if _is_busy(exc):
+                raise LogBusy(f"the log at {self.path} is locked by another process") from exc
+            raise
+        finally:
+            db.execute(f"PRAGMA busy_timeout = {round(self._timeout_s * 1000)}")
 
     @contextmanager
     def read(self) -> Iterator[sqlite3.Connection]:
@@ -236,11 +263,13 @@ class Store:
         """Store a schema under the sha256 of its canonical JSON and return that id."""
         return self.write(lambda db: insert_schema(db, schema))
 
-    def write_calls(self, records: Sequence[CallRecord], attached: Sequence[Attached] = ()) -> None:
+    def write_calls(
+        self, records: Sequence[CallRecord], attached: Sequence[Attached] = (), *, wait: bool = True
+    ) -> None:
         """Commit model calls in one transaction on this thread (`rows_of`: their conversations,
-        schemas, tool calls and results; `attached`: the files they sent)."""
+        schemas, tool calls and results; `attached`: the files they sent); `wait` as in `write`."""
         rows = rows_of(records, attached)
-        self.write(lambda db: write_rows(db, rows))
+        self.write(lambda db: write_rows(db, rows), wait=wait)
 
     # -- maintenance ------------------------------------------------------------------------
 
