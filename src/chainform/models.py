@@ -15,6 +15,7 @@ from chainform.chain._calls import ChainLogger
 from chainform.chain._engine import ChainRequest, ChainRun, traced
 from chainform.chain._events import EventLog
 from chainform.chain._fallback import FallbackPlan
+from chainform.chain._history import history_after
 from chainform.chain._records import ChainResult
 from chainform.chain._tools import AfterCall, BeforeCall, is_tool_source, normalize_tools
 from chainform.clients.base import ChatClient
@@ -242,11 +243,9 @@ class _Base(Generic[R]):
         events: EventLog,
         pending: PendingPrompt | None = None,
     ) -> ChainResult:
-        """Run a chain; each call is committed to the log as it finishes (chain/_calls.py), so
-        the chain returns (or raises) with all of its calls in the log."""
+        """Run a chain, each call committed to the log as it finishes (chain/_calls.py)."""
         prepared = await prepare_request(request, pending, self.profile, events)  # before any call
-        conversation_id = conversation_id or new_id()
-        chain_id = new_id()
+        conversation_id, chain_id = conversation_id or new_id(), new_id()
         run = ChainRun(
             self.client,
             request,
@@ -263,14 +262,6 @@ class _Base(Generic[R]):
         if prepared is not None:
             result.attachments = prepared.conversions
         return result
-
-
-def _history_after(history: list[Message], result: ChainResult) -> list[Message]:
-    """A conversation's history grown by a finished chain (tool calls and results included)."""
-    from chainform.chain._history import history as replay
-    from chainform.chain._history import of_result
-
-    return [*history, *replay([of_result(result)])]
 
 
 class Model(_Base[ChainResponse]):
@@ -341,7 +332,7 @@ class Conversation:
     def _settle(self) -> None:
         if self.responses:
             with contextlib.suppress(Exception):  # a failed chain adds nothing to the history
-                self.history = _history_after(self.history, self.responses[-1]._finished())
+                self.history = history_after(self.history, self.responses[-1]._finished())
 
 
 class AsyncConversation:
@@ -359,7 +350,7 @@ class AsyncConversation:
         """Like `AsyncModel.chain`, awaited; the history grows by what the chain did."""
         response = self.model.chain(prompt, conversation_id=self.id, history=self.history, **kwargs)
         await response
-        self.history = _history_after(self.history, response._finished())
+        self.history = history_after(self.history, response._finished())
         return response
 
 

@@ -293,7 +293,7 @@ def test_batch_with_a_provider_without_a_batch_api_names_those_with_one(tmp_path
 
 @ALL
 def test_provider_limits_split_a_round_into_several_batches(api, monkeypatch):
-    from chainform._map._batch import batch_api
+    from chainform._map._run import batch_api
 
     with Emulator(default=answer) as emu:
         monkeypatch.setattr(type(batch_api(api.model_at(emu).client)), "max_requests", 4)
@@ -306,7 +306,7 @@ def test_provider_limits_split_a_round_into_several_batches(api, monkeypatch):
 async def _submit(client: Any, intent: str, size: int = 1, run_id: str = "other-run") -> str:
     """Submit a batch of `size` requests for `intent` straight through the batch API, as the
     first round of run `run_id` sends them."""
-    from chainform._map._batch import batch_api
+    from chainform._map._run import batch_api
     from chainform.types import ChatOptions, Message
 
     batches = batch_api(client)
@@ -320,7 +320,7 @@ async def _submit(client: Any, intent: str, size: int = 1, run_id: str = "other-
 
 @ALL
 def test_a_batch_whose_id_was_lost_is_found_at_the_provider_by_its_intent(api):
-    from chainform._map._batch import batch_api
+    from chainform._map._run import batch_api
     from chainform.clients._openai_batch import Intent
 
     async def submit_then_find(client: Any) -> tuple[str, str | None, str | None]:
@@ -339,7 +339,7 @@ def test_a_batch_whose_id_was_lost_is_found_at_the_provider_by_its_intent(api):
 
 def test_an_anthropic_batch_is_found_only_where_one_batch_fits_the_intent():
     """Message Batches carry no metadata: the batch is known by its size, its time and the log's ids."""
-    from chainform._map._batch import batch_api
+    from chainform._map._run import batch_api
     from chainform.clients._openai_batch import Intent
 
     async def scene(client: Any) -> list[str | None]:
@@ -578,8 +578,8 @@ def test_a_gemini_attachment_travels_in_the_batch_file_as_its_bytes(tmp_path):
 def test_recovery_never_adopts_another_runs_batch_of_the_same_size(api, monkeypatch, tmp_path):
     """X dies after logging its intent; Y (another log, the same size, another prompt) submits; X
     resumes: its rows get X's own answers from a batch of its own, never Y's."""
-    from chainform._map._batch import batch_api
     from chainform._map._batch_log import batches_of
+    from chainform._map._run import batch_api
     from chainform.store import Store
 
     def echo(request: RecordedRequest) -> Any:

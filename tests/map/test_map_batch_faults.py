@@ -185,7 +185,7 @@ def test_cancel_of_a_batch_that_already_ended_says_so_and_exits_0(api):
 
 
 async def _ended(api: Api, emu: Emulator, batch_id: str) -> bool:
-    from chainform._map._batch import batch_api
+    from chainform._map._run import batch_api
 
     return bool((await batch_api(api.model_at(emu).client).poll(batch_id)).ended)
 
@@ -243,7 +243,7 @@ def test_results_files_that_are_never_readable_end_in_row_errors_after_the_retri
 
 @ALL
 def test_a_404_on_retrieve_is_the_batch_gone_and_another_status_stays_a_provider_error(api):
-    from chainform._map._batch import batch_api
+    from chainform._map._run import batch_api
 
     async def poll(emu: Emulator, batch_id: str) -> BaseException:
         with pytest.raises(ProviderError) as caught:

@@ -8,17 +8,14 @@ custom_id, each row's chain goes on (runs its tools locally) and asks again: the
 
 A row's custom_id is `<key>-<turn>-<run tag>` (a key that is not short letters, digits and
 underscores is hashed; the tag is a hash of the run id): the same request has the same id in a
-resumed run, and another run's requests never do. Each
-batch is written to the log before it is submitted (its intent: the custom_ids) and its provider
-batch id right after (_map/_batch_log.py). A resumed run polls the stored batch of an id rather
-than submitting it again, so no row is ever sent twice; an intent whose batch id never made it to
-the log is looked for at the provider by the intent id in its metadata (OpenAI) or display name
-(Gemini); Anthropic's batches carry neither, so there it is the one batch created since the intent
-with as many requests that the log does not name (two such: submitted again). A batch found so is
-adopted only on trial (`adopt`, for a run and for `map status`/`map cancel` alike: logged `adopted`
-until its results are read, so a resumed run makes the trial whoever found it): when its results
-name none of the run's custom_ids it was another run's (another log, the same size and minutes), its
-answers are never used, it is marked `foreign` in the log, and the rows go into a batch of their own.
+resumed run, and another run's requests never do. Each batch is written to the log before it is
+submitted (its intent: the custom_ids) and its provider batch id right after. A resumed run polls
+the stored batch of an id rather than submitting it again, so no row is ever sent twice; an intent
+whose batch id never reached the log is looked for at the provider and, when found, adopted on
+trial (`adopt`, the one way for a run and `map status`/`map cancel` alike; how each provider's batch
+is recognised: _map/_batch_log.py): when its results name none of the run's custom_ids it was
+another run's, its answers are never used, it is marked `foreign`, and its rows go into a batch of
+their own.
 """
 
 from __future__ import annotations
@@ -391,19 +388,4 @@ def run_tag(run_id: str) -> str:
     return hashlib.sha256(run_id.encode("utf-8", "surrogatepass")).hexdigest()[:10]
 
 
-def batch_api(client: Any) -> Any:
-    """The batch API of a model's client, or BatchError naming the providers that have one."""
-    make = getattr(client, "batch_api", None)
-    api = make() if make is not None else None
-    if api is None:
-        raise BatchError(
-            f"{getattr(client, 'provider', type(client).__name__)} has no batch API that chainform "
-            f"drives; batch runs work with: {', '.join(BATCH_PROVIDERS)}"
-        )
-    return api
-
-
-BATCH_PROVIDERS = ("openai (chat completions and responses)", "anthropic", "gemini")
-
-
-__all__ = ["BATCH_PROVIDERS", "MAX_WAIT", "BatchRounds", "RoundStats", "batch_api", "run_tag"]
+__all__ = ["MAX_WAIT", "BatchRounds", "RoundStats", "run_tag"]

@@ -22,7 +22,7 @@ from chainform._map._pool import Pool
 from chainform._map._results import MapResult, RowError
 from chainform.chain._calls import naming as _naming
 from chainform.chain._tools import normalize_tools
-from chainform.errors import ChainInterruptedError
+from chainform.errors import BatchError, ChainInterruptedError
 from chainform.output import OutputSpec
 from chainform.pricing import PRICES, Budget
 from chainform.pricing._table import ZERO
@@ -148,7 +148,7 @@ class MapRun:
             return self.model.client
         import copy
 
-        from chainform._map._batch import MAX_WAIT, BatchRounds, batch_api
+        from chainform._map._batch import MAX_WAIT, BatchRounds
         from chainform.store import Store
 
         api = batch_api(self.model.client)
@@ -281,4 +281,19 @@ class MapRun:
         return result
 
 
-__all__ = ["MapModel", "MapRun", "SyncMapModel"]
+def batch_api(client: Any) -> Any:
+    """The batch API of a model's client, or BatchError naming the providers that have one."""
+    make = getattr(client, "batch_api", None)
+    api = make() if make is not None else None
+    if api is None:
+        raise BatchError(
+            f"{getattr(client, 'provider', type(client).__name__)} has no batch API that chainform "
+            f"drives; batch runs work with: {', '.join(BATCH_PROVIDERS)}"
+        )
+    return api
+
+
+BATCH_PROVIDERS = ("openai (chat completions and responses)", "anthropic", "gemini")
+
+
+__all__ = ["BATCH_PROVIDERS", "MapModel", "MapRun", "SyncMapModel", "batch_api"]

@@ -108,6 +108,11 @@ def of_result(result: ChainResult) -> ChainSteps:
     return ChainSteps(result.prompt, steps)
 
 
+def history_after(messages: list[Message], result: ChainResult) -> list[Message]:
+    """A live `Conversation`'s history grown by a finished chain (tool calls and results included)."""
+    return [*messages, *history([of_result(result)])]
+
+
 def of_conversation(store: Store, conversation_id: str) -> list[Message]:
     """A logged conversation's history, for `-c/--continue` and `--cid`: the rows the store returns
     rebuilt by the same code a live `Conversation` uses (system prompts are the caller's to give again).

@@ -161,7 +161,7 @@ def record_batch_run(output: str, run_id: str) -> None:
 
 def check_batch(model: Any) -> Any:
     """The model's batch API; for a provider without one, a usage error naming those with one."""
-    from chainform._map._batch import batch_api
+    from chainform._map._run import batch_api
     from chainform.errors import BatchError
 
     try:
