@@ -17,9 +17,8 @@ from store_helpers import make_record
 
 import chainform as cf
 from chainform.chain._calls import ChainLogger
-from chainform.store import CallRecord, Store, StoreError, logging_enabled, set_logging
+from chainform.store import CallRecord, LogBusy, Store, StoreError, logging_enabled, set_logging
 from chainform.store import _rows as rows
-from chainform.store._store import LogBusy
 from chainform.testing import ScriptedClient, tool_call
 from chainform.types import DataContent, Message, TextContent
 

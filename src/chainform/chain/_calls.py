@@ -5,9 +5,9 @@ A call is logged once its tool results are known: when the next call starts, or 
 `ChainLogger` commits it before the chain goes on (at once when the log is free; on a worker
 thread, the event loop going on meanwhile, when another writer holds it), so a chain killed
 midway keeps every finished call, and a chain returns once all of its calls are in the log's
-tables. A failed write only warns: the log must never cost the user their
-answer. A caller that runs many chains (model.map) names each chain's conversation through
-`naming`: the name rides on the chain's own rows.
+tables. A failed write only warns: the log must never cost the user their answer. A caller that
+runs many chains (model.map) names each chain's conversation through `naming`: the name rides on
+the chain's own rows.
 
 Kept apart from the turn loop (chain/_engine.py) so the loop reads top to bottom; this is the
 plumbing every turn shares, whatever the strategy.
@@ -31,10 +31,9 @@ from chainform.errors import ProviderError, StructuredOutputGenerationError
 from chainform.output._select import Refusals, StrategyChoice
 from chainform.output.strategies import NOT_FINAL, Strategy
 from chainform.pricing import Meter
-from chainform.store import CallRecord, ToolCallRecord, ToolResultRecord, schema_id
+from chainform.store import CallRecord, LogBusy, ToolCallRecord, ToolResultRecord, schema_id
 from chainform.store._attachments import Attached, url_key
 from chainform.store._serialize import to_jsonable
-from chainform.store._store import LogBusy
 from chainform.types import ChatOptions, ChatResponse, FunctionResultContent, Message, UsageDetails
 
 if TYPE_CHECKING:

@@ -119,10 +119,14 @@ class Store:
 
     # -- connection -------------------------------------------------------------------------
 
+    def _open_here(self) -> sqlite3.Connection | None:
+        """This process's connection to the log, if it is open (a connection must not cross
+        fork(): a child process opens its own)."""
+        return self._db if self._pid == os.getpid() else None
+
     def _connect(self) -> sqlite3.Connection:
-        # A connection must not cross fork(): a child process opens its own.
-        if self._db is not None and self._pid == os.getpid():
-            return self._db
+        if (open_db := self._open_here()) is not None:
+            return open_db
         self._timeout_s = lock_timeout()
         try:
             self.path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
@@ -172,8 +176,8 @@ class Store:
     def close(self) -> None:
         """Close the connection (the store reopens on use)."""
         with self._lock:
-            if self._db is not None and self._pid == os.getpid():
-                self._db.close()
+            if (open_db := self._open_here()) is not None:
+                open_db.close()
             self._db = None
 
     def __enter__(self) -> Store:
@@ -213,7 +217,7 @@ class Store:
         if not self._lock.acquire(blocking=wait):
             raise LogBusy(f"the log at {self.path} is in use by another thread")
         try:
-            if not wait and (self._db is None or self._pid != os.getpid()):
+            if not wait and self._open_here() is None:
                 raise LogBusy(f"the log at {self.path} is not open yet")
             db = self._connect()
 
@@ -245,7 +249,7 @@ class Store:
                 raise LogBusy(f"the log at {self.path} is locked by another process") from exc
             raise
         finally:
-            db.execute(f"PRAGMA busy_timeout = {round(self._timeout_s * 1000)}")
+            db.execute(f"PRAGMA busy_timeout = {int(self._timeout_s * 1000)}")  # as connect() set it
 
     @contextmanager
     def read(self) -> Iterator[sqlite3.Connection]:
