@@ -191,7 +191,7 @@ def test_a_collector_that_never_answers_does_not_hold_the_exit_past_the_bound(
         monkeypatch.setenv("OTEL_EXPORTER_OTLP_TIMEOUT", timeout)
     emulator.add('{"temp_c": 21}')
     started = time.monotonic()
-    with pytest.warns(UserWarning, match=f"127.0.0.1:{silent_collector}"):
+    with pytest.warns(UserWarning, match=f"could not send traces to http://127.0.0.1:{silent_collector}"):
         done = CliRunner().invoke(cli, _argv(emulator, tmp_path, "--otel"))
     took = time.monotonic() - started
     assert done.exit_code == 0, done.output

@@ -3,7 +3,8 @@ that OTEL_EXPORTER_OTLP_ENDPOINT names, with opentelemetry-sdk's providers and e
 
 The providers are this command's own (no global is set, so a library user's are never replaced)
 and are shut down, flushing what is left, when the command ends. A collector that cannot be
-reached costs one warning: the chain still answers and is logged. The exporters' own log lines
+reached costs one warning, `could not send traces to <endpoint>` whether the export failed or
+the wait at exit ran out: the chain still answers and is logged. The exporters' own log lines
 are silenced in favour of that warning. The export timeout is OTEL_EXPORTER_OTLP_TIMEOUT seconds
 when that is a number (at most MAX_TIMEOUT), else DEFAULT_TIMEOUT, and it also bounds the wait at
 exit: the flush runs on a helper thread the command waits for that long at most (Ctrl-C ends the
@@ -86,7 +87,7 @@ def start(include_content: bool = False) -> Callable[[], None]:
         if worker.is_alive() and not told:
             told.append(True)
             warnings.warn(
-                f"chainform: {shown} did not answer within {timeout:g} s; the last traces were not sent",
+                f"chainform: could not send traces to {shown}: no answer within {timeout:g} s",
                 stacklevel=2,
             )
 
