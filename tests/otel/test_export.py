@@ -198,6 +198,42 @@ def test_a_collector_that_never_answers_does_not_hold_the_exit_past_the_bound(
     assert took < 3 * DEFAULT_TIMEOUT, f"the exit waited {took:.1f} s for the collector"
 
 
+def test_the_exit_goes_on_only_once_the_exporters_warning_is_out(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The exporter's thread fails an export just as the exit's wait runs out (both are bounded by
+    the same timeout): whichever gives the warning, the other returns only once it is out, so the
+    command never ends between the exporter's decision to warn and its warning."""
+    from types import SimpleNamespace
+
+    from chainform.otel import _export
+
+    issued: list[str] = []
+    writing, release = threading.Event(), threading.Event()
+
+    def slow_warn(text: str, stacklevel: int) -> None:  # the exporter's thread, descheduled mid-warning
+        writing.set()
+        release.wait(60)
+        issued.append(text)
+
+    monkeypatch.setattr(_export, "warnings", SimpleNamespace(warn=slow_warn))
+    once = _export.OneWarning("http://127.0.0.1:4318")
+    exporter = threading.Thread(target=once.warn)
+    exporter.start()
+    assert writing.wait(60)
+    seen_at_exit: list[str] = []
+
+    def exit_wait_ran_out() -> None:
+        once.warn(": no answer within 3 s")
+        seen_at_exit.extend(issued)  # what the command has said by the time it goes on
+
+    exiting = threading.Thread(target=exit_wait_ran_out)
+    exiting.start()
+    exiting.join(0.5)  # the lock holds it (or, without one, it has long gone on): either way, release
+    release.set()
+    exporter.join(60)
+    exiting.join(60)
+    assert seen_at_exit == issued == ["chainform: could not send traces to http://127.0.0.1:4318"]
+
+
 @pytest.mark.parametrize(
     ("value", "seconds"), [("abc", 3.0), ("nan", 3.0), ("-1", 3.0), ("1.5", 1.5), ("20", 10.0), ("inf", 3.0)]
 )

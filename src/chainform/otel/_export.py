@@ -63,12 +63,12 @@ def start(include_content: bool = False) -> Callable[[], None]:
     shown = redact(endpoint)
     timeout = export_timeout()
     resource = Resource.create({"service.name": os.environ.get("OTEL_SERVICE_NAME") or "chainform"})
-    told: list[bool] = []  # one warning for traces and metrics together
-    spans = _warned(OTLPSpanExporter(timeout=timeout), shown, told)
+    once = OneWarning(shown)  # one warning for traces and metrics together
+    spans = _warned(OTLPSpanExporter(timeout=timeout), once)
     # no atexit shutdown of their own: `stop` is the one flush, and it is bounded
     tracer_provider = TracerProvider(resource=resource, shutdown_on_exit=False)
     tracer_provider.add_span_processor(BatchSpanProcessor(spans, export_timeout_millis=timeout * 1000))
-    metrics = _warned(OTLPMetricExporter(timeout=timeout), shown, told)
+    metrics = _warned(OTLPMetricExporter(timeout=timeout), once)
     reader = PeriodicExportingMetricReader(
         metrics, export_interval_millis=60_000, export_timeout_millis=timeout * 1000
     )
@@ -84,12 +84,8 @@ def start(include_content: bool = False) -> Callable[[], None]:
         worker = threading.Thread(target=flush, name="chainform-otel-flush", daemon=True)
         worker.start()
         worker.join(timeout)  # a collector that never answers is given up on, not waited for
-        if worker.is_alive() and not told:
-            told.append(True)
-            warnings.warn(
-                f"chainform: could not send traces to {shown}: no answer within {timeout:g} s",
-                stacklevel=2,
-            )
+        if worker.is_alive():
+            once.warn(f": no answer within {timeout:g} s")
 
     return stop
 
@@ -108,16 +104,34 @@ def export_timeout() -> float:
     return DEFAULT_TIMEOUT
 
 
-def _warned(exporter: Any, endpoint: str, told: list[bool]) -> Any:
+class OneWarning:
+    """A command's one `could not send traces to <endpoint>` warning, whichever thread gives it
+    first (an exporter's, on a failed export; the command's, when the wait at exit runs out). The
+    check and the warning are one step under a lock: a caller that finds the warning given knows
+    it is out, so the exit never returns while the exporter's thread is still between the two."""
+
+    def __init__(self, endpoint: str) -> None:
+        self.endpoint = endpoint
+        self._lock = threading.Lock()
+        self._given = False
+
+    def warn(self, detail: str = "") -> None:
+        """Warn (`detail` after the endpoint) unless a warning was given; return once it is out."""
+        with self._lock:
+            if not self._given:
+                self._given = True
+                warnings.warn(f"chainform: could not send traces to {self.endpoint}{detail}", stacklevel=3)
+
+
+def _warned(exporter: Any, once: OneWarning) -> Any:
     """`exporter` whose failed exports warn once (naming the endpoint, credentials masked) instead
     of logging each."""
     export = exporter.export
 
     def checked(*args: Any, **kwargs: Any) -> Any:
         result = export(*args, **kwargs)
-        if getattr(result, "name", "") == "FAILURE" and not told:
-            told.append(True)
-            warnings.warn(f"chainform: could not send traces to {endpoint}", stacklevel=2)
+        if getattr(result, "name", "") == "FAILURE":
+            once.warn()
         return result
 
     exporter.export = checked
