@@ -8,10 +8,10 @@ merging, reasoning replay) is checked once, apart from any provider's wire forma
 from __future__ import annotations
 
 import asyncio
-import time
 from typing import Any
 
 import pytest
+from virtual_time import VirtualTime
 
 from chainform.clients._adapter import Endpoint, ProviderClient, sdk_error
 from chainform.clients._errors import StreamGuard
@@ -282,12 +282,13 @@ class Paced(Events):
         return await super().__anext__()
 
 
-async def test_skeleton_ends_a_silent_stream_in_a_typed_timeout_keeping_what_arrived() -> None:
-    events = Paced(["Hel", "lo", "done"], gap=0.01, hang_after=2)
-    started = time.monotonic()
+def test_skeleton_ends_a_silent_stream_in_a_typed_timeout_keeping_what_arrived(virtual: VirtualTime) -> None:
+    """On virtual time (virtual_time.py): two events 0.1 s apart, then silence; the read limit ends
+    the call 0.3 s after the last event, neither sooner nor at the opening limit (1.3 s)."""
+    events = Paced(["Hel", "lo", "done"], gap=0.1, hang_after=2)
     with pytest.raises(StreamInterruptedError) as info:
-        await Adapter(events, timeout=(1, 0.3)).get_response([Message.user("hi")])
-    assert 0.25 < time.monotonic() - started < 3
+        virtual.run(Adapter(events, timeout=(1, 0.3)).get_response([Message.user("hi")]))
+    assert virtual.time() == pytest.approx(0.1 + 0.1 + 0.3)
     error = info.value
     assert (error.kind, error.status, error.retryable) == ("timeout", None, True)
     assert "sent nothing for 0.3 s" in str(error)
@@ -309,13 +310,18 @@ async def test_skeleton_times_out_an_sdk_call_that_never_opens() -> None:
     assert "no answer within 0.3 s" in str(info.value)
 
 
-async def test_skeleton_read_timeout_is_silence_not_the_length_of_the_answer() -> None:
-    """Events 0.15 s apart under a 0.3 s read timeout: 1.2 s in all, never cut; a gap of 0.5 s
-    kept alive by a touch every 0.1 s (chunks of bytes without an event) is not silence either."""
+def test_skeleton_read_timeout_is_silence_not_the_length_of_the_answer(virtual: VirtualTime) -> None:
+    """On virtual time: events 0.15 s apart under a 0.3 s read timeout, 1.2 s in all, never cut; a
+    gap of 0.5 s kept alive by a touch every 0.1 s (chunks of bytes without an event) is not
+    silence either. The same gaps without the touches are."""
     steady = Paced(["a", "b", "c", "d", "e", "f", "g", "done"], gap=0.15)
-    assert (await Adapter(steady, timeout=(1, 0.3)).get_response([Message.user("hi")])).text == "abcdefg"
+    assert virtual.run(Adapter(steady, timeout=(1, 0.3)).get_response([])).text == "abcdefg"
+    assert virtual.time() >= 8 * 0.15  # four times the read timeout
     pinged = Paced(["a", "b", "done"], gap=0.5, pings=4)
-    assert (await Adapter(pinged, timeout=(1, 0.3)).get_response([Message.user("hi")])).text == "ab"
+    assert virtual.run(Adapter(pinged, timeout=(1, 0.3)).get_response([])).text == "ab"
+    silent = Paced(["a", "b", "done"], gap=0.5)
+    with pytest.raises(StreamInterruptedError, match="sent nothing for 0.3 s"):
+        virtual.run(Adapter(silent, timeout=(1, 0.3)).get_response([]))
 
 
 async def test_skeleton_timeout_defaults_and_forms() -> None:
