@@ -9,6 +9,7 @@ import re
 import signal
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 from typing import Any
@@ -16,10 +17,16 @@ from typing import Any
 from chainform.testing.emulator import Emulator, RecordedRequest
 
 ROWS = 120
+CONCURRENCY = 4
+HELD = 20  # the killed run's rows from here on wait at the emulator until it is killed
+
+
+def order(request: RecordedRequest) -> int:
+    return int(re.search(r"order (\d+)", json.dumps(request.json)).group(1))
 
 
 def answer(request: RecordedRequest) -> str:
-    n = int(re.search(r"order (\d+)", json.dumps(request.json)).group(1))
+    n = order(request)
     return json.dumps({"id": n, "total": n / 2})
 
 
@@ -55,10 +62,15 @@ def argv(data: Path, emulator: Emulator, *extra: str) -> list[str]:
         "--strategy",
         "prompted",
         "--concurrency",
-        "4",
+        str(CONCURRENCY),
         "--json",
         *extra,
     ]
+
+
+def committed(evals: Path) -> int:
+    """The rows of cell 0 the eval under `evals` has committed."""
+    return sum(path.read_text().count("\n") for path in evals.glob("*/cell-0.jsonl"))
 
 
 def figures(report: dict[str, Any]) -> list[dict[str, Any]]:
@@ -78,7 +90,7 @@ def test_kill_9_then_resume_reports_what_an_uninterrupted_eval_does(
     tmp_path: Path, emulator: Emulator
 ) -> None:
     data = write_data(tmp_path / "orders.jsonl")
-    emulator.default, emulator.delay = answer, 0.05
+    emulator.default = answer
     whole_home = tmp_path / "whole"
     whole = subprocess.run(
         argv(data, emulator),
@@ -93,25 +105,37 @@ def test_kill_9_then_resume_reports_what_an_uninterrupted_eval_does(
         ROWS // 3 - 1
     )  # rows 3, 6, ... are wrong; 0 is right
 
-    home = Path(os.environ["CHAINFORM_HOME"])
+    # The run to kill: rows from HELD on wait at the emulator, so the kill lands in cell 0 with the
+    # CLI stuck (every request it has in flight held, so recorded), however slow the machine is.
+    held: list[int] = []
+    gate = threading.Event()
+
+    def holding(request: RecordedRequest) -> str:
+        if order(request) >= HELD and not gate.is_set():
+            held.append(order(request))
+            gate.wait(300)
+        return answer(request)
+
+    emulator.default = holding
+    evals = Path(os.environ["CHAINFORM_HOME"]) / "evals"
     emulator.requests.clear()
     proc = subprocess.Popen(argv(data, emulator), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    deadline = time.monotonic() + 300
-    cells = home / "evals"
-    while time.monotonic() < deadline:
-        assert proc.poll() is None, proc.communicate()
-        done = list(cells.glob("*/cell-0.jsonl"))
-        if done and done[0].read_text().count("\n") >= 15:
-            break
-        time.sleep(0.02)
-    proc.send_signal(signal.SIGKILL)
-    proc.communicate(timeout=60)
-    committed = done[0].read_text().count("\n")
-    assert 15 <= committed < ROWS
+    try:
+        deadline = time.monotonic() + 300
+        while len(held) < CONCURRENCY or committed(evals) < 15:  # the rows before HELD are answered
+            assert proc.poll() is None, proc.communicate()
+            assert time.monotonic() < deadline, (held, committed(evals))
+            time.sleep(0.02)
+        proc.send_signal(signal.SIGKILL)
+        proc.communicate(timeout=60)
+    finally:
+        gate.set()
+    done = committed(evals)
+    assert 15 <= done < ROWS
     sent_before = len(emulator.requests)
     resumed = subprocess.run(argv(data, emulator, "--resume"), capture_output=True, text=True, timeout=600)
     assert resumed.returncode == 0, resumed.stderr
     report = json.loads(resumed.stdout)
     assert figures(report) == figures(expected)
     # no committed row was sent again: the resume asked for the rest of cell 0 and all of cell 1
-    assert len(emulator.requests) - sent_before == 2 * ROWS - committed
+    assert len(emulator.requests) - sent_before == 2 * ROWS - done

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import signal
+import threading
 import time
 from pathlib import Path
 
@@ -131,15 +132,29 @@ def test_killed_mid_run_then_resume_yields_each_row_exactly_once(tmp_path, tools
     count = 150
     inp = write_orders(tmp_path / "in.jsonl", count)
     out = tmp_path / "out.jsonl"
-    emulator.default, emulator.delay, emulator.record = failing(*range(3, count, 10)), 0.02, False
+    # Rows from 40 on wait at the emulator until the CLI has ended: the signal lands mid-run with
+    # the CLI stuck (its 8 requests in flight held), however slow the machine is.
+    held, gate, answer = [], threading.Event(), failing(*range(3, count, 10))
+
+    def holding(request):
+        if order_number(request) >= 40 and not gate.is_set():
+            held.append(request)
+            gate.wait(120)
+        return answer(request)
+
+    emulator.default, emulator.record = holding, False
     argv = map_argv(inp, out, emulator.base_url, tools_file, "--concurrency", "8", "--retries", "0")
     proc = start_cli(argv)
-    deadline = time.monotonic() + 120
-    while (not out.exists() or out.read_text().count("\n") < 20) and time.monotonic() < deadline:
-        assert proc.poll() is None, proc.communicate()
-        time.sleep(0.05)
-    proc.send_signal(stop)
-    _, err = proc.communicate(timeout=60)
+    try:
+        deadline = time.monotonic() + 120
+        while len(held) < 8 or not out.exists() or out.read_text().count("\n") < 20:
+            assert proc.poll() is None, proc.communicate()
+            assert time.monotonic() < deadline, len(held)
+            time.sleep(0.05)
+        proc.send_signal(stop)
+        _, err = proc.communicate(timeout=60)
+    finally:
+        gate.set()
     if stop == signal.SIGINT:
         assert proc.returncode == 130 and "--resume" in err
     partial = out.read_bytes()
