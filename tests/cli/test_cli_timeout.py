@@ -18,11 +18,14 @@ def test_cli_timeout_ends_a_stalled_stream_with_exit_3_and_one_line(run, emulato
 
 
 def test_cli_timeout_long_answer_that_keeps_streaming_is_not_cut(run, emulator: Emulator) -> None:
-    emulator.add(Stall(0.1, reply="x" * 64, after_events=1, every=True))  # 8 events, 0.8 s in all
+    """`--timeout 3` is the read timeout, not the answer's length: 36 events 0.1 s apart (3.5 s in
+    all) are not cut. Real seconds (the SDK's own timeouts are part of it), so the margin is wide:
+    only a test process stalled for 2.9 s between two events would read as a silent server."""
+    emulator.add(Stall(0.1, reply="x" * 288, after_events=1, every=True))  # 36 events of 8
     url = emulator.base_url + "/v1"
-    result = run("hi", "-m", "openai/gpt-4.1-mini", "--base-url", url, "--key", "sk-t", "--timeout", "0.4")
+    result = run("hi", "-m", "openai/gpt-4.1-mini", "--base-url", url, "--key", "sk-t", "--timeout", "3")
     assert result.exit_code == 0, result.stderr
-    assert result.stdout.strip() == "x" * 64
+    assert result.stdout.strip() == "x" * 288
 
 
 @pytest.mark.parametrize("bad", ["soon", "0", "-1", "1,2,3", "nan", ","])

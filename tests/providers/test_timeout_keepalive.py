@@ -1,7 +1,11 @@
 """The read timeout is the server's silence, counted in bytes, not events (issue 28 item 2): a
 server that sends SSE keep-alive comments (which the SDK never hands on as events) for longer than
 the read timeout before its first token is not silent, and the call goes on; one that sends
-nothing for as long is cut. A loopback server of the test's own, speaking Chat Completions."""
+nothing for as long is cut. A loopback server of the test's own, speaking Chat Completions.
+
+Real seconds, as the SDK's own HTTP timeouts are part of what is checked: a ping every 0.05 s
+under a read timeout of 3 s, so that only a test process stalled for nearly 3 s between two pings
+reads as a silent server; the thinking (4 s) outlasts connect + read (0.1 + 3 s)."""
 
 from __future__ import annotations
 
@@ -15,6 +19,7 @@ import pytest
 
 import chainform as cf
 
+READ = 3.0  # seconds: the read timeout of both tests
 CHUNK = {"id": "c1", "object": "chat.completion.chunk", "model": "m", "choices": []}
 
 
@@ -37,8 +42,8 @@ class _Slow(BaseHTTPRequestHandler):
         self.send_header("transfer-encoding", "chunked")
         self.end_headers()
         chunks = []
-        for _ in range(10):  # 1 s of thinking before the first token
-            time.sleep(0.1)
+        for _ in range(80):  # 4 s of thinking before the first token
+            time.sleep(0.05)
             if self.server.keepalive:  # type: ignore[attr-defined]
                 self._chunk(b": ping\n\n")
         chunks += [_event({"role": "assistant", "content": "thought "}), _event({"content": "long"}, "stop")]
@@ -71,13 +76,13 @@ def server(request: pytest.FixtureRequest) -> Iterator[str]:
 
 @pytest.mark.parametrize("server", [True], indirect=True)
 def test_keepalive_comments_keep_a_slow_first_token_alive(server: str) -> None:
-    model = cf.get_model("openai/m", base_url=server, key="sk-t", max_retries=0, timeout=(0.1, 0.3))
+    model = cf.get_model("openai/m", base_url=server, key="sk-t", max_retries=0, timeout=(0.1, READ))
     assert "".join(model.prompt("x", log=False)) == "thought long"
 
 
 @pytest.mark.parametrize("server", [False], indirect=True)
 def test_the_same_wait_in_silence_is_a_timeout(server: str) -> None:
-    model = cf.get_model("openai/m", base_url=server, key="sk-t", max_retries=0, timeout=(0.1, 0.3))
+    model = cf.get_model("openai/m", base_url=server, key="sk-t", max_retries=0, timeout=(0.1, READ))
     with pytest.raises(cf.ProviderError) as info:
         "".join(model.prompt("x", log=False))
     assert info.value.kind == "timeout" and info.value.retryable

@@ -107,11 +107,14 @@ def test_stall_before_a_reply_without_streaming_is_a_typed_timeout(transport: Ro
 
 def test_a_slow_steady_stream_longer_than_the_read_timeout_completes(transport: Row, emu: Emulator) -> None:
     """The read timeout is the server's silence, not the answer's length: every event comes within
-    it, the whole answer takes several times it."""
-    emu.add(Stall(0.15, reply=TEXT, after_events=1, every=True))
+    it, the whole answer takes longer. Real seconds (each SDK's own timeouts are part of it): events
+    0.05 s apart under a read timeout of 2.5 s, so that only a test process stalled for 2.4 s
+    between two events reads as a silent server."""
+    long = TEXT * 6  # 54 events of 4 characters
+    emu.add(Stall(0.05, reply=long, after_events=1, every=True))
     started = time.monotonic()
-    assert "".join(transport.model(emu, timeout=0.6).prompt("x", log=False)) == TEXT
-    assert time.monotonic() - started > 1.2  # TEXT is 9+ events of 4 characters, 0.15 s apart
+    assert "".join(transport.model(emu, timeout=2.5).prompt("x", log=False)) == long
+    assert time.monotonic() - started > 2.5  # 53 gaps of 0.05 s
 
 
 @pytest.mark.parametrize("mid_event", [False, True], ids=["between-events", "mid-event"])
