@@ -68,8 +68,10 @@ def test_hostile_listings_end_fast_in_a_typed_error_naming_server_and_phase(mode
 
 
 def test_a_silent_listing_is_a_typed_timeout() -> None:
-    server = MCPServer.stdio(sys.executable, [HOSTILE, "silent"], connect_timeout=1)
+    server = hostile("silent")
     try:
+        server._live()  # started and greeted within 20 s, however loaded the machine
+        server.connect_timeout = 1  # what the listing then waits, for an answer that never comes
         with pytest.raises(
             cf.MCPServerError, match=r"failed to list its tools: no answer within 1 s"
         ) as info:

@@ -43,7 +43,9 @@ def test_exceptions_come_back_as_tracebacks() -> None:
 
 
 def test_timeout_stops_an_infinite_loop() -> None:
-    out = python("print('started')\nwhile True:\n    pass", timeout=1)
+    # 3 s: the sandbox starts in ~0.05 s, so only a machine that stalls the cell for seconds before
+    # its first line could leave "started" unprinted
+    out = python("print('started')\nwhile True:\n    pass", timeout=3)
     assert out.startswith("started\n")
     assert "TimeoutError" in out
 
@@ -65,8 +67,12 @@ def test_timeout_kills_sleeping_children_too() -> None:
     # The child never ends by itself: unless the timeout kills it, the call hangs or it is still there.
     marker = f"chainform-test-child-{uuid.uuid4().hex}"
     child = f"import time  # {marker}\nwhile True: time.sleep(1)"
-    code = f"import subprocess, sys\nsubprocess.Popen([sys.executable, '-c', {child!r}])\nimport time; time.sleep(600)"
-    out = python(code, timeout=1)
+    code = (
+        f"import subprocess, sys, time\nsubprocess.Popen([sys.executable, '-c', {child!r}])\n"
+        "print('spawned')\ntime.sleep(600)"
+    )
+    out = python(code, timeout=3)
+    assert out.startswith("spawned\n"), out  # the child was there to be killed (3 s: ample to get here)
     assert "TimeoutError" in out
     assert _alive(marker) == []
 

@@ -307,13 +307,15 @@ def test_writing_past_the_disk_cap(level: str) -> None:
 @pytest.mark.parametrize("level", LEVELS)
 def test_processes_together_within_the_memory_budget(level: str) -> None:
     """Four processes of 200 MB each under a 512 MB budget: each fits alone, together they do not.
-    A process holds its memory (written, so resident) until the cell ends; the cell counts those
-    still alive once all have tried."""
+    A process holds its memory (written, so resident) until the cell ends; once all have tried,
+    the cell asks each that got its memory whether it is still there: a reply, or the end of its
+    pipe for one the memory limit killed meanwhile (no clock: a kill lands before the next report)."""
     code = (
         "import os, time\n"
         "kids = []\n"
         "for _ in range(4):\n"
         "    r, w = os.pipe()\n"
+        "    ask_r, ask = os.pipe()\n"
         "    try:\n"
         "        pid = os.fork()\n"
         "    except OSError:\n"
@@ -325,12 +327,19 @@ def test_processes_together_within_the_memory_budget(level: str) -> None:
         "            os.write(w, b'1')\n"
         "        except MemoryError:\n"
         "            os._exit(1)\n"
+        "        os.read(ask_r, 1)\n"
+        "        os.write(w, b'2')  # still here, still holding it\n"
         "        time.sleep(30)\n"
         "        os._exit(0)\n"
-        "    os.close(w)\n"
-        "    kids.append((pid, os.read(r, 1) == b'1'))\n"
-        "time.sleep(0.3)\n"
-        "sum(held and os.waitpid(pid, os.WNOHANG) == (0, 0) for pid, held in kids)"
+        "    os.close(w), os.close(ask_r)\n"
+        "    kids.append((r, ask, os.read(r, 1) == b'1'))\n"
+        "def still_holding(r, ask):\n"
+        "    try:\n"
+        "        os.write(ask, b'?')\n"
+        "    except OSError:\n"
+        "        return False\n"
+        "    return os.read(r, 1) == b'2'\n"
+        "sum(held and still_holding(r, ask) for r, ask, held in kids)"
     )
     out = python.with_limits(memory_mb=512, timeout=20, isolation=level)(code)
     holding = int(out.split()[-1])
