@@ -225,10 +225,10 @@ def test_a_failed_batch_is_retried_then_its_rows_fail(api):
     assert all(not r.ok and "no result for" in r.error.message for r in results)
 
 
-def wait_for_a_batch(proc: Any, emu: Emulator) -> None:
-    """Until the CLI in `proc` has created its first batch."""
+def wait_for_a_batch(proc: Any, emu: Emulator, count: int = 1) -> None:
+    """Until the CLI in `proc` has created its first batch (`count` batches in all)."""
     deadline = time.monotonic() + 60
-    while not emu.batches.created and time.monotonic() < deadline:
+    while len(emu.batches.created) < count and time.monotonic() < deadline:
         assert proc.poll() is None, proc.communicate()
         time.sleep(0.02)
 

@@ -22,6 +22,7 @@ from test_map_batch import (
     order_in,
     rows,
     tagged,
+    wait_for_a_batch,
     with_,
 )
 
@@ -224,8 +225,7 @@ def test_ctrl_c_names_the_run_and_a_cancel_during_a_live_run_sends_nothing_again
     assert all("cancelled" in line["error"]["message"] for line in read_lines(out)), err
     emulator.batches.hold = True
     proc = start_cli([*argv, "--resume"])  # the cancelled rows run again: a new batch, held
-    while len(emulator.batches.created) < 2:
-        assert proc.poll() is None, proc.communicate()
+    wait_for_a_batch(proc, emulator, 2)
     proc.send_signal(signal.SIGINT)
     _, err = proc.communicate(timeout=60)
     assert f"run {run_id} interrupted" in err and f"map status {run_id}" in err
