@@ -66,8 +66,11 @@ def test_http_error_kind_and_retry(
 
 
 def test_timeout_is_retried_then_typed(transport: Row, emu: Emulator) -> None:
+    """A read stall is timed out, retried once, then typed. Only the read timeout is short (0.3 s):
+    connecting may take 5 s, so a stalled test process cannot turn an attempt into a connect
+    timeout before its request is sent (it then never reaches the emulator's count)."""
     emu.add(Stall(5), "recovered", Stall(5), Stall(5))
-    model = transport.model(emu, timeout=0.3)
+    model = transport.model(emu, timeout=(5, 0.3))
     assert model.prompt("x", log=False).text() == "recovered"
     with pytest.raises(cf.ProviderError) as info:
         model.prompt("x", log=False).text()
