@@ -124,3 +124,14 @@ def test_with_limits_and_description() -> None:
     assert (tool.timeout, tool.memory_mb, python.timeout) == (2, 256, 5.0)
     assert "2 s" in tool.description and "256 MB" in tool.description
     assert "MemoryError" in tool("bytearray(300 * 1024 ** 2)")
+
+
+@pytest.mark.parametrize("isolation", ["process", "auto"])
+def test_a_cell_that_closes_its_output_is_still_bound_by_the_timeout(isolation: str) -> None:
+    # End of output is not the end of the cell: one that closes its own stdout and stderr runs on
+    # until the timeout stops it, and the note says so (not a kill blamed on the memory limit).
+    code = "import os, time\nprint('closing', flush=True)\nos.close(1)\nos.close(2)\ntime.sleep(600)"
+    out = python.with_limits(isolation=isolation)(code, timeout=3)
+    assert out.startswith("closing\n"), out
+    assert "TimeoutError: the code ran longer than 3 s" in out, out
+    assert "memory limit" not in out

@@ -173,23 +173,24 @@ def _exit_note(sig: int) -> str:
     return f"[the process was ended by {name}{why}]"
 
 
-def _gone(pid: int, wait_s: float) -> None:
-    """Wait (a little) until the child has exited, without reaping it, so its group id stays ours.
-    A pidfd wakes us the moment it exits; elsewhere, poll."""
+def _gone(pid: int, wait_s: float) -> bool:
+    """Wait up to `wait_s` until the child has exited, without reaping it, so its group id stays
+    ours; whether it did. A pidfd wakes us the moment it exits; elsewhere, poll."""
     with contextlib.suppress(OSError, AttributeError):
         fd = os.pidfd_open(pid)
         try:
-            select.select([fd], [], [], wait_s)
+            return bool(select.select([fd], [], [], wait_s)[0])
         finally:
             os.close(fd)
-        return
     deadline = time.monotonic() + wait_s
-    while time.monotonic() < deadline:
+    while True:
         try:
             if os.waitid(os.P_PID, pid, os.WEXITED | os.WNOHANG | os.WNOWAIT) is not None:
-                return
+                return True
         except ChildProcessError:
-            return
+            return True
+        if time.monotonic() >= deadline:
+            return False
         time.sleep(0.002)
 
 
@@ -294,25 +295,26 @@ def _collect(proc: subprocess.Popen[bytes], timeout: float, max_output: int) -> 
     size = 0
     note = ""
     deadline = time.monotonic() + timeout
+    timed_out = f"TimeoutError: the code ran longer than {timeout:g} s and was stopped"
     with selectors.DefaultSelector() as sel:
         sel.register(fd, selectors.EVENT_READ)
         while True:
             remaining = deadline - time.monotonic()
             if remaining <= 0:
-                note = f"TimeoutError: the code ran longer than {timeout:g} s and was stopped"
+                note = timed_out
                 break
             if not sel.select(remaining):
                 continue
             data = os.read(fd, 65536)
-            if not data:
+            if not data:  # the output is closed; the cell may still run (it closed its own): the timeout holds
+                if not _gone(proc.pid, max(deadline - time.monotonic(), 0)):
+                    note = timed_out
                 break
             chunks.append(data)
             size += len(data)
             if size > max_output:
                 note = f"[output truncated at {max_output} bytes; the code was stopped]"
                 break
-    if not note:
-        _gone(proc.pid, 1.0)
     with contextlib.suppress(ProcessLookupError, PermissionError):
         os.killpg(proc.pid, signal.SIGKILL)
     proc.stdout.close()
