@@ -59,3 +59,17 @@ def test_cli_logs_off_on_status(run, scripted: Scripted) -> None:
     run("logged")
     assert [r.prompt for r in Store().recent(None)] == ["logged"]
     assert "1 calls in 1 conversations" in run("logs", "status").stdout
+
+
+def test_cli_logs_says_when_there_is_nothing_to_show(run, scripted: Scripted) -> None:
+    empty = run("logs")
+    assert empty.exit_code == 0 and empty.stdout == ""  # a pipe reads nothing
+    assert f"No calls logged yet in {Store().path}." in empty.stderr
+    assert json.loads(run("logs", "--json").stdout) == []
+    scripted.script(["an answer"])
+    run("a question")
+    missed = run("logs", "-q", "zebra")
+    assert missed.stdout == "" and "No logged call matches" in missed.stderr
+    assert "an answer" in run("logs").stdout
+    run("logs", "off")
+    assert "Logging is off: `chainform logs on`" in run("logs", "-q", "zebra").stderr

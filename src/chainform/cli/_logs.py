@@ -15,6 +15,8 @@ from chainform.cli._money import cost_text
 from chainform.cli._output import echo_json, shorten
 
 if TYPE_CHECKING:
+    from pathlib import Path
+
     from chainform.store import CallRecord
 
 
@@ -132,6 +134,7 @@ def logs_command(
     if current:
         conversation = conversation or store.last_conversation_id()
         if conversation is None:
+            _say_none(store.path)
             return
     if tree:
         from chainform.cli._logtree import render_tree
@@ -155,7 +158,19 @@ def logs_command(
     if as_json:
         echo_json([r.to_dict() for r in rows])  # the CallRecord as written: one shape everywhere
         return
+    if not rows:
+        _say_none(store.path, filtered=any((query, conversation, chain_id, schema)))
+        return
     click.echo("\n\n".join(render(r, usage=usage, format_context=format_context) for r in rows))
+
+
+def _say_none(path: Path, *, filtered: bool = False) -> None:
+    """Tell (on stderr, so a pipe reads nothing) that there is no call to show, and why that may be."""
+    from chainform.store import logging_enabled
+
+    what = "No logged call matches" if filtered else "No calls logged yet"
+    off = "" if logging_enabled() else " Logging is off: `chainform logs on` turns it back on."
+    click.echo(f"{what} in {path}.{off}", err=True)
 
 
 @logs_command.command(name="path")
