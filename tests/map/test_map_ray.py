@@ -1,4 +1,4 @@
-"""Ray Data: a local `ray.init(num_cpus=2)` maps 500 rows through the emulator, each exactly once."""
+"""Ray Data: a local `ray.init(num_cpus=2)` maps 200 rows through the emulator, each exactly once."""
 
 from __future__ import annotations
 
@@ -31,8 +31,9 @@ def local_ray():
         ray.shutdown()
 
 
-def test_cli_ray_maps_500_rows_exactly_once(local_ray, tmp_path, emulator: Emulator):
-    inp = write_orders(tmp_path / "in.jsonl", 500)
+def test_cli_ray_maps_200_rows_exactly_once(local_ray, tmp_path, emulator: Emulator):
+    # 200 rows at --concurrency 8: 7 batches of up to 32 rows for two Ray workers
+    inp = write_orders(tmp_path / "in.jsonl", 200)
     out = tmp_path / "out.jsonl"
     tools = tmp_path / "tools.py"
     tools.write_text(TOOLS_PY)
@@ -41,7 +42,7 @@ def test_cli_ray_maps_500_rows_exactly_once(local_ray, tmp_path, emulator: Emula
     result = CliRunner().invoke(cli, ["map", *argv], catch_exceptions=False)
     assert result.exit_code == 0, result.output
     lines = read_lines(out)
-    assert sorted(line["_map"]["index"] for line in lines) == list(range(500))
+    assert sorted(line["_map"]["index"] for line in lines) == list(range(200))
     assert all(line["value"] == {"id": line["id"], "total": line["id"] / 2} for line in lines)
 
 
