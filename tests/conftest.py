@@ -3,12 +3,15 @@
 from __future__ import annotations
 
 import signal
-from collections.abc import Iterator
+import subprocess
+import threading
+import time
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
 
-from chainform.testing.emulator import Emulator
+from chainform.testing.emulator import Emulator, RecordedRequest
 
 
 def pytest_configure(config: pytest.Config) -> None:
@@ -40,6 +43,54 @@ def emulator() -> Iterator[Emulator]:
     """The loopback provider emulator (every wire format), stopped after the test."""
     with Emulator() as server:
         yield server
+
+
+class HeldRows:
+    """An emulator answer (`emulator.default`) that holds each request for row `first` or later
+    (`row_of` reads a request's row) until `release()`: a test stops a run at a known point, with
+    the run stuck on its held requests, however slow the machine is."""
+
+    def __init__(
+        self, answer: Callable[[RecordedRequest], str], row_of: Callable[[RecordedRequest], int], first: int
+    ) -> None:
+        self.answer, self.row_of, self.first = answer, row_of, first
+        self.held: list[int] = []
+        self._released = threading.Event()
+
+    def __call__(self, request: RecordedRequest) -> str:
+        row = self.row_of(request)
+        if row >= self.first and not self._released.is_set():
+            self.held.append(row)
+            self._released.wait(300)
+        return self.answer(request)
+
+    def wait(self, proc: subprocess.Popen[str], held: int, ready: Callable[[], bool]) -> None:
+        """Until `held` requests are held and `ready()`, while `proc` runs (at most 300 s)."""
+        deadline = time.monotonic() + 300
+        while len(self.held) < held or not ready():
+            assert proc.poll() is None, proc.communicate()
+            assert time.monotonic() < deadline, f"{len(self.held)} of {held} requests held"
+            time.sleep(0.02)
+
+    def release(self) -> None:
+        """Answer the held requests and every one after."""
+        self._released.set()
+
+
+@pytest.fixture
+def held_rows(emulator: Emulator) -> Iterator[Callable[..., HeldRows]]:
+    """Makes `HeldRows`; each is released when the test ends (before the emulator stops)."""
+    made: list[HeldRows] = []
+
+    def make(
+        answer: Callable[[RecordedRequest], str], row_of: Callable[[RecordedRequest], int], first: int
+    ) -> HeldRows:
+        made.append(HeldRows(answer, row_of, first))
+        return made[-1]
+
+    yield make
+    for gate in made:
+        gate.release()
 
 
 @pytest.fixture

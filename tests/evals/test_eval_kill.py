@@ -9,8 +9,7 @@ import re
 import signal
 import subprocess
 import sys
-import threading
-import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -87,7 +86,7 @@ def figures(report: dict[str, Any]) -> list[dict[str, Any]]:
 
 
 def test_kill_9_then_resume_reports_what_an_uninterrupted_eval_does(
-    tmp_path: Path, emulator: Emulator
+    tmp_path: Path, emulator: Emulator, held_rows: Callable[..., Any]
 ) -> None:
     data = write_data(tmp_path / "orders.jsonl")
     emulator.default = answer
@@ -107,29 +106,15 @@ def test_kill_9_then_resume_reports_what_an_uninterrupted_eval_does(
 
     # The run to kill: rows from HELD on wait at the emulator, so the kill lands in cell 0 with the
     # CLI stuck (every request it has in flight held, so recorded), however slow the machine is.
-    held: list[int] = []
-    gate = threading.Event()
-
-    def holding(request: RecordedRequest) -> str:
-        if order(request) >= HELD and not gate.is_set():
-            held.append(order(request))
-            gate.wait(300)
-        return answer(request)
-
-    emulator.default = holding
+    gate = held_rows(answer, order, HELD)
+    emulator.default = gate
     evals = Path(os.environ["CHAINFORM_HOME"]) / "evals"
     emulator.requests.clear()
     proc = subprocess.Popen(argv(data, emulator), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    try:
-        deadline = time.monotonic() + 300
-        while len(held) < CONCURRENCY or committed(evals) < 15:  # the rows before HELD are answered
-            assert proc.poll() is None, proc.communicate()
-            assert time.monotonic() < deadline, (held, committed(evals))
-            time.sleep(0.02)
-        proc.send_signal(signal.SIGKILL)
-        proc.communicate(timeout=60)
-    finally:
-        gate.set()
+    gate.wait(proc, CONCURRENCY, lambda: committed(evals) >= 15)  # the rows before HELD are answered
+    proc.send_signal(signal.SIGKILL)
+    proc.communicate(timeout=60)
+    gate.release()
     done = committed(evals)
     assert 15 <= done < ROWS
     sent_before = len(emulator.requests)

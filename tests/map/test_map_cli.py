@@ -3,8 +3,6 @@
 from __future__ import annotations
 
 import signal
-import threading
-import time
 from pathlib import Path
 
 import pytest
@@ -128,33 +126,22 @@ def test_resume_retries_error_rows_and_keep_errors_does_not(tmp_path, tools_file
 
 
 @pytest.mark.parametrize("stop", [signal.SIGKILL, signal.SIGINT])
-def test_killed_mid_run_then_resume_yields_each_row_exactly_once(tmp_path, tools_file, emulator, stop):
+def test_killed_mid_run_then_resume_yields_each_row_exactly_once(
+    tmp_path, tools_file, emulator, held_rows, stop
+):
     count = 150
     inp = write_orders(tmp_path / "in.jsonl", count)
     out = tmp_path / "out.jsonl"
     # Rows from 40 on wait at the emulator until the CLI has ended: the signal lands mid-run with
     # the CLI stuck (its 8 requests in flight held), however slow the machine is.
-    held, gate, answer = [], threading.Event(), failing(*range(3, count, 10))
-
-    def holding(request):
-        if order_number(request) >= 40 and not gate.is_set():
-            held.append(request)
-            gate.wait(120)
-        return answer(request)
-
-    emulator.default, emulator.record = holding, False
+    gate = held_rows(failing(*range(3, count, 10)), order_number, 40)
+    emulator.default, emulator.record = gate, False
     argv = map_argv(inp, out, emulator.base_url, tools_file, "--concurrency", "8", "--retries", "0")
     proc = start_cli(argv)
-    try:
-        deadline = time.monotonic() + 120
-        while len(held) < 8 or not out.exists() or out.read_text().count("\n") < 20:
-            assert proc.poll() is None, proc.communicate()
-            assert time.monotonic() < deadline, len(held)
-            time.sleep(0.05)
-        proc.send_signal(stop)
-        _, err = proc.communicate(timeout=60)
-    finally:
-        gate.set()
+    gate.wait(proc, 8, lambda: out.exists() and out.read_text().count("\n") >= 20)
+    proc.send_signal(stop)
+    _, err = proc.communicate(timeout=60)
+    gate.release()
     if stop == signal.SIGINT:
         assert proc.returncode == 130 and "--resume" in err
     partial = out.read_bytes()
