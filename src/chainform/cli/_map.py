@@ -8,6 +8,7 @@ or `error`. The file is the run's commit record: `--resume` skips every key alre
 from __future__ import annotations
 
 import contextlib
+import shlex
 from collections.abc import Iterator
 from contextlib import aclosing
 from decimal import Decimal
@@ -243,7 +244,8 @@ def map_command(
         model = map_model(name, key=key, base_url=base_url, **fallback_kwargs(fallback), **provider_settings)
         if store is not None:
             model.log_to(store)  # the command's one log
-    sink = JsonlSink(output)
+    again = shlex.join(["chainform", "map", input_path, "-o", output])
+    sink = JsonlSink(output, f"run the same command with --resume ({again} ... --resume)")
     if keep_errors and not resume:
         raise click.UsageError("--keep-errors only applies with --resume")
     locks = contextlib.ExitStack()  # one writer per OUT and per run, held until the command ends

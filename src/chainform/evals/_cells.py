@@ -26,7 +26,7 @@ def run_map(
     from chainform._map._jsonl import JsonlSink, line_for
     from chainform.store import new_id
 
-    sink = JsonlSink(path)
+    sink = JsonlSink(path, "run the eval again with --resume (`evaluate(..., resume=True)`)")
     sink.prepare(resume=resume, retry_errors=False)
     run_id = sink.run_id or new_id()
     todo = [{**fields, KEY: key} for key, fields in items if key not in sink.done]
