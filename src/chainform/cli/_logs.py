@@ -101,7 +101,11 @@ def render(row: CallRecord, *, usage: bool, format_context: bool) -> str:
     help="How many calls (0 for all).",
 )
 @click.option("--json", "as_json", is_flag=True, help="Output JSON: every column, tool calls and results.")
-@click.option("-q", "--query", help="Full-text search over prompts and responses (every word must match).")
+@click.option(
+    "-q",
+    "--query",
+    help="Search prompts and responses: every term must occur (a substring), a -TERM must not.",
+)
 @click.option("--cid", "--conversation", "conversation", help="Only this conversation.")
 @click.option("-c", "--current", is_flag=True, help="Only the most recent conversation.")
 @click.option("--chain", "chain_id", help="Only this chain (every call of one prompt).")

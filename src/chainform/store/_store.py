@@ -114,7 +114,7 @@ class Store:
         self._db: sqlite3.Connection | None = None
         self._pid = 0
         self._lock = threading.RLock()  # one connection, used by the caller's and worker threads
-        self._fts = False
+        self._fts: str | None = None  # the full-text index: "trigram", "words" (older SQLite) or none
         self._timeout_s = DEFAULT_TIMEOUT_S
 
     # -- connection -------------------------------------------------------------------------
@@ -149,8 +149,8 @@ class Store:
                 )
             if user_version(db) < len(MIGRATIONS):
                 self.write(migrate)
-            fts = db.execute("SELECT 1 FROM sqlite_master WHERE name = 'responses_fts'").fetchone()
-            self._fts = fts is not None  # no FTS5 in the SQLite that made the log: search with LIKE
+            fts = db.execute("SELECT sql FROM sqlite_master WHERE name = 'responses_fts'").fetchone()
+            self._fts = None if fts is None else "trigram" if "trigram" in fts[0] else "words"  # None: LIKE
             spool = Path(f"{self.path}{SPOOL}")  # what chainform 0.x left beside the tables, if anything
             if spool.exists() or db.execute("SELECT 1 FROM journal LIMIT 1").fetchone() is not None:
                 drain_legacy(db, spool, self.write)
@@ -373,7 +373,8 @@ class Store:
     ) -> list[CallRecord]:
         """The `n` most recently logged calls (newest first) matching every filter; n=None: all.
 
-        `query` is full-text search over prompts and response texts (all words must occur);
+        `query` searches prompts and response texts: every term must occur, a `-term` must not
+        (store/_rows.py `search`; an empty query raises StoreError);
         `schema_id` may be a unique prefix. A file logged as a reference (`attachments_store="ref"`)
         is never opened unless `read_refs` (a replay that sends it again): its message part is left
         empty and the call's `attachments` carry its sha256, type, size and path.
@@ -383,8 +384,8 @@ class Store:
                 conversation_id=conversation_id,
                 chain_id=chain_id,
                 schema_id=schema_id,
-                query=query or "",
-                fts=self._fts,
+                query=query,
+                index=self._fts,
             )
             sql = f"""SELECT {SELECT} FROM responses r
                      LEFT JOIN conversations c ON c.id = r.conversation_id
