@@ -6,6 +6,7 @@ from __future__ import annotations
 import sys
 import warnings
 
+from chainform.cli._aliases import aliases_command
 from chainform.cli._eval import eval_group
 from chainform.cli._group import cli, debug_enabled
 from chainform.cli._keys import keys_command
@@ -32,6 +33,7 @@ for _command in (
     map_command,
     mcp_group,
     eval_group,
+    aliases_command,
 ):
     cli.add_command(_command)
 
