@@ -34,7 +34,7 @@ import pytest
 
 import chainform
 from chainform.testing import tool_call
-from chainform.testing.emulator import Emulator
+from chainform.testing.emulator import DropConnection, Emulator
 
 ROOT = Path(__file__).resolve().parents[2]
 FILES = Path(__file__).resolve().parent / "files"
@@ -111,7 +111,10 @@ def _param(block: Block) -> Any:
 
 
 def _reply(item: Any) -> Any:
-    """One emulator reply from the note's JSON: text, {"tool", "args"}, {"json"} or a list (one turn)."""
+    """One emulator reply from the note's JSON: text, {"tool", "args"}, {"json"}, a list (one turn),
+    or {"drop": text, "after": N}: a stream of `text` whose connection breaks after N events."""
+    if isinstance(item, dict) and "drop" in item:
+        return DropConnection(after_events=item["after"], reply=item["drop"])
     if isinstance(item, list):
         return [_reply(part) for part in item]
     if isinstance(item, dict) and "tool" in item:

@@ -25,7 +25,7 @@ from typing import Any
 from chainform import _lineage, _trace
 from chainform.chain._attachments import for_profile, tool_files
 from chainform.chain._calls import CallRunner, ChainLogger, plain_data
-from chainform.chain._events import ChainEvent, EventLog
+from chainform.chain._events import ChainEvent, EventLog, FellBack
 from chainform.chain._fallback import Candidate, FallbackPlan, Route
 from chainform.chain._records import ChainResult
 from chainform.chain._tools import AfterCall, BeforeCall, run_calls
@@ -238,6 +238,9 @@ class ChainRun(CallRunner):
         after = self.route.after(exc) if self.route is not None else None
         if after is None:
             return False
+        failed = self.model_name or "the model"
+        note = f"{failed} failed: {type(exc).__name__} ({exc.kind}); {after.name} answers from here"
+        self.events.append(ChainEvent("fallback", note, value=FellBack(failed, exc, after.name)))
         self.client, self.profile, self.model_name = after.client, after.profile, after.name
         self.refusals = after.refusals
         self.settings = replace(self.settings, refusals=after.refusals)
