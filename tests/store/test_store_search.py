@@ -8,7 +8,7 @@ import time
 from pathlib import Path
 
 import pytest
-from store_helpers import make_record
+from store_helpers import make_record, old_log
 
 from chainform.store import Store, StoreError
 from chainform.store._migrations import migrate
@@ -176,10 +176,7 @@ def test_the_index_is_of_trigrams_and_declared_for_datasette(store: Store) -> No
 
 def test_a_log_of_version_9_moves_to_the_trigram_index(tmp_path: Path) -> None:
     path = tmp_path / "v9.db"
-    db = sqlite3.connect(path, isolation_level=None)
-    db.execute("BEGIN")
-    migrate(db, upto=9)
-    db.execute("INSERT INTO conversations VALUES ('c1', 'm', NULL, ?)", (time.time(),))
+    db = old_log(path, 9)
     db.execute(
         """INSERT INTO responses (id, conversation_id, chain_id, seq, purpose, model, prompt, text,
            created_at) VALUES ('r1', 'c1', 'k1', 0, 'chain', 'm', 'q', '東京都に行く', ?)""",

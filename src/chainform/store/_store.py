@@ -21,6 +21,7 @@ import os
 import sqlite3
 import threading
 import time
+import weakref
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -29,6 +30,14 @@ from typing import Any, TypeVar
 
 from chainform._paths import create_private, default_path
 from chainform.errors import StoreError
+from chainform.store._advice import (
+    LogLockedError,
+    LogSettingError,
+    Unlogged,
+    as_store_error,
+    check_intact,
+    holders,
+)
 from chainform.store._attachments import ORPHAN_FILES, Attached
 from chainform.store._legacy import SPOOL, drain_legacy
 from chainform.store._migrations import MIGRATIONS, migrate, user_version
@@ -47,9 +56,9 @@ def lock_timeout() -> float:
     try:
         value = float(text)
     except ValueError:
-        raise StoreError(f"CHAINFORM_LOG_TIMEOUT is {text!r}, not a number of seconds") from None
+        raise LogSettingError(f"CHAINFORM_LOG_TIMEOUT is {text!r}, not a number of seconds") from None
     if not 0 <= value <= 3600:
-        raise StoreError(f"CHAINFORM_LOG_TIMEOUT is {text}; give 0 to 3600 seconds")
+        raise LogSettingError(f"CHAINFORM_LOG_TIMEOUT is {text}; give 0 to 3600 seconds")
     return value
 
 
@@ -73,34 +82,6 @@ class _Undo(Exception):
     """Raised inside a write transaction to roll it back (`Store.check`)."""
 
 
-class LogDamagedError(StoreError):
-    """The log database has damaged pages; the message says how to keep what it holds."""
-
-    def __init__(self, path: Path, detail: str) -> None:
-        self.path = path
-        super().__init__(
-            f"the log at {path} is damaged ({detail}); keep what it holds with `chainform logs backup "
-            "FILE`, then move it aside (a fresh log is created)"
-        )
-
-
-def check_intact(db: sqlite3.Connection, path: Path) -> None:
-    """Raise LogDamagedError unless the file passes `PRAGMA quick_check`."""
-    try:
-        problems = [row[0] for row in db.execute("PRAGMA quick_check(3)").fetchall()]
-    except sqlite3.DatabaseError as exc:
-        raise LogDamagedError(path, str(exc)) from None
-    if problems != ["ok"]:
-        raise LogDamagedError(path, "; ".join(problems))
-
-
-def as_store_error(exc: sqlite3.Error, path: Path, doing: str) -> StoreError:
-    """A SQLite error met while using the log: a damaged file says so (and the way on)."""
-    if isinstance(exc, sqlite3.DatabaseError) and "malformed" in str(exc):
-        return LogDamagedError(path, str(exc))
-    return StoreError(f"{doing} ({path}): {exc}")
-
-
 def _is_busy(exc: sqlite3.OperationalError) -> bool:
     text = str(exc).lower()
     return "locked" in text or "busy" in text
@@ -116,6 +97,8 @@ class Store:
         self._lock = threading.RLock()  # one connection, used by the caller's and worker threads
         self._fts: str | None = None  # the full-text index: "trigram", "words" (older SQLite) or none
         self._timeout_s = DEFAULT_TIMEOUT_S
+        self.unlogged = Unlogged()  # calls that could not be written: one warning on close or at exit
+        weakref.finalize(self, self.unlogged.report)
 
     # -- connection -------------------------------------------------------------------------
 
@@ -135,7 +118,10 @@ class Store:
                 self.path, timeout=self._timeout_s, isolation_level=None, check_same_thread=False
             )
         except (OSError, sqlite3.Error) as exc:
-            raise StoreError(f"cannot open the log at {self.path}: {exc}") from exc
+            raise StoreError(
+                f"cannot open the log at {self.path}: {exc}; it must be a file this user can read and "
+                "write: move what is there aside, with its -wal and -shm files if any (a new log is created)"
+            ) from exc
         self._db, self._pid = db, os.getpid()
         try:
             self._retry(lambda: db.execute("PRAGMA journal_mode = WAL").fetchone())
@@ -174,7 +160,9 @@ class Store:
             self.write(write_and_undo)
 
     def close(self) -> None:
-        """Close the connection (the store reopens on use)."""
+        """Close the connection (the store reopens on use); the calls that could not be logged
+        since the last close are told in one warning."""
+        self.unlogged.report()
         with self._lock:
             if (open_db := self._open_here()) is not None:
                 open_db.close()
@@ -196,12 +184,9 @@ class Store:
                 return fn()
             except sqlite3.OperationalError as exc:
                 if not _is_busy(exc):
-                    raise StoreError(f"log database error ({self.path}): {exc}") from exc
+                    raise as_store_error(exc, self.path, "log database error") from exc
                 if time.monotonic() >= deadline:
-                    raise StoreError(
-                        f"the log at {self.path} is locked by another process (waited {self._timeout_s:g} s; "
-                        "CHAINFORM_LOG_TIMEOUT sets how long)"
-                    ) from exc
+                    raise LogLockedError(self.path, self._timeout_s, holders(self.path)) from exc
                 time.sleep(delay)
                 delay = min(delay * 2, 0.5)
 
@@ -282,14 +267,23 @@ class Store:
         target = Path(target)
         if target.exists():
             raise StoreError(f"{target} exists; give a new file name")
+        timeout = lock_timeout()
         with contextlib.suppress(StoreError), self._lock:  # an old spool drained first (store/_legacy.py),
             self._connect()  # unless the log is damaged: it is copied as it is, the way to keep it
         try:
             target.parent.mkdir(parents=True, exist_ok=True)
-            source = sqlite3.connect(self.path, timeout=lock_timeout())
+            mode = self.path.stat().st_mode & 0o777  # the copy is as private as the log
+            fd = os.open(target, os.O_CREAT | os.O_EXCL | os.O_WRONLY, mode)
+        except OSError as exc:
+            raise StoreError(f"cannot back up the log to {target}: {exc}") from exc
+        try:
+            os.fchmod(fd, mode)  # whatever the umask
+            os.close(fd)
+            source = sqlite3.connect(self.path, timeout=timeout)
             with contextlib.closing(source), contextlib.closing(sqlite3.connect(target)) as out:
                 source.backup(out)
         except (OSError, sqlite3.Error) as exc:
+            target.unlink(missing_ok=True)  # no half copy left to be taken for a backup
             raise StoreError(f"cannot back up the log to {target}: {exc}") from exc
         return target
 
