@@ -18,6 +18,7 @@ from chainform.cli._models import models_command
 from chainform.cli._money import logs_cost
 from chainform.cli._prompt import prompt_command
 from chainform.cli._schemas import schemas_command
+from chainform.cli._templates import templates_command
 from chainform.cli._tools import tools_command
 
 logs_command.add_command(logs_cost)
@@ -34,6 +35,7 @@ for _command in (
     mcp_group,
     eval_group,
     aliases_command,
+    templates_command,
 ):
     cli.add_command(_command)
 
