@@ -52,6 +52,7 @@ _PUBLIC: dict[str, tuple[str, ...]] = {
         "ToolDefinitionError",
         "ToolError",
         "TracingSetupError",
+        "TruncatedOutputError",
         "UnknownToolError",
         "UnsupportedOptionError",
     ),
@@ -160,6 +161,7 @@ if TYPE_CHECKING:  # what type checkers and editors see: the same names, importe
     from chainform.errors import ToolDefinitionError as ToolDefinitionError
     from chainform.errors import ToolError as ToolError
     from chainform.errors import TracingSetupError as TracingSetupError
+    from chainform.errors import TruncatedOutputError as TruncatedOutputError
     from chainform.errors import UnknownToolError as UnknownToolError
     from chainform.errors import UnsupportedOptionError as UnsupportedOptionError
     from chainform.evals import EvalInputError as EvalInputError

@@ -107,8 +107,12 @@ class _Base(Generic[R]):
         allow_private_urls: bool = False,
         attachments_store: str = "copy",
         max_cost: Cost | None = None,
+        retry_max_tokens: int | None = None,
     ) -> R:
         """Run a tool chain whose final answer matches `schema` (when given); see docs/strategies.md.
+
+        An answer cut off at the output token limit raises TruncatedOutputError; with
+        `retry_max_tokens` (above the `max_tokens` option) it is asked again once with that limit.
 
         `attachments` (or Attachments in `prompt=[...]`) are made ready for this model before
         anything is sent: as they are, or converted locally (docs/attachments.md). `max_cost` (USD)
@@ -123,6 +127,8 @@ class _Base(Generic[R]):
             budget = Budget(max_cost)
             for other in self.fallback.models:
                 budget.check_rate(PRICES.rate(other.name))
+        chat_options = as_options(options)
+        check_growth(retry_max_tokens, chat_options.max_output_tokens)
         sources = [t for t in tools or () if is_tool_source(t)]
         message = user_prompt(
             prompt,
@@ -144,10 +150,11 @@ class _Base(Generic[R]):
             after_call=after_call,
             format_prompt=format_prompt,
             format_context=ContextPolicy.parse(format_context),
-            options=as_options(options),
+            options=chat_options,
             stream=stream,
             history=list(history),
             max_cost=max_cost,
+            retry_max_tokens=retry_max_tokens,
         )
         if sources:
             return self._response_of(
@@ -352,6 +359,19 @@ class AsyncConversation:
         await response
         self.history = history_after(self.history, response._finished())
         return response
+
+
+def check_growth(retry_max_tokens: int | None, max_tokens: int | None) -> None:
+    """ValueError, before any call, for a retry limit that would not be larger than the first."""
+    if retry_max_tokens is None:
+        return
+    if isinstance(retry_max_tokens, bool) or not isinstance(retry_max_tokens, int) or retry_max_tokens < 1:
+        raise ValueError(f"retry_max_tokens must be a positive number of tokens, not {retry_max_tokens!r}")
+    if max_tokens is not None and retry_max_tokens <= max_tokens:
+        raise ValueError(
+            f"retry_max_tokens ({retry_max_tokens}) must be larger than max_tokens ({max_tokens}): "
+            "the retry of a cut-off answer needs a larger limit"
+        )
 
 
 def _made(

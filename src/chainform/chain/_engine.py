@@ -36,6 +36,7 @@ from chainform.errors import (
     ProviderError,
     StructuredOutputError,
     StructuredOutputGenerationError,
+    TruncatedOutputError,
 )
 from chainform.output import OUTPUT_TOOL_NAME, OutputSpec, StrategyChoice, select_strategy
 from chainform.output._select import Refusals
@@ -44,6 +45,8 @@ from chainform.output.strategies._context import ContextPolicy, Formatting, answ
 from chainform.pricing import Cost, Meter, as_cost
 from chainform.types import (
     ChatOptions,
+    ChatResponse,
+    FinishReason,
     FunctionCallContent,
     FunctionResultContent,
     Message,
@@ -74,6 +77,7 @@ class ChainRequest:
     stream: bool = True
     history: list[Message] = field(default_factory=list)
     max_cost: Cost | None = None  # USD; the chain ends between calls once its calls cost this
+    retry_max_tokens: int | None = None  # a cut-off answer is asked again once with this limit
 
     def __post_init__(self) -> None:
         if self.max_cost is not None:  # checked when the chain is asked for, not when it runs
@@ -161,6 +165,8 @@ class ChainRun(CallRunner):
                 if strategy.formatting is not None:
                     return await self.formatted(transcript, strategy, strategy.formatting)
                 return await self.loop(transcript, strategy, tools=has_tools, purpose=purpose)
+            except TruncatedOutputError:
+                raise  # another strategy would be cut at the same limit
             except StructuredOutputError as exc:
                 if strategy.rescue is None or purpose != "chain":
                     raise
@@ -196,11 +202,15 @@ class ChainRun(CallRunner):
     def _unforced(
         self, exc: ProviderError, choice: StrategyChoice, has_tools: bool, requested: str
     ) -> StrategyChoice:
-        """The server refused a forced tool choice: remembered, and the table asked again (an
-        explicit `tool` goes on without forcing; its rescue takes over if the model never calls
-        the output tool)."""
+        """The server refused a forced tool choice (e.g. Anthropic with thinking on): remembered
+        for the model, and the tool strategy goes on with tool choice `auto`, the output tool alone
+        on the last turn (its rescue takes over if the model never calls it). Another strategy
+        that forced a call asks the table again."""
         reason = f"provider rejected a forced tool choice (HTTP {exc.status}): {exc.provider_message[:160]}"
         self.refusals.remember("tool_choice", reason)
+        if choice.name == "tool":
+            why = f"{choice.reason}; tool choice auto at run time: {reason}"
+            return StrategyChoice("tool", why, choice.requested, fallback=reason)
         again = select_strategy(
             self.profile, has_tools=has_tools, requested=requested, refusals=self.refusals
         )
@@ -220,6 +230,8 @@ class ChainRun(CallRunner):
         first_attempt = len(self.attempts)
         try:
             outcome = await self.answer(messages, has_tools=False, requested="auto", purpose="format")
+        except TruncatedOutputError:
+            raise  # the option to raise is the same as for any cut answer
         except (ProviderError, StructuredOutputError) as exc:
             raise formatting.error(exc, context, self.attempts[first_attempt:]) from exc
         return Outcome(outcome.value, cut_off)
@@ -261,6 +273,10 @@ class ChainRun(CallRunner):
             last = turns >= limit - 1
             options = strategy.options(self.req.options, offered, last=last, force=force)
             response, value, error = await self.call(transcript, options, strategy, purpose)
+            if _cut(response, strategy):  # never parsed, repaired or re-asked with the same limit
+                self._grow_limit(response, options, purpose)
+                purpose = "retry"
+                continue
             turns += purpose != "retry"
             transcript.extend(response.messages)
             calls = [c for c in response.function_calls if c.name != OUTPUT_TOOL_NAME]
@@ -297,6 +313,37 @@ class ChainRun(CallRunner):
                 transcript.append(Message(Role.TOOL, list(feedback.results)))
             if feedback.message:
                 transcript.append(Message.user(feedback.message))
+
+    def _grow_limit(self, response: ChatResponse, options: ChatOptions, purpose: str) -> None:
+        """A call stopped at the output token limit: raise TruncatedOutputError, or (once, when
+        `retry_max_tokens` allows it) raise the chain's limit so the call is made again."""
+        limit = options.max_output_tokens
+        grow = self.req.retry_max_tokens
+        if grow is not None and (limit is None or grow > limit):
+            self.req = replace(self.req, options=self.req.options.replace(max_output_tokens=grow))
+            return
+        cut = [c for c in response.function_calls if c.name != OUTPUT_TOOL_NAME]
+        part = "tool arguments" if cut else "formatting" if purpose == "format" else "answer"
+        text = cut[-1].raw_arguments or "" if cut else response.text or _output_arguments(response)
+        usage = response.usage_details
+        tokens = f" after {usage.output_tokens} output tokens" if usage and usage.output_tokens else ""
+        where = f"max_tokens={limit}" if limit is not None else "the provider's default max_tokens"
+        again = " (the retry's larger limit)" if grow is not None else ""
+        message = (
+            f"the {part} was cut off at the output token limit ({where}{again}{tokens}); raise "
+            "max_tokens (CLI: -o max_tokens N), or let the chain retry once with a larger limit "
+            "(retry_max_tokens=N; CLI: --retry-max-tokens N)"
+        )
+        self.attempts.append(Attempt(text, message, purpose))
+        raise TruncatedOutputError(
+            message,
+            max_tokens=limit,
+            text=text,
+            usage=usage,
+            part=part,
+            attempts=self.attempts,
+            responses=self.calls,
+        )
 
     async def _run_tools(self, calls: list[FunctionCallContent], transcript: list[Message]) -> None:
         for call in calls:
@@ -340,6 +387,19 @@ class ChainRun(CallRunner):
             result.data = plain_data(outcome.value)
             result.text = json.dumps(result.data, ensure_ascii=False)
         return result
+
+
+def _cut(response: ChatResponse, strategy: Strategy) -> bool:
+    """Whether a call stopped at the output token limit in what must be whole: tool-call arguments,
+    or an answer that is parsed (a schema's). A plain text answer cut short is still an answer."""
+    if response.finish_reason != FinishReason.LENGTH:
+        return False
+    return bool(response.function_calls) or (strategy.validates and strategy.output is not None)
+
+
+def _output_arguments(response: ChatResponse) -> str:
+    calls = [c for c in response.function_calls if c.name == OUTPUT_TOOL_NAME]
+    return calls[-1].raw_arguments or "" if calls else ""
 
 
 def _what(exc: ProviderError) -> str:

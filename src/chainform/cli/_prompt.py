@@ -80,6 +80,16 @@ def fallback_kwargs(fallback: tuple[str, ...]) -> dict[str, Any]:
     return {"fallback": list(fallback)} if fallback else {}
 
 
+def check_retry_max_tokens(retry_max_tokens: int | None, options: dict[str, Any]) -> None:
+    """`--retry-max-tokens` at most `-o max_tokens` is a usage error, before any call."""
+    from chainform.models import check_growth
+
+    try:
+        check_growth(retry_max_tokens, options.get("max_output_tokens"))
+    except ValueError as exc:
+        raise click.BadParameter(str(exc).replace("retry_max_tokens", "--retry-max-tokens", 1)) from None
+
+
 def parse_options(pairs: tuple[tuple[str, str], ...]) -> dict[str, Any]:
     """`-o KEY VALUE` pairs as chat options; values are JSON when they parse, else strings. Named
     options are checked against their type and range (ChatOptions), before anything is sent."""
@@ -208,6 +218,13 @@ def open_log(*, required: bool, wanted: bool) -> Store | None:
 )
 @count_option("--retries", minimum=0, default=2, help="Re-asks after output that fails validation.")
 @click.option(
+    "--retry-max-tokens",
+    type=click.IntRange(min=1),
+    default=None,
+    help="When an answer is cut off at the token limit (-o max_tokens), ask once more with this "
+    "larger limit (default: fail with the text so far, exit 4).",
+)
+@click.option(
     "--td", "--tools-debug", "tools_debug", is_flag=True, help="Show each tool call and result (stderr)."
 )
 @click.option("--ta", "--tools-approve", "tools_approve", is_flag=True, help="Ask before each tool call.")
@@ -249,6 +266,7 @@ def prompt_command(
     format_prompt: str | None,
     format_context: str,
     retries: int,
+    retry_max_tokens: int | None,
     tools_debug: bool,
     tools_approve: bool,
     option_pairs: tuple[tuple[str, str], ...],
@@ -283,6 +301,7 @@ def prompt_command(
     attach = attachments_from_cli(prompt, **attaching)  # before stdin: `-a -` reads it as a file
     text = read_prompt(prompt, stdin_reserved=tools_approve or attach.reads_stdin)
     options = parse_options(option_pairs)
+    check_retry_max_tokens(retry_max_tokens, options)
     start_tracing(otel)
     tools: list[Any] = cli_tools(tool_names, functions, python_isolation=python_isolation)
     tools += mcp_servers(mcp_values)
@@ -315,6 +334,7 @@ def prompt_command(
         conversation_id=conversation_id,
         history=history,
         max_cost=max_cost,
+        retry_max_tokens=retry_max_tokens,
         **attach.chain_kwargs(),
     )
     stream_text = not (as_json or output is not None or no_stream)
