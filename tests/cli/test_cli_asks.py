@@ -36,3 +36,35 @@ def test_a_retry_limit_not_above_max_tokens_is_a_usage_error_before_any_call(run
     assert result.exit_code == 2
     assert "--retry-max-tokens (100) must be larger than max_tokens (100)" in result.stderr
     assert client.requests == []
+
+
+def test_stop_at_ends_the_chain_with_the_tools_result(run, scripted, tmp_path):
+    import json
+
+    from chainform.testing import tool_call
+
+    tools = tmp_path / "db.py"
+    tools.write_text(
+        'def find(customer_id: int) -> dict:\n    "A row."\n    return {"id": customer_id, "name": "Ada"}\n'
+    )
+    client = scripted.script([tool_call("find", customer_id=1)])
+    result = run(
+        "Customer 1?", "--functions", str(tools), "--schema", "id int, name", "--stop-at", "find", "--json"
+    )
+    assert result.exit_code == 0, result.output
+    out = json.loads(result.stdout)
+    assert out["value"] == {"id": 1, "name": "Ada"} and out["ended_by"] == "find"
+    assert len(client.requests) == 1
+
+
+def test_stop_at_naming_a_tool_not_offered_is_a_usage_error_before_any_call(run, scripted, tmp_path):
+    tools = tmp_path / "db.py"
+    tools.write_text('def find(customer_id: int) -> dict:\n    "A row."\n    return {}\n')
+    client = scripted.script([])
+    result = run("x", "--functions", str(tools), "--stop-at", "fnd")
+    assert (
+        result.exit_code == 2
+        and "--stop-at names 'fnd'" in result.stderr
+        and "offered: find" in result.stderr
+    )
+    assert client.requests == []

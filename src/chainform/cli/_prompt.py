@@ -90,6 +90,21 @@ def check_retry_max_tokens(retry_max_tokens: int | None, options: dict[str, Any]
         raise click.BadParameter(str(exc).replace("retry_max_tokens", "--retry-max-tokens", 1)) from None
 
 
+def check_stop_at(stop_at: tuple[str, ...], tools: list[Any], *, mcp: bool) -> None:
+    """`--stop-at` naming a tool not offered is a usage error before any call (an MCP server's
+    tools are known only when the chain starts: the chain checks those then)."""
+    from chainform.chain._engine import unknown_stop_tools
+    from chainform.chain._tools import normalize_tools
+    from chainform.errors import UnknownToolError
+
+    if not stop_at or mcp:
+        return
+    try:
+        unknown_stop_tools(frozenset(stop_at), {t.name: t for t in normalize_tools(tools)})
+    except UnknownToolError as exc:
+        raise click.BadParameter(str(exc).replace("stop_at_tools", "--stop-at", 1)) from None
+
+
 def parse_options(pairs: tuple[tuple[str, str], ...]) -> dict[str, Any]:
     """`-o KEY VALUE` pairs as chat options; values are JSON when they parse, else strings. Named
     options are checked against their type and range (ChatOptions), before anything is sent."""
@@ -204,6 +219,14 @@ def open_log(*, required: bool, wanted: bool) -> Store | None:
     "--functions", multiple=True, help="Python file or code whose public functions become tools; repeatable."
 )
 @click.option("--mcp", "mcp_values", multiple=True, help=MCP_HELP)
+@click.option(
+    "--stop-at",
+    "stop_at",
+    multiple=True,
+    metavar="TOOL",
+    help="End the chain when the model calls TOOL: its result (validated against --schema) is the "
+    "answer, with no further model call; repeatable.",
+)
 @chain_limit_option
 @strategy_option
 @click.option(
@@ -261,6 +284,7 @@ def prompt_command(
     python_isolation: str,
     functions: tuple[str, ...],
     mcp_values: tuple[str, ...],
+    stop_at: tuple[str, ...],
     chain_limit: int,
     strategy: str,
     format_prompt: str | None,
@@ -304,6 +328,7 @@ def prompt_command(
     check_retry_max_tokens(retry_max_tokens, options)
     start_tracing(otel)
     tools: list[Any] = cli_tools(tool_names, functions, python_isolation=python_isolation)
+    check_stop_at(stop_at, tools, mcp=bool(mcp_values))
     tools += mcp_servers(mcp_values)
     store = open_log(required=not no_log or continue_ or cid is not None, wanted=schema_text is not None)
     output = None
@@ -335,6 +360,7 @@ def prompt_command(
         history=history,
         max_cost=max_cost,
         retry_max_tokens=retry_max_tokens,
+        stop_at_tools=stop_at,
         **attach.chain_kwargs(),
     )
     stream_text = not (as_json or output is not None or no_stream)

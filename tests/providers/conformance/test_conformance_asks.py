@@ -103,3 +103,12 @@ def test_a_refused_forced_choice_degrades_to_auto_and_ends_in_a_value(transport:
     assert len(emu.requests) == 2 and forces(emu.requests[0]) and not forces(emu.requests[1])
     assert "final_result" in emu.requests[1].raw_body.decode()
     assert "tool_choice" in model.refusals
+
+
+def test_a_stop_at_tool_ends_the_chain_after_one_call(transport: Row, emu: Emulator) -> None:
+    emu.add(tool_call("lookup", city="Paris"))
+    chain = transport.model(emu).chain(
+        "Weather in Paris?", tools=[lookup], schema=SCHEMA, stop_at_tools=["lookup"], log=False
+    )
+    assert chain.value == {"city": "Paris", "temp_c": 21} and chain.ended_by == "lookup"
+    assert len(emu.requests) == 1

@@ -86,10 +86,12 @@ class Settings:
 
 @dataclass
 class Outcome:
-    """How a turn loop ended: the answer (`value`), or `cut_off` when chain_limit stopped it first."""
+    """How a turn loop ended: the answer (`value`), or `cut_off` when chain_limit stopped it first;
+    `ended_by` names the tool whose result is the value."""
 
     value: Any = None
     cut_off: bool = False
+    ended_by: str | None = None  # the tool whose result is the value (stop_at_tools, cf.Final)
 
 
 @dataclass
