@@ -21,6 +21,7 @@ from chainform.cli._attach import attachment_options, attachments_from_cli
 from chainform.cli._money import apply_price, money_options
 from chainform.cli._options import (
     CONTEXT_CHOICES,
+    OPTION_ALIASES,
     chain_limit_option,
     choice_option,
     count_option,
@@ -38,8 +39,6 @@ from chainform.cli._tools import MCP_HELP, python_isolation_option
 if TYPE_CHECKING:
     from chainform.models import Model
     from chainform.store import Store
-
-OPTION_ALIASES = {"max_tokens": "max_output_tokens", "stop": "stop_sequences"}
 
 
 def resolve_model(
