@@ -74,6 +74,12 @@ class _ResultView:
         return self._finished().cut_off
 
     @property
+    def ended_by(self) -> str | None:
+        """The tool whose result is the value (`stop_at_tools`, or one that returned `cf.Final`);
+        None when the model gave the answer."""
+        return self._finished().ended_by
+
+    @property
     def transcript(self) -> list[Any]:
         return self._finished().transcript
 

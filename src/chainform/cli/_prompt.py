@@ -82,6 +82,31 @@ def fallback_kwargs(fallback: tuple[str, ...]) -> dict[str, Any]:
     return {"fallback": list(fallback)} if fallback else {}
 
 
+def check_retry_max_tokens(retry_max_tokens: int | None, options: dict[str, Any]) -> None:
+    """`--retry-max-tokens` at most `-o max_tokens` is a usage error, before any call."""
+    from chainform.models import check_growth
+
+    try:
+        check_growth(retry_max_tokens, options.get("max_output_tokens"))
+    except ValueError as exc:
+        raise click.BadParameter(str(exc).replace("retry_max_tokens", "--retry-max-tokens", 1)) from None
+
+
+def check_stop_at(stop_at: tuple[str, ...], tools: list[Any], *, mcp: bool) -> None:
+    """`--stop-at` naming a tool not offered is a usage error before any call (an MCP server's
+    tools are known only when the chain starts: the chain checks those then)."""
+    from chainform.chain._engine import unknown_stop_tools
+    from chainform.chain._tools import normalize_tools
+    from chainform.errors import UnknownToolError
+
+    if not stop_at or mcp:
+        return
+    try:
+        unknown_stop_tools(frozenset(stop_at), {t.name: t for t in normalize_tools(tools)})
+    except UnknownToolError as exc:
+        raise click.BadParameter(str(exc).replace("stop_at_tools", "--stop-at", 1)) from None
+
+
 def parse_options(pairs: tuple[tuple[str, str], ...]) -> dict[str, Any]:
     """`-o KEY VALUE` pairs as chat options; values are JSON when they parse, else strings. Named
     options are checked against their type and range (ChatOptions), before anything is sent."""
@@ -199,6 +224,14 @@ def open_log(*, required: bool, wanted: bool) -> Store | None:
     "--functions", multiple=True, help="Python file or code whose public functions become tools; repeatable."
 )
 @click.option("--mcp", "mcp_values", multiple=True, help=MCP_HELP)
+@click.option(
+    "--stop-at",
+    "stop_at",
+    multiple=True,
+    metavar="TOOL",
+    help="End the chain when the model calls TOOL: its result (validated against --schema) is the "
+    "answer, with no further model call; repeatable.",
+)
 @chain_limit_option
 @strategy_option
 @click.option(
@@ -212,6 +245,13 @@ def open_log(*, required: bool, wanted: bool) -> Store | None:
     help="What the deferred formatting call sees.",
 )
 @count_option("--retries", minimum=0, default=2, help="Re-asks after output that fails validation.")
+@click.option(
+    "--retry-max-tokens",
+    type=click.IntRange(min=1),
+    default=None,
+    help="When an answer is cut off at the token limit (-o max_tokens), ask once more with this "
+    "larger limit (default: fail with the text so far, exit 4).",
+)
 @click.option(
     "--td", "--tools-debug", "tools_debug", is_flag=True, help="Show each tool call and result (stderr)."
 )
@@ -256,11 +296,13 @@ def prompt_command(
     python_isolation: str,
     functions: tuple[str, ...],
     mcp_values: tuple[str, ...],
+    stop_at: tuple[str, ...],
     chain_limit: int,
     strategy: str,
     format_prompt: str | None,
     format_context: str,
     retries: int,
+    retry_max_tokens: int | None,
     tools_debug: bool,
     tools_approve: bool,
     option_pairs: tuple[tuple[str, str], ...],
@@ -324,9 +366,11 @@ def prompt_command(
     system = system if system is not None else template_system
     model_name = model_name or template.model
     options = {**template.checked_options(), **parse_options(option_pairs)}
+    check_retry_max_tokens(retry_max_tokens, options)
     start_tracing(otel)
     tool_names, functions = (*template.tools, *tool_names), (*template.functions, *functions)
     tools: list[Any] = cli_tools(tool_names, functions, python_isolation=python_isolation)
+    check_stop_at(stop_at, tools, mcp=bool(mcp_values))
     tools += mcp_servers(mcp_values)
     store = open_log(required=not no_log or continue_ or cid is not None, wanted=schema_text is not None)
     output = None
@@ -359,6 +403,8 @@ def prompt_command(
         conversation_id=conversation_id,
         history=history,
         max_cost=max_cost,
+        retry_max_tokens=retry_max_tokens,
+        stop_at_tools=stop_at,
         **attach.chain_kwargs(),
     )
     stream_text = not (as_json or output is not None or no_stream)
