@@ -89,6 +89,8 @@ class CallRecord(BaseModel):
     duration_ms: float | None = None
     created_at: float = Field(default_factory=time.time)
     error: str | None = None
+    finish_reason: str | None = None  # why the call stopped: stop, length, tool_calls, content_filter...
+    ended_by: str | None = None  # the tool whose result ended the chain (stop_at_tools, cf.Final)
     tool_calls: list[ToolCallRecord] = Field(default_factory=list)
     tool_results: list[ToolResultRecord] = Field(default_factory=list)
     format_context_policy: str | None = None
@@ -115,6 +117,7 @@ RESPONSE_COLUMNS = (
     "messages", "options", "schema_id", "text", "parsed", "input_tokens", "output_tokens",
     "total_tokens", "additional_counts", "duration_ms", "created_at", "error",
     "parent_conversation_id", "parent_chain_id", "parent_tool_call_id", "agent_name", "cost",
+    "finish_reason", "ended_by",
 )  # fmt: skip
 
 _INSERT_RESPONSE = (
@@ -316,7 +319,7 @@ def search(query: str, index: str | None) -> list[tuple[str, list[Any]]]:
     whole words), and a term written `-term` must not (a lone `-` is a term like any other).
 
     A term goes through the full-text index when the index answers it exactly: the trigram index
-    (`responses_fts`, migration 10) any term of 3 characters or more that holds a letter or digit,
+    (`responses_fts`, migration 11) any term of 3 characters or more that holds a letter or digit,
     a word index (a SQLite without the trigram tokenizer) a plain ASCII word. Other terms (only
     punctuation or emoji, CJK shorter than 3 characters, ...) are a plain substring scan: LIKE with
     its wildcards escaped, newest rows first, stopping at the requested count. Each term is quoted:
