@@ -7,6 +7,7 @@ import sys
 import warnings
 
 from chainform.cli._aliases import aliases_command
+from chainform.cli._chat import chat_command
 from chainform.cli._eval import eval_group
 from chainform.cli._group import cli, debug_enabled
 from chainform.cli._keys import keys_command
@@ -36,6 +37,7 @@ for _command in (
     eval_group,
     aliases_command,
     templates_command,
+    chat_command,
 ):
     cli.add_command(_command)
 
