@@ -14,12 +14,12 @@ from chainform.chain._attachments import PendingPrompt, Prepared, PromptInput, p
 from chainform.chain._calls import ChainLogger
 from chainform.chain._engine import ChainRequest, ChainRun, traced, unknown_stop_tools
 from chainform.chain._events import EventLog
-from chainform.chain._fallback import FallbackPlan
+from chainform.chain._fallback import FallbackKind, FallbackPlan
 from chainform.chain._history import history_after
 from chainform.chain._records import ChainResult
 from chainform.chain._tools import AfterCall, BeforeCall, is_tool_source, normalize_tools
 from chainform.clients.base import ChatClient
-from chainform.errors import HomeError, ProviderErrorKind
+from chainform.errors import HomeError
 from chainform.output import STRATEGIES, OutputSpec
 from chainform.output._select import Refusals
 from chainform.output.strategies._context import ContextPolicy
@@ -402,14 +402,15 @@ def get_model(
     key: str | None = None,
     base_url: str | None = None,
     fallback: Sequence[str | Model] | None = None,
-    fallback_on: Iterable[ProviderErrorKind] | None = None,
+    fallback_on: Iterable[FallbackKind] | None = None,
     **kwargs: Any,
 ) -> Model:
     """A Model by name: "local", "openai/gpt-4.1-mini", "anthropic/…", "gemini/…", "ollama/…", aliases.
 
     `fallback`: model ids (or models made with get_model) a chain goes on with when this model
     fails with a provider error of a kind in `fallback_on` (default: rate limit, server error,
-    timeout, connection); see docs/production.md.
+    timeout, connection; "output" adds a value still invalid after the re-asks, a truncated answer
+    and a failed formatting call); see docs/production.md.
     """
     return _made(Model, name, key, base_url, fallback, fallback_on, kwargs)
 
@@ -420,7 +421,7 @@ def get_async_model(
     key: str | None = None,
     base_url: str | None = None,
     fallback: Sequence[str | Model | AsyncModel] | None = None,
-    fallback_on: Iterable[ProviderErrorKind] | None = None,
+    fallback_on: Iterable[FallbackKind] | None = None,
     **kwargs: Any,
 ) -> AsyncModel:
     """An AsyncModel by name (same names and fallbacks as get_model)."""

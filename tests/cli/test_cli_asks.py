@@ -68,3 +68,10 @@ def test_stop_at_naming_a_tool_not_offered_is_a_usage_error_before_any_call(run,
         and "offered: find" in result.stderr
     )
     assert client.requests == []
+
+
+def test_fallback_on_output_without_a_fallback_model_is_a_usage_error_before_any_call(run, scripted):
+    client = scripted.script([])
+    result = run("x", "--schema", "name", "--fallback-on", "output")
+    assert result.exit_code == 2 and "needs a model to fall back to" in result.stderr
+    assert client.requests == []

@@ -13,7 +13,7 @@ import json
 import sys
 from collections.abc import Iterator, Sequence
 from decimal import Decimal
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, get_args
 
 import click
 
@@ -37,6 +37,7 @@ from chainform.cli._output import echo_json, format_json
 from chainform.cli._show import Approver, show_tool_event, summary, usage_text
 from chainform.cli._templates import Template, functions_value, load_template, save_template
 from chainform.cli._tools import MCP_HELP, python_isolation_option
+from chainform.errors import ProviderErrorKind
 
 if TYPE_CHECKING:
     from chainform.models import Model
@@ -78,9 +79,25 @@ FALLBACK_HELP = (
 )
 
 
-def fallback_kwargs(fallback: tuple[str, ...]) -> dict[str, Any]:
-    """`fallback=` for resolve_model/map_model, only when --fallback was given."""
-    return {"fallback": list(fallback)} if fallback else {}
+FALLBACK_KINDS = (*get_args(ProviderErrorKind), "output")
+FALLBACK_ON_HELP = (
+    "What moves the chain to the next --fallback model: an error kind, or 'output' (no valid value "
+    "after the re-asks, an answer cut at the token limit, a failed formatting call); repeatable, "
+    "replaces the default (rate_limit, server, timeout, connection)."
+)
+
+
+def fallback_kwargs(fallback: tuple[str, ...], fallback_on: tuple[str, ...] = ()) -> dict[str, Any]:
+    """`fallback=` (and `fallback_on=`) for resolve_model/map_model, only when given; 'output'
+    with no --fallback model is a usage error, before any call."""
+    if "output" in fallback_on and not fallback:
+        raise click.BadParameter(
+            "'output' needs a model to fall back to: give --fallback MODEL", param_hint="--fallback-on"
+        )
+    kwargs: dict[str, Any] = {"fallback": list(fallback)} if fallback else {}
+    if fallback_on:
+        kwargs["fallback_on"] = list(fallback_on)
+    return kwargs
 
 
 def check_retry_max_tokens(retry_max_tokens: int | None, options: dict[str, Any]) -> None:
@@ -207,6 +224,9 @@ def open_log(*, required: bool, wanted: bool) -> Store | None:
 @click.argument("prompt", required=False)
 @model_option("Model name or alias (default: $CHAINFORM_MODEL, `models default`, else local).")
 @click.option("--fallback", "fallback", multiple=True, callback=fallback_value, help=FALLBACK_HELP)
+@click.option(
+    "--fallback-on", "fallback_on", multiple=True, type=click.Choice(FALLBACK_KINDS), help=FALLBACK_ON_HELP
+)
 @otel_option
 @click.option("-s", "--system", help="System prompt.")
 @click.option(
@@ -303,6 +323,7 @@ def prompt_command(
     prompt: str | None,
     model_name: str | None,
     fallback: tuple[str, ...],
+    fallback_on: tuple[str, ...],
     otel: bool,
     system: str | None,
     schema: str | None,
@@ -422,7 +443,9 @@ def prompt_command(
     name = model_name or default_model()
     if price is not None:
         apply_price(name, price)
-    model = resolve_model(name, key=key, base_url=base_url, **fallback_kwargs(fallback), **provider_settings)
+    model = resolve_model(
+        name, key=key, base_url=base_url, **fallback_kwargs(fallback, fallback_on), **provider_settings
+    )
     if store is not None:
         model.log_to(store)  # the command's one log
     response = model.chain(

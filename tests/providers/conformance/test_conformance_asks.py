@@ -112,3 +112,14 @@ def test_a_stop_at_tool_ends_the_chain_after_one_call(transport: Row, emu: Emula
     )
     assert chain.value == {"city": "Paris", "temp_c": 21} and chain.ended_by == "lookup"
     assert len(emu.requests) == 1
+
+
+def test_an_invalid_output_falls_over_to_the_next_model(transport: Row, emu: Emulator) -> None:
+    emu.add("not the answer", "still not", "nor this")
+    emu.default = whole_answer
+    second = cf.get_model("ollama/llama3.2", base_url=emu.base_url + "/v1", max_retries=0)
+    model = transport.model(emu, fallback=[second], fallback_on=["output"])
+    chain = model.prompt("Warmest city?", schema=SCHEMA, log=False)
+    assert chain.value == {"city": "Paris", "temp_c": 21}
+    assert [c.model for c in chain.responses] == [transport.name] * 3 + ["ollama/llama3.2"]
+    assert set(chain.usage.by_model) == {transport.name, "ollama/llama3.2"}
