@@ -12,7 +12,7 @@ from eval_helpers import PROMPT, ROWS, SCHEMA, expected, scripted, sloppy, two_c
 import chainform as cf
 from chainform.evals import EvalInputError, load_report
 
-pytestmark = pytest.mark.usefixtures("priced")
+pytestmark = [pytest.mark.usefixtures("priced"), pytest.mark.unit]
 
 
 run = two_cells
