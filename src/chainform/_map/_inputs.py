@@ -146,7 +146,7 @@ def read_file(path: str, fmt: str | None = None) -> Iterator[str | dict[str, Any
     """Lazily read INPUT: `.jsonl`/`.json` lines, `.csv` rows, or `-`/other: one prompt per line.
 
     Read as bytes (stdin too): a line that is not UTF-8 is an input error naming its number."""
-    kind = fmt or _format_of(path)
+    kind = fmt or format_of(path)
     handle: IO[bytes] = _stdin_bytes() if path == "-" else open(path, "rb")  # noqa: SIM115
     try:
         if kind == "csv":
@@ -168,7 +168,7 @@ def count_rows(path: str, fmt: str | None = None) -> int | None:
     """How many rows INPUT holds (for the progress bar's ETA); None for stdin."""
     if path == "-":
         return None
-    if (fmt or _format_of(path)) == "csv":
+    if (fmt or format_of(path)) == "csv":
         return sum(1 for _ in read_file(path, "csv"))
     with open(path, "rb") as handle:
         return sum(1 for line in handle if line.strip())
@@ -209,6 +209,9 @@ def _jsonl(handle: IO[bytes]) -> Iterator[dict[str, Any] | MapInputError]:
         except ValueError as exc:
             yield MapInputError(f"line {number} is not JSON: {exc}")
             continue
+        except RecursionError:
+            yield MapInputError(f"line {number} is nested too deeply to read")
+            continue
         yield value if isinstance(value, dict) else MapInputError(f"line {number} is not a JSON object")
 
 
@@ -244,7 +247,8 @@ def _utf8(text: str) -> bool:
     return True
 
 
-def _format_of(path: str) -> str:
+def format_of(path: str) -> str:
+    """`jsonl`, `csv` or `lines`, by the file's suffix."""
     suffix = Path(path).suffix.lower()
     if suffix in (".jsonl", ".ndjson", ".json"):
         return "jsonl"
