@@ -286,3 +286,15 @@ def test_a_failing_call_is_sent_three_times_not_nine_and_its_retries_are_shown(
     assert len(emulator.requests) == 3  # the map's two retries; the SDK's own are off
     cell = json.loads(result.stdout)["cells"][0]
     assert cell["calls_per_row"] == {"chain": 1.0, "resent": 2.0} and cell["errors"] == {"provider": 1}
+
+
+def test_duplicate_ids_are_refused_before_any_call_naming_both_lines(tmp_path, schema_file, emulator):
+    data = tmp_path / "dup.jsonl"
+    data.write_text(
+        "".join(json.dumps({**row, "id": [1, 2, 2, 3][n]}) + "\n" for n, row in enumerate(rows()[:4]))
+    )
+    result = CliRunner().invoke(cli, ["eval", *eval_argv(data, schema_file, emulator, "--id-field", "id")])
+    assert result.exit_code == 2, result.output
+    [line] = result.output.strip().splitlines()
+    assert line.startswith("Error: ") and "lines 2 and 3" in line and "'id'" in line
+    assert emulator.requests == []

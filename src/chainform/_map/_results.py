@@ -14,11 +14,13 @@ from chainform.errors import (
     ProviderError,
     StructuredOutputError,
     ToolError,
+    TruncatedOutputError,
 )
 
 _PHASES: tuple[tuple[type[BaseException], str], ...] = (
     (MapInputError, "input"),
     (ProviderError, "provider"),
+    (TruncatedOutputError, "truncated"),
     (StructuredOutputError, "output"),
     (FormattingError, "format"),
     (ToolError, "tool"),
@@ -29,8 +31,8 @@ _PHASES: tuple[tuple[type[BaseException], str], ...] = (
 
 @dataclass
 class RowError:
-    """Why a row failed: the `phase` (input, provider, output, format, tool, guardrail, chain,
-    internal), the error's type name and message, and the exception itself."""
+    """Why a row failed: the `phase` (input, provider, truncated, output, format, tool, guardrail,
+    chain, internal), the error's type name and message, and the exception itself."""
 
     phase: str
     type: str

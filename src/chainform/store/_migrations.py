@@ -203,6 +203,12 @@ MIGRATIONS: list[Migration] = [
         """,
     # 9: the full-text index kept by triggers (a function: the SQLite build may lack FTS5).
     _search_index_kept_by_triggers,
+    # 10: why each call stopped (its finish reason: stop, length, tool_calls, ...), and on the call
+    # whose tool ended the chain (`stop_at_tools`, `cf.Final`), that tool's name.
+    """
+        ALTER TABLE responses ADD COLUMN finish_reason TEXT;
+        ALTER TABLE responses ADD COLUMN ended_by TEXT;
+        """,
 ]
 
 

@@ -88,6 +88,8 @@ class CallRecord(BaseModel):
     duration_ms: float | None = None
     created_at: float = Field(default_factory=time.time)
     error: str | None = None
+    finish_reason: str | None = None  # why the call stopped: stop, length, tool_calls, content_filter...
+    ended_by: str | None = None  # the tool whose result ended the chain (stop_at_tools, cf.Final)
     tool_calls: list[ToolCallRecord] = Field(default_factory=list)
     tool_results: list[ToolResultRecord] = Field(default_factory=list)
     format_context_policy: str | None = None
@@ -114,6 +116,7 @@ RESPONSE_COLUMNS = (
     "messages", "options", "schema_id", "text", "parsed", "input_tokens", "output_tokens",
     "total_tokens", "additional_counts", "duration_ms", "created_at", "error",
     "parent_conversation_id", "parent_chain_id", "parent_tool_call_id", "agent_name", "cost",
+    "finish_reason", "ended_by",
 )  # fmt: skip
 
 _INSERT_RESPONSE = (
