@@ -125,7 +125,7 @@ def models_list(tools: bool, schemas: bool, as_json: bool) -> None:
 @click.option("--json", "as_json", is_flag=True, help="Output the options as JSON.")
 def models_options(name: str, as_json: bool) -> None:
     """The `-o KEY VALUE` options NAME takes: type, bounds, and whether the model accepts each."""
-    from chainform.cli._prompt import OPTION_ALIASES
+    from chainform.cli._options import OPTION_ALIASES
     from chainform.clients.registry import list_models, resolve_name
     from chainform.types._options import option_specs
 
