@@ -88,7 +88,7 @@ def chat_command(
     from chainform.cli._templates import Template, load_template
     from chainform.cli._tools import cli_tools
 
-    if not sys.stdin.isatty():
+    if not _stdin_is_terminal():
         raise InputError(
             "chat needs a terminal on stdin; from a pipe or a script send one prompt with "
             "`chainform PROMPT` and go on with `chainform PROMPT -c`"
@@ -189,3 +189,7 @@ def _turn(
         click.echo("\n[turn cancelled]", err=True)
     except (ChainformError, OSError, ValueError) as exc:  # a failed turn is said; the session goes on
         click.echo(error_line(exc), err=True)
+
+
+def _stdin_is_terminal() -> bool:
+    return sys.stdin.isatty()
