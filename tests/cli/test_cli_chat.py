@@ -255,3 +255,33 @@ def test_chat_from_a_template_with_a_schema(chat, run, scripted) -> None:
         and missing.stderr.count("Error:") == 1
         and "no template 'nosuch'" in missing.stderr
     )
+
+
+def test_chat_fragments_go_with_the_first_message_and_every_turn_s_system(
+    chat, scripted, tmp_path: Path
+) -> None:
+    import sqlite3
+
+    notes, style = tmp_path / "notes.txt", tmp_path / "style.txt"
+    notes.write_text("We ship on Friday.")
+    style.write_text("Answer in French.")
+    scripted.script(["Vendredi.", "Oui."])
+    result = chat("-s", "Be terse.", "-f", str(notes), "--sf", str(style), typed="When?\nSure?\n")
+    assert result.exit_code == 0, result.output
+    first, second = ([(m.role, m.text) for m in request[0]] for request in scripted.client.requests)
+    assert first == [
+        ("system", "Be terse."),
+        ("system", "Answer in French."),
+        ("user", "We ship on Friday.When?"),
+    ]
+    assert second == [*first, ("assistant", "Vendredi."), ("user", "Sure?")]
+    with sqlite3.connect(Store().path) as db:
+        texts = sorted(row[0] for row in db.execute("SELECT content FROM fragments"))
+        links = db.execute("SELECT COUNT(*) FROM response_fragments").fetchone()[0]
+    assert texts == ["Answer in French.", "We ship on Friday."] and links == 4  # each text once, sent 4 times
+    directory = chat("-f", str(tmp_path), typed="x\n")
+    assert (
+        directory.exit_code == 2
+        and directory.stderr.count("Error:") == 1
+        and "is a directory" in directory.stderr
+    )
