@@ -25,7 +25,7 @@ from chainform.output._select import Refusals, around_hosted
 from chainform.output.strategies._context import ContextPolicy
 from chainform.pricing import Cost
 from chainform.response import AsyncChainResponse, ChainResponse, RunFactory
-from chainform.store import Store, logging_enabled, new_id
+from chainform.store import Store, logging_enabled, new_id, unmarked_text
 from chainform.types import Attachment, ChatOptions, HostedTool, Message, ModelProfile
 from chainform.types._options import as_options
 
@@ -256,7 +256,7 @@ class _Base(Generic[R]):
             conversation_id=conversation_id,
             chain_id=chain_id,
             model=self.name,
-            prompt=prepared.text if prepared else request.prompt.text if request.prompt else None,
+            prompt=prepared.text if prepared else unmarked_text(request.prompt) if request.prompt else None,
             system=request.system,
             schema=request.output.schema if request.output else None,
             format_context_policy=request.format_context.name,

@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any, get_args
 import click
 
 from chainform.cli._attach import attachment_options, attachments_from_cli
+from chainform.cli._fragments import fragment_value, resolve_fragment
 from chainform.cli._money import apply_price, money_options
 from chainform.cli._options import (
     CONTEXT_CHOICES,
@@ -315,6 +316,20 @@ def open_log(*, required: bool, wanted: bool) -> Store | None:
     "-t", "--template", "template_name", help="Use the saved template NAME (`chainform templates`)."
 )
 @click.option(
+    "-f",
+    "--fragment",
+    "fragment_values",
+    multiple=True,
+    help="Text to put before the prompt: a file, an http(s) URL or a logged fragment's id; repeatable.",
+)
+@click.option(
+    "--sf",
+    "--system-fragment",
+    "system_fragment_values",
+    multiple=True,
+    help="Like -f, added to the system prompt; repeatable.",
+)
+@click.option(
     "-p",
     "--param",
     "params",
@@ -361,6 +376,8 @@ def prompt_command(
     max_cost: Decimal | None,
     as_json: bool,
     template_name: str | None,
+    fragment_values: tuple[str, ...],
+    system_fragment_values: tuple[str, ...],
     params: tuple[tuple[str, str], ...],
     save_name: str | None,
     **attaching: Any,
@@ -397,6 +414,9 @@ def prompt_command(
             option_pairs,
             params,
             python_isolation,
+            fragment_values,
+            system_fragment_values,
+            attaching.get("allow_private_urls", False),
         )
         return
     attach = attachments_from_cli(prompt, **attaching)  # before stdin: `-a -` reads it as a file
@@ -416,13 +436,32 @@ def prompt_command(
     check_stop_at(stop_at, tools, mcp=bool(mcp_values))
     tools += mcp_servers(mcp_values)
     tools += hosted
-    store = open_log(required=not no_log or continue_ or cid is not None, wanted=schema_text is not None)
+    fragment_values = (*template.fragments, *fragment_values)
+    system_fragment_values = (*template.system_fragments, *system_fragment_values)
+    store = open_log(
+        required=not no_log or continue_ or cid is not None,
+        wanted=schema_text is not None or bool(fragment_values or system_fragment_values),
+    )
     output = None
     if schema_text is not None:
         output = resolve_cli_schema(schema_text, store=store, as_multi=schema_multi is not None)
     elif template.schema is not None:
         output = template.output()
+    private = attaching.get("allow_private_urls", False)
+    fragments = [resolve_fragment(v, store, allow_private_urls=private) for v in fragment_values]
+    system_fragments = [
+        resolve_fragment(v, store, allow_private_urls=private) for v in system_fragment_values
+    ]
     conversation_id, history = _conversation(store, continue_, cid)
+    from chainform.store import message_with
+
+    if system_fragments:  # a system message of its own, after -s: every provider joins them
+        history = [message_with(system_fragments, None, role="system"), *history]
+    sent: Any = text
+    if fragments and attach.chain_kwargs():  # with -a the prompt is a list: fragments go inline
+        sent = [*(f.text for f in fragments), text]
+    elif fragments:
+        sent = message_with(fragments, text)
 
     name = model_name or default_model()
     if price is not None:
@@ -433,7 +472,7 @@ def prompt_command(
     if store is not None:
         model.log_to(store)  # the command's one log
     response = model.chain(
-        text,
+        sent,
         system=system,
         tools=tools or None,
         schema=output,
@@ -501,6 +540,9 @@ def _save_template(
     option_pairs: tuple[tuple[str, str], ...],
     params: tuple[tuple[str, str], ...],
     python_isolation: str,
+    fragment_values: tuple[str, ...],
+    system_fragment_values: tuple[str, ...],
+    allow_private_urls: bool,
 ) -> None:
     """`--save NAME`: the line's settings over those of `-t` (if given), checked as a run would
     check them (the schema resolved, tools loaded, options typed), then written; nothing is sent."""
@@ -512,9 +554,13 @@ def _save_template(
     tools, code = [*template.tools, *tool_names], [*template.functions, *map(functions_value, functions)]
     cli_tools(tuple(tools), tuple(code), python_isolation=python_isolation)
     schema_json = template.schema
+    store = open_log(
+        required=False, wanted=schema_text is not None or bool(fragment_values or system_fragment_values)
+    )
     if schema_text is not None:
-        store = open_log(required=False, wanted=True)
         schema_json = resolve_cli_schema(schema_text, store=store, as_multi=multi).schema
+    for value in (*fragment_values, *system_fragment_values):  # each must resolve now, as at a run
+        resolve_fragment(value, store, allow_private_urls=allow_private_urls)
     saved = dataclasses.replace(
         template,
         prompt=prompt if prompt is not None else template.prompt,
@@ -525,6 +571,8 @@ def _save_template(
         schema=schema_json,
         options={**template.checked_options(), **parse_options(option_pairs)},
         defaults={**template.defaults, **dict(params)},
+        fragments=[*template.fragments, *map(fragment_value, fragment_values)],
+        system_fragments=[*template.system_fragments, *map(fragment_value, system_fragment_values)],
     )
     path = save_template(name, saved)
     click.echo(f"Template {name!r} saved: {path}", err=True)
