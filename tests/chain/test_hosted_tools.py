@@ -10,6 +10,8 @@ import chainform as cf
 from chainform.testing import ScriptedClient, tool_call
 from chainform.types import ChatResponse, Message, ServerToolContent, TextContent, UsageDetails
 
+pytestmark = pytest.mark.unit
+
 ALL = frozenset({"web_search", "code_execution", "url_context", "file_search"})
 COMBINES = cf.ModelProfile(
     name="combines",
