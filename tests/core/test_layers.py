@@ -9,7 +9,11 @@ from __future__ import annotations
 import ast
 from pathlib import Path
 
+import pytest
+
 import chainform
+
+pytestmark = pytest.mark.unit  # no socket, no process (tests/guards.py)
 
 SRC = Path(chainform.__file__).parent.parent
 
