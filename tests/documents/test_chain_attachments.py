@@ -19,8 +19,6 @@ from chainform.store import Store
 from chainform.testing import ScriptedClient, tool_call
 from chainform.types import DataContent, MediaSupport, ModelProfile, TextContent
 
-pytestmark = pytest.mark.unit  # no socket, no process (tests/guards.py)
-
 TEXT_ONLY = ModelProfile(name="scripted", provider="testing", supports_json_schema=True)
 VISION = TEXT_ONLY.replace(media=IMAGES)
 
