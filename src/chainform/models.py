@@ -14,19 +14,19 @@ from chainform.chain._attachments import PendingPrompt, Prepared, PromptInput, p
 from chainform.chain._calls import ChainLogger
 from chainform.chain._engine import ChainRequest, ChainRun, traced, unknown_stop_tools
 from chainform.chain._events import EventLog
-from chainform.chain._fallback import FallbackPlan
+from chainform.chain._fallback import FallbackKind, FallbackPlan
 from chainform.chain._history import history_after
 from chainform.chain._records import ChainResult
 from chainform.chain._tools import AfterCall, BeforeCall, is_tool_source, normalize_tools
 from chainform.clients.base import ChatClient
-from chainform.errors import HomeError, ProviderErrorKind
+from chainform.errors import HomeError
 from chainform.output import STRATEGIES, OutputSpec
-from chainform.output._select import Refusals
+from chainform.output._select import Refusals, around_hosted
 from chainform.output.strategies._context import ContextPolicy
 from chainform.pricing import Cost
 from chainform.response import AsyncChainResponse, ChainResponse, RunFactory
-from chainform.store import Store, logging_enabled, new_id
-from chainform.types import Attachment, ChatOptions, Message, ModelProfile
+from chainform.store import Store, logging_enabled, new_id, unmarked_text
+from chainform.types import Attachment, ChatOptions, HostedTool, Message, ModelProfile
 from chainform.types._options import as_options
 
 R = TypeVar("R", ChainResponse, AsyncChainResponse)
@@ -114,6 +114,9 @@ class _Base(Generic[R]):
 
         An answer cut off at the output token limit raises TruncatedOutputError; with
         `retry_max_tokens` (above the `max_tokens` option) it is asked again once with that limit.
+        `tools` may hold hosted tools (`cf.WebSearch()`, `cf.CodeExecution()`, `cf.URLContext()`,
+        `cf.FileSearch(ids)`) the provider runs itself; HostedToolError before any call where the
+        model has none or cannot combine them (docs/providers.md).
         A call of a tool named in `stop_at_tools` (or a tool returning `cf.Final(value)`) ends the
         chain: its result, validated against `schema`, is the value (`chain.ended_by` names it).
 
@@ -132,7 +135,7 @@ class _Base(Generic[R]):
                 budget.check_rate(PRICES.rate(other.name))
         chat_options = as_options(options)
         check_growth(retry_max_tokens, chat_options.max_output_tokens)
-        sources = [t for t in tools or () if is_tool_source(t)]
+        sources = [t for t in tools or () if is_tool_source(t) and not isinstance(t, HostedTool)]
         message = user_prompt(
             prompt,
             attachments,
@@ -141,7 +144,18 @@ class _Base(Generic[R]):
             store=attachments_store,
         )
         pending = message if isinstance(message, PendingPrompt) else None
-        offered = normalize_tools(t for t in tools or () if not is_tool_source(t))
+        hosted = tuple(t for t in tools or () if isinstance(t, HostedTool))
+        tools = [t for t in tools or () if not isinstance(t, HostedTool)]
+        offered = normalize_tools(t for t in tools if not is_tool_source(t))
+        strategy = around_hosted(
+            self.profile,
+            [t.kind for t in hosted],
+            has_functions=bool(offered or sources),
+            has_schema=schema is not None,
+            requested=strategy,
+        )
+        if hosted:
+            chat_options = chat_options.replace(hosted_tools=hosted)
         stop_at = frozenset([stop_at_tools] if isinstance(stop_at_tools, str) else stop_at_tools)
         if not sources:  # with MCP servers, their tools are known when the chain starts
             unknown_stop_tools(stop_at, {t.name: t for t in offered})
@@ -242,7 +256,7 @@ class _Base(Generic[R]):
             conversation_id=conversation_id,
             chain_id=chain_id,
             model=self.name,
-            prompt=prepared.text if prepared else request.prompt.text if request.prompt else None,
+            prompt=prepared.text if prepared else unmarked_text(request.prompt) if request.prompt else None,
             system=request.system,
             schema=request.output.schema if request.output else None,
             format_context_policy=request.format_context.name,
@@ -402,14 +416,15 @@ def get_model(
     key: str | None = None,
     base_url: str | None = None,
     fallback: Sequence[str | Model] | None = None,
-    fallback_on: Iterable[ProviderErrorKind] | None = None,
+    fallback_on: Iterable[FallbackKind] | None = None,
     **kwargs: Any,
 ) -> Model:
     """A Model by name: "local", "openai/gpt-4.1-mini", "anthropic/…", "gemini/…", "ollama/…", aliases.
 
     `fallback`: model ids (or models made with get_model) a chain goes on with when this model
     fails with a provider error of a kind in `fallback_on` (default: rate limit, server error,
-    timeout, connection); see docs/production.md.
+    timeout, connection; "output" adds a value still invalid after the re-asks, a truncated answer
+    and a failed formatting call); see docs/production.md.
     """
     return _made(Model, name, key, base_url, fallback, fallback_on, kwargs)
 
@@ -420,7 +435,7 @@ def get_async_model(
     key: str | None = None,
     base_url: str | None = None,
     fallback: Sequence[str | Model | AsyncModel] | None = None,
-    fallback_on: Iterable[ProviderErrorKind] | None = None,
+    fallback_on: Iterable[FallbackKind] | None = None,
     **kwargs: Any,
 ) -> AsyncModel:
     """An AsyncModel by name (same names and fallbacks as get_model)."""

@@ -13,6 +13,8 @@ from store_helpers import old_log
 from chainform.store import Store, StoreError
 from chainform.store._migrations import MIGRATIONS, migrate, user_version
 
+pytestmark = pytest.mark.unit  # no socket, no process (tests/guards.py)
+
 
 def _old_database(path: Path, version: int) -> None:
     db = old_log(path, version)

@@ -66,6 +66,7 @@ class MapResult:
     usage: ChainUsage = field(default_factory=lambda: ChainUsage.of([]))
     conversation_id: str | None = None
     model: str | None = None  # the model that made the row's last call (a fallback's, when one answered)
+    retried: int = 0  # calls of the row sent again after a transient failure (429, 5xx, timeout)
 
     @property
     def ok(self) -> bool:

@@ -33,6 +33,7 @@ from chainform.clients.base import ChatClient
 from chainform.errors import (
     Attempt,
     ChainformError,
+    FormattingError,
     ProviderError,
     StructuredOutputError,
     StructuredOutputGenerationError,
@@ -126,6 +127,7 @@ class ChainRun(CallRunner):
         self.chain_id = chain_id
         self.tools = {t.name: t for t in request.tools}
         self.attempts: list[Attempt] = []
+        self.answer_from: int | None = None  # transcript index of the current model's failed answers
         self.settings = Settings(
             self.refusals, request.chain_limit, request.format_context, request.format_prompt
         )
@@ -138,7 +140,8 @@ class ChainRun(CallRunner):
             if self.req.output is None:
                 outcome = await self._plain(transcript)
             else:
-                has_tools, requested = bool(self.tools), self.req.strategy
+                has_tools = bool(self.tools or self.req.options.hosted_tools)
+                requested = self.req.strategy
                 outcome = await self.answer(transcript, has_tools=has_tools, requested=requested)
             return self._result(transcript, outcome)
         except ChainformError as exc:
@@ -168,11 +171,17 @@ class ChainRun(CallRunner):
                 if strategy.formatting is not None:
                     return await self.formatted(transcript, strategy, strategy.formatting)
                 return await self.loop(transcript, strategy, tools=has_tools, purpose=purpose)
-            except TruncatedOutputError:
-                raise  # another strategy would be cut at the same limit
-            except StructuredOutputError as exc:
-                if strategy.rescue is None or purpose != "chain":
+            except (StructuredOutputError, FormattingError) as exc:
+                if purpose != "chain":
                     raise
+                rescue = isinstance(exc, StructuredOutputError) and not isinstance(exc, TruncatedOutputError)
+                if strategy.rescue is None or not rescue:  # no value from this model: maybe the next
+                    if not await self._fall_over_output(exc, transcript):
+                        raise
+                    choice = select_strategy(
+                        self.profile, has_tools=has_tools, requested=requested, refusals=self.refusals
+                    )
+                    continue
                 reason = f"{OUTPUT_TOOL_NAME} was not called and cannot be forced here: {exc}"[:240]
                 _close_calls(transcript)
                 choice = StrategyChoice(
@@ -250,20 +259,43 @@ class ChainRun(CallRunner):
                 if not await self._fall_over(exc, transcript):
                     raise
 
+    async def _fall_over_output(
+        self, exc: StructuredOutputError | FormattingError, transcript: list[Message]
+    ) -> bool:
+        """Go on with the next fallback model after this one gave no valid value, when
+        `fallback_on` holds "output"; False: raise `exc`. The next model starts from the
+        transcript before the failed answers (the tools' work kept), within the same max_cost."""
+        after = self.route.after_output(exc) if self.route is not None else None
+        if after is None:
+            return False
+        if self.answer_from is not None:  # the failed answers and what the model was told about them
+            del transcript[self.answer_from :]
+            self.answer_from = None
+        _close_calls(transcript)
+        await self._switch(after, transcript, exc)
+        return True
+
     async def _fall_over(self, exc: ProviderError, transcript: list[Message]) -> bool:
         """Go on with the next fallback model after `exc` (chain/_fallback.py); False: raise it.
         Files it cannot read are converted for it (chain/_attachments.py)."""
         after = self.route.after(exc) if self.route is not None else None
         if after is None:
             return False
+        await self._switch(after, transcript, exc)
+        return True
+
+    async def _switch(self, after: Candidate, transcript: list[Message], exc: Exception) -> None:
+        """Go on with `after`; the stream's readers are told (a `fallback` event): the text since the
+        last answer was the failed model's."""
         failed = self.model_name or "the model"
-        note = f"{failed} failed: {type(exc).__name__} ({exc.kind}); {after.name} answers from here"
+        kind = getattr(exc, "kind", None)
+        why = f"{type(exc).__name__}" + (f" ({kind})" if kind else "")
+        note = f"{failed} failed: {why}; {after.name} answers from here"
         self.events.append(ChainEvent("fallback", note, value=FellBack(failed, exc, after.name)))
         self.client, self.profile, self.model_name = after.client, after.profile, after.name
         self.refusals = after.refusals
         self.settings = replace(self.settings, refusals=after.refusals)
         await for_profile(transcript, self.profile, self.events)
-        return True
 
     def turns_left(self) -> int:
         """Chain turns left; a call that raised (e.g. before a fallback model took over) takes none."""
@@ -278,9 +310,11 @@ class ChainRun(CallRunner):
         offered = list(self.tools.values()) if tools else []
         limit = self.turns_left() if tools else 1
         turns, retries_left, force = 0, self.req.retries, False
+        answers_chain = purpose != "format"  # the loop's messages are the chain's transcript
         while True:
             last = turns >= limit - 1
-            options = strategy.options(self.req.options, offered, last=last, force=force)
+            base = self.req.options if tools else self.req.options.replace(hosted_tools=None)
+            options = strategy.options(base, offered, last=last, force=force)
             response, value, error = await self.call(transcript, options, strategy, purpose)
             if _cut(response, strategy):  # never parsed, repaired or re-asked with the same limit
                 self._grow_limit(response, options, purpose)
@@ -292,6 +326,8 @@ class ChainRun(CallRunner):
             if error is None and value is not NOT_FINAL:
                 return Outcome(value)
             if error is None and calls and (not last or strategy.runs_last_tools):
+                if answers_chain:
+                    self.answer_from = None
                 ending = await self._run_tools(calls, transcript)
                 if ending is not None:
                     ended = self._tool_answer(ending, transcript)
@@ -314,6 +350,8 @@ class ChainRun(CallRunner):
                 error = StructuredOutputGenerationError(
                     "Tool calls are no longer allowed: give the final answer now.", raw_text=response.text
                 )
+            if answers_chain and self.answer_from is None:  # where this model's failed answers start
+                self.answer_from = len(transcript) - len(response.messages)
             feedback = strategy.feedback(error, response)  # a strategy that cannot retry raises here
             self.attempts.append(Attempt(error.raw_text, str(error), purpose))
             if retries_left == 0:

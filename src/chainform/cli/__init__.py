@@ -9,6 +9,7 @@ import warnings
 from chainform.cli._aliases import aliases_command
 from chainform.cli._chat import chat_command
 from chainform.cli._eval import eval_group
+from chainform.cli._fragments import fragments_command
 from chainform.cli._group import cli, debug_enabled
 from chainform.cli._keys import keys_command
 from chainform.cli._local import local_command
@@ -38,6 +39,7 @@ for _command in (
     aliases_command,
     templates_command,
     chat_command,
+    fragments_command,
 ):
     cli.add_command(_command)
 
