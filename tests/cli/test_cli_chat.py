@@ -158,6 +158,7 @@ def test_a_chat_in_a_terminal_two_turns_with_a_tool_and_a_schema_and_a_cancelled
     ]
 
 
+@pytest.mark.unit
 def test_chat_without_a_terminal_is_one_error_line(run, home: Path) -> None:
     result = run("chat", "-m", "openai/gpt-4.1-mini", input="hello\n")
     assert result.exit_code == 2
@@ -182,6 +183,7 @@ def _typed(monkeypatch: pytest.MonkeyPatch, *lines: str | type[BaseException]) -
     return shown
 
 
+@pytest.mark.unit
 def test_chat_input_multi_edit_exit_and_interrupts(monkeypatch: pytest.MonkeyPatch) -> None:
     import click
 
@@ -204,3 +206,87 @@ def test_chat_input_multi_edit_exit_and_interrupts(monkeypatch: pytest.MonkeyPat
     assert _read_message() == ""  # Ctrl-C at the prompt clears the line; the session goes on
     _typed(monkeypatch, "  plain question  ")
     assert _read_message() == "plain question"
+
+
+@pytest.fixture
+def chat(run, monkeypatch: pytest.MonkeyPatch):  # type: ignore[no-untyped-def]
+    """`chainform chat` in-process, its stdin taken for a terminal (the pty test above proves the
+    real one); lines are typed through `input`."""
+    from chainform.cli import _chat
+
+    monkeypatch.setattr(_chat, "_stdin_is_terminal", lambda: True)
+
+    def session(*args: str, typed: str):  # type: ignore[no-untyped-def]
+        return run("chat", *args, input=typed)
+
+    return session
+
+
+@pytest.mark.unit
+def test_chat_goes_on_with_a_logged_conversation_and_survives_a_failed_turn(chat, run, scripted) -> None:
+    from chainform.errors import ProviderError
+
+    scripted.script(["Paris.", ProviderError("the server is down", status=503), "Rome, then."])
+    result = chat("-s", "Be terse.", typed="Capital of France?\nAnd of Italy?\nAnd of Italy, again?\n")
+    assert result.exit_code == 0, result.output
+    assert result.stdout.count("> ") == 4 and "Paris." in result.stdout and "Rome, then." in result.stdout
+    assert result.stderr.count("Error:") == 1 and "the server is down" in result.stderr  # the session went on
+    last = [m.text for m in scripted.client.requests[-1][0]]
+    assert last == ["Be terse.", "Capital of France?", "Paris.", "And of Italy, again?"]
+    calls = Store().recent(None)
+    assert len({c.conversation_id for c in calls}) == 1
+
+    scripted.script(["Berlin."])
+    assert chat("-c", typed="!multi\nAnd of\nGermany?\n!end\n").exit_code == 0
+    sent = [m.text for m in scripted.client.requests[-1][0]]
+    assert sent[:2] == ["Capital of France?", "Paris."] and sent[-1] == "And of\nGermany?"
+    assert len({c.conversation_id for c in Store().recent(None)}) == 1  # -c: the same conversation
+
+
+@pytest.mark.unit
+def test_chat_from_a_template_with_a_schema(chat, run, scripted) -> None:
+    assert run("-s", "You know capitals.", "--schema", "city", "--save", "capitals").exit_code == 0
+    scripted.script(['{"city": "Paris"}'])
+    result = chat("-t", "capitals", typed="France?\n")
+    assert result.exit_code == 0, result.output
+    assert json.loads(result.stdout[result.stdout.index("{") : result.stdout.rindex("}") + 1]) == {
+        "city": "Paris"
+    }
+    assert [m.text for m in scripted.client.requests[0][0]] == ["You know capitals.", "France?"]
+    missing = chat("-t", "nosuch", typed="x\n")
+    assert (
+        missing.exit_code == 2
+        and missing.stderr.count("Error:") == 1
+        and "no template 'nosuch'" in missing.stderr
+    )
+
+
+@pytest.mark.unit
+def test_chat_fragments_go_with_the_first_message_and_every_turn_s_system(
+    chat, scripted, tmp_path: Path
+) -> None:
+    import sqlite3
+
+    notes, style = tmp_path / "notes.txt", tmp_path / "style.txt"
+    notes.write_text("We ship on Friday.")
+    style.write_text("Answer in French.")
+    scripted.script(["Vendredi.", "Oui."])
+    result = chat("-s", "Be terse.", "-f", str(notes), "--sf", str(style), typed="When?\nSure?\n")
+    assert result.exit_code == 0, result.output
+    first, second = ([(m.role, m.text) for m in request[0]] for request in scripted.client.requests)
+    assert first == [
+        ("system", "Be terse."),
+        ("system", "Answer in French."),
+        ("user", "We ship on Friday.When?"),
+    ]
+    assert second == [*first, ("assistant", "Vendredi."), ("user", "Sure?")]
+    with sqlite3.connect(Store().path) as db:
+        texts = sorted(row[0] for row in db.execute("SELECT content FROM fragments"))
+        links = db.execute("SELECT COUNT(*) FROM response_fragments").fetchone()[0]
+    assert texts == ["Answer in French.", "We ship on Friday."] and links == 4  # each text once, sent 4 times
+    directory = chat("-f", str(tmp_path), typed="x\n")
+    assert (
+        directory.exit_code == 2
+        and directory.stderr.count("Error:") == 1
+        and "is a directory" in directory.stderr
+    )

@@ -9,6 +9,8 @@ from eval_helpers import two_cell_report
 from chainform.evals import EvalInputError
 from chainform.evals._compare import bootstrap_interval, compare, mcnemar
 
+pytestmark = pytest.mark.unit  # no socket, no process (tests/guards.py)
+
 
 @pytest.fixture
 def report(priced):

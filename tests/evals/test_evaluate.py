@@ -14,7 +14,7 @@ import chainform as cf
 from chainform.evals import EvalInputError, load_report
 from chainform.testing import ScriptedClient
 
-pytestmark = pytest.mark.usefixtures("priced")
+pytestmark = [pytest.mark.usefixtures("priced"), pytest.mark.unit]
 
 
 run = two_cells

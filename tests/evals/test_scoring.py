@@ -8,6 +8,8 @@ import pytest
 from chainform.evals import EvalInputError, Options, compile_plan, score
 from chainform.evals._score import _greedy, assign
 
+pytestmark = pytest.mark.unit  # no socket, no process (tests/guards.py)
+
 
 def plan(properties, **options):
     return compile_plan({"type": "object", "properties": properties}, Options(**options))
