@@ -35,6 +35,8 @@ from chainform.cli._prompt import (
     FALLBACK_HELP,
     FALLBACK_KINDS,
     FALLBACK_ON_HELP,
+    check_retry_max_tokens,
+    check_stop_at,
     fallback_kwargs,
     fallback_value,
     model_arguments,
@@ -101,6 +103,20 @@ ATTACH_HELP = (
     default=2,
     help="Retries of one model call after a 429, 5xx, timeout or dropped connection.",
 )
+@click.option(
+    "--retry-max-tokens",
+    type=click.IntRange(min=1),
+    default=None,
+    help="When a row's answer is cut off at the token limit (--option max_tokens N), ask once more with this "
+    "larger limit (default: the row fails with phase 'truncated').",
+)
+@click.option(
+    "--stop-at",
+    "stop_at",
+    multiple=True,
+    metavar="TOOL",
+    help="End a row's chain when the model calls TOOL: its result is the row's value; repeatable.",
+)
 @click.option("--id-field", help="Key rows by this field (default: the row's position).")
 @click.option(
     "--resume",
@@ -166,6 +182,8 @@ def map_command(
     model_name: str | None,
     fallback: tuple[str, ...],
     fallback_on: tuple[str, ...],
+    retry_max_tokens: int | None,
+    stop_at: tuple[str, ...],
     otel: bool,
     system: str | None,
     schema: str | None,
@@ -235,6 +253,8 @@ def map_command(
     store = open_log(required=not no_log, wanted=schema is not None)  # a damaged log stops here, not per row
     spec = resolve_cli_schema(schema, store=store) if schema else None
     tools = cli_tools(tool_names, functions)
+    check_stop_at(stop_at, tools, mcp=False)
+    check_retry_max_tokens(retry_max_tokens, parse_options(option_pairs))
     name = model_name or default_model()
     if price is not None:
         apply_price(name, price)
@@ -281,6 +301,10 @@ def map_command(
         "chain_limit": chain_limit,
         "options": parse_options(option_pairs) or None,
     }
+    if retry_max_tokens is not None:
+        settings["retry_max_tokens"] = retry_max_tokens
+    if stop_at:
+        settings["stop_at_tools"] = stop_at
     if attach_field is not None:
         base = Path(input_path).resolve().parent if input_path != "-" else Path.cwd()
         base = Path(attach_root).resolve() if attach_root is not None else base
