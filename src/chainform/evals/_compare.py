@@ -43,8 +43,8 @@ def compare(
     a: Cell, b: Cell, *, seed: int = SEED, resamples: int = RESAMPLES, level: float = 0.95
 ) -> Comparison:
     """Compare two cells over the rows both have (their keys must match)."""
-    right_a = {row.key: row.right for row in a.rows}
-    right_b = {row.key: row.right for row in b.rows}
+    right_a = {row.label: row.right for row in a.rows}  # each run of a row apart
+    right_b = {row.label: row.right for row in b.rows}
     if set(right_a) != set(right_b):
         raise EvalInputError(
             f"{a.name} and {b.name} did not score the same rows; compare cells of the same data"
