@@ -19,6 +19,8 @@ F = TypeVar("F", bound=Callable[..., Any])
 
 STRATEGY_CHOICES = ("auto", "native", "tool", "prompted", "deferred")
 CONTEXT_CHOICES = ("full", "compact", "last")
+OPTION_ALIASES = {"max_tokens": "max_output_tokens", "stop": "stop_sequences"}
+"""`-o` names llm users type, and the ChatOptions field each stands for."""
 
 
 def count_option(*decls: str, minimum: int, default: int, help: str | None = None) -> Callable[[F], F]:
@@ -48,6 +50,16 @@ def model_option(help: str) -> Callable[[F], F]:
     """`-m/--model NAME`."""
     return click.option("-m", "--model", "model_name", callback=model_name_value, help=help)
 
+
+model_options_option = click.option(
+    "-o",
+    "--option",
+    "option_pairs",
+    type=(str, str),
+    multiple=True,
+    help="Model option, e.g. -o temperature 0.2; repeatable.",
+)
+"""`-o KEY VALUE` (repeatable): the model options of a prompt or a chat, checked by `parse_options`."""
 
 strategy_option = choice_option(
     "--strategy", choices=STRATEGY_CHOICES, default="auto", help="How the schema is enforced."
@@ -174,14 +186,3 @@ def rate_options(per: str) -> Callable[[F], F]:
         )(command)
 
     return add
-
-
-option_pairs_option = click.option(
-    "-o",
-    "--option",
-    "option_pairs",
-    type=(str, str),
-    multiple=True,
-    help="Model option, e.g. -o temperature 0.2; repeatable.",
-)
-"""`-o/--option KEY VALUE` (read with `_prompt.parse_options`)."""
