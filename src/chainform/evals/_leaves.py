@@ -77,6 +77,10 @@ class Tolerance:
         """Both allowances: a number within either is right."""
         return Tolerance(max(self.relative, other.relative), max(self.absolute, other.absolute))
 
+    def to_json(self) -> float | str:
+        """The relative number when there is no absolute part (`0.01`), else the text (`abs:0.5`)."""
+        return self.relative if not self.absolute else str(self)
+
     def __str__(self) -> str:
         parts = [f"{self.relative:g}"] if self.relative or not self.absolute else []
         return "+".join(parts + ([f"abs:{self.absolute:g}"] if self.absolute else []))

@@ -103,8 +103,8 @@ def evaluate(
         "judge": None if judge is None else [_name(judge), judged],
     } | ({"repeat": repeat} if repeat > 1 else {})
     scoring = {
-        "tolerance": {path: str(Tolerance.parse(t)) for path, t in (tolerance or {}).items()},
-        "default_tolerance": str(Tolerance.parse(default_tolerance)),
+        "tolerance": {path: Tolerance.parse(t).to_json() for path, t in (tolerance or {}).items()},
+        "default_tolerance": Tolerance.parse(default_tolerance).to_json(),
         "fuzzy": fuzzy,
         "scorers": sorted(scorers or {}),
         "judge": None if judge is None else _name(judge),
