@@ -40,6 +40,7 @@ def exit_code_for(exc: BaseException) -> int:
         | StoreError
         | errors.HomeError
         | errors.AttachmentError
+        | errors.HostedToolError
         | errors.PricingError,
     ):
         return EXIT_USAGE
