@@ -222,7 +222,10 @@ def test_map_flags_absolute_tolerance_and_repeats_reach_the_run(data, schema_fil
             ("--tolerance", "total=absolute:1"),
             "Error: Invalid value for --tolerance: 'total=absolute:1': give",
         ),
-        (("--fuzzy", "vendor=2"), "Error: Invalid value for --fuzzy: 'vendor=2': give R or FIELD=R"),
+        (
+            ("--fuzzy", "vendor=2"),
+            "Error: Invalid value for --fuzzy: 'vendor=2': give R or FIELD=R with R from 0",
+        ),
         (("--fuzzy", "total=0.9"), "Error: --fuzzy names 'total', which is not a string field"),
     ],
 )
@@ -336,3 +339,28 @@ def test_duplicate_ids_are_refused_before_any_call_naming_both_lines(tmp_path, s
     [line] = result.output.strip().splitlines()
     assert line.startswith("Error: ") and "lines 2 and 3" in line and "'id'" in line
     assert emulator.requests == []
+
+
+def test_the_ci_gate_fails_under_its_floors_with_the_figures_and_a_cost_stop_has_its_own_code(
+    data, schema_file, emulator: Emulator
+):
+    emulator.default = answer(wrong=True)  # total right in 4 of 6 rows
+    argv = eval_argv(data, schema_file, emulator, "--tolerance", "total=0.01", "--json")
+    below = invoke(*argv, "--fail-under", "total=0.9", "--fail-under", "date=0.5")
+    assert below.exit_code == 6, below.output
+    assert json.loads(below.stdout)["cells"][0]["rows"] == 6  # the report is printed all the same
+    assert below.stderr.strip().splitlines() == [
+        f"eval: below --fail-under: {MODEL} / auto: field 'total' accuracy 66.7% < 90.0%"
+    ]
+    eval_id = json.loads(below.stdout)["eval_id"]
+    assert invoke("show", eval_id, "--fail-under", "total=0.6").exit_code == 0
+    overall = invoke("show", eval_id, "--fail-under", "0.99")
+    assert overall.exit_code == 6 and "field accuracy" in overall.stderr
+    sent = len(emulator.requests)
+    for bad in (("--fail-under", "totl=0.9"), ("--fail-under", "1.5"), ("--fail-under", "=0.5")):
+        refused = invoke(*argv, *bad)
+        assert refused.exit_code == 2 and "--fail-under" in refused.stderr, refused.output
+    assert len(emulator.requests) == sent
+    capped = invoke(*argv, "--max-cost", "0.0000001", "--fail-under", "0.1")
+    assert capped.exit_code == 7, capped.output
+    assert "--max-cost stopped eval" in capped.stderr and "--resume with a higher cap" in capped.stderr

@@ -14,7 +14,7 @@ from typing import Any
 import click
 import click_default_group
 
-from chainform.cli._group import EXIT_INTERRUPTED, EXIT_USAGE
+from chainform.cli._group import EXIT_BELOW_FLOOR, EXIT_COST_CAP, EXIT_INTERRUPTED, EXIT_USAGE
 from chainform.cli._money import apply_price, money_options
 from chainform.cli._options import (
     STRATEGY_CHOICES,
@@ -75,24 +75,66 @@ def _tolerances(pairs: tuple[str, ...]) -> tuple[dict[str, Any], Any]:
     return per_field, default
 
 
-def _fuzzy(values: tuple[str, ...]) -> float | dict[str, float] | None:
-    """`--fuzzy R` (every string field) and `--fuzzy FIELD=R` (that field), R from 0 to 1."""
-    per_field: dict[str, float] = {}
+def _ratios(values: tuple[str, ...], option: str, example: str) -> dict[str, float]:
+    """`R` and `FIELD=R` values of `option`, R from 0 to 1: by field, a bare R under the key `*`."""
+    out: dict[str, float] = {}
     for value in values:
-        name, sep, number = value.rpartition("=")
+        name, sep, text = value.rpartition("=")
         try:
-            threshold = float(number)
+            number = float(text)
         except ValueError:
-            threshold = float("nan")
-        if not 0 <= threshold <= 1:
+            number = -1.0
+        if not 0 <= number <= 1 or (sep and not name):
             raise click.BadParameter(
-                f"{value!r}: give R or FIELD=R, R a rapidfuzz ratio from 0 to 1 (e.g. vendor=0.9)",
-                param_hint="--fuzzy",
+                f"{value!r}: give R or FIELD=R with R from 0 to 1, e.g. {example}", param_hint=option
             )
-        per_field[name if sep else "*"] = threshold
+        out[name if sep else "*"] = number
+    return out
+
+
+def _fuzzy(values: tuple[str, ...]) -> float | dict[str, float] | None:
+    """`--fuzzy R` (every string field) and `--fuzzy FIELD=R` (that field): a rapidfuzz ratio."""
+    per_field = _ratios(values, "--fuzzy", "0.9 or vendor=0.8")
     if list(per_field) == ["*"]:
         return per_field["*"]
     return per_field or None
+
+
+def _floors(specs: tuple[str, ...]) -> tuple[float | None, dict[str, float]]:
+    """`--fail-under` values: a bare `R` (every cell's field accuracy) and `FIELD=R` pairs."""
+    per_field = _ratios(specs, "--fail-under", "0.9 or total=0.95")
+    return per_field.pop("*", None), per_field
+
+
+def fail_under_option(command: Any) -> Any:
+    return click.option(
+        "--fail-under",
+        "fail_under",
+        multiple=True,
+        metavar="[FIELD=]R",
+        help="CI gate: exit 6 when a cell's field accuracy (or FIELD's) is below R (0..1); repeatable.",
+    )(command)
+
+
+def gate(report: Any, fail_under: tuple[str, ...]) -> None:
+    """Exit 7 when --max-cost left rows unrun, else 6 when a figure is below its --fail-under floor
+    (each shortfall on its own stderr line); return when neither."""
+    overall, per_field = _floors(fail_under)
+    problems = report.shortfalls(field_accuracy=overall) if overall is not None else []
+    if per_field:
+        problems += report.shortfalls(field_accuracy=per_field)
+    for problem in problems:
+        click.echo(f"eval: below --fail-under: {problem}", err=True)
+    if report.stopped_by_cost:
+        not_run = sum(c.n - len(c.ran) for c in report.cells)
+        click.echo(
+            f"eval: --max-cost stopped eval {report.eval_id} with {not_run} rows not run; "
+            "--resume with a higher cap runs them",
+            err=True,
+        )
+        raise click.exceptions.Exit(EXIT_COST_CAP)
+    if problems:
+        raise click.exceptions.Exit(EXIT_BELOW_FLOOR)
 
 
 @eval_group.command(name="run")
@@ -147,6 +189,7 @@ def _fuzzy(values: tuple[str, ...]) -> float | dict[str, float] | None:
     multiple=True,
     help="A free-text field for --judge (default: all); repeatable.",
 )
+@fail_under_option
 @click.option("--json", "as_json", is_flag=True, help="Print the report as JSON.")
 @click.option(
     "--html", "html_path", type=click.Path(dir_okay=False), help="Write a self-contained HTML report here."
@@ -193,6 +236,7 @@ def eval_run(
     fuzzy_values: tuple[str, ...],
     judge: str | None,
     judge_fields: tuple[str, ...],
+    fail_under: tuple[str, ...],
     as_json: bool,
     html_path: str | None,
     resume: bool,
@@ -253,6 +297,8 @@ def eval_run(
     if price is not None:
         for name in models:
             apply_price(name, price)
+
+    _floors(fail_under)  # a bad floor is a usage error before any call
     if batch:
         options["batch"] = True
     if attach_field is not None:
@@ -262,6 +308,7 @@ def eval_run(
         model_options["fallback"] = list(fallback)
     try:
         spec = resolve_schema(schema)
+        _check_floor_fields(spec, fail_under)
         rows = read_file(data, fmt)
         report = evaluate(
             json_cells(rows, expected) if (fmt or format_of(data)) == "csv" else rows,
@@ -289,6 +336,21 @@ def eval_run(
         click.echo(f"eval: {exc}", err=True)
         raise click.exceptions.Exit(EXIT_INTERRUPTED) from None
     _show(report, as_json, html_path)
+    gate(report, fail_under)
+
+
+def _check_floor_fields(schema: Any, fail_under: tuple[str, ...]) -> None:
+    """A --fail-under FIELD the report will not have is bad input, refused before any call."""
+    from chainform.evals import EvalInputError, compile_plan
+    from chainform.evals._plan import field_paths
+
+    _overall, per_field = _floors(fail_under)
+    paths = field_paths(compile_plan(schema))
+    for name in per_field:
+        if name not in paths:
+            raise EvalInputError(
+                f"--fail-under names {name!r}, which is no field of the report (fields: {', '.join(paths)})"
+            )
 
 
 def json_cells(rows: Iterable[Any], expected: str) -> Iterator[Any]:
@@ -354,19 +416,25 @@ def _show(report: Any, as_json: bool, html_path: str | None) -> None:
 
 @eval_group.command(name="show")
 @click.argument("eval_id", metavar="ID")
+@fail_under_option
 @click.option("--json", "as_json", is_flag=True, help="Print the report as JSON.")
 @click.option(
     "--html", "html_path", type=click.Path(dir_okay=False), help="Write a self-contained HTML report here."
 )
-def eval_show(eval_id: str, as_json: bool, html_path: str | None) -> None:
+def eval_show(eval_id: str, fail_under: tuple[str, ...], as_json: bool, html_path: str | None) -> None:
     """Render a kept eval report again (ID: the id an eval printed, or a unique prefix)."""
     from chainform.evals import EvalInputError, load_report
 
+    _floors(fail_under)
+    if html_path is not None:
+        writable(html_path, "--html")
     try:
         report = load_report(eval_id)
+        _check_floor_fields(report.schema, fail_under)
     except EvalInputError as exc:
         raise _bad_input(exc) from None
     _show(report, as_json, html_path)
+    gate(report, fail_under)
 
 
 def _cell(ref: str) -> tuple[str, Any]:
