@@ -28,7 +28,10 @@ from chainform.cli._options import (
     model_option,
     otel_option,
     provider_options,
+    rate_options,
+    retry_max_tokens_option,
     start_tracing,
+    stop_at_option,
     strategy_option,
 )
 from chainform.cli._prompt import (
@@ -95,28 +98,9 @@ ATTACH_HELP = (
 @click.option("-T", "--tool", "tool_names", multiple=True, help="Tool by name; repeatable.")
 @click.option("--functions", multiple=True, help="Python file or code whose functions become tools.")
 @count_option("--concurrency", minimum=1, default=8, help="Rows at once.")
-@click.option("--rpm", type=click.FloatRange(min=0, min_open=True), help="Requests per minute, all workers.")
-@click.option("--tpm", type=click.FloatRange(min=0, min_open=True), help="Tokens per minute, all workers.")
-@count_option(
-    "--retries",
-    minimum=0,
-    default=2,
-    help="Retries of one model call after a 429, 5xx, timeout or dropped connection.",
-)
-@click.option(
-    "--retry-max-tokens",
-    type=click.IntRange(min=1),
-    default=None,
-    help="When a row's answer is cut off at the token limit (--option max_tokens N), ask once more with this "
-    "larger limit (default: the row fails with phase 'truncated').",
-)
-@click.option(
-    "--stop-at",
-    "stop_at",
-    multiple=True,
-    metavar="TOOL",
-    help="End a row's chain when the model calls TOOL: its result is the row's value; repeatable.",
-)
+@rate_options("all workers")
+@retry_max_tokens_option("a row's answer", "the row fails with phase 'truncated'")
+@stop_at_option("a row's chain", "the row's value")
 @click.option("--id-field", help="Key rows by this field (default: the row's position).")
 @click.option(
     "--resume",
