@@ -164,6 +164,12 @@ def gate(report: Any, fail_under: tuple[str, ...]) -> None:
     show_default=True,
     help="The field of each row holding its expected answer.",
 )
+@click.option(
+    "--expected-tools",
+    default="expected_tools",
+    show_default=True,
+    help="The field of each row holding its expected tool calls (a list, or {sequence|set|counts: ...}).",
+)
 @click.option("--id-field", help="Key rows by this field (default: the row's position).")
 @click.option(
     "--tolerance",
@@ -231,6 +237,7 @@ def eval_run(
     models: tuple[str, ...],
     strategies: tuple[str, ...],
     expected: str,
+    expected_tools: str,
     id_field: str | None,
     tolerances: tuple[str, ...],
     fuzzy_values: tuple[str, ...],
@@ -317,6 +324,7 @@ def eval_run(
             models=list(models),
             strategies=list(strategies) or ["auto"],
             expected=expected,
+            expected_tools=expected_tools,
             id_field=id_field,
             tolerance=per_field,
             default_tolerance=default,

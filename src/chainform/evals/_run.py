@@ -24,6 +24,9 @@ from chainform.evals._leaves import Tolerance
 from chainform.evals._plan import Arr, Node, Options, Scorer, compile_plan, walk
 from chainform.evals._report import Cell, RowResult, run_key
 from chainform.evals._score import ABSENT, Outcome, score
+from chainform.evals._tools import TOOLS, Call, Expectation
+from chainform.evals._tools import judge as judge_tools
+from chainform.evals._tools import parse as parse_tools
 
 MAX_ROWS = 100_000
 """Rows one eval reads at most (`max_rows`, `--max-rows`): the data is read whole, to check every
@@ -35,6 +38,7 @@ class _Row:
     key: str
     inputs: dict[str, Any]
     expected: Any
+    tools: Expectation | None = None
 
 
 def evaluate(
@@ -45,6 +49,7 @@ def evaluate(
     models: Sequence[Any],
     strategies: Sequence[str] = ("auto",),
     expected: str = "expected",
+    expected_tools: str = "expected_tools",
     id_field: str | None = None,
     tolerance: Mapping[str, float | str | Tolerance] | None = None,
     default_tolerance: float | str | Tolerance = 0.0,
@@ -84,7 +89,11 @@ def evaluate(
         Options(default_tolerance, dict(tolerance or {}), default_fuzzy, dict(scorers or {}), fuzzy_fields),
     )
     prompts = [prompt] if isinstance(prompt, str) else list(prompt)
-    data = read_rows(rows, spec_schema, expected, id_field, max_rows, prompts)
+    data = read_rows(rows, spec_schema, expected, id_field, max_rows, prompts, expected_tools)
+    if any(row.tools is not None for row in data) and not map_options.get("log", True):
+        raise EvalInputError(
+            f"the rows' {expected_tools!r} are scored from the logged tool calls: an eval without the log cannot"
+        )
     if not prompts or not models or not strategies:
         raise EvalInputError("an eval needs at least one prompt, one model and one strategy")
     if isinstance(repeat, bool) or not isinstance(repeat, int) or repeat < 1:
@@ -94,7 +103,9 @@ def evaluate(
     judge_model = _judge_model(judge, model_options or {}, names)
     built = [_model(m, model_options or {}) for m in models]  # a model with no key fails before any call
     spec = {
-        "data": _digest([(r.key, r.inputs, r.expected) for r in data]),
+        "data": _digest(
+            [(r.key, r.inputs, r.expected, *((r.tools.to_json(),) if r.tools else ())) for r in data]
+        ),
         "schema": spec_schema,
         "prompts": prompts,
         "models": names,
@@ -155,6 +166,8 @@ def _run_cells(
     cells: list[Cell] = []
     jobs: list[MapJob] = []
     arrays = [node.path for node in walk(plan) if isinstance(node, Arr)]
+    if any(row.tools is not None for row in data):
+        arrays.append(TOOLS)
     folder = eval_dir(eval_id, create=True)
     items = [(run_key(row.key, r), row.inputs) for row, r in _runs(data, repeat)]
     for model, name in zip(built, names, strict=True):
@@ -191,6 +204,8 @@ def _score_cells(
             runs = _runs(data, cell.repeats)
             cell.rows = [_scored(plan, row, lines.get(run_key(row.key, r)), r) for row, r in runs]
             log_reader.fill(cell.rows)
+            if TOOLS in cell.arrays:
+                log_reader.trajectories(cell.rows, {row.key: row.tools for row in data})
             if cell.repeats > 1:
                 _agreement(plan, cell)
     finally:
@@ -227,6 +242,7 @@ def read_rows(
     id_field: str | None,
     max_rows: int,
     prompts: Sequence[str] = (),
+    expected_tools: str = "expected_tools",
 ) -> list[_Row]:
     """The rows, each checked: a dict with its expected answer (JSON: finite numbers, at most
     MAX_DEPTH deep), valid under the schema, a unique non-null key, every field the prompts name."""
@@ -263,13 +279,19 @@ def read_rows(
         problems = [] if validator.is_valid(answer) else validate(answer, schema)
         if problems:
             raise EvalInputError(f"{name}: the expected answer does not match the schema: {problems[0]}")
-        inputs = {k: v for k, v in row.items() if k != expected}
+        tools = None
+        if row.get(expected_tools) is not None:
+            try:
+                tools = parse_tools(row[expected_tools])
+            except ValueError as exc:
+                raise EvalInputError(f"{name}: the expected tools ({expected_tools!r}): {exc}") from None
+        inputs = {k: v for k, v in row.items() if k not in (expected, expected_tools)}
         for template in prompts:
             try:
                 Row(index, key, inputs).prompt(template)
             except MapInputError as exc:
                 raise EvalInputError(f"{name}: {exc}") from None
-        out.append(_Row(key, inputs, answer))
+        out.append(_Row(key, inputs, answer, tools))
     if not out:
         raise EvalInputError("the data has no rows")
     return out
@@ -420,6 +442,30 @@ class _LogReader:
             result.latency_ms = sum(durations) if durations else None
             answered = [c.strategy for c in calls if c.strategy]
             result.strategy = answered[-1] if answered else None
+
+    def trajectories(self, results: Sequence[RowResult], expected: Mapping[str, Expectation | None]) -> None:
+        """Score each row's logged tool calls against its expected ones (a row that never ran: an error)."""
+        if self.store is None:
+            return
+        from chainform.evals._summaries import tool_calls
+        from chainform.output import OUTPUT_TOOL_NAME
+
+        made = tool_calls(
+            self.store,
+            [r.conversation_id for r in results if r.conversation_id is not None],
+            skip=OUTPUT_TOOL_NAME,
+        )
+        for result in results:
+            wanted = expected.get(result.key)
+            if wanted is None:
+                continue
+            if result.conversation_id is None:
+                result.fields[TOOLS] = Outcome("error", 0, 1, 0, 0, len(wanted.wants))
+                continue
+            calls = [Call(name, arguments) for name, arguments in made.get(result.conversation_id, [])]
+            verdict = judge_tools(wanted, calls)
+            result.fields[TOOLS] = verdict.outcome
+            result.tools_wrong, result.tools_missed = verdict.wrong, verdict.missed
 
     def close(self) -> None:
         if self.store is not None:
