@@ -119,4 +119,14 @@ def render(report: EvalReport, console: Any) -> None:
             console.print(f"{cell.name}: tools " + "; ".join(lines), markup=False, highlight=False)
 
 
-__all__ = ["COLUMNS", "cell_texts", "columns", "field_text", "money", "percent", "render", "tables", "tool_lines"]
+__all__ = [
+    "COLUMNS",
+    "cell_texts",
+    "columns",
+    "field_text",
+    "money",
+    "percent",
+    "render",
+    "tables",
+    "tool_lines",
+]
