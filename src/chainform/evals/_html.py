@@ -10,7 +10,7 @@ from typing import Any
 from chainform.evals._eval_report import EvalReport
 from chainform.evals._plan import Leaf, compile_plan, walk
 from chainform.evals._report import Cell, value_at
-from chainform.evals._table import cell_texts, columns, field_text, money, percent
+from chainform.evals._table import cell_texts, columns, field_text, money, percent, tool_lines
 
 MAX_WRONG_ROWS = 200
 """Wrong rows listed per cell at most (the rest are counted)."""
@@ -34,6 +34,7 @@ def html(report: EvalReport) -> str:
         "<h2>Field accuracy</h2>",
         *(_field_bars(cell) for cell in report.cells),
         *_confusions(report),
+        *_tool_mistakes(report.cells),
         "<h2>Wrong rows</h2>",
         *(_wrong_rows(cell) for cell in report.cells),
         "</body></html>",
@@ -132,6 +133,19 @@ def _confusions(report: EvalReport) -> list[str]:
                 f"<h3>{escape(cell.name)}</h3><table class='confusion'>"
                 f"<tr><th>expected \\ answered</th>{head}</tr>{body}</table>"
             )
+    return out
+
+
+def _tool_mistakes(cells: list[Cell]) -> list[str]:
+    """Per cell with expected tool calls: the tools wrongly called and the calls missed, counted."""
+    lines = [(cell, tool_lines(cell)) for cell in cells]
+    if not any(found for _, found in lines):
+        return []
+    out = ["<h2>Tool calls</h2>"]
+    for cell, found in lines:
+        if found:
+            items = "".join(f"<li>{escape(line)}</li>" for line in found)
+            out.append(f"<h3>{escape(cell.name)}</h3><ul class='tools'>{items}</ul>")
     return out
 
 

@@ -12,6 +12,7 @@ from decimal import Decimal
 from typing import Any
 
 from chainform.evals._score import Outcome
+from chainform.evals._tools import TOOLS
 
 
 @dataclass
@@ -34,6 +35,9 @@ class RowResult:
     judged: list[str] = field(default_factory=list)  # fields the judge model found right
     repeat: int | None = None  # which run of the row, from 0, when each row ran several times
     agrees: dict[str, bool] = field(default_factory=dict)  # run 0: does every run give the field one value
+    tools_wrong: list[str] = field(default_factory=list)  # tools called that `expected_tools` did not want
+    tools_missed: list[str] = field(default_factory=list)  # expected tool calls not made
+    expected_tools: Any = None  # the row's expected tool calls (`_tools.Expectation.to_json()`), if any
 
     @property
     def run_key(self) -> str:
@@ -148,6 +152,20 @@ class Cell:
             return 0.0
         return sum(chance(len(r), sum(x.right for x in r)) for r in runs.values()) / len(runs)
 
+    def tool_mistakes(self) -> dict[str, dict[str, int]]:
+        """Tools wrongly called and expected calls missed, each counted over the rows (most first)."""
+        wrong: dict[str, int] = {}
+        missed: dict[str, int] = {}
+        for row in self.rows:
+            for name in row.tools_wrong:
+                wrong[name] = wrong.get(name, 0) + 1
+            for name in row.tools_missed:
+                missed[name] = missed.get(name, 0) + 1
+        return {
+            "wrongly_called": dict(sorted(wrong.items(), key=lambda kv: (-kv[1], kv[0]))),
+            "missed": dict(sorted(missed.items(), key=lambda kv: (-kv[1], kv[0]))),
+        }
+
     def agreement(self) -> dict[str, float]:
         """Per field: the share of rows whose runs all gave it the same value (by the field's own
         rule, each run against the first; a run that failed agrees with nothing)."""
@@ -257,36 +275,40 @@ class Cell:
     def summary(self) -> dict[str, Any]:
         """The figures of the cell (what `--json` prints per cell, beside its rows)."""
         cost, per_row, per_right = self.cost, self.cost_per_row, self.cost_per_correct_row
-        return {
-            "model": self.model,
-            "strategy": self.strategy,
-            "strategy_ran": self.strategies_ran,
-            "prompt": self.prompt,
-            "run_id": self.run_id,
-            "rows": self.n,
-            "valid_rate": self.valid_rate,
-            "rows_right": self.rows_right,
-            "right_rate": self.right_rate,
-            "field_accuracy": self.field_accuracy,
-            "fields": {
-                path: {"accuracy": f.accuracy, "right": f.right, "total": f.total, "statuses": f.statuses}
-                | ({"precision": f.precision, "recall": f.recall, "f1": f.f1} if f.is_array else {})
-                for path, f in self.fields().items()
-            },
-            "calls_per_row": self.calls_per_row(),
-            "tokens": self.tokens,
-            "cost": None if cost is None else str(cost),
-            "cost_per_row": None if per_row is None else str(per_row),
-            "cost_per_correct_row": None if per_right is None else str(per_right),
-            "unpriced_rows": self.unpriced_rows,
-            "not_run": self.n - len(self.ran),
-            "latency_p50_ms": self.latency(0.5),
-            "latency_p95_ms": self.latency(0.95),
-            "errors": _count(
-                [r.error_phase for r in self.rows if r.error_phase]
-                + ["judge" for r in self.rows for _ in r.judge_errors]
-            ),
-        } | (self._repeat_summary() if self.repeats > 1 else {})
+        return (
+            {
+                "model": self.model,
+                "strategy": self.strategy,
+                "strategy_ran": self.strategies_ran,
+                "prompt": self.prompt,
+                "run_id": self.run_id,
+                "rows": self.n,
+                "valid_rate": self.valid_rate,
+                "rows_right": self.rows_right,
+                "right_rate": self.right_rate,
+                "field_accuracy": self.field_accuracy,
+                "fields": {
+                    path: {"accuracy": f.accuracy, "right": f.right, "total": f.total, "statuses": f.statuses}
+                    | ({"precision": f.precision, "recall": f.recall, "f1": f.f1} if f.is_array else {})
+                    for path, f in self.fields().items()
+                },
+                "calls_per_row": self.calls_per_row(),
+                "tokens": self.tokens,
+                "cost": None if cost is None else str(cost),
+                "cost_per_row": None if per_row is None else str(per_row),
+                "cost_per_correct_row": None if per_right is None else str(per_right),
+                "unpriced_rows": self.unpriced_rows,
+                "not_run": self.n - len(self.ran),
+                "latency_p50_ms": self.latency(0.5),
+                "latency_p95_ms": self.latency(0.95),
+                "errors": _count(
+                    [r.error_phase for r in self.rows if r.error_phase]
+                    + ["judge" for r in self.rows for _ in r.judge_errors]
+                ),
+            }
+            | (self._repeat_summary() if self.repeats > 1 else {})
+            | ({"tools": self.tool_mistakes()} if TOOLS in self.arrays else {})
+        )
 
     def _repeat_summary(self) -> dict[str, Any]:
         ks = range(1, self.repeats + 1)

@@ -8,6 +8,7 @@ from typing import Any
 
 from chainform.evals._eval_report import EvalReport
 from chainform.evals._report import Cell, FieldFigures
+from chainform.evals._tools import TOOLS
 
 COLUMNS = (
     "cell", "ran", "valid", "rows right", "field acc", "calls/row", "tokens", "cost/row",
@@ -97,9 +98,35 @@ def tables(report: EvalReport) -> list[Any]:
     return [cells, fields]
 
 
+def tool_lines(cell: Cell) -> list[str]:
+    """What a cell's rows got wrong of their expected tool calls, e.g. "wrongly called: lookup 2"."""
+    if TOOLS not in cell.arrays:
+        return []
+    mistakes = cell.tool_mistakes()
+    out = []
+    for title, key in (("wrongly called", "wrongly_called"), ("missed", "missed")):
+        counts = mistakes[key]
+        out.append(f"{title}: " + (", ".join(f"{name} {n}" for name, n in counts.items()) or "none"))
+    return out
+
+
 def render(report: EvalReport, console: Any) -> None:
     for table in tables(report):
         console.print(table)
+    for cell in report.cells:
+        lines = tool_lines(cell)
+        if lines:
+            console.print(f"{cell.name}: tools " + "; ".join(lines), markup=False, highlight=False)
 
 
-__all__ = ["COLUMNS", "cell_texts", "columns", "field_text", "money", "percent", "render", "tables"]
+__all__ = [
+    "COLUMNS",
+    "cell_texts",
+    "columns",
+    "field_text",
+    "money",
+    "percent",
+    "render",
+    "tables",
+    "tool_lines",
+]
