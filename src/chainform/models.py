@@ -19,7 +19,7 @@ from chainform.chain._history import history_after
 from chainform.chain._records import ChainResult
 from chainform.chain._tools import AfterCall, BeforeCall, is_tool_source, normalize_tools
 from chainform.clients.base import ChatClient
-from chainform.errors import HomeError
+from chainform.errors import HomeError, PricingError
 from chainform.output import STRATEGIES, OutputSpec
 from chainform.output._select import Refusals, around_hosted
 from chainform.output.strategies._context import ContextPolicy
@@ -155,6 +155,11 @@ class _Base(Generic[R]):
             requested=strategy,
         )
         if hosted:
+            if max_cost is not None:  # a cap that counted their uses as 0 would hold less than it says
+                raise PricingError(
+                    "max_cost cannot be held with hosted tools: the provider bills their uses beyond "
+                    "the tokens, and chainform has no price for them"
+                )
             chat_options = chat_options.replace(hosted_tools=hosted)
         stop_at = frozenset([stop_at_tools] if isinstance(stop_at_tools, str) else stop_at_tools)
         if not sources:  # with MCP servers, their tools are known when the chain starts

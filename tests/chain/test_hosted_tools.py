@@ -93,3 +93,13 @@ def test_file_search_needs_store_ids_and_the_cli_spelling_parses():
     assert hosted_tool("web-search") == cf.WebSearch()
     with pytest.raises(ValueError, match="not a hosted tool"):
         hosted_tool("web_browse")
+
+
+def test_a_call_that_used_hosted_tools_has_no_known_cost_and_a_cap_is_refused_before_any_call():
+    client = ScriptedClient([searched("Paris: 21 C.")], COMBINES)
+    chain = cf.Model(client, name="openai/gpt-4.1-mini").chain("Weather?", tools=[cf.WebSearch()])
+    chain.text()
+    usage = chain.responses[0].usage
+    assert usage.cost is None and "hosted tool call" in usage.cost_reason
+    with pytest.raises(cf.PricingError, match="hosted tools"):
+        cf.Model(ScriptedClient([], COMBINES)).chain("x", tools=[cf.WebSearch()], max_cost=1)

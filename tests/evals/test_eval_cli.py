@@ -193,6 +193,47 @@ def test_csv_rows_hold_their_expected_answer_as_json_text(tmp_path, schema_file,
     assert (cell["rows"], cell["rows_right"]) == (3, 2)  # rows 0 and 1 right, row 2's total 5% off
 
 
+def test_map_flags_absolute_tolerance_and_repeats_reach_the_run(data, schema_file, emulator: Emulator, home):
+    emulator.default = answer(wrong=True)
+    result = invoke(
+        *eval_argv(data, schema_file, emulator, "--json", "--strategy", "native", "--repeat", "2",
+                   "--tolerance", "total=abs:2", "--fuzzy", "vendor=0.5", "-o", "temperature", "0",
+                   "--no-log", "--rpm", "6000", "--retries", "0", "--timeout", "30", "--concurrency", "3"),
+    )  # fmt: skip
+    assert result.exit_code == 0, result.output
+    cell = json.loads(result.stdout)["cells"][0]
+    # rows 0 and 1 right in both runs (row 1's total is 0.505 off, within abs:2; row 2's 5.1 is not)
+    assert (cell["rows"], cell["rows_right"], cell["repeats"]) == (12, 4, 2)
+    assert cell["pass_at_k"]["2"] == pytest.approx(2 / 6) and cell["pass_all_k"]["2"] == pytest.approx(2 / 6)
+    assert len(emulator.requests) == 12 + 2 * 2  # row 4 (never JSON) is asked again twice in each run
+    assert {r.json["temperature"] for r in emulator.requests} == {0}
+    assert cell["calls_per_row"] == {}  # --no-log: nothing logged, so no calls to count
+    assert not (home / "logs.db").exists()
+    table = invoke(*eval_argv(data, schema_file, emulator, "--strategy", "native", "--repeat", "2", "--resume",
+                              "--tolerance", "total=abs:2", "--fuzzy", "vendor=0.5"))  # fmt: skip
+    assert table.exit_code == 0 and "agree 83.3%" in table.stdout  # row 4 failed: its runs agree on nothing
+    assert len(emulator.requests) == 16  # --resume sent nothing again
+
+
+@pytest.mark.parametrize(
+    ("extra", "message"),
+    [
+        (
+            ("--tolerance", "total=absolute:1"),
+            "Error: Invalid value for --tolerance: 'total=absolute:1': give",
+        ),
+        (
+            ("--fuzzy", "vendor=2"),
+            "Error: Invalid value for --fuzzy: 'vendor=2': give R or FIELD=R with R from 0",
+        ),
+        (("--fuzzy", "total=0.9"), "Error: --fuzzy names 'total', which is not a string field"),
+    ],
+)
+def test_bad_tolerances_and_fuzzy_thresholds_are_usage_errors(data, schema_file, emulator, extra, message):
+    result = invoke(*eval_argv(data, schema_file, emulator, *extra))
+    assert result.exit_code == 2 and message in result.stderr, result.stderr
+
+
 def test_jsonl_bad_expected_values_are_refused_naming_the_row(tmp_path, schema_file, emulator: Emulator):
     for name, text in {
         "nan": '{"text": "invoice 0", "expected": {"total": NaN}}\n',

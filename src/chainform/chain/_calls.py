@@ -218,7 +218,9 @@ class CallRunner:
             await self.logger.log(record)
 
 
-HOSTED_CALLS = frozenset({"server_tool_use", "web_search_call", "file_search_call", "code_interpreter_call"})
+HOSTED_CALLS = frozenset(
+    {"server_tool_use", "web_search_call", "file_search_call", "code_interpreter_call", "executable_code"}
+)
 """The ServerToolContent kinds that are a hosted tool's call (the others are results)."""
 
 

@@ -34,7 +34,7 @@ def csv_text(report: EvalReport) -> str:
                     _plain(text)
                     for text in (
                         report.eval_id, cell.name, cell.model, cell.strategy, cell.prompt_label or cell.prompt,
-                        row.key, path, outcome.status, str(outcome.right), str(outcome.total),
+                        row.label, path, outcome.status, str(outcome.right), str(outcome.total),
                         value_text(value_at(row.expected, whole), 10_000), answered, row.error or "",
                     )
                 )  # fmt: skip
