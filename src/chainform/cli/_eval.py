@@ -204,6 +204,7 @@ def gate(report: Any, fail_under: tuple[str, ...]) -> None:
     "--csv", "csv_path", type=click.Path(dir_okay=False), help="Write every row's every field as CSV here."
 )
 @click.option("--resume", is_flag=True, help="Continue the newest eval of this data with these settings.")
+@click.option("--retry-failed", is_flag=True, help="With --resume: run again the rows whose chain failed.")
 @count_option(
     "--repeat", minimum=1, default=1, help="Runs of each row: the report adds pass@k, pass^k and agreement."
 )
@@ -251,6 +252,7 @@ def eval_run(
     html_path: str | None,
     csv_path: str | None,
     resume: bool,
+    retry_failed: bool,
     repeat: int,
     concurrency: int,
     rpm: float | None,
@@ -341,6 +343,7 @@ def eval_run(
             judge=judge,
             judge_fields=list(judge_fields) or None,
             repeat=repeat,
+            retry_failed=retry_failed,
             **options,
         )
     except (EvalInputError, SchemaError) as exc:
@@ -458,6 +461,70 @@ def eval_show(
     except EvalInputError as exc:
         raise _bad_input(exc) from None
     _show(report, as_json, html_path, csv_path)
+    gate(report, fail_under)
+
+
+@eval_group.command(name="rescore")
+@click.argument("eval_id", metavar="ID")
+@click.argument("data", metavar="[DATA]", required=False)
+@click.option(
+    "--expected", help="The field of DATA's rows holding the expected answer (default: the eval's)."
+)
+@click.option(
+    "--expected-tools",
+    default="expected_tools",
+    show_default=True,
+    help="The field of DATA's expected tool calls.",
+)
+@click.option("--format", "fmt", type=click.Choice(["jsonl", "csv"]), help="DATA format.")
+@click.option(
+    "--tolerance", "tolerances", multiple=True, metavar="FIELD=TOL", help="As for `eval run`; repeatable."
+)
+@click.option(
+    "--fuzzy", "fuzzy_values", multiple=True, metavar="[FIELD=]R", help="As for `eval run`; repeatable."
+)
+@fail_under_option
+@click.option("--json", "as_json", is_flag=True, help="Print the report as JSON.")
+@click.option(
+    "--html", "html_path", type=click.Path(dir_okay=False), help="Write a self-contained HTML report here."
+)
+def eval_rescore(
+    eval_id: str,
+    data: str | None,
+    expected: str | None,
+    expected_tools: str,
+    fmt: str | None,
+    tolerances: tuple[str, ...],
+    fuzzy_values: tuple[str, ...],
+    fail_under: tuple[str, ...],
+    as_json: bool,
+    html_path: str | None,
+) -> None:
+    """Score a kept eval's answers again, with no model call: with other --tolerance / --fuzzy, or
+    DATA holding corrected expected answers (the same rows). A new report, beside the old one."""
+    from chainform._map._inputs import format_of, read_file
+    from chainform.evals import EvalInputError, load_report, rescore
+
+    _floors(fail_under)
+    if html_path is not None:
+        writable(html_path, "--html")
+    if data is not None and not Path(data).is_file():
+        raise click.BadParameter(f"cannot read {data!r}", param_hint="DATA")
+    per_field, default = _tolerances(tolerances)
+    try:
+        _check_floor_fields(load_report(eval_id).schema, fail_under)
+        rows = None
+        if data is not None:
+            rows = read_file(data, fmt)
+            field = expected or str(load_report(eval_id).settings.get("expected", "expected"))
+            rows = json_cells(rows, field) if (fmt or format_of(data)) == "csv" else rows
+        report = rescore(
+            eval_id, rows, expected=expected, expected_tools=expected_tools, tolerance=per_field,
+            default_tolerance=default, fuzzy=_fuzzy(fuzzy_values),
+        )  # fmt: skip
+    except EvalInputError as exc:
+        raise _bad_input(exc) from None
+    _show(report, as_json, html_path)
     gate(report, fail_under)
 
 

@@ -11,7 +11,7 @@ calls per row, so cost per right row includes them.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from decimal import Decimal
 from pathlib import Path
 from typing import Any
@@ -19,7 +19,7 @@ from typing import Any
 from chainform.evals._cells import MapJob, read_lines
 from chainform.evals._errors import EvalInputError
 from chainform.evals._plan import Leaf, Node, walk
-from chainform.evals._report import Cell, value_at
+from chainform.evals._report import Cell, RowResult, value_at
 from chainform.evals._score import Outcome
 
 PROMPT = (
@@ -66,13 +66,14 @@ def judge_job(model: Any, path: Path, cell: Cell, fields: Sequence[str], **map_o
     return MapJob(model, path, items, {"prompt": PROMPT, "schema": SCHEMA, **map_options})
 
 
-def apply_verdicts(path: Path, cell: Cell) -> None:
-    """The judge's verdicts kept in `path`, applied to the cell's rows (and its calls priced into them)."""
+def apply_verdicts(path: Path, cell: Cell, still: Callable[[RowResult, str], bool] | None = None) -> None:
+    """The judge's verdicts kept in `path`, applied to the cell's rows (and its calls priced into
+    them); with `still`, only those of which `still(row, field)` says they still hold (a rescore)."""
     rows = {row.run_key: row for row in cell.rows}
     for key, line in read_lines(path).items():
         row_key, _, name = key.rpartition(_SEP)
         row = rows.get(row_key)
-        if row is None:
+        if row is None or (still is not None and not still(row, name)):
             continue
         meta = line["_map"]
         row.calls["judge"] = row.calls.get("judge", 0) + 1

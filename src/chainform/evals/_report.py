@@ -37,6 +37,7 @@ class RowResult:
     agrees: dict[str, bool] = field(default_factory=dict)  # run 0: does every run give the field one value
     tools_wrong: list[str] = field(default_factory=list)  # tools called that `expected_tools` did not want
     tools_missed: list[str] = field(default_factory=list)  # expected tool calls not made
+    expected_tools: Any = None  # the row's expected tool calls (`_tools.Expectation.to_json()`), if any
 
     @property
     def run_key(self) -> str:

@@ -12,6 +12,7 @@ import math
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from decimal import Decimal
+from pathlib import Path
 from typing import Any
 
 from chainform.errors import ChainInterruptedError
@@ -62,6 +63,7 @@ def evaluate(
     judge: Any = None,
     judge_fields: Sequence[str] | None = None,
     repeat: int = 1,
+    retry_failed: bool = False,
     **map_options: Any,
 ) -> EvalReport:
     """Run and score every cell; the report is also kept (`chainform eval show ID`).
@@ -76,18 +78,14 @@ def evaluate(
     `model.map` (concurrency, retries, attach, attach_base, batch, system, tools, chain_limit, ...).
     `judge` (a model or its name; off by default) decides the free-text fields (`judge_fields`, else
     every plain string field) that the rules scored wrong (see `_judge`). `repeat=N` runs each row N
-    times: the report adds pass@k, pass^k and per-field agreement across the runs. Raises EvalInputError
+    times: the report adds pass@k, pass^k and per-field agreement across the runs. `retry_failed=True`
+    (with `resume=True`) runs again the rows whose chain failed. Raises EvalInputError
     (bad rows, tolerance, scorer, a judge with no key) before any call.
     """
     from chainform.schema import resolve_schema
 
     spec_schema = resolve_schema(schema)
-    fuzzy_fields = dict(fuzzy) if isinstance(fuzzy, Mapping) else {}
-    default_fuzzy = fuzzy_fields.pop("*", None) if isinstance(fuzzy, Mapping) else fuzzy
-    plan = compile_plan(
-        spec_schema,
-        Options(default_tolerance, dict(tolerance or {}), default_fuzzy, dict(scorers or {}), fuzzy_fields),
-    )
+    plan = compile_plan(spec_schema, scoring_options(tolerance, default_tolerance, fuzzy, scorers))
     prompts = [prompt] if isinstance(prompt, str) else list(prompt)
     data = read_rows(rows, spec_schema, expected, id_field, max_rows, prompts, expected_tools)
     if any(row.tools is not None for row in data) and not map_options.get("log", True):
@@ -96,6 +94,8 @@ def evaluate(
         )
     if not prompts or not models or not strategies:
         raise EvalInputError("an eval needs at least one prompt, one model and one strategy")
+    if retry_failed and not resume:
+        raise EvalInputError("retrying the failed rows is part of a resume: give resume=True (--resume)")
     if isinstance(repeat, bool) or not isinstance(repeat, int) or repeat < 1:
         raise EvalInputError(f"repeat={repeat!r}: give a whole number of runs per row, at least 1")
     names = [_name(m) for m in models]
@@ -113,11 +113,7 @@ def evaluate(
         "expected": expected,
         "judge": None if judge is None else [_name(judge), judged],
     } | ({"repeat": repeat} if repeat > 1 else {})
-    scoring = {
-        "tolerance": {path: Tolerance.parse(t).to_json() for path, t in (tolerance or {}).items()},
-        "default_tolerance": Tolerance.parse(default_tolerance).to_json(),
-        "fuzzy": fuzzy,
-        "scorers": sorted(scorers or {}),
+    scoring = scoring_settings(tolerance, default_tolerance, fuzzy, scorers) | {
         "judge": None if judge is None else _name(judge),
         "judge_fields": judged,
     }
@@ -141,7 +137,7 @@ def evaluate(
     try:
         cells = _run_cells(
             eval_id, data, plan, spec_schema, prompts, names, built, list(strategies), resume, budget,
-            map_options, repeat,
+            map_options, repeat, retry_failed,
         )  # fmt: skip
         _score_cells(eval_id, cells, data, plan, judge_model, judged, resume, budget, map_options)
     except (KeyboardInterrupt, ChainInterruptedError):
@@ -157,7 +153,7 @@ def evaluate(
 def _run_cells(
     eval_id: str, data: Sequence[_Row], plan: Node, schema: dict[str, Any], prompts: Sequence[str],
     names: Sequence[str], built: Sequence[Any], strategies: Sequence[str], resume: bool, budget: Any,
-    map_options: Mapping[str, Any], repeat: int,
+    map_options: Mapping[str, Any], repeat: int, retry_failed: bool = False,
 ) -> list[Cell]:  # fmt: skip
     """Run every model x strategy x prompt cell's map, all at once within `concurrency` rows in
     flight; the cells, with no rows scored yet."""
@@ -178,10 +174,37 @@ def _run_cells(
                 cell = Cell(name, strategy, template, "", [], arrays, repeats=repeat)
                 cell.prompt_label = f"prompt {prompt_index + 1}" if len(prompts) > 1 else ""
                 cells.append(cell)
-    run_ids = run_maps(jobs, concurrency=concurrency, resume=resume, budget=budget)
+    run_ids = run_maps(jobs, concurrency=concurrency, resume=resume, retry_failed=retry_failed, budget=budget)
     for cell, run_id in zip(cells, run_ids, strict=True):
         cell.run_id = run_id
     return cells
+
+
+def scoring_options(
+    tolerance: Mapping[str, float | str | Tolerance] | None,
+    default_tolerance: float | str | Tolerance,
+    fuzzy: float | Mapping[str, float] | None,
+    scorers: Mapping[str, Scorer] | None,
+) -> Options:
+    """The Options of `evaluate`'s scoring arguments (`fuzzy` by field: `*` for the others)."""
+    fuzzy_fields = dict(fuzzy) if isinstance(fuzzy, Mapping) else {}
+    default_fuzzy = fuzzy_fields.pop("*", None) if isinstance(fuzzy, Mapping) else fuzzy
+    return Options(default_tolerance, dict(tolerance or {}), default_fuzzy, dict(scorers or {}), fuzzy_fields)
+
+
+def scoring_settings(
+    tolerance: Mapping[str, float | str | Tolerance] | None,
+    default_tolerance: float | str | Tolerance,
+    fuzzy: float | Mapping[str, float] | None,
+    scorers: Mapping[str, Scorer] | None,
+) -> dict[str, Any]:
+    """The scoring arguments as the report keeps them (JSON; after `compile_plan` has checked them)."""
+    return {
+        "tolerance": {path: Tolerance.parse(t).to_json() for path, t in (tolerance or {}).items()},
+        "default_tolerance": Tolerance.parse(default_tolerance).to_json(),
+        "fuzzy": fuzzy,
+        "scorers": sorted(scorers or {}),
+    }
 
 
 def _runs(data: Sequence[_Row], repeat: int) -> list[tuple[_Row, int | None]]:
@@ -197,6 +220,22 @@ def _score_cells(
     calls for every cell at once; a failed one is no verdict, so a resume asks again)."""
     folder = eval_dir(eval_id)
     log = map_options.get("log", True)
+    score_rows(folder, cells, data, plan, log=log)
+    if judge_model is None or not judged:
+        return
+    verdicts = [folder / f"judge-{index}.jsonl" for index in range(len(cells))]
+    jobs = [
+        judge_job(judge_model, path, cell, judged, log=log)
+        for path, cell in zip(verdicts, cells, strict=True)
+    ]
+    concurrency = map_options.get("concurrency") or 8
+    run_maps(jobs, concurrency=concurrency, resume=resume, retry_failed=True, budget=budget)
+    for path, cell in zip(verdicts, cells, strict=True):
+        apply_verdicts(path, cell)
+
+
+def score_rows(folder: Path, cells: Sequence[Cell], data: Sequence[_Row], plan: Node, *, log: bool) -> None:
+    """Score each cell's rows from its committed lines in `folder` and the log's calls (no model call)."""
     log_reader = _LogReader(enabled=log)
     try:
         for index, cell in enumerate(cells):
@@ -210,17 +249,6 @@ def _score_cells(
                 _agreement(plan, cell)
     finally:
         log_reader.close()
-    if judge_model is None or not judged:
-        return
-    verdicts = [folder / f"judge-{index}.jsonl" for index in range(len(cells))]
-    jobs = [
-        judge_job(judge_model, path, cell, judged, log=log)
-        for path, cell in zip(verdicts, cells, strict=True)
-    ]
-    concurrency = map_options.get("concurrency") or 8
-    run_maps(jobs, concurrency=concurrency, resume=resume, retry_failed=True, budget=budget)
-    for path, cell in zip(verdicts, cells, strict=True):
-        apply_verdicts(path, cell)
 
 
 def _check_scoring(eval_id: str, scoring: dict[str, Any]) -> None:
@@ -363,6 +391,7 @@ def _model(model: Any, options: Mapping[str, Any]) -> Any:
 def _scored(plan: Node, row: _Row, line: dict[str, Any] | None, repeat: int | None = None) -> RowResult:
     result = _result(plan, row, line)
     result.repeat = repeat
+    result.expected_tools = row.tools.to_json() if row.tools is not None else None
     return result
 
 
@@ -472,4 +501,12 @@ class _LogReader:
             self.store.close()
 
 
-__all__ = ["MAX_ROWS", "evaluate", "not_json", "read_rows"]
+__all__ = [
+    "MAX_ROWS",
+    "evaluate",
+    "not_json",
+    "read_rows",
+    "score_rows",
+    "scoring_options",
+    "scoring_settings",
+]
