@@ -35,15 +35,16 @@ SCHEMA: dict[str, Any] = {
 _SEP = "\x1f"  # between a row's key and a field's path in a judge row's key
 
 
-def free_text_fields(plan: Node, wanted: Sequence[str] | None) -> list[str]:
-    """The string fields (no format, no enum, outside arrays) the judge reads: all, or `wanted`."""
+def free_text_fields(plan: Node, wanted: Sequence[str] | None, option: str = "--judge-field") -> list[str]:
+    """The string fields (no format, no enum, outside arrays) the judge reads: all, or `wanted`
+    (one that is none of them is refused, naming `option`)."""
     free = [n.path for n in walk(plan) if isinstance(n, Leaf) and n.kind == "string" and "[]" not in n.path]
     if wanted is None:
         return free
     for path in wanted:
         if path not in free:
             raise EvalInputError(
-                f"--judge-field names {path!r}, which is no free-text field (free-text fields: {', '.join(free)})"
+                f"{option} names {path!r}, which is no free-text field (free-text fields: {', '.join(free)})"
             )
     return list(wanted)
 

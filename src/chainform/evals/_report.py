@@ -38,6 +38,9 @@ class RowResult:
     tools_wrong: list[str] = field(default_factory=list)  # tools called that `expected_tools` did not want
     tools_missed: list[str] = field(default_factory=list)  # expected tool calls not made
     expected_tools: Any = None  # the row's expected tool calls (`_tools.Expectation.to_json()`), if any
+    rubric: dict[str, str] = field(
+        default_factory=dict
+    )  # field: "pass: reason" / "fail: reason" of the judge
 
     @property
     def run_key(self) -> str:
