@@ -12,7 +12,6 @@ calls per row, so cost per right row includes them.
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from decimal import Decimal
 from pathlib import Path
 from typing import Any
 
@@ -76,18 +75,8 @@ def apply_verdicts(path: Path, cell: Cell, still: Callable[[RowResult, str], boo
         row = rows.get(row_key)
         if row is None or (still is not None and not still(row, name)):
             continue
-        meta = line["_map"]
-        row.calls["judge"] = row.calls.get("judge", 0) + 1
-        row.tokens += int(meta.get("tokens") or 0)
-        cost = meta.get("cost")
-        row.cost = None if row.cost is None or cost is None else str(Decimal(row.cost) + Decimal(cost))
-        if meta.get("retried"):
-            row.calls["resent"] = row.calls.get("resent", 0) + int(meta["retried"])
+        row.charge(line["_map"], name, line.get("error"))
         if "error" in line:  # no verdict: the field stays as the rules scored it, the failure counted
-            error = line["error"]
-            row.judge_errors.append(
-                f"{name}: {error.get('phase')}: {error.get('type')}: {error.get('message')}"
-            )
             continue
         value = line.get("value")
         if isinstance(value, dict) and value.get("same") is True:

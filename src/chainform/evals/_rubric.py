@@ -14,7 +14,6 @@ by the answer it reads); look at the reasons.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from decimal import Decimal
 from pathlib import Path
 from typing import Any
 
@@ -64,17 +63,9 @@ def apply_rubric(path: Path, cell: Cell, rubric: Mapping[str, str]) -> None:
                 row.fields[name] = Outcome("error")
                 row.judge_errors.append(f"{name}: not judged")
                 continue
-            meta = line["_map"]
-            row.calls["judge"] = row.calls.get("judge", 0) + 1
-            row.tokens += int(meta.get("tokens") or 0)
-            cost = meta.get("cost")
-            row.cost = None if row.cost is None or cost is None else str(Decimal(row.cost) + Decimal(cost))
+            row.charge(line["_map"], name, line.get("error"))
             if "error" in line:
-                error = line["error"]
                 row.fields[name] = Outcome("error")
-                row.judge_errors.append(
-                    f"{name}: {error.get('phase')}: {error.get('type')}: {error.get('message')}"
-                )
                 continue
             value = line.get("value")
             verdict: dict[str, Any] = value if isinstance(value, dict) else {}

@@ -247,24 +247,23 @@ def _score_cells(
     log = map_options.get("log", True)
     score_rows(folder, cells, data, plan, log=log)
     concurrency = map_options.get("concurrency") or 8
+    steps: list[tuple[str, Any, Any]] = []  # (file name, the cell's map job, how its lines apply)
     if judge_model is not None and judged:
-        verdicts = [folder / f"judge-{index}.jsonl" for index in range(len(cells))]
-        jobs = [
-            judge_job(judge_model, path, cell, judged, log=log)
-            for path, cell in zip(verdicts, cells, strict=True)
-        ]
-        run_maps(jobs, concurrency=concurrency, resume=resume, retry_failed=True, budget=budget)
-        for path, cell in zip(verdicts, cells, strict=True):
-            apply_verdicts(path, cell)
+        steps.append(("judge", lambda p, c: judge_job(judge_model, p, c, judged, log=log), apply_verdicts))
     if rubric:
-        graded = [folder / f"rubric-{index}.jsonl" for index in range(len(cells))]
-        jobs = [
-            rubric_job(judge_model, path, cell, rubric, log=log)
-            for path, cell in zip(graded, cells, strict=True)
-        ]
+        steps.append(
+            (
+                "rubric",
+                lambda p, c: rubric_job(judge_model, p, c, rubric, log=log),
+                lambda p, c: apply_rubric(p, c, rubric),
+            )
+        )
+    for name, job, apply in steps:
+        paths = [folder / f"{name}-{index}.jsonl" for index in range(len(cells))]
+        jobs = [job(path, cell) for path, cell in zip(paths, cells, strict=True)]
         run_maps(jobs, concurrency=concurrency, resume=resume, retry_failed=True, budget=budget)
-        for path, cell in zip(graded, cells, strict=True):
-            apply_rubric(path, cell, rubric)
+        for path, cell in zip(paths, cells, strict=True):
+            apply(path, cell)
 
 
 def score_rows(folder: Path, cells: Sequence[Cell], data: Sequence[_Row], plan: Node, *, log: bool) -> None:
