@@ -92,6 +92,19 @@ def _ratios(values: tuple[str, ...], option: str, example: str) -> dict[str, flo
     return out
 
 
+def _rubrics(values: tuple[str, ...]) -> dict[str, str]:
+    """`--rubric FIELD="text"` values, by field."""
+    out: dict[str, str] = {}
+    for value in values:
+        name, sep, text = value.partition("=")
+        if not sep or not name.strip() or not text.strip():
+            raise click.BadParameter(
+                f'{value!r}: give FIELD="the rubric", e.g. summary="names the product"', param_hint="--rubric"
+            )
+        out[name.strip()] = text.strip()
+    return out
+
+
 def _fuzzy(values: tuple[str, ...]) -> float | dict[str, float] | None:
     """`--fuzzy R` (every string field) and `--fuzzy FIELD=R` (that field): a rapidfuzz ratio."""
     per_field = _ratios(values, "--fuzzy", "0.9 or vendor=0.8")
@@ -196,6 +209,18 @@ def gate(report: Any, fail_under: tuple[str, ...]) -> None:
     help="A free-text field for --judge (default: all); repeatable.",
 )
 @fail_under_option
+@click.option(
+    "--rubric",
+    "rubrics",
+    multiple=True,
+    metavar='FIELD="..."',
+    help="The judge (--judge, else the first model) passes or fails a free-text FIELD on this rubric; "
+    "no expected value needed; repeatable.",
+)
+@click.option("--judge-key", help="The judge's API key (else the models' when it is of their provider).")
+@click.option(
+    "--judge-base-url", help="The judge's endpoint (else the models' when it is of their provider)."
+)
 @click.option("--json", "as_json", is_flag=True, help="Print the report as JSON.")
 @click.option(
     "--html", "html_path", type=click.Path(dir_okay=False), help="Write a self-contained HTML report here."
@@ -247,6 +272,9 @@ def eval_run(
     fuzzy_values: tuple[str, ...],
     judge: str | None,
     judge_fields: tuple[str, ...],
+    rubrics: tuple[str, ...],
+    judge_key: str | None,
+    judge_base_url: str | None,
     fail_under: tuple[str, ...],
     as_json: bool,
     html_path: str | None,
@@ -344,6 +372,8 @@ def eval_run(
             judge_fields=list(judge_fields) or None,
             repeat=repeat,
             retry_failed=retry_failed,
+            rubric=_rubrics(rubrics),
+            judge_options={"key": judge_key, "base_url": judge_base_url},
             **options,
         )
     except (EvalInputError, SchemaError) as exc:

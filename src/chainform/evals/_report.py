@@ -38,6 +38,23 @@ class RowResult:
     tools_wrong: list[str] = field(default_factory=list)  # tools called that `expected_tools` did not want
     tools_missed: list[str] = field(default_factory=list)  # expected tool calls not made
     expected_tools: Any = None  # the row's expected tool calls (`_tools.Expectation.to_json()`), if any
+    rubric: dict[str, str] = field(
+        default_factory=dict
+    )  # field: "pass: reason" / "fail: reason" of the judge
+
+    def charge(self, meta: dict[str, Any], name: str, error: dict[str, Any] | None) -> None:
+        """Add one judge call (a map line's `_map` meta) to the row: counted, its tokens and cost
+        added; a failed one (`error`) named in `judge_errors` under the field `name`."""
+        self.calls["judge"] = self.calls.get("judge", 0) + 1
+        self.tokens += int(meta.get("tokens") or 0)
+        cost = meta.get("cost")
+        self.cost = None if self.cost is None or cost is None else str(Decimal(self.cost) + Decimal(cost))
+        if meta.get("retried"):
+            self.calls["resent"] = self.calls.get("resent", 0) + int(meta["retried"])
+        if error is not None:
+            self.judge_errors.append(
+                f"{name}: {error.get('phase')}: {error.get('type')}: {error.get('message')}"
+            )
 
     @property
     def run_key(self) -> str:
