@@ -166,3 +166,46 @@ def start_tracing(flag: bool) -> None:
     except TracingSetupError as exc:
         raise click.UsageError(str(exc)) from None
     click.get_current_context().call_on_close(stop)
+
+
+def rate_options(per: str) -> Callable[[F], F]:
+    """`--rpm`, `--tpm` (shared by `per`, e.g. "all workers") and `--retries` of one model call."""
+
+    def add(command: F) -> F:
+        command = count_option(
+            "--retries",
+            minimum=0,
+            default=2,
+            help="Retries of one model call after a 429, 5xx, timeout or dropped connection.",
+        )(command)
+        command = click.option(
+            "--tpm", type=click.FloatRange(min=0, min_open=True), help=f"Tokens per minute, {per}."
+        )(command)
+        return click.option(
+            "--rpm", type=click.FloatRange(min=0, min_open=True), help=f"Requests per minute, {per}."
+        )(command)
+
+    return add
+
+
+def retry_max_tokens_option(what: str, otherwise: str) -> Callable[[F], F]:
+    """`--retry-max-tokens N`: `what` cut off at the token limit is asked once more with N."""
+    return click.option(
+        "--retry-max-tokens",
+        type=click.IntRange(min=1),
+        default=None,
+        help=f"When {what} is cut off at the token limit (--option max_tokens N), ask once more with "
+        f"this larger limit (default: {otherwise}).",
+    )
+
+
+def stop_at_option(what: str, value: str) -> Callable[[F], F]:
+    """`--stop-at TOOL` (repeatable): a call of TOOL ends the chain with its result as the value."""
+    return click.option(
+        "--stop-at",
+        "stop_at",
+        multiple=True,
+        metavar="TOOL",
+        help=f"End {what} when the model calls TOOL: its result (validated against --schema) is "
+        f"{value}, with no further model call; repeatable.",
+    )

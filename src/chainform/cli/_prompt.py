@@ -30,7 +30,9 @@ from chainform.cli._options import (
     model_options_option,
     otel_option,
     provider_options,
+    retry_max_tokens_option,
     start_tracing,
+    stop_at_option,
     strategy_option,
 )
 from chainform.cli._output import echo_json, format_json
@@ -108,6 +110,18 @@ def check_retry_max_tokens(retry_max_tokens: int | None, options: dict[str, Any]
         check_growth(retry_max_tokens, options.get("max_output_tokens"))
     except ValueError as exc:
         raise click.BadParameter(str(exc).replace("retry_max_tokens", "--retry-max-tokens", 1)) from None
+
+
+def hosted_values(specs: tuple[str, ...]) -> tuple[Any, ...]:
+    """`--hosted KIND` (repeatable) as hosted tool objects; a name that is none is a usage error."""
+    if not specs:
+        return ()
+    from chainform.types import hosted_tool
+
+    try:
+        return tuple(hosted_tool(spec) for spec in specs)
+    except ValueError as exc:
+        raise click.BadParameter(str(exc), param_hint="--hosted") from None
 
 
 def check_stop_at(stop_at: tuple[str, ...], tools: list[Any], *, mcp: bool) -> None:
@@ -246,13 +260,15 @@ def open_log(*, required: bool, wanted: bool) -> Store | None:
 )
 @click.option("--mcp", "mcp_values", multiple=True, help=MCP_HELP)
 @click.option(
-    "--stop-at",
-    "stop_at",
+    "--hosted",
+    "hosted",
     multiple=True,
     metavar="TOOL",
-    help="End the chain when the model calls TOOL: its result (validated against --schema) is the "
-    "answer, with no further model call; repeatable.",
+    callback=lambda ctx, param, value: hosted_values(value),
+    help="A tool the provider runs itself: web_search, code_execution, url_context or "
+    "file_search:STORE_ID; repeatable (which model has which: docs/providers.md).",
 )
+@stop_at_option("the chain", "the answer")
 @chain_limit_option
 @strategy_option
 @click.option(
@@ -266,13 +282,7 @@ def open_log(*, required: bool, wanted: bool) -> Store | None:
     help="What the deferred formatting call sees.",
 )
 @count_option("--retries", minimum=0, default=2, help="Re-asks after output that fails validation.")
-@click.option(
-    "--retry-max-tokens",
-    type=click.IntRange(min=1),
-    default=None,
-    help="When an answer is cut off at the token limit (-o max_tokens), ask once more with this "
-    "larger limit (default: fail with the text so far, exit 4).",
-)
+@retry_max_tokens_option("an answer", "fail with the text so far, exit 4")
 @click.option(
     "--td", "--tools-debug", "tools_debug", is_flag=True, help="Show each tool call and result (stderr)."
 )
@@ -332,6 +342,7 @@ def prompt_command(
     python_isolation: str,
     functions: tuple[str, ...],
     mcp_values: tuple[str, ...],
+    hosted: tuple[Any, ...],
     stop_at: tuple[str, ...],
     chain_limit: int,
     strategy: str,
@@ -413,6 +424,7 @@ def prompt_command(
     tools: list[Any] = cli_tools(tool_names, functions, python_isolation=python_isolation)
     check_stop_at(stop_at, tools, mcp=bool(mcp_values))
     tools += mcp_servers(mcp_values)
+    tools += hosted
     fragment_values = (*template.fragments, *fragment_values)
     system_fragment_values = (*template.system_fragments, *system_fragment_values)
     store = open_log(
