@@ -12,7 +12,6 @@ calls per row, so cost per right row includes them.
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from decimal import Decimal
 from pathlib import Path
 from typing import Any
 
@@ -35,15 +34,16 @@ SCHEMA: dict[str, Any] = {
 _SEP = "\x1f"  # between a row's key and a field's path in a judge row's key
 
 
-def free_text_fields(plan: Node, wanted: Sequence[str] | None) -> list[str]:
-    """The string fields (no format, no enum, outside arrays) the judge reads: all, or `wanted`."""
+def free_text_fields(plan: Node, wanted: Sequence[str] | None, option: str = "--judge-field") -> list[str]:
+    """The string fields (no format, no enum, outside arrays) the judge reads: all, or `wanted`
+    (one that is none of them is refused, naming `option`)."""
     free = [n.path for n in walk(plan) if isinstance(n, Leaf) and n.kind == "string" and "[]" not in n.path]
     if wanted is None:
         return free
     for path in wanted:
         if path not in free:
             raise EvalInputError(
-                f"--judge-field names {path!r}, which is no free-text field (free-text fields: {', '.join(free)})"
+                f"{option} names {path!r}, which is no free-text field (free-text fields: {', '.join(free)})"
             )
     return list(wanted)
 
@@ -75,18 +75,8 @@ def apply_verdicts(path: Path, cell: Cell, still: Callable[[RowResult, str], boo
         row = rows.get(row_key)
         if row is None or (still is not None and not still(row, name)):
             continue
-        meta = line["_map"]
-        row.calls["judge"] = row.calls.get("judge", 0) + 1
-        row.tokens += int(meta.get("tokens") or 0)
-        cost = meta.get("cost")
-        row.cost = None if row.cost is None or cost is None else str(Decimal(row.cost) + Decimal(cost))
-        if meta.get("retried"):
-            row.calls["resent"] = row.calls.get("resent", 0) + int(meta["retried"])
+        row.charge(line["_map"], name, line.get("error"))
         if "error" in line:  # no verdict: the field stays as the rules scored it, the failure counted
-            error = line["error"]
-            row.judge_errors.append(
-                f"{name}: {error.get('phase')}: {error.get('type')}: {error.get('message')}"
-            )
             continue
         value = line.get("value")
         if isinstance(value, dict) and value.get("same") is True:

@@ -18,6 +18,7 @@ from chainform.evals._keep import eval_dir, load_report, save_report
 from chainform.evals._leaves import Tolerance
 from chainform.evals._plan import Arr, Scorer, compile_plan, walk
 from chainform.evals._report import Cell, RowResult, value_at
+from chainform.evals._rubric import apply_rubric, optional_in
 from chainform.evals._run import MAX_ROWS, _Row, read_rows, score_rows, scoring_options, scoring_settings
 from chainform.evals._tools import TOOLS
 from chainform.evals._tools import parse as parse_tools
@@ -42,12 +43,14 @@ def rescore(
     old = load_report(eval_id)
     plan = compile_plan(old.schema, scoring_options(tolerance, default_tolerance, fuzzy, scorers))
     kept = _kept_rows(old)
+    rubric_fields = list((old.settings.get("scoring") or {}).get("rubric") or {})
     if rows is None:
         data = [_Row(r.key, {}, r.expected, _tools(r)) for r in kept.values()]
     else:
         field = expected or str(old.settings.get("expected", "expected"))
         id_field = old.settings.get("id_field")
-        data = read_rows(rows, old.schema, field, id_field, max_rows, (), expected_tools)
+        checked = optional_in(old.schema, rubric_fields) if rubric_fields else old.schema
+        data = read_rows(rows, checked, field, id_field, max_rows, (), expected_tools)
         missing = [key for key in kept if key not in {row.key for row in data}]
         extra = [row.key for row in data if row.key not in kept]
         if missing or extra:
@@ -67,10 +70,13 @@ def rescore(
     ]
     folder = eval_dir(old.eval_id)
     score_rows(folder, cells, data, plan, log=True)
+    rubric = dict((old.settings.get("scoring") or {}).get("rubric") or {})
     for index, cell in enumerate(cells):
         verdicts = folder / f"judge-{index}.jsonl"
         if verdicts.is_file():
             apply_verdicts(verdicts, cell, _same_expected(kept))
+        if rubric:  # a rubric needs no expected value: its kept verdicts hold for the same answers
+            apply_rubric(folder / f"rubric-{index}.jsonl", cell, rubric)
     from chainform.store import new_id
 
     scoring = dict(old.settings.get("scoring") or {})

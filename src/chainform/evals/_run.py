@@ -24,6 +24,7 @@ from chainform.evals._keep import eval_dir, find_resumable, kept_settings, save_
 from chainform.evals._leaves import Tolerance
 from chainform.evals._plan import Arr, Node, Options, Scorer, compile_plan, walk
 from chainform.evals._report import Cell, RowResult, run_key
+from chainform.evals._rubric import apply_rubric, optional_in, rubric_job
 from chainform.evals._score import ABSENT, Outcome, score
 from chainform.evals._tools import TOOLS, Call, Expectation
 from chainform.evals._tools import judge as judge_tools
@@ -64,6 +65,8 @@ def evaluate(
     judge_fields: Sequence[str] | None = None,
     repeat: int = 1,
     retry_failed: bool = False,
+    rubric: Mapping[str, str] | None = None,
+    judge_options: Mapping[str, Any] | None = None,
     **map_options: Any,
 ) -> EvalReport:
     """Run and score every cell; the report is also kept (`chainform eval show ID`).
@@ -79,7 +82,10 @@ def evaluate(
     `judge` (a model or its name; off by default) decides the free-text fields (`judge_fields`, else
     every plain string field) that the rules scored wrong (see `_judge`). `repeat=N` runs each row N
     times: the report adds pass@k, pass^k and per-field agreement across the runs. `retry_failed=True`
-    (with `resume=True`) runs again the rows whose chain failed. Raises EvalInputError
+    (with `resume=True`) runs again the rows whose chain failed. `rubric` ({field: rubric text}) has
+    the judge (else the first model) pass or fail a free-text field on the rubric, with no expected
+    value (see `_rubric`); `judge_options` (`key`, `base_url`) are the judge's own, else a judge of
+    a model's provider gets the models'. Raises EvalInputError
     (bad rows, tolerance, scorer, a judge with no key) before any call.
     """
     from chainform.schema import resolve_schema
@@ -87,7 +93,15 @@ def evaluate(
     spec_schema = resolve_schema(schema)
     plan = compile_plan(spec_schema, scoring_options(tolerance, default_tolerance, fuzzy, scorers))
     prompts = [prompt] if isinstance(prompt, str) else list(prompt)
-    data = read_rows(rows, spec_schema, expected, id_field, max_rows, prompts, expected_tools)
+    rubric = dict(rubric or {})
+    graded = free_text_fields(plan, list(rubric), "--rubric") if rubric else []
+    for name, text in rubric.items():
+        if not isinstance(text, str) or not text.strip():
+            raise EvalInputError(f"--rubric {name}: give the rubric's text, e.g. {name}='names the product'")
+    checked = (
+        optional_in(spec_schema, graded) if graded else spec_schema
+    )  # rubric fields need no expected value
+    data = read_rows(rows, checked, expected, id_field, max_rows, prompts, expected_tools)
     if any(row.tools is not None for row in data) and not map_options.get("log", True):
         raise EvalInputError(
             f"the rows' {expected_tools!r} are scored from the logged tool calls: an eval without the log cannot"
@@ -100,23 +114,34 @@ def evaluate(
         raise EvalInputError(f"repeat={repeat!r}: give a whole number of runs per row, at least 1")
     names = [_name(m) for m in models]
     judged = free_text_fields(plan, judge_fields) if judge is not None else []
-    judge_model = _judge_model(judge, model_options or {}, names)
+    judged = [name for name in judged if name not in rubric]  # a rubric field is judged on its rubric
+    if rubric and judge is None:
+        judge = models[0]  # no judge named: the (first) model judges its own rubric fields
+    judge_model = _judge_model(judge, model_options or {}, names, judge_options or {})
     built = [_model(m, model_options or {}) for m in models]  # a model with no key fails before any call
-    spec = {
-        "data": _digest(
-            [(r.key, r.inputs, r.expected, *((r.tools.to_json(),) if r.tools else ())) for r in data]
-        ),
-        "schema": spec_schema,
-        "prompts": prompts,
-        "models": names,
-        "strategies": list(strategies),
-        "expected": expected,
-        "judge": None if judge is None else [_name(judge), judged],
-    } | ({"repeat": repeat} if repeat > 1 else {})
-    scoring = scoring_settings(tolerance, default_tolerance, fuzzy, scorers) | {
-        "judge": None if judge is None else _name(judge),
-        "judge_fields": judged,
-    }
+    spec = (
+        {
+            "data": _digest(
+                [(r.key, r.inputs, r.expected, *((r.tools.to_json(),) if r.tools else ())) for r in data]
+            ),
+            "schema": spec_schema,
+            "prompts": prompts,
+            "models": names,
+            "strategies": list(strategies),
+            "expected": expected,
+            "judge": None if judge is None else [_name(judge), judged],
+        }
+        | ({"repeat": repeat} if repeat > 1 else {})
+        | ({"rubric": rubric} if rubric else {})
+    )
+    scoring = (
+        scoring_settings(tolerance, default_tolerance, fuzzy, scorers)
+        | {
+            "judge": None if judge is None else _name(judge),
+            "judge_fields": judged,
+        }
+        | ({"rubric": rubric} if rubric else {})
+    )
     eval_id = find_resumable(spec) if resume else None
     if resume and eval_id is None:
         raise EvalInputError("no earlier eval of this data with these settings to resume")
@@ -139,7 +164,7 @@ def evaluate(
             eval_id, data, plan, spec_schema, prompts, names, built, list(strategies), resume, budget,
             map_options, repeat, retry_failed,
         )  # fmt: skip
-        _score_cells(eval_id, cells, data, plan, judge_model, judged, resume, budget, map_options)
+        _score_cells(eval_id, cells, data, plan, judge_model, judged, resume, budget, map_options, rubric)
     except (KeyboardInterrupt, ChainInterruptedError):
         raise EvalInterruptedError(eval_id) from None
     settings = {"expected": expected, "prompts": prompts, "id_field": id_field, "scoring": scoring}
@@ -215,23 +240,31 @@ def _runs(data: Sequence[_Row], repeat: int) -> list[tuple[_Row, int | None]]:
 def _score_cells(
     eval_id: str, cells: Sequence[Cell], data: Sequence[_Row], plan: Node, judge_model: Any,
     judged: Sequence[str], resume: bool, budget: Any, map_options: Mapping[str, Any],
+    rubric: Mapping[str, str],
 ) -> None:  # fmt: skip
     """Score each cell's rows from its committed lines and the log; then let the judge decide (its
     calls for every cell at once; a failed one is no verdict, so a resume asks again)."""
     folder = eval_dir(eval_id)
     log = map_options.get("log", True)
     score_rows(folder, cells, data, plan, log=log)
-    if judge_model is None or not judged:
-        return
-    verdicts = [folder / f"judge-{index}.jsonl" for index in range(len(cells))]
-    jobs = [
-        judge_job(judge_model, path, cell, judged, log=log)
-        for path, cell in zip(verdicts, cells, strict=True)
-    ]
     concurrency = map_options.get("concurrency") or 8
-    run_maps(jobs, concurrency=concurrency, resume=resume, retry_failed=True, budget=budget)
-    for path, cell in zip(verdicts, cells, strict=True):
-        apply_verdicts(path, cell)
+    steps: list[tuple[str, Any, Any]] = []  # (file name, the cell's map job, how its lines apply)
+    if judge_model is not None and judged:
+        steps.append(("judge", lambda p, c: judge_job(judge_model, p, c, judged, log=log), apply_verdicts))
+    if rubric:
+        steps.append(
+            (
+                "rubric",
+                lambda p, c: rubric_job(judge_model, p, c, rubric, log=log),
+                lambda p, c: apply_rubric(p, c, rubric),
+            )
+        )
+    for name, job, apply in steps:
+        paths = [folder / f"{name}-{index}.jsonl" for index in range(len(cells))]
+        jobs = [job(path, cell) for path, cell in zip(paths, cells, strict=True)]
+        run_maps(jobs, concurrency=concurrency, resume=resume, retry_failed=True, budget=budget)
+        for path, cell in zip(paths, cells, strict=True):
+            apply(path, cell)
 
 
 def score_rows(folder: Path, cells: Sequence[Cell], data: Sequence[_Row], plan: Node, *, log: bool) -> None:
@@ -354,10 +387,10 @@ def _name(model: Any) -> str:
     return model if isinstance(model, str) else str(getattr(model, "name", model))
 
 
-def _judge_model(judge: Any, options: Mapping[str, Any], names: Sequence[str]) -> Any:
-    """The judge, made before any call: one of the same provider as a model evaluated (`openai/...`
-    both) is given the models' key and base URL; one with no key is bad input (exit 2), not a
-    failed row."""
+def _judge_model(judge: Any, options: Mapping[str, Any], names: Sequence[str], own: Mapping[str, Any]) -> Any:
+    """The judge, made before any call: with its `own` key and base URL where given, else one of the
+    same provider as a model evaluated (`openai/...` both) is given the models' key and base URL;
+    one with no key is bad input (exit 2), not a failed row."""
     if judge is None:
         return None
     from chainform.errors import MissingKeyError
@@ -365,6 +398,7 @@ def _judge_model(judge: Any, options: Mapping[str, Any], names: Sequence[str]) -
     shared = {}
     if isinstance(judge, str) and _provider(judge) in {_provider(name) for name in names}:
         shared = {k: options[k] for k in ("key", "base_url") if options.get(k) is not None}
+    shared |= {k: v for k, v in own.items() if v is not None}
     try:
         return _model(judge, shared)
     except MissingKeyError as exc:
@@ -422,7 +456,7 @@ def _agreement(plan: Node, cell: Cell) -> None:
     (by the field's rule: the first answer scored as the expected one); a failed run agrees with nothing."""
     for runs in cell.by_row().values():
         first = runs[0]
-        paths = list(first.fields)
+        paths = [path for path in first.fields if path != TOOLS]  # the answer's fields
         if any(not run.valid for run in runs):
             first.agrees = dict.fromkeys(paths, False)
             continue
