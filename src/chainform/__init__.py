@@ -20,7 +20,7 @@ _PUBLIC: dict[str, tuple[str, ...]] = {
     # module: the names `chainform` gives from it (the one list; __all__ and the lookup derive from it)
     "chainform.agents": ("Agent",),
     "chainform.output.strategies._context": ("ContextPolicy",),
-    "chainform.chain._events": ("ChainEvent",),
+    "chainform.chain._events": ("ChainEvent", "FellBack"),
     "chainform.chain._records": ("ChainUsage",),
     "chainform.chain._calls": ("ModelCall",),
     "chainform.chain._tools": ("CancelToolCall", "Final"),
@@ -134,6 +134,7 @@ if TYPE_CHECKING:  # what type checkers and editors see: the same names, importe
     from chainform.agents import Agent as Agent
     from chainform.chain._calls import ModelCall as ModelCall
     from chainform.chain._events import ChainEvent as ChainEvent
+    from chainform.chain._events import FellBack as FellBack
     from chainform.chain._records import ChainUsage as ChainUsage
     from chainform.chain._tools import CancelToolCall as CancelToolCall
     from chainform.chain._tools import Final as Final

@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import asyncio
 import time
-import warnings
 from collections.abc import Sequence
 from contextvars import ContextVar
 from dataclasses import dataclass, field
@@ -359,14 +358,15 @@ class ChainLogger:
     async def log(self, record: CallRecord) -> None:
         """Commit `record` (with the chain's attached files); return once it is committed. It is
         committed at once on the event loop's thread when the log is free, else on a worker thread
-        that waits for the lock while the loop goes on. A write that fails warns and is dropped."""
+        that waits for the lock while the loop goes on. A write that fails is dropped and counted:
+        the store tells how many calls it lost, and why, in one warning (on close, or at exit)."""
         try:
             try:
                 self.store.write_calls([record], self.attached, wait=False)
             except LogBusy:
                 await asyncio.to_thread(self.store.write_calls, [record], self.attached)
         except Exception as exc:  # never lose the chain's result because the log failed
-            warnings.warn(f"chainform: could not log a model call: {exc}", stacklevel=2)
+            self.store.unlogged.add(exc)
 
 
 def _attached(attachment: Any, conversion: Any, store: str) -> Attached:

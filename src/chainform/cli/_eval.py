@@ -225,6 +225,9 @@ def gate(report: Any, fail_under: tuple[str, ...]) -> None:
 @click.option(
     "--html", "html_path", type=click.Path(dir_okay=False), help="Write a self-contained HTML report here."
 )
+@click.option(
+    "--csv", "csv_path", type=click.Path(dir_okay=False), help="Write every row's every field as CSV here."
+)
 @click.option("--resume", is_flag=True, help="Continue the newest eval of this data with these settings.")
 @click.option("--retry-failed", is_flag=True, help="With --resume: run again the rows whose chain failed.")
 @count_option(
@@ -275,6 +278,7 @@ def eval_run(
     fail_under: tuple[str, ...],
     as_json: bool,
     html_path: str | None,
+    csv_path: str | None,
     resume: bool,
     retry_failed: bool,
     repeat: int,
@@ -306,8 +310,9 @@ def eval_run(
 
     if not Path(data).is_file():
         raise click.BadParameter(f"cannot read {data!r}", param_hint="DATA")
-    if html_path is not None:
-        writable(html_path, "--html")
+    for path, option in ((html_path, "--html"), (csv_path, "--csv")):
+        if path is not None:
+            writable(path, option)
     if id_field is not None:  # both line numbers, before any call
         from chainform._map._inputs import MapInputError, check_unique_ids, read_numbered
 
@@ -376,7 +381,7 @@ def eval_run(
     except EvalInterruptedError as exc:
         click.echo(f"eval: {exc}", err=True)
         raise click.exceptions.Exit(EXIT_INTERRUPTED) from None
-    _show(report, as_json, html_path)
+    _show(report, as_json, html_path, csv_path)
     gate(report, fail_under)
 
 
@@ -438,11 +443,15 @@ def write_report(path: str, text: str) -> None:
     os.replace(temp, target)
 
 
-def _show(report: Any, as_json: bool, html_path: str | None) -> None:
+def _show(report: Any, as_json: bool, html_path: str | None, csv_path: str | None = None) -> None:
     if html_path is not None:
         from chainform.evals._html import html
 
         write_report(html_path, html(report))
+    if csv_path is not None:
+        from chainform.evals._csv import csv_text
+
+        write_report(csv_path, csv_text(report))
     if as_json:
         click.echo(json.dumps(report.to_dict(), default=str))
         return
@@ -450,8 +459,9 @@ def _show(report: Any, as_json: bool, html_path: str | None) -> None:
     from chainform.evals._table import render
 
     render(report, console())
-    if html_path is not None:
-        click.echo(f"eval: report written to {html_path}", err=True)
+    for path in (html_path, csv_path):
+        if path is not None:
+            click.echo(f"eval: report written to {path}", err=True)
     click.echo(f"eval: {report.eval_id} (`chainform eval show {report.eval_id}` shows it again)", err=True)
 
 
@@ -462,19 +472,25 @@ def _show(report: Any, as_json: bool, html_path: str | None) -> None:
 @click.option(
     "--html", "html_path", type=click.Path(dir_okay=False), help="Write a self-contained HTML report here."
 )
-def eval_show(eval_id: str, fail_under: tuple[str, ...], as_json: bool, html_path: str | None) -> None:
+@click.option(
+    "--csv", "csv_path", type=click.Path(dir_okay=False), help="Write every row's every field as CSV here."
+)
+def eval_show(
+    eval_id: str, fail_under: tuple[str, ...], as_json: bool, html_path: str | None, csv_path: str | None
+) -> None:
     """Render a kept eval report again (ID: the id an eval printed, or a unique prefix)."""
     from chainform.evals import EvalInputError, load_report
 
     _floors(fail_under)
-    if html_path is not None:
-        writable(html_path, "--html")
+    for path, option in ((html_path, "--html"), (csv_path, "--csv")):
+        if path is not None:
+            writable(path, option)
     try:
         report = load_report(eval_id)
         _check_floor_fields(report.schema, fail_under)
     except EvalInputError as exc:
         raise _bad_input(exc) from None
-    _show(report, as_json, html_path)
+    _show(report, as_json, html_path, csv_path)
     gate(report, fail_under)
 
 
