@@ -24,6 +24,9 @@ _PUBLIC: dict[str, tuple[str, ...]] = {
     "chainform.chain._records": ("ChainUsage",),
     "chainform.chain._calls": ("ModelCall",),
     "chainform.chain._tools": ("CancelToolCall",),
+    "chainform.chain._approval": ("ChainWaitingError", "PendingCall"),
+    "chainform.chain._spec": ("ChainSpec", "SpecError"),
+    "chainform.resume": ("Approved", "Denied", "ResumeError", "aresume", "resume"),
     "chainform.clients.base": ("BaseChatClient", "CallContext", "ChatClient"),
     "chainform.clients.registry": ("ModelInfo", "list_models", "register_alias"),
     "chainform.errors": (
@@ -125,9 +128,13 @@ if TYPE_CHECKING:  # what type checkers and editors see: the same names, importe
     from chainform import pricing as pricing
     from chainform import tools as tools
     from chainform.agents import Agent as Agent
+    from chainform.chain._approval import ChainWaitingError as ChainWaitingError
+    from chainform.chain._approval import PendingCall as PendingCall
     from chainform.chain._calls import ModelCall as ModelCall
     from chainform.chain._events import ChainEvent as ChainEvent
     from chainform.chain._records import ChainUsage as ChainUsage
+    from chainform.chain._spec import ChainSpec as ChainSpec
+    from chainform.chain._spec import SpecError as SpecError
     from chainform.chain._tools import CancelToolCall as CancelToolCall
     from chainform.clients.base import BaseChatClient as BaseChatClient
     from chainform.clients.base import CallContext as CallContext
@@ -180,6 +187,11 @@ if TYPE_CHECKING:  # what type checkers and editors see: the same names, importe
     from chainform.pricing import set_price as set_price
     from chainform.response import AsyncChainResponse as AsyncChainResponse
     from chainform.response import ChainResponse as ChainResponse
+    from chainform.resume import Approved as Approved
+    from chainform.resume import Denied as Denied
+    from chainform.resume import ResumeError as ResumeError
+    from chainform.resume import aresume as aresume
+    from chainform.resume import resume as resume
     from chainform.schema.dsl import resolve_schema as resolve_schema
     from chainform.schema.dsl import schema_dsl as schema_dsl
     from chainform.tools import Tool as Tool

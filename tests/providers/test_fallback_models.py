@@ -129,7 +129,7 @@ def test_bad_fallback_lists_fail_before_any_call(emulator: Emulator, monkeypatch
 def test_a_map_finishes_on_the_second_model(emulator: Emulator, tmp_path: Path) -> None:
     emulator.add(*[Fault(500), Fault(500), '{"n": 1}'] * 2)  # each row: the SDK's retry, then the second
     model = _models(emulator)
-    results = list(model.map(["one", "two"], schema="n int", concurrency=1, retries=0))
+    results = list(model.map(["one", "two"], schema="n int", concurrency=1, transport_retries=0))
     assert [r.data for r in results] == [{"n": 1}, {"n": 1}]
     with Store() as store:
         rows = store.recent(n=None)

@@ -17,33 +17,38 @@ to it, and (when tracing is on, chainform.instrument) its span.
 
 from __future__ import annotations
 
+import asyncio
 import json
 from contextlib import nullcontext
 from dataclasses import dataclass, field, replace
 from typing import Any
 
 from chainform import _lineage, _trace
+from chainform.chain._approval import Approval, ChainWaiting, Denied, PendingCall, decided
 from chainform.chain._attachments import for_profile, tool_files
-from chainform.chain._calls import CallRunner, ChainLogger, plain_data
+from chainform.chain._calls import CallRunner, ChainLogger, ModelCall, plain_data
 from chainform.chain._events import ChainEvent, EventLog
 from chainform.chain._fallback import Candidate, FallbackPlan, Route
+from chainform.chain._journal import Journal
 from chainform.chain._records import ChainResult
+from chainform.chain._spec import ChainSpec
 from chainform.chain._tools import AfterCall, BeforeCall, run_calls
 from chainform.clients.base import ChatClient
 from chainform.errors import (
     Attempt,
     ChainformError,
+    ChainInterruptedError,
     ProviderError,
     StructuredOutputError,
     StructuredOutputGenerationError,
 )
-from chainform.output import OUTPUT_TOOL_NAME, OutputSpec, StrategyChoice, select_strategy
+from chainform.output import OUTPUT_TOOL_NAME, StrategyChoice, select_strategy
 from chainform.output._select import Refusals
 from chainform.output.strategies import NOT_FINAL, Outcome, Plain, Settings, Strategy, build
-from chainform.output.strategies._context import ContextPolicy, Formatting, answered, final_answer
-from chainform.pricing import Cost, Meter, as_cost
+from chainform.output.strategies._context import Formatting, answered, final_answer
+from chainform.pricing import Meter
+from chainform.store import ChainStatus
 from chainform.types import (
-    ChatOptions,
     FunctionCallContent,
     FunctionResultContent,
     Message,
@@ -55,39 +60,29 @@ from chainform.types import (
 _REFUSALS = ("tools_with_schema_rejected", "response_format_rejected")
 
 
-@dataclass
-class ChainRequest:
-    """A chain's inputs, already normalised by the Model layer."""
+@dataclass(frozen=True)
+class Bound:
+    """What a run binds beside its spec, because it is code, not data: the tools' Python objects,
+    the before/after hooks, and tool sources (MCP servers) whose sessions stay open for the chain."""
 
-    prompt: Message | None
-    system: str | None = None
     tools: list[Any] = field(default_factory=list)
-    output: OutputSpec | None = None
-    strategy: str = "auto"
-    chain_limit: int = 5
-    retries: int = 2
     before_call: BeforeCall | None = None
     after_call: AfterCall | None = None
-    format_prompt: str | None = None
-    format_context: ContextPolicy = field(default_factory=ContextPolicy)
-    options: ChatOptions = field(default_factory=ChatOptions)
-    stream: bool = True
-    history: list[Message] = field(default_factory=list)
-    max_cost: Cost | None = None  # USD; the chain ends between calls once its calls cost this
-
-    def __post_init__(self) -> None:
-        if self.max_cost is not None:  # checked when the chain is asked for, not when it runs
-            self.max_cost = as_cost(self.max_cost)
+    sources: list[Any] = field(default_factory=list)
 
 
 class ChainRun(CallRunner):
-    """One execution of a ChainRequest against a client."""
+    """One execution of a ChainSpec against a client. The spec is data; what is not (the tools'
+    code, the before/after hooks) is bound here."""
 
     def __init__(
         self,
         client: ChatClient,
-        request: ChainRequest,
+        spec: ChainSpec,
         *,
+        tools: list[Any],
+        before_call: BeforeCall | None = None,
+        after_call: AfterCall | None = None,
         profile: ModelProfile,
         model_name: str,
         conversation_id: str,
@@ -96,19 +91,20 @@ class ChainRun(CallRunner):
         logger: ChainLogger | None = None,
         refusals: Refusals | None = None,
         fallback: FallbackPlan | None = None,
+        journal: Journal | None = None,
+        approvals: dict[str, Approval] | None = None,
     ) -> None:
-        if request.chain_limit < 1:
-            raise ValueError("chain_limit must be at least 1")
-        if request.retries < 0:
-            raise ValueError("retries cannot be negative")
         memory = refusals if refusals is not None else Refusals()
-        meter = Meter(model_name, request.max_cost)
-        super().__init__(client, events, memory, stream=request.stream, logger=logger, meter=meter)
-        if (
-            request.options.cache_key is None
-        ):  # one conversation's requests share a cache (clients/_wire.py `openai_key`)
-            request = replace(request, options=request.options.replace(cache_key=conversation_id))
-        self.req = request  # the caller's request is never changed: a copy where it differs
+        meter = Meter(model_name, spec.limits.max_cost)
+        super().__init__(
+            client, events, memory, stream=spec.stream, logger=logger, meter=meter, journal=journal
+        )
+        self.approvals = {k: decided(v) for k, v in (approvals or {}).items()}
+        self.spec = spec
+        # one conversation's requests share a cache (clients/_wire.py `openai_key`)
+        cache_key = spec.options.cache_key or conversation_id
+        self.options = spec.options.replace(cache_key=cache_key)  # the spec itself is never changed
+        self.before_call, self.after_call = before_call, after_call
         self.profile = profile
         self.model_name = model_name
         self.route = (
@@ -118,28 +114,48 @@ class ChainRun(CallRunner):
         )
         self.conversation_id = conversation_id
         self.chain_id = chain_id
-        self.tools = {t.name: t for t in request.tools}
+        self.tools = {t.name: t for t in tools}
         self.attempts: list[Attempt] = []
-        self.settings = Settings(
-            self.refusals, request.chain_limit, request.format_context, request.format_prompt
-        )
+        formatting = spec.formatting
+        self.settings = Settings(self.refusals, spec.limits.chain_limit, formatting.policy, formatting.prompt)
 
     async def run(self) -> ChainResult:
-        messages = [Message.system(self.req.system)] if self.req.system else []
-        transcript = [*messages, *self.req.history, *([self.req.prompt] if self.req.prompt else [])]
+        spec = self.spec
+        messages = [Message.system(spec.system)] if spec.system else []
+        transcript = [*messages, *spec.history, *([spec.prompt] if spec.prompt else [])]
+        status: ChainStatus = "failed"
+        error: str | None = None
+        pending: list[PendingCall] = []
+        if self.logger is not None:
+            await self.logger.begin(spec)
         try:
-            if self.req.output is None:
-                outcome = await self._plain(transcript)
-            else:
-                has_tools, requested = bool(self.tools), self.req.strategy
-                outcome = await self.answer(transcript, has_tools=has_tools, requested=requested)
+            try:
+                if spec.output is None:
+                    outcome = await self._plain(transcript)
+                else:
+                    has_tools, requested = bool(self.tools), spec.strategy
+                    outcome = await self.answer(transcript, has_tools=has_tools, requested=requested)
+            except ChainWaiting as waiting:
+                status, pending = "waiting", waiting.pending
+                return self._result(transcript, Outcome(), status="waiting", pending=pending)
+            status = "done"
             return self._result(transcript, outcome)
         except ChainformError as exc:
             if not exc.responses:
                 exc.responses = list(self.calls)
+            status = "interrupted" if isinstance(exc, ChainInterruptedError) else "failed"
+            error = f"{type(exc).__name__}: {exc}"
+            raise
+        except (asyncio.CancelledError, KeyboardInterrupt):
+            status = "interrupted"
+            raise
+        except Exception as exc:
+            error = f"{type(exc).__name__}: {exc}"
             raise
         finally:
-            await self.log_finished()  # the last call, once its chain is done with it
+            await self.log_finished()  # the last call, if it was not logged yet
+            if self.logger is not None:
+                await self.logger.end(status, error=error, pending=[p.to_dict() for p in pending])
             self.events.close()
 
     # -- choosing a strategy, and falling back when the provider refuses it ---------------------
@@ -148,12 +164,12 @@ class ChainRun(CallRunner):
         self, transcript: list[Message], *, has_tools: bool, requested: str, purpose: str = "chain"
     ) -> Outcome:
         """Run the strategy the decision table picks; on a refusal, remember it and pick again."""
-        assert self.req.output is not None
+        assert self.spec.output is not None
         choice = select_strategy(
             self.profile, has_tools=has_tools, requested=requested, refusals=self.refusals
         )
         while True:
-            strategy = build(choice, self.req.output, self.profile, self.settings)
+            strategy = build(choice, self.spec.output, self.profile, self.settings)
             if purpose == "chain":
                 self.choice = choice
             strategy.prepare(transcript)
@@ -246,7 +262,9 @@ class ChainRun(CallRunner):
 
     def turns_left(self) -> int:
         """Chain turns left; a call that raised (e.g. before a fallback model took over) takes none."""
-        return self.req.chain_limit - sum(1 for c in self.calls if c.purpose == "chain" and not c.failed)
+        return self.spec.limits.chain_limit - sum(
+            1 for c in self.calls if c.purpose == "chain" and not c.failed
+        )
 
     # -- the turn loop --------------------------------------------------------------------------
 
@@ -256,10 +274,10 @@ class ChainRun(CallRunner):
         """call -> run tools -> extract -> validate -> feed back, until an answer (or the limit)."""
         offered = list(self.tools.values()) if tools else []
         limit = self.turns_left() if tools else 1
-        turns, retries_left, force = 0, self.req.retries, False
+        turns, retries_left, force = 0, self.spec.limits.validation_retries, False
         while True:
             last = turns >= limit - 1
-            options = strategy.options(self.req.options, offered, last=last, force=force)
+            options = strategy.options(self.options, offered, last=last, force=force)
             response, value, error = await self.call(transcript, options, strategy, purpose)
             turns += purpose != "retry"
             transcript.extend(response.messages)
@@ -299,23 +317,64 @@ class ChainRun(CallRunner):
                 transcript.append(Message.user(feedback.message))
 
     async def _run_tools(self, calls: list[FunctionCallContent], transcript: list[Message]) -> None:
+        """Run a turn's tool calls; each result is logged as it returns. A resumed chain takes the
+        results its log holds instead of running those tools again. Calls that need approval and
+        have none end the chain as waiting (ChainWaiting), once the turn's other calls ran."""
+        made_by = self.calls[-1] if self.calls else None
+        seq = len(self.calls) - 1
+        known: dict[str, FunctionResultContent] = {}
+        to_run: list[FunctionCallContent] = []
+        pending: list[PendingCall] = []
         for call in calls:
             self.events.append(ChainEvent("tool_call", value=call, purpose="chain"))
-        results = await run_calls(
-            calls,
+            logged = self.journal.result(seq, call.call_id) if self.journal is not None else None
+            if logged is not None:
+                known[call.call_id] = logged
+                if made_by is not None:
+                    made_by.tool_results.append(logged)
+                continue
+            if not self.spec.needs_approval(call.name):
+                to_run.append(call)
+                continue
+            decision = self.approvals.get(call.call_id)
+            if decision is None:
+                pending.append(PendingCall(call.call_id, call.name, call.arguments))
+            elif isinstance(decision, Denied):
+                why = f"Denied by a person: {decision.reason}" if decision.reason else "Denied by a person."
+                known[call.call_id] = denied = FunctionResultContent(call.call_id, error=why, name=call.name)
+                await self._logged_result(made_by, denied)
+            elif decision.arguments is not None:
+                to_run.append(
+                    FunctionCallContent(call.call_id, call.name, decision.arguments, None, call.index)
+                )
+            else:
+                to_run.append(call)
+        ran = await run_calls(
+            to_run,
             self.tools,
-            before_call=self.req.before_call,
-            after_call=self.req.after_call,
+            before_call=self.before_call,
+            after_call=self.after_call,
             restore_arguments=self._restore_tool_arguments,
+            on_result=lambda result: self._logged_result(made_by, result),
         )
+        known.update((r.call_id, r) for r in ran)
+        if pending:
+            raise ChainWaiting(pending)
+        results = [known[c.call_id] for c in calls]
         files = await tool_files(results, self.profile, self.events)  # tools that returned files
         for result in results:
             self.events.append(ChainEvent("tool_result", value=result, purpose="chain"))
-        if self.calls:
-            self.calls[-1].tool_results.extend(results)
         transcript.append(Message(Role.TOOL, list(results)))
         if files is not None:
             transcript.append(files)
+
+    async def _logged_result(self, made_by: ModelCall | None, result: FunctionResultContent) -> None:
+        """Keep a tool result with the call that asked for it, and log it now."""
+        if made_by is None:
+            return
+        made_by.tool_results.append(result)
+        if self.logger is not None:
+            await self.logger.log_results(made_by.response_id, [result])
 
     def _restore_tool_arguments(self, tool: Any, arguments: dict[str, Any]) -> dict[str, Any]:
         restored = self.profile.dialect.restore(arguments, tool.parameters)
@@ -323,7 +382,14 @@ class ChainRun(CallRunner):
 
     # -- result ---------------------------------------------------------------------------------
 
-    def _result(self, transcript: list[Message], outcome: Outcome) -> ChainResult:
+    def _result(
+        self,
+        transcript: list[Message],
+        outcome: Outcome,
+        *,
+        status: ChainStatus = "done",
+        pending: list[PendingCall] | None = None,
+    ) -> ChainResult:
         result = ChainResult(
             text=outcome.value if isinstance(outcome.value, str) else final_answer(transcript) or "",
             calls=self.calls,
@@ -332,10 +398,12 @@ class ChainRun(CallRunner):
             transcript=transcript,
             conversation_id=self.conversation_id,
             chain_id=self.chain_id,
-            prompt=self.req.prompt,
+            prompt=self.spec.prompt,
             cut_off=outcome.cut_off,
+            status=status,
+            pending=pending or [],
         )
-        if self.req.output is not None:
+        if self.spec.output is not None and status == "done":
             result.has_value, result.value = True, outcome.value
             result.data = plain_data(outcome.value)
             result.text = json.dumps(result.data, ensure_ascii=False)

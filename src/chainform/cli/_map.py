@@ -252,7 +252,7 @@ def map_command(
         "concurrency": concurrency,
         "requests_per_minute": rpm,
         "tokens_per_minute": tpm,
-        "retries": retries,
+        "transport_retries": retries,
         "log": not no_log,
         "run_id": run_id,
         "strategy": strategy,

@@ -305,7 +305,7 @@ def prompt_command(
         schema=output,
         strategy=strategy,
         chain_limit=chain_limit,
-        retries=retries,
+        validation_retries=retries,
         before_call=Approver() if tools_approve else None,
         format_prompt=format_prompt,
         format_context=format_context,

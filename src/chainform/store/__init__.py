@@ -4,11 +4,15 @@ committed by the chain engine as it finishes; one record shape (CallRecord) from
 
 from chainform._paths import default_path, logging_enabled, set_logging
 from chainform.errors import StoreError
+from chainform.store._chains import STATUSES, ChainRow, ChainStatus
 from chainform.store._rows import CallRecord, ToolCallRecord, ToolResultRecord, new_id, schema_id
 from chainform.store._store import LogBusy, SchemaInfo, Store
 
 __all__ = [
+    "STATUSES",
     "CallRecord",
+    "ChainRow",
+    "ChainStatus",
     "LogBusy",
     "SchemaInfo",
     "Store",
