@@ -33,7 +33,11 @@ def _fresh() -> None:
 
 def waiting_chain(client: ScriptedClient, **kwargs: object) -> cf.ChainResponse:
     chain = cf.Model(client).chain(
-        "Mail Bob hello", tools=[lookup, send_mail], schema="sent bool", requires_approval=["send_mail"], **kwargs
+        "Mail Bob hello",
+        tools=[lookup, send_mail],
+        schema="sent bool",
+        requires_approval=["send_mail"],
+        **kwargs,
     )
     assert chain.status == "waiting"
     return chain
@@ -64,14 +68,18 @@ def test_approving_runs_the_tool_and_the_chain_ends_in_its_value(home: Path) -> 
     client = ScriptedClient(script_until_approval())
     chain = waiting_chain(client)
     call_id = chain.pending[0].id
-    resumed = cf.resume(chain.chain_id, tools=[lookup, send_mail], approvals={call_id: True}, model=cf.Model(client))
+    resumed = cf.resume(
+        chain.chain_id, tools=[lookup, send_mail], approvals={call_id: True}, model=cf.Model(client)
+    )
     assert resumed.value == {"sent": True} and resumed.status == "done"
     assert SENT == [{"to": "bob@example.com", "body": "hello"}]
     assert len(client.requests) == 2  # the first call was not sent again
     sent_back = client.requests[1][0][-1]
     assert {r.call_id: r.result for r in sent_back.contents} == {
         chain.pending[0].id: "sent to bob@example.com",
-        next(c.call_id for c in client.requests[1][0][-2].function_calls if c.name == "lookup"): "bob@example.com",
+        next(
+            c.call_id for c in client.requests[1][0][-2].function_calls if c.name == "lookup"
+        ): "bob@example.com",
     }
     assert Store().chains(chain.chain_id)[0].status == "done"
 
@@ -80,7 +88,9 @@ def test_approving_with_new_arguments_runs_the_tool_with_them(home: Path) -> Non
     client = ScriptedClient(script_until_approval())
     chain = waiting_chain(client)
     approvals = {chain.pending[0].id: cf.Approved({"to": "bob@example.com", "body": "Hello, Bob."})}
-    resumed = cf.resume(chain.chain_id, tools=[lookup, send_mail], approvals=approvals, model=cf.Model(client))
+    resumed = cf.resume(
+        chain.chain_id, tools=[lookup, send_mail], approvals=approvals, model=cf.Model(client)
+    )
     assert resumed.value == {"sent": True}
     assert SENT == [{"to": "bob@example.com", "body": "Hello, Bob."}]
 
@@ -89,7 +99,9 @@ def test_a_denial_reaches_the_model_as_the_refused_result(home: Path) -> None:
     client = ScriptedClient([*script_until_approval()[:1], '{"sent": false}'])
     chain = waiting_chain(client)
     approvals = {chain.pending[0].id: cf.Denied("not on a Sunday")}
-    resumed = cf.resume(chain.chain_id, tools=[lookup, send_mail], approvals=approvals, model=cf.Model(client))
+    resumed = cf.resume(
+        chain.chain_id, tools=[lookup, send_mail], approvals=approvals, model=cf.Model(client)
+    )
     assert resumed.value == {"sent": False} and SENT == []
     refused = next(r for r in client.requests[1][0][-1].contents if r.call_id == chain.pending[0].id)
     assert refused.error == "Denied by a person: not on a Sunday"
@@ -98,7 +110,9 @@ def test_a_denial_reaches_the_model_as_the_refused_result(home: Path) -> None:
 def test_a_tool_marked_itself_waits_and_a_partial_answer_keeps_waiting(home: Path) -> None:
     tool = cf.Tool.from_function(send_mail)
     tool.requires_approval = True
-    client = ScriptedClient([[tool_call("send_mail", to="a", body="1"), tool_call("send_mail", to="b", body="2")], "ok"])
+    client = ScriptedClient(
+        [[tool_call("send_mail", to="a", body="1"), tool_call("send_mail", to="b", body="2")], "ok"]
+    )
     chain = cf.Model(client).chain("Mail a and b", tools=[tool])
     assert chain.status == "waiting" and [p.arguments["to"] for p in chain.pending] == ["a", "b"]
     first, second = (p.id for p in chain.pending)
@@ -117,8 +131,10 @@ def test_bad_approvals_are_refused_before_anything_runs(home: Path) -> None:
     with pytest.raises(cf.ResumeError, match="no pending call 'nope'"):
         cf.resume(chain.chain_id, tools=tools, approvals={"nope": True}, model=cf.Model(client))
     with pytest.raises(cf.ResumeError, match="do not fit its schema"):
-        cf.resume(chain.chain_id, tools=tools, approvals={call_id: cf.Approved({"to": 3})}, model=cf.Model(client))
-    with pytest.raises(cf.ResumeError, match="'send_mail' of chain .* missing"):
+        cf.resume(
+            chain.chain_id, tools=tools, approvals={call_id: cf.Approved({"to": 3})}, model=cf.Model(client)
+        )
+    with pytest.raises(cf.ResumeError, match=r"'send_mail' of chain .* missing"):
         cf.resume(chain.chain_id, tools=[lookup], approvals={call_id: True}, model=cf.Model(client))
     with pytest.raises(cf.ResumeError, match="no logged chain"):
         cf.resume("01jzzzzzzzzzzzzzzzzzzzzzzz", tools=tools)

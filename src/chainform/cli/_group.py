@@ -22,6 +22,7 @@ EXIT_USAGE = 2
 EXIT_PROVIDER = 3
 EXIT_STRUCTURED = 4
 EXIT_CHAIN = 5
+EXIT_WAITING = 6  # the chain waits for a person to approve tool calls (`chainform resume`)
 EXIT_INTERRUPTED = 130
 
 DEFAULT_COMMAND = "prompt"
@@ -31,6 +32,9 @@ _DEBUG_KEY = "chainform.debug"
 def exit_code_for(exc: BaseException) -> int:
     """The exit code that names the phase which failed."""
     from chainform import errors
+    from chainform.chain._approval import ChainWaitingError
+    from chainform.chain._journal import ResumeError
+    from chainform.chain._spec import SpecError
     from chainform.store import StoreError
 
     if isinstance(
@@ -40,9 +44,13 @@ def exit_code_for(exc: BaseException) -> int:
         | StoreError
         | errors.HomeError
         | errors.AttachmentError
-        | errors.PricingError,
+        | errors.PricingError
+        | ResumeError
+        | SpecError,
     ):
         return EXIT_USAGE
+    if isinstance(exc, ChainWaitingError):
+        return EXIT_WAITING
     if isinstance(exc, errors.ProviderError | errors.MissingKeyError | errors.ModelNotFoundError):
         return EXIT_PROVIDER
     if isinstance(exc, errors.StructuredOutputError | errors.FormattingError):

@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any
 import click
 
 from chainform.cli._attach import attachment_options, attachments_from_cli
+from chainform.cli._group import EXIT_WAITING
 from chainform.cli._money import apply_price, money_options
 from chainform.cli._options import (
     CONTEXT_CHOICES,
@@ -35,6 +36,7 @@ from chainform.cli._tools import MCP_HELP, python_isolation_option
 
 if TYPE_CHECKING:
     from chainform.models import Model
+    from chainform.response import ChainResponse
     from chainform.store import Store
 
 _OPTION_ALIASES = {"max_tokens": "max_output_tokens", "stop": "stop_sequences"}
@@ -212,6 +214,13 @@ def open_log(*, required: bool, wanted: bool) -> Store | None:
 )
 @click.option("--ta", "--tools-approve", "tools_approve", is_flag=True, help="Ask before each tool call.")
 @click.option(
+    "--approve-later",
+    "approve_later",
+    multiple=True,
+    metavar="TOOL",
+    help="Do not run TOOL's calls: the chain waits (exit 6) until `chainform resume ID --approve ...`; repeatable.",
+)
+@click.option(
     "-o",
     "--option",
     "option_pairs",
@@ -251,6 +260,7 @@ def prompt_command(
     retries: int,
     tools_debug: bool,
     tools_approve: bool,
+    approve_later: tuple[str, ...],
     option_pairs: tuple[tuple[str, str], ...],
     no_stream: bool,
     no_log: bool,
@@ -286,6 +296,9 @@ def prompt_command(
     start_tracing(otel)
     tools: list[Any] = cli_tools(tool_names, functions, python_isolation=python_isolation)
     tools += mcp_servers(mcp_values)
+    unknown = sorted(set(approve_later) - {t.name for t in tools if hasattr(t, "name")})
+    if unknown and not mcp_values:  # an MCP server's tools are listed once the chain starts
+        raise click.BadParameter(f"no tool named {', '.join(unknown)} is given", param_hint="--approve-later")
     store = open_log(required=not no_log or continue_ or cid is not None, wanted=schema_text is not None)
     output = None
     if schema_text is not None:
@@ -315,9 +328,76 @@ def prompt_command(
         conversation_id=conversation_id,
         history=history,
         max_cost=max_cost,
+        requires_approval=approve_later,
         **attach.chain_kwargs(),
     )
-    stream_text = not (as_json or output is not None or no_stream)
+    show_chain(
+        response,
+        store=store,
+        has_schema=output is not None,
+        as_json=as_json,
+        no_stream=no_stream,
+        tools_debug=tools_debug,
+        show_usage=show_usage,
+        fallbacks=len(fallback),
+    )
+
+
+def show_chain(
+    response: ChainResponse,
+    *,
+    store: Store | None,
+    has_schema: bool,
+    as_json: bool,
+    no_stream: bool,
+    tools_debug: bool,
+    show_usage: bool,
+    fallbacks: int,
+) -> None:
+    """Print a chain as it runs and its answer (`prompt` and `resume`). A chain that waits for
+    approval prints its pending calls as JSON (stdout) and how to resume it (stderr), exit 6;
+    Ctrl-C marks the chain interrupted and prints the command that resumes it (exit 130)."""
+    try:
+        _follow(response, has_schema, as_json, no_stream, tools_debug, fallbacks)
+    except KeyboardInterrupt:
+        if store is not None and response.chain_id is not None:
+            with contextlib.suppress(Exception):  # the process ends now: its lock goes with it
+                store.set_chain_status(response.chain_id, "interrupted", error="KeyboardInterrupt")
+            click.echo(f"Interrupted. Resume with: chainform resume {response.chain_id}", err=True)
+        raise
+    if response.status == "waiting":
+        echo_json([p.to_dict() for p in response.pending])
+        ids = " ".join(p.id for p in response.pending)
+        click.echo(f"Chain {response.chain_id} waits for approval of: {ids}", err=True)
+        click.echo(
+            f"Resume with: chainform resume {response.chain_id} --approve all (or --approve CALL / --deny CALL[=reason])",
+            err=True,
+        )
+        raise click.exceptions.Exit(EXIT_WAITING)
+    if as_json:
+        echo_json(summary(response, has_schema))
+    elif has_schema:
+        click.echo(format_json(response.json()))
+    elif no_stream:
+        click.echo(response.text())
+    if tools_debug and response.strategy is not None and has_schema:
+        choice = response.strategy
+        click.echo(f"Strategy: {choice.name} ({choice.reason})", err=True)
+    if show_usage:
+        usage = response.usage
+        click.echo(usage_text(usage, usage.by_purpose), err=True)
+
+
+def _follow(
+    response: ChainResponse,
+    has_schema: bool,
+    as_json: bool,
+    no_stream: bool,
+    tools_debug: bool,
+    fallbacks: int,
+) -> None:
+    """Stream the chain's text (no schema) and tool activity (`--td`) while it runs."""
+    stream_text = not (as_json or has_schema or no_stream)
     printed = ""  # the last chunk printed: does the output end with a newline?
     cut = False  # text of the call under way was printed
     switches = 0  # calls that failed: the models fallen back from
@@ -332,21 +412,9 @@ def prompt_command(
             if event.text and cut:  # a call failed mid-answer: what follows (a fallback's) starts over
                 click.echo()
                 printed = ""
-                if switches < len(fallback):
+                if switches < fallbacks:
                     click.echo(f"[{event.text}; the answer starts again from the fallback model]", err=True)
             switches += bool(event.text)
             cut = False
-    if as_json:
-        echo_json(summary(response, output is not None))
-    elif output is not None:
-        click.echo(format_json(response.json()))
-    elif not stream_text:
-        click.echo(response.text())
-    elif printed and not printed.endswith("\n"):
+    if stream_text and printed and not printed.endswith("\n"):
         click.echo()
-    if tools_debug and response.strategy is not None and output is not None:
-        choice = response.strategy
-        click.echo(f"Strategy: {choice.name} ({choice.reason})", err=True)
-    if show_usage:
-        usage = response.usage
-        click.echo(usage_text(usage, usage.by_purpose), err=True)
