@@ -166,3 +166,15 @@ def test_csv_rows_hold_their_expected_answer_as_json_text(tmp_path, schema_file,
     assert result.exit_code == 0, result.output
     cell = json.loads(result.stdout)["cells"][0]
     assert (cell["rows"], cell["rows_right"]) == (3, 2)  # rows 0 and 1 right, row 2's total 5% off
+
+
+def test_duplicate_ids_are_refused_before_any_call_naming_both_lines(tmp_path, schema_file, emulator):
+    data = tmp_path / "dup.jsonl"
+    data.write_text(
+        "".join(json.dumps({**row, "id": [1, 2, 2, 3][n]}) + "\n" for n, row in enumerate(rows()[:4]))
+    )
+    result = CliRunner().invoke(cli, ["eval", *eval_argv(data, schema_file, emulator, "--id-field", "id")])
+    assert result.exit_code == 2, result.output
+    [line] = result.output.strip().splitlines()
+    assert line.startswith("Error: ") and "lines 2 and 3" in line and "'id'" in line
+    assert emulator.requests == []

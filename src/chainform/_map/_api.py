@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Concatenate, Literal, ParamSpec
 
 from chainform import _sync
-from chainform._map._inputs import Row, check_template, rows
+from chainform._map._inputs import Row, check_template, check_unique_ids, rows
 from chainform._map._results import MapResult
 from chainform.pricing import Budget
 
@@ -76,7 +76,8 @@ def amap(
     `transport_retries` (2): re-tries of one model call after a transient failure (429, 5xx, timeout,
     dropped connection; `retries` is its old, deprecated name; re-asks after output that fails
     validation are the chain's `validation_retries`). `on_error="record"` puts a typed `RowError` on the row; "raise" stops the run.
-    `ordered=True` yields in input order. `id_field` keys rows by a field (else by position);
+    `ordered=True` yields in input order. `id_field` keys rows by a field (else by position; a
+    list with one id twice raises MapInputError before any row, a lazy source fails the repeat);
     `attach` names a field of path(s) or URL(s) (comma-separated) each row attaches, paths taken
     relative to `attach_base`, converted to text (for a model that cannot read them) within
     `attach_limits` (`ConversionLimits()` when None; a row over a limit is that row's error); `max_cost` (USD, or a `Budget` to read afterwards) stops starting
@@ -106,6 +107,8 @@ def amap(
     if isinstance(inputs, AsyncIterable):
         source = _arows(inputs, id_field)
     elif isinstance(inputs, Sequence):  # nothing to wait for: no reader thread
+        if id_field is not None:
+            check_unique_ids(enumerate(inputs), id_field, "inputs")
         source = InMemory(rows(inputs, id_field))
     else:
         source = rows(inputs, id_field)

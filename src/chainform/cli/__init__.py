@@ -6,6 +6,7 @@ from __future__ import annotations
 import sys
 import warnings
 
+from chainform.cli._aliases import aliases_command
 from chainform.cli._eval import eval_group
 from chainform.cli._group import cli, debug_enabled
 from chainform.cli._keys import keys_command
@@ -18,6 +19,7 @@ from chainform.cli._money import logs_cost
 from chainform.cli._prompt import prompt_command
 from chainform.cli._resume import resume_command
 from chainform.cli._schemas import schemas_command
+from chainform.cli._templates import templates_command
 from chainform.cli._tools import tools_command
 
 logs_command.add_command(logs_cost)
@@ -34,6 +36,8 @@ for _command in (
     mcp_group,
     eval_group,
     resume_command,
+    aliases_command,
+    templates_command,
 ):
     cli.add_command(_command)
 

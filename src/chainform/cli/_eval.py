@@ -168,6 +168,13 @@ def eval_run(
 
     if not Path(data).is_file():
         raise click.BadParameter(f"cannot read {data!r}", param_hint="DATA")
+    if id_field is not None:  # both line numbers, before any call
+        from chainform._map._inputs import MapInputError, check_unique_ids, read_numbered
+
+        try:
+            check_unique_ids(read_numbered(data, fmt), id_field, f"{data}: lines")
+        except MapInputError as exc:
+            raise _bad_input(exc) from None
     per_field, default = _tolerances(tolerances)
     options: dict[str, Any] = {"concurrency": concurrency, "system": system}
     if batch:

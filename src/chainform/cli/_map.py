@@ -198,7 +198,16 @@ def map_command(
 
     With --batch: `chainform map status RUN` and `chainform map cancel RUN` show and cancel the
     run's provider batches (RUN: the run id the summary prints)."""
-    from chainform._map._inputs import MapInputError, check_template, count_rows, read_file, record_of, rows
+    from chainform._map._inputs import (
+        MapInputError,
+        check_template,
+        check_unique_ids,
+        count_rows,
+        read_file,
+        read_numbered,
+        record_of,
+        rows,
+    )
     from chainform._map._jsonl import JsonlSink, MapOutputError, line_for
     from chainform.cli._models import default_model
     from chainform.cli._schemas import resolve_cli_schema
@@ -212,6 +221,11 @@ def map_command(
             check_template(template)
     except MapInputError as exc:
         raise click.BadParameter(str(exc), param_hint="--prompt") from None
+    if id_field is not None and input_path != "-":  # stdin: a repeated id fails its own row
+        try:
+            check_unique_ids(read_numbered(input_path, fmt), id_field, f"{input_path}: lines")
+        except MapInputError as exc:
+            raise click.BadParameter(str(exc), param_hint="--id-field") from None
     store = open_log(required=not no_log, wanted=schema is not None)  # a damaged log stops here, not per row
     spec = resolve_cli_schema(schema, store=store) if schema else None
     tools = cli_tools(tool_names, functions)

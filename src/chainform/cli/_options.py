@@ -19,6 +19,8 @@ F = TypeVar("F", bound=Callable[..., Any])
 
 STRATEGY_CHOICES = ("auto", "native", "tool", "prompted", "deferred")
 CONTEXT_CHOICES = ("full", "compact", "last")
+OPTION_ALIASES = {"max_tokens": "max_output_tokens", "stop": "stop_sequences"}
+"""`-o` names llm users type, and the ChatOptions field each stands for."""
 
 
 def count_option(*decls: str, minimum: int, default: int, help: str | None = None) -> Callable[[F], F]:

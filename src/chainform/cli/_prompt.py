@@ -8,6 +8,7 @@ Text streams to stdout as it arrives; with a schema, the validated JSON is print
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import json
 import sys
 from collections.abc import Iterator, Sequence
@@ -21,6 +22,7 @@ from chainform.cli._group import EXIT_WAITING
 from chainform.cli._money import apply_price, money_options
 from chainform.cli._options import (
     CONTEXT_CHOICES,
+    OPTION_ALIASES,
     chain_limit_option,
     choice_option,
     count_option,
@@ -32,14 +34,13 @@ from chainform.cli._options import (
 )
 from chainform.cli._output import echo_json, format_json
 from chainform.cli._show import Approver, show_tool_event, summary, usage_text
+from chainform.cli._templates import Template, functions_value, load_template, save_template
 from chainform.cli._tools import MCP_HELP, python_isolation_option
 
 if TYPE_CHECKING:
     from chainform.models import Model
     from chainform.response import ChainResponse
     from chainform.store import Store
-
-_OPTION_ALIASES = {"max_tokens": "max_output_tokens", "stop": "stop_sequences"}
 
 
 def resolve_model(
@@ -89,7 +90,7 @@ def parse_options(pairs: tuple[tuple[str, str], ...]) -> dict[str, Any]:
 
     out: dict[str, Any] = {}
     for raw_key, raw_value in pairs:
-        key = _OPTION_ALIASES.get(raw_key, raw_key)
+        key = OPTION_ALIASES.get(raw_key, raw_key)
         try:
             value: Any = json.loads(raw_value)
         except ValueError:
@@ -112,8 +113,9 @@ def utf8_text(value: str, where: str) -> str:
     return value
 
 
-def read_prompt(prompt: str | None, *, stdin_reserved: bool) -> str:
-    """The prompt argument, text piped on stdin, or both (stdin first, as context for the question)."""
+def read_prompt(prompt: str | None, *, stdin_reserved: bool, required: bool = True) -> str:
+    """The prompt argument, text piped on stdin, or both (stdin first, as context for the question).
+    Not `required` (a template holds the prompt): "" when neither is given."""
     stdin = sys.stdin
     piped = ""
     if not stdin.isatty() and not (stdin_reserved and prompt):
@@ -126,6 +128,8 @@ def read_prompt(prompt: str | None, *, stdin_reserved: bool) -> str:
         utf8_text(prompt, "the prompt")
     parts = [p for p in (piped.strip("\n"), prompt) if p and not p.isspace()]
     if not parts:
+        if not required:
+            return ""
         if piped or prompt:
             raise click.UsageError("the prompt is empty (only whitespace): nothing to send")
         raise click.UsageError("no prompt given: pass PROMPT or pipe text on stdin")
@@ -241,6 +245,20 @@ def open_log(*, required: bool, wanted: bool) -> Store | None:
     "--json", "as_json", is_flag=True, help="Print one JSON document: answer, value, strategy, usage, calls."
 )
 @attachment_options
+@click.option(
+    "-t", "--template", "template_name", help="Use the saved template NAME (`chainform templates`)."
+)
+@click.option(
+    "-p",
+    "--param",
+    "params",
+    type=(str, str),
+    multiple=True,
+    help="A template parameter: -p name value fills $name; repeatable.",
+)
+@click.option(
+    "--save", "save_name", help="Save this prompt's settings as the template NAME instead of running it."
+)
 def prompt_command(
     prompt: str | None,
     model_name: str | None,
@@ -273,6 +291,9 @@ def prompt_command(
     price: tuple[Decimal, Decimal] | None,
     max_cost: Decimal | None,
     as_json: bool,
+    template_name: str | None,
+    params: tuple[tuple[str, str], ...],
+    save_name: str | None,
     **attaching: Any,
 ) -> None:
     """Run PROMPT (or stdin) on a model, with tools and a schema if given."""
@@ -290,10 +311,37 @@ def prompt_command(
             utf8_text(value, where)
     if schema_text is not None and not schema_text.strip():
         raise click.BadParameter("the schema is empty", param_hint="--schema")
+    if params and template_name is None and save_name is None:
+        raise click.UsageError("-p/--param fills a template's parameters: give -t NAME (or --save NAME)")
+    template = load_template(template_name) if template_name is not None else Template()
+    if save_name is not None:
+        _save_template(
+            save_name,
+            template,
+            prompt,
+            system,
+            model_name,
+            tool_names,
+            functions,
+            schema_text,
+            schema_multi is not None,
+            option_pairs,
+            params,
+            python_isolation,
+        )
+        return
     attach = attachments_from_cli(prompt, **attaching)  # before stdin: `-a -` reads it as a file
-    text = read_prompt(prompt, stdin_reserved=tools_approve or attach.reads_stdin)
-    options = parse_options(option_pairs)
+    given = read_prompt(
+        prompt, stdin_reserved=tools_approve or attach.reads_stdin, required=template.prompt is None
+    )
+    text, template_system = template.render(given or None, dict(params))
+    if not text:
+        raise click.UsageError("no prompt given: pass PROMPT or pipe text on stdin")
+    system = system if system is not None else template_system
+    model_name = model_name or template.model
+    options = {**template.checked_options(), **parse_options(option_pairs)}
     start_tracing(otel)
+    tool_names, functions = (*template.tools, *tool_names), (*template.functions, *functions)
     tools: list[Any] = cli_tools(tool_names, functions, python_isolation=python_isolation)
     tools += mcp_servers(mcp_values)
     unknown = sorted(set(approve_later) - {t.name for t in tools if hasattr(t, "name")})
@@ -303,6 +351,8 @@ def prompt_command(
     output = None
     if schema_text is not None:
         output = resolve_cli_schema(schema_text, store=store, as_multi=schema_multi is not None)
+    elif template.schema is not None:
+        output = template.output()
     conversation_id, history = _conversation(store, continue_, cid)
 
     name = model_name or default_model()
@@ -418,3 +468,43 @@ def _follow(
             cut = False
     if stream_text and printed and not printed.endswith("\n"):
         click.echo()
+def _save_template(
+    name: str,
+    template: Template,
+    prompt: str | None,
+    system: str | None,
+    model_name: str | None,
+    tool_names: tuple[str, ...],
+    functions: tuple[str, ...],
+    schema_text: str | None,
+    multi: bool,
+    option_pairs: tuple[tuple[str, str], ...],
+    params: tuple[tuple[str, str], ...],
+    python_isolation: str,
+) -> None:
+    """`--save NAME`: the line's settings over those of `-t` (if given), checked as a run would
+    check them (the schema resolved, tools loaded, options typed), then written; nothing is sent."""
+    from chainform.cli._schemas import resolve_cli_schema
+    from chainform.cli._tools import cli_tools
+
+    if prompt is not None:
+        utf8_text(prompt, "the prompt")
+    tools, code = [*template.tools, *tool_names], [*template.functions, *map(functions_value, functions)]
+    cli_tools(tuple(tools), tuple(code), python_isolation=python_isolation)
+    schema_json = template.schema
+    if schema_text is not None:
+        store = open_log(required=False, wanted=True)
+        schema_json = resolve_cli_schema(schema_text, store=store, as_multi=multi).schema
+    saved = dataclasses.replace(
+        template,
+        prompt=prompt if prompt is not None else template.prompt,
+        system=system if system is not None else template.system,
+        model=model_name or template.model,
+        tools=tools,
+        functions=code,
+        schema=schema_json,
+        options={**template.checked_options(), **parse_options(option_pairs)},
+        defaults={**template.defaults, **dict(params)},
+    )
+    path = save_template(name, saved)
+    click.echo(f"Template {name!r} saved: {path}", err=True)

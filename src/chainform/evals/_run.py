@@ -152,7 +152,7 @@ def read_rows(
 
     validator = compile_validator(schema)  # once: the reasons are worked out only for a refused answer
     out: list[_Row] = []
-    seen: set[str] = set()
+    seen: dict[str, int] = {}
     for index, row in enumerate(rows):
         if index >= max_rows:
             raise EvalInputError(f"the data has more than {max_rows} rows (--max-rows)")
@@ -164,9 +164,10 @@ def read_rows(
         name = f"row {index}" if id_field is None else f"row {key!r}"
         if id_field is not None and id_field not in row:
             raise EvalInputError(f"row {index} has no {id_field!r} field to key it by")
-        if key in seen:
-            raise EvalInputError(f"{name}: the key {key!r} is used twice")
-        seen.add(key)
+        if (first := seen.setdefault(key, index)) != index:
+            raise EvalInputError(
+                f"rows {first} and {index} have the same {id_field!r} ({key!r}): each row needs its own"
+            )
         if expected not in row:
             raise EvalInputError(
                 f"{name} has no expected answer (no {expected!r} field; --expected names it)"
