@@ -66,21 +66,9 @@ def resume(
     a Python type, to get its value as that type. Raises ResumeError (or SpecError) at once when
     the chain cannot be resumed; nothing is sent then and the log is unchanged.
     """
-    ready = _ready(chain_id, tools, approvals, schema, log_path)
-    try:
-        runner = _model(Model, ready, model, key, base_url)
-    except BaseException:
-        ready.lock.release()
-        raise
-    launch = _launch(ready, before_call, after_call)
-
-    async def run(events: Any) -> Any:
-        try:
-            return await runner._run_logged(launch, events)
-        finally:
-            ready.lock.release()
-
-    return ChainResponse(run, ready.row.id)
+    response: ChainResponse = _start(Model, _ready(chain_id, tools, approvals, schema, log_path), model, key,
+                                     base_url, before_call, after_call)  # fmt: skip
+    return response
 
 
 def aresume(
@@ -97,25 +85,27 @@ def aresume(
     after_call: AfterCall | None = None,
 ) -> AsyncChainResponse:
     """The async twin of `resume`: an AsyncChainResponse to await (checks and the lock happen now)."""
-    ready = _ready(chain_id, tools, approvals, schema, log_path)
+    response: AsyncChainResponse = _start(AsyncModel, _ready(chain_id, tools, approvals, schema, log_path),
+                                          model, key, base_url, before_call, after_call)  # fmt: skip
+    return response
+
+
+def _start(
+    cls: Any,
+    ready: _Ready,
+    given: Any,
+    key: str | None,
+    base_url: str | None,
+    before_call: BeforeCall | None,
+    after_call: AfterCall | None,
+) -> Any:
+    """The response of the resumed chain on a `cls` model; the chain's lock is let go when it ends."""
     try:
-        runner = _model(AsyncModel, ready, model, key, base_url)
+        runner = _model(cls, ready, given, key, base_url)
     except BaseException:
         ready.lock.release()
         raise
-    launch = _launch(ready, before_call, after_call)
-
-    async def run(events: Any) -> Any:
-        try:
-            return await runner._run_logged(launch, events)
-        finally:
-            ready.lock.release()
-
-    return AsyncChainResponse(run, ready.row.id)
-
-
-def _launch(ready: _Ready, before_call: BeforeCall | None, after_call: AfterCall | None) -> Launch:
-    return Launch(
+    launch = Launch(
         ready.spec,
         Bound(ready.tools, before_call, after_call),
         ready.row.conversation_id,
@@ -124,6 +114,14 @@ def _launch(ready: _Ready, before_call: BeforeCall | None, after_call: AfterCall
         approvals=ready.approvals,
         lock=ready.lock,
     )
+
+    async def run(events: Any) -> Any:
+        try:
+            return await runner._run_logged(launch, events)
+        finally:
+            ready.lock.release()
+
+    return runner._response_of(run, ready.row.id)
 
 
 def _model(cls: Any, ready: _Ready, given: Any, key: str | None, base_url: str | None) -> Any:

@@ -108,21 +108,12 @@ class ChainSpec:
     ) -> ChainSpec:
         """The spec of a chain from `Model.chain`'s arguments (tools already normalised to Tools)."""
         approval = tuple(dict.fromkeys(requires_approval))
-        refs = tuple(
-            ToolRef(
-                t.name,
-                t.description,
-                t.parameters,
-                bool(getattr(t, "requires_approval", False)) or t.name in approval,
-            )
-            for t in tools
-        )
         return cls(
             model=model,
             prompt=prompt,
             system=system,
             history=tuple(history),
-            tools=refs,
+            tools=_refs(tools, approval),
             output=output,
             strategy=strategy,
             limits=Limits(
@@ -137,17 +128,7 @@ class ChainSpec:
 
     def with_tools(self, tools: Any) -> ChainSpec:
         """The same spec offering `tools` (Tools): MCP servers list theirs once the chain starts."""
-        approval = set(self.requires_approval)
-        refs = tuple(
-            ToolRef(
-                t.name,
-                t.description,
-                t.parameters,
-                bool(getattr(t, "requires_approval", False)) or t.name in approval,
-            )
-            for t in tools
-        )
-        return replace(self, tools=refs)
+        return replace(self, tools=_refs(tools, self.requires_approval))
 
     def needs_approval(self, tool_name: str) -> bool:
         return any(t.name == tool_name and t.requires_approval for t in self.tools) or (
@@ -277,6 +258,21 @@ class ChainSpec:
             ),
             version=int(data["version"]),
         )
+
+
+def _refs(tools: Any, approval: tuple[str, ...]) -> tuple[ToolRef, ...]:
+    """The spec's view of Tools: each one's name, description and parameters, and whether its
+    calls wait for approval (marked on the tool, or named in `approval`)."""
+    marked = set(approval)
+    return tuple(
+        ToolRef(
+            t.name,
+            t.description,
+            t.parameters,
+            bool(getattr(t, "requires_approval", False)) or t.name in marked,
+        )
+        for t in tools
+    )
 
 
 def _text(value: Any, what: str) -> str:
