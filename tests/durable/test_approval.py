@@ -164,3 +164,18 @@ def test_two_resumes_at_once_never_both_continue(home: Path) -> None:
     # once done, a resume replays the log: the value again, nothing sent or run
     again = cf.resume(chain.chain_id, tools=[], model=cf.Model(client))
     assert again.value == {"sent": True} and len(SENT) == 1 and len(client.requests) == 2
+
+
+def test_a_map_row_whose_chain_waits_is_reported_as_waiting(home: Path) -> None:
+    client = ScriptedClient([tool_call("send_mail", to="bob", body="hi"), "sent"])
+    [row] = cf.Model(client).map(
+        ["Mail Bob"], tools=[send_mail], requires_approval=["send_mail"], concurrency=1
+    )
+    assert row.status == "waiting" and not row.ok and row.error.phase == "waiting"
+    assert "chainform resume" in row.error.message and SENT == []
+    [chain] = Store().unfinished_chains()
+    assert chain.status == "waiting" and chain.id in row.error.message
+    done = cf.resume(
+        chain.id, tools=[send_mail], approvals={chain.pending[0]["id"]: True}, model=cf.Model(client)
+    )
+    assert done.text() == "sent" and len(SENT) == 1

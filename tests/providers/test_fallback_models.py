@@ -154,7 +154,7 @@ def test_cli_prompt_and_map_take_fallbacks(
     rows, out = tmp_path / "in.txt", tmp_path / "out.jsonl"
     rows.write_text("one\ntwo\n")
     emulator.add(*[Fault(500), '{"n": 2}'] * 2)
-    argv = ["map", str(rows), "-o", str(out), *first, "--schema", "n int", "--retries", "0"]
+    argv = ["map", str(rows), "-o", str(out), *first, "--schema", "n int", "--transport-retries", "0"]
     done = CliRunner().invoke(cli, [*argv, "--concurrency", "1", "--fallback", "ollama/llama3.2"])
     assert done.exit_code == 0, done.output
     lines = [json.loads(line) for line in out.read_text().splitlines()]

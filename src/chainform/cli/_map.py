@@ -28,6 +28,7 @@ from chainform.cli._options import (
     model_option,
     otel_option,
     provider_options,
+    renamed_count_option,
     start_tracing,
     strategy_option,
 )
@@ -90,7 +91,8 @@ ATTACH_HELP = (
 @count_option("--concurrency", minimum=1, default=8, help="Rows at once.")
 @click.option("--rpm", type=click.FloatRange(min=0, min_open=True), help="Requests per minute, all workers.")
 @click.option("--tpm", type=click.FloatRange(min=0, min_open=True), help="Tokens per minute, all workers.")
-@count_option(
+@renamed_count_option(
+    "--transport-retries",
     "--retries",
     minimum=0,
     default=2,
@@ -168,7 +170,7 @@ def map_command(
     concurrency: int,
     rpm: float | None,
     tpm: float | None,
-    retries: int,
+    transport_retries: int,
     id_field: str | None,
     resume: bool,
     keep_errors: bool,
@@ -266,7 +268,7 @@ def map_command(
         "concurrency": concurrency,
         "requests_per_minute": rpm,
         "tokens_per_minute": tpm,
-        "transport_retries": retries,
+        "transport_retries": transport_retries,
         "log": not no_log,
         "run_id": run_id,
         "strategy": strategy,

@@ -25,10 +25,10 @@ from chainform.cli._options import (
     OPTION_ALIASES,
     chain_limit_option,
     choice_option,
-    count_option,
     model_option,
     otel_option,
     provider_options,
+    renamed_count_option,
     start_tracing,
     strategy_option,
 )
@@ -212,7 +212,13 @@ def open_log(*, required: bool, wanted: bool) -> Store | None:
     default="compact",
     help="What the deferred formatting call sees.",
 )
-@count_option("--retries", minimum=0, default=2, help="Re-asks after output that fails validation.")
+@renamed_count_option(
+    "--validation-retries",
+    "--retries",
+    minimum=0,
+    default=2,
+    help="Re-asks after output that fails validation.",
+)
 @click.option(
     "--td", "--tools-debug", "tools_debug", is_flag=True, help="Show each tool call and result (stderr)."
 )
@@ -275,7 +281,7 @@ def prompt_command(
     strategy: str,
     format_prompt: str | None,
     format_context: str,
-    retries: int,
+    validation_retries: int,
     tools_debug: bool,
     tools_approve: bool,
     approve_later: tuple[str, ...],
@@ -368,7 +374,7 @@ def prompt_command(
         schema=output,
         strategy=strategy,
         chain_limit=chain_limit,
-        validation_retries=retries,
+        validation_retries=validation_retries,
         before_call=Approver() if tools_approve else None,
         format_prompt=format_prompt,
         format_context=format_context,
@@ -468,6 +474,8 @@ def _follow(
             cut = False
     if stream_text and printed and not printed.endswith("\n"):
         click.echo()
+
+
 def _save_template(
     name: str,
     template: Template,
