@@ -7,6 +7,7 @@ these functions.
 
 from __future__ import annotations
 
+import asyncio
 import functools
 import warnings
 from collections.abc import (
@@ -151,14 +152,21 @@ def _sync_twin(
 
 
 def _drain(results: AsyncIterator[MapResult]) -> Iterator[MapResult]:
-    """Pull results from chainform's background loop, where the pool keeps running between pulls."""
+    """Pull results from chainform's background loop, where the pool keeps running between pulls.
+
+    Interrupted while waiting (Ctrl-C), the pending pull is cancelled before the results close: an
+    async generator cannot be closed while a pull of it still runs."""
+    step = None
     try:
         while True:
+            step = _sync.submit(_anext(results))
             try:
-                yield _sync.run(_anext(results))
+                yield step.result()
             except StopAsyncIteration:
                 return
     finally:
+        if step is not None:
+            step.cancel()
         _sync.run(_aclose(results))
 
 
@@ -168,8 +176,11 @@ async def _anext(results: AsyncIterator[MapResult]) -> MapResult:
 
 async def _aclose(results: AsyncIterator[MapResult]) -> None:
     aclose = getattr(results, "aclose", None)
-    if aclose is not None:
-        await aclose()
+    if aclose is None:
+        return
+    while getattr(results, "ag_running", False):  # a cancelled pull still unwinding
+        await asyncio.sleep(0)
+    await aclose()
 
 
 async def _arows(inputs: AsyncIterable[Any], id_field: str | None) -> AsyncIterator[Row]:

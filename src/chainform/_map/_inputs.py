@@ -178,7 +178,7 @@ def read_numbered(
     path: str, fmt: str | None = None
 ) -> Iterator[tuple[int, str | dict[str, Any] | MapInputError]]:
     """`read_file`'s rows, each with its line number (a CSV record's last line)."""
-    kind = fmt or _format_of(path)
+    kind = fmt or format_of(path)
     handle: IO[bytes] = _stdin_bytes() if path == "-" else open(path, "rb")  # noqa: SIM115
     try:
         if kind == "csv":
@@ -200,7 +200,7 @@ def count_rows(path: str, fmt: str | None = None) -> int | None:
     """How many rows INPUT holds (for the progress bar's ETA); None for stdin."""
     if path == "-":
         return None
-    if (fmt or _format_of(path)) == "csv":
+    if (fmt or format_of(path)) == "csv":
         return sum(1 for _ in read_file(path, "csv"))
     with open(path, "rb") as handle:
         return sum(1 for line in handle if line.strip())
@@ -241,6 +241,9 @@ def _jsonl(handle: IO[bytes]) -> Iterator[tuple[int, dict[str, Any] | MapInputEr
         except ValueError as exc:
             yield number, MapInputError(f"line {number} is not JSON: {exc}")
             continue
+        except RecursionError:
+            yield number, MapInputError(f"line {number} is nested too deeply to read")
+            continue
         yield (
             number,
             value if isinstance(value, dict) else MapInputError(f"line {number} is not a JSON object"),
@@ -279,7 +282,8 @@ def _utf8(text: str) -> bool:
     return True
 
 
-def _format_of(path: str) -> str:
+def format_of(path: str) -> str:
+    """`jsonl`, `csv` or `lines`, by the file's suffix."""
     suffix = Path(path).suffix.lower()
     if suffix in (".jsonl", ".ndjson", ".json"):
         return "jsonl"

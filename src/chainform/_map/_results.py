@@ -15,12 +15,14 @@ from chainform.errors import (
     ProviderError,
     StructuredOutputError,
     ToolError,
+    TruncatedOutputError,
 )
 
 _PHASES: tuple[tuple[type[BaseException], str], ...] = (
     (ChainWaitingError, "waiting"),  # not a failure: `chainform resume` goes on with the row's chain
     (MapInputError, "input"),
     (ProviderError, "provider"),
+    (TruncatedOutputError, "truncated"),
     (StructuredOutputError, "output"),
     (FormattingError, "format"),
     (ToolError, "tool"),
@@ -31,9 +33,9 @@ _PHASES: tuple[tuple[type[BaseException], str], ...] = (
 
 @dataclass
 class RowError:
-    """Why a row has no value: the `phase` (input, provider, output, format, tool, guardrail,
-    chain, internal; or "waiting": its chain waits for approval, the message names the chain and
-    how to resume it), the error's type name and message, and the exception itself."""
+    """Why a row has no value: the `phase` (input, provider, truncated, output, format, tool,
+    guardrail, chain, internal; or "waiting": its chain waits for approval, the message names the
+    chain and how to resume it), the error's type name and message, and the exception itself."""
 
     phase: str
     type: str
@@ -67,6 +69,7 @@ class MapResult:
     usage: ChainUsage = field(default_factory=lambda: ChainUsage.of([]))
     conversation_id: str | None = None
     model: str | None = None  # the model that made the row's last call (a fallback's, when one answered)
+    retried: int = 0  # calls of the row sent again after a transient failure (429, 5xx, timeout)
 
     @property
     def ok(self) -> bool:
@@ -74,7 +77,7 @@ class MapResult:
 
     @property
     def status(self) -> str:
-        """"done", "waiting" (its chain waits for approval: `chainform resume`) or "failed"."""
+        """ "done", "waiting" (its chain waits for approval: `chainform resume`) or "failed"."""
         if self.error is None:
             return "done"
         return "waiting" if self.error.phase == "waiting" else "failed"

@@ -73,6 +73,14 @@ class ModelCall:
     failed: str | None = None  # the type of the error the call raised (None: it returned)
     failure: dict[str, Any] | None = None  # what it raised, as the log keeps it (chain/_journal.py)
     priced: UsageDetails | None = None  # the usage with its cost, once the engine priced the call
+    ended_by: str | None = None  # the tool whose result ended the chain (stop_at_tools, cf.Final)
+
+    @property
+    def finish_reason(self) -> str | None:
+        """Why the call stopped ("stop", "length", "tool_calls", ...; None when it raised or the
+        provider did not say)."""
+        reason = self.response.finish_reason if self.response else None
+        return str(reason) if reason is not None else None
 
     @property
     def text(self) -> str:
@@ -269,6 +277,8 @@ def log_record(log: ChainLogger, call: ModelCall, seq: int, created_at: float) -
         duration_ms=call.duration_ms,
         created_at=created_at,
         error=call.error,
+        finish_reason=call.finish_reason,
+        ended_by=call.ended_by,
         tool_calls=[
             ToolCallRecord(c.call_id, c.name, c.arguments if c.arguments is not None else c.raw_arguments)
             for c in calls
@@ -369,6 +379,10 @@ class ChainLogger:
         """Record how the chain ended (done, failed, interrupted, waiting with its pending calls)."""
         write = functools.partial(self.store.set_chain_status, error=error, pending=pending)
         await self._write("the chain's status", write, self.chain_id, status)
+
+    async def mark_ended(self, response_id: str, tool: str, parsed: Any) -> None:
+        """Record on a logged call that its tool's result ended the chain (and the value)."""
+        await self._write("the chain's end", self.store.mark_ended, response_id, tool, parsed)
 
     async def log(self, record: CallRecord) -> None:
         """Commit `record` (with the chain's attached files); return once it is committed."""

@@ -11,6 +11,8 @@ resume with ResumeError before anything is sent.
 
 from __future__ import annotations
 
+import contextlib
+import json
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
@@ -63,14 +65,24 @@ class Journal:
             )
         return record
 
-    def result(self, seq: int, call_id: str) -> FunctionResultContent | None:
-        """The logged result of tool call `call_id` made by the call at `seq`, if one was logged."""
+    def ended_by(self, seq: int) -> str | None:
+        """The tool whose result ended the chain at the call at `seq` (`stop_at_tools`, `cf.Final`)."""
+        record = self.records.get(seq)
+        return record.ended_by if record is not None else None
+
+    def result(self, seq: int, call_id: str, *, decode: bool = False) -> FunctionResultContent | None:
+        """The logged result of tool call `call_id` made by the call at `seq`, if one was logged
+        (`decode`: its JSON text as the value it was, for a result that became the chain's value)."""
         record = self.records.get(seq)
         for logged in record.tool_results if record is not None else ():
             if logged.call_id == call_id:
                 if logged.error is not None:
                     return FunctionResultContent(call_id, error=logged.error, name=logged.name)
-                return FunctionResultContent(call_id, result=logged.output, name=logged.name)
+                value: Any = logged.output
+                if decode:
+                    with contextlib.suppress(ValueError):
+                        value = json.loads(logged.output)
+                return FunctionResultContent(call_id, result=value, name=logged.name)
         return None
 
 

@@ -44,11 +44,13 @@ class ToolRef:
 
 @dataclass(frozen=True)
 class Limits:
-    """How far a chain may go: model turns with tools, validation re-asks, money (USD)."""
+    """How far a chain may go: model turns with tools, validation re-asks, money (USD), and the
+    larger output limit a cut-off answer is asked again with (once)."""
 
     chain_limit: int = 5
     validation_retries: int = 2  # re-asks after output that fails validation (not transport retries)
     max_cost: Decimal | None = None
+    retry_max_tokens: int | None = None
 
     def __post_init__(self) -> None:
         if self.chain_limit < 1:
@@ -83,6 +85,7 @@ class ChainSpec:
     stream: bool = True
     fallbacks: tuple[str, ...] = ()
     requires_approval: tuple[str, ...] = ()  # tool names whose calls wait for a person
+    stop_at_tools: tuple[str, ...] = ()  # a call of one of these ends the chain with its result
     version: int = SPEC_VERSION
 
     @classmethod
@@ -105,6 +108,8 @@ class ChainSpec:
         stream: bool,
         fallbacks: Any = (),
         requires_approval: Any = (),
+        retry_max_tokens: int | None = None,
+        stop_at_tools: Any = (),
     ) -> ChainSpec:
         """The spec of a chain from `Model.chain`'s arguments (tools already normalised to Tools)."""
         approval = tuple(dict.fromkeys(requires_approval))
@@ -117,13 +122,17 @@ class ChainSpec:
             output=output,
             strategy=strategy,
             limits=Limits(
-                chain_limit, validation_retries, as_cost(max_cost) if max_cost is not None else None
+                chain_limit,
+                validation_retries,
+                as_cost(max_cost) if max_cost is not None else None,
+                retry_max_tokens,
             ),
             formatting=FormatSettings(ContextPolicy.parse(format_context), format_prompt),
             options=as_options(options),
             stream=stream,
             fallbacks=tuple(fallbacks),
             requires_approval=approval,
+            stop_at_tools=tuple(sorted(stop_at_tools)),
         )
 
     def with_tools(self, tools: Any) -> ChainSpec:
@@ -170,6 +179,7 @@ class ChainSpec:
                 "chain_limit": self.limits.chain_limit,
                 "validation_retries": self.limits.validation_retries,
                 "max_cost": str(self.limits.max_cost) if self.limits.max_cost is not None else None,
+                "retry_max_tokens": self.limits.retry_max_tokens,
             },
             "formatting": {
                 "policy": self.formatting.policy.name,
@@ -180,6 +190,7 @@ class ChainSpec:
             "stream": self.stream,
             "fallbacks": list(self.fallbacks),
             "requires_approval": list(self.requires_approval),
+            "stop_at_tools": list(self.stop_at_tools),
         }
 
     def to_json(self) -> str:
@@ -243,6 +254,7 @@ class ChainSpec:
                 int(limits["chain_limit"]),
                 int(limits["validation_retries"]),
                 as_cost(Decimal(max_cost)) if max_cost is not None else None,
+                int(limits["retry_max_tokens"]) if limits.get("retry_max_tokens") is not None else None,
             ),
             formatting=FormatSettings(
                 replace(
@@ -256,6 +268,7 @@ class ChainSpec:
             requires_approval=tuple(
                 _text(n, "requires_approval") for n in data.get("requires_approval") or []
             ),
+            stop_at_tools=tuple(_text(n, "stop_at_tools") for n in data.get("stop_at_tools") or []),
             version=int(data["version"]),
         )
 

@@ -7,7 +7,9 @@ import sys
 import warnings
 
 from chainform.cli._aliases import aliases_command
+from chainform.cli._chat import chat_command
 from chainform.cli._eval import eval_group
+from chainform.cli._fragments import fragments_command
 from chainform.cli._group import cli, debug_enabled
 from chainform.cli._keys import keys_command
 from chainform.cli._local import local_command
@@ -38,6 +40,8 @@ for _command in (
     resume_command,
     aliases_command,
     templates_command,
+    chat_command,
+    fragments_command,
 ):
     cli.add_command(_command)
 

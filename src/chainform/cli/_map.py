@@ -34,6 +34,8 @@ from chainform.cli._options import (
 )
 from chainform.cli._prompt import (
     FALLBACK_HELP,
+    FALLBACK_KINDS,
+    FALLBACK_ON_HELP,
     fallback_kwargs,
     fallback_value,
     model_arguments,
@@ -83,6 +85,9 @@ ATTACH_HELP = (
 )
 @model_option("Model name or alias (default as for `chainform`).")
 @click.option("--fallback", "fallback", multiple=True, callback=fallback_value, help=FALLBACK_HELP)
+@click.option(
+    "--fallback-on", "fallback_on", multiple=True, type=click.Choice(FALLBACK_KINDS), help=FALLBACK_ON_HELP
+)
 @otel_option
 @click.option("-s", "--system", help="System prompt.")
 @click.option("--schema", help="Output schema: JSON, a .json file, the concise DSL or a saved schema id.")
@@ -162,6 +167,7 @@ def map_command(
     template: str | None,
     model_name: str | None,
     fallback: tuple[str, ...],
+    fallback_on: tuple[str, ...],
     otel: bool,
     system: str | None,
     schema: str | None,
@@ -242,7 +248,9 @@ def map_command(
         raise click.UsageError("--attach does not run with --ray yet")
     model = None
     if ray_address is None:
-        model = map_model(name, key=key, base_url=base_url, **fallback_kwargs(fallback), **provider_settings)
+        model = map_model(
+            name, key=key, base_url=base_url, **fallback_kwargs(fallback, fallback_on), **provider_settings
+        )
         if store is not None:
             model.log_to(store)  # the command's one log
     sink = JsonlSink(output)

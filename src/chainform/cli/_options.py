@@ -84,6 +84,16 @@ def model_option(help: str) -> Callable[[F], F]:
     return click.option("-m", "--model", "model_name", callback=model_name_value, help=help)
 
 
+model_options_option = click.option(
+    "-o",
+    "--option",
+    "option_pairs",
+    type=(str, str),
+    multiple=True,
+    help="Model option, e.g. -o temperature 0.2; repeatable.",
+)
+"""`-o KEY VALUE` (repeatable): the model options of a prompt or a chat, checked by `parse_options`."""
+
 strategy_option = choice_option(
     "--strategy", choices=STRATEGY_CHOICES, default="auto", help="How the schema is enforced."
 )

@@ -13,11 +13,12 @@ import json
 import sys
 from collections.abc import Iterator, Sequence
 from decimal import Decimal
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, get_args
 
 import click
 
 from chainform.cli._attach import attachment_options, attachments_from_cli
+from chainform.cli._fragments import fragment_value, resolve_fragment
 from chainform.cli._group import EXIT_WAITING
 from chainform.cli._money import apply_price, money_options
 from chainform.cli._options import (
@@ -26,6 +27,7 @@ from chainform.cli._options import (
     chain_limit_option,
     choice_option,
     model_option,
+    model_options_option,
     otel_option,
     provider_options,
     renamed_count_option,
@@ -36,6 +38,7 @@ from chainform.cli._output import echo_json, format_json
 from chainform.cli._show import Approver, show_tool_event, summary, usage_text
 from chainform.cli._templates import Template, functions_value, load_template, save_template
 from chainform.cli._tools import MCP_HELP, python_isolation_option
+from chainform.errors import ProviderErrorKind
 
 if TYPE_CHECKING:
     from chainform.models import Model
@@ -78,9 +81,50 @@ FALLBACK_HELP = (
 )
 
 
-def fallback_kwargs(fallback: tuple[str, ...]) -> dict[str, Any]:
-    """`fallback=` for resolve_model/map_model, only when --fallback was given."""
-    return {"fallback": list(fallback)} if fallback else {}
+FALLBACK_KINDS = (*get_args(ProviderErrorKind), "output")
+FALLBACK_ON_HELP = (
+    "What moves the chain to the next --fallback model: an error kind, or 'output' (no valid value "
+    "after the re-asks, an answer cut at the token limit, a failed formatting call); repeatable, "
+    "replaces the default (rate_limit, server, timeout, connection)."
+)
+
+
+def fallback_kwargs(fallback: tuple[str, ...], fallback_on: tuple[str, ...] = ()) -> dict[str, Any]:
+    """`fallback=` (and `fallback_on=`) for resolve_model/map_model, only when given; 'output'
+    with no --fallback model is a usage error, before any call."""
+    if "output" in fallback_on and not fallback:
+        raise click.BadParameter(
+            "'output' needs a model to fall back to: give --fallback MODEL", param_hint="--fallback-on"
+        )
+    kwargs: dict[str, Any] = {"fallback": list(fallback)} if fallback else {}
+    if fallback_on:
+        kwargs["fallback_on"] = list(fallback_on)
+    return kwargs
+
+
+def check_retry_max_tokens(retry_max_tokens: int | None, options: dict[str, Any]) -> None:
+    """`--retry-max-tokens` at most `-o max_tokens` is a usage error, before any call."""
+    from chainform.models import check_growth
+
+    try:
+        check_growth(retry_max_tokens, options.get("max_output_tokens"))
+    except ValueError as exc:
+        raise click.BadParameter(str(exc).replace("retry_max_tokens", "--retry-max-tokens", 1)) from None
+
+
+def check_stop_at(stop_at: tuple[str, ...], tools: list[Any], *, mcp: bool) -> None:
+    """`--stop-at` naming a tool not offered is a usage error before any call (an MCP server's
+    tools are known only when the chain starts: the chain checks those then)."""
+    from chainform.chain._engine import unknown_stop_tools
+    from chainform.chain._tools import normalize_tools
+    from chainform.errors import UnknownToolError
+
+    if not stop_at or mcp:
+        return
+    try:
+        unknown_stop_tools(frozenset(stop_at), {t.name: t for t in normalize_tools(tools)})
+    except UnknownToolError as exc:
+        raise click.BadParameter(str(exc).replace("stop_at_tools", "--stop-at", 1)) from None
 
 
 def parse_options(pairs: tuple[tuple[str, str], ...]) -> dict[str, Any]:
@@ -182,6 +226,9 @@ def open_log(*, required: bool, wanted: bool) -> Store | None:
 @click.argument("prompt", required=False)
 @model_option("Model name or alias (default: $CHAINFORM_MODEL, `models default`, else local).")
 @click.option("--fallback", "fallback", multiple=True, callback=fallback_value, help=FALLBACK_HELP)
+@click.option(
+    "--fallback-on", "fallback_on", multiple=True, type=click.Choice(FALLBACK_KINDS), help=FALLBACK_ON_HELP
+)
 @otel_option
 @click.option("-s", "--system", help="System prompt.")
 @click.option(
@@ -200,6 +247,14 @@ def open_log(*, required: bool, wanted: bool) -> Store | None:
     "--functions", multiple=True, help="Python file or code whose public functions become tools; repeatable."
 )
 @click.option("--mcp", "mcp_values", multiple=True, help=MCP_HELP)
+@click.option(
+    "--stop-at",
+    "stop_at",
+    multiple=True,
+    metavar="TOOL",
+    help="End the chain when the model calls TOOL: its result (validated against --schema) is the "
+    "answer, with no further model call; repeatable.",
+)
 @chain_limit_option
 @strategy_option
 @click.option(
@@ -220,6 +275,13 @@ def open_log(*, required: bool, wanted: bool) -> Store | None:
     help="Re-asks after output that fails validation.",
 )
 @click.option(
+    "--retry-max-tokens",
+    type=click.IntRange(min=1),
+    default=None,
+    help="When an answer is cut off at the token limit (-o max_tokens), ask once more with this "
+    "larger limit (default: fail with the text so far, exit 4).",
+)
+@click.option(
     "--td", "--tools-debug", "tools_debug", is_flag=True, help="Show each tool call and result (stderr)."
 )
 @click.option("--ta", "--tools-approve", "tools_approve", is_flag=True, help="Ask before each tool call.")
@@ -230,14 +292,7 @@ def open_log(*, required: bool, wanted: bool) -> Store | None:
     metavar="TOOL",
     help="Do not run TOOL's calls: the chain waits (exit 6) until `chainform resume ID --approve ...`; repeatable.",
 )
-@click.option(
-    "-o",
-    "--option",
-    "option_pairs",
-    type=(str, str),
-    multiple=True,
-    help="Model option, e.g. -o temperature 0.2; repeatable.",
-)
+@model_options_option
 @click.option("--no-stream", is_flag=True, help="Print the answer when complete instead of streaming it.")
 @click.option("-n", "--no-log", is_flag=True, help="Do not write this chain to the log.")
 @click.option("-c", "--continue", "continue_", is_flag=True, help="Continue the most recent conversation.")
@@ -255,6 +310,20 @@ def open_log(*, required: bool, wanted: bool) -> Store | None:
     "-t", "--template", "template_name", help="Use the saved template NAME (`chainform templates`)."
 )
 @click.option(
+    "-f",
+    "--fragment",
+    "fragment_values",
+    multiple=True,
+    help="Text to put before the prompt: a file, an http(s) URL or a logged fragment's id; repeatable.",
+)
+@click.option(
+    "--sf",
+    "--system-fragment",
+    "system_fragment_values",
+    multiple=True,
+    help="Like -f, added to the system prompt; repeatable.",
+)
+@click.option(
     "-p",
     "--param",
     "params",
@@ -269,6 +338,7 @@ def prompt_command(
     prompt: str | None,
     model_name: str | None,
     fallback: tuple[str, ...],
+    fallback_on: tuple[str, ...],
     otel: bool,
     system: str | None,
     schema: str | None,
@@ -277,11 +347,13 @@ def prompt_command(
     python_isolation: str,
     functions: tuple[str, ...],
     mcp_values: tuple[str, ...],
+    stop_at: tuple[str, ...],
     chain_limit: int,
     strategy: str,
     format_prompt: str | None,
     format_context: str,
     validation_retries: int,
+    retry_max_tokens: int | None,
     tools_debug: bool,
     tools_approve: bool,
     approve_later: tuple[str, ...],
@@ -298,6 +370,8 @@ def prompt_command(
     max_cost: Decimal | None,
     as_json: bool,
     template_name: str | None,
+    fragment_values: tuple[str, ...],
+    system_fragment_values: tuple[str, ...],
     params: tuple[tuple[str, str], ...],
     save_name: str | None,
     **attaching: Any,
@@ -334,6 +408,9 @@ def prompt_command(
             option_pairs,
             params,
             python_isolation,
+            fragment_values,
+            system_fragment_values,
+            attaching.get("allow_private_urls", False),
         )
         return
     attach = attachments_from_cli(prompt, **attaching)  # before stdin: `-a -` reads it as a file
@@ -346,29 +423,52 @@ def prompt_command(
     system = system if system is not None else template_system
     model_name = model_name or template.model
     options = {**template.checked_options(), **parse_options(option_pairs)}
+    check_retry_max_tokens(retry_max_tokens, options)
     start_tracing(otel)
     tool_names, functions = (*template.tools, *tool_names), (*template.functions, *functions)
     tools: list[Any] = cli_tools(tool_names, functions, python_isolation=python_isolation)
+    check_stop_at(stop_at, tools, mcp=bool(mcp_values))
     tools += mcp_servers(mcp_values)
     unknown = sorted(set(approve_later) - {t.name for t in tools if hasattr(t, "name")})
     if unknown and not mcp_values:  # an MCP server's tools are listed once the chain starts
         raise click.BadParameter(f"no tool named {', '.join(unknown)} is given", param_hint="--approve-later")
-    store = open_log(required=not no_log or continue_ or cid is not None, wanted=schema_text is not None)
+    fragment_values = (*template.fragments, *fragment_values)
+    system_fragment_values = (*template.system_fragments, *system_fragment_values)
+    store = open_log(
+        required=not no_log or continue_ or cid is not None,
+        wanted=schema_text is not None or bool(fragment_values or system_fragment_values),
+    )
     output = None
     if schema_text is not None:
         output = resolve_cli_schema(schema_text, store=store, as_multi=schema_multi is not None)
     elif template.schema is not None:
         output = template.output()
+    private = attaching.get("allow_private_urls", False)
+    fragments = [resolve_fragment(v, store, allow_private_urls=private) for v in fragment_values]
+    system_fragments = [
+        resolve_fragment(v, store, allow_private_urls=private) for v in system_fragment_values
+    ]
     conversation_id, history = _conversation(store, continue_, cid)
+    from chainform.store import message_with
+
+    if system_fragments:  # a system message of its own, after -s: every provider joins them
+        history = [message_with(system_fragments, None, role="system"), *history]
+    sent: Any = text
+    if fragments and attach.chain_kwargs():  # with -a the prompt is a list: fragments go inline
+        sent = [*(f.text for f in fragments), text]
+    elif fragments:
+        sent = message_with(fragments, text)
 
     name = model_name or default_model()
     if price is not None:
         apply_price(name, price)
-    model = resolve_model(name, key=key, base_url=base_url, **fallback_kwargs(fallback), **provider_settings)
+    model = resolve_model(
+        name, key=key, base_url=base_url, **fallback_kwargs(fallback, fallback_on), **provider_settings
+    )
     if store is not None:
         model.log_to(store)  # the command's one log
     response = model.chain(
-        text,
+        sent,
         system=system,
         tools=tools or None,
         schema=output,
@@ -385,6 +485,8 @@ def prompt_command(
         history=history,
         max_cost=max_cost,
         requires_approval=approve_later,
+        retry_max_tokens=retry_max_tokens,
+        stop_at_tools=stop_at,
         **attach.chain_kwargs(),
     )
     show_chain(
@@ -489,6 +591,9 @@ def _save_template(
     option_pairs: tuple[tuple[str, str], ...],
     params: tuple[tuple[str, str], ...],
     python_isolation: str,
+    fragment_values: tuple[str, ...],
+    system_fragment_values: tuple[str, ...],
+    allow_private_urls: bool,
 ) -> None:
     """`--save NAME`: the line's settings over those of `-t` (if given), checked as a run would
     check them (the schema resolved, tools loaded, options typed), then written; nothing is sent."""
@@ -500,9 +605,13 @@ def _save_template(
     tools, code = [*template.tools, *tool_names], [*template.functions, *map(functions_value, functions)]
     cli_tools(tuple(tools), tuple(code), python_isolation=python_isolation)
     schema_json = template.schema
+    store = open_log(
+        required=False, wanted=schema_text is not None or bool(fragment_values or system_fragment_values)
+    )
     if schema_text is not None:
-        store = open_log(required=False, wanted=True)
         schema_json = resolve_cli_schema(schema_text, store=store, as_multi=multi).schema
+    for value in (*fragment_values, *system_fragment_values):  # each must resolve now, as at a run
+        resolve_fragment(value, store, allow_private_urls=allow_private_urls)
     saved = dataclasses.replace(
         template,
         prompt=prompt if prompt is not None else template.prompt,
@@ -513,6 +622,8 @@ def _save_template(
         schema=schema_json,
         options={**template.checked_options(), **parse_options(option_pairs)},
         defaults={**template.defaults, **dict(params)},
+        fragments=[*template.fragments, *map(fragment_value, fragment_values)],
+        system_fragments=[*template.system_fragments, *map(fragment_value, system_fragment_values)],
     )
     path = save_template(name, saved)
     click.echo(f"Template {name!r} saved: {path}", err=True)

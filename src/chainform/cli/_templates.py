@@ -20,6 +20,7 @@ from typing import Any, ClassVar
 
 import click
 
+from chainform.cli._group import InputError
 from chainform.cli._output import echo_json
 
 _NAME = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.-]{0,99}")
@@ -27,10 +28,8 @@ MAX_TEMPLATE_BYTES = 1_000_000
 """A template file larger than this is refused (it is settings, not data)."""
 
 
-class TemplateError(click.ClickException):
+class TemplateError(InputError):
     """A template that does not exist or cannot be used: one `Error:` line, exit 2 (usage)."""
-
-    exit_code = 2
 
 
 @dataclass

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import os
+from decimal import Decimal
 from pathlib import Path
 from typing import Any
 
@@ -51,6 +52,31 @@ def find_resumable(spec: dict[str, Any]) -> str | None:
     return max(found)[1] if found else None
 
 
+def kept_settings(eval_id: str) -> dict[str, Any]:
+    """The settings of the eval's kept report (empty when it has none yet, or it cannot be read)."""
+    path = eval_dir(eval_id) / "report.json"
+    try:
+        if path.stat().st_size > MAX_REPORT_BYTES:
+            return {}
+        settings = json.loads(path.read_text(encoding="utf-8")).get("settings")
+    except (OSError, ValueError, AttributeError):
+        return {}
+    return settings if isinstance(settings, dict) else {}
+
+
+def spent(eval_id: str) -> Decimal:
+    """USD the eval's committed rows cost (its cells' and its judge's; rows of unknown cost add 0)."""
+    from chainform.evals._cells import read_lines
+
+    total = Decimal(0)
+    for path in sorted(eval_dir(eval_id).glob("*.jsonl")):
+        for line in read_lines(path).values():
+            cost = line.get("_map", {}).get("cost")
+            if cost is not None:
+                total += Decimal(str(cost))
+    return total
+
+
 def save_report(report: EvalReport) -> Path:
     path = eval_dir(report.eval_id, create=True) / "report.json"
     _write(path, report.to_dict())
@@ -84,4 +110,4 @@ def _write(path: Path, data: Any) -> None:
     os.replace(temp, path)
 
 
-__all__ = ["eval_dir", "find_resumable", "load_report", "save_report", "save_spec"]
+__all__ = ["eval_dir", "find_resumable", "kept_settings", "load_report", "save_report", "save_spec", "spent"]

@@ -134,3 +134,12 @@ def add_tool_results(
         "INSERT INTO tool_results (response_id, call_id, name, output, error) VALUES (?, ?, ?, ?, ?)",
         [storable_row((response_id, *r)) for r in results],
     )
+
+
+def mark_ended(db: sqlite3.Connection, response_id: str, tool: str, parsed: Any) -> None:
+    """A committed call whose tool ended its chain: the tool's name and the value (the full-text
+    index reads only the prompt and the text, which do not change)."""
+    db.execute(
+        "UPDATE responses SET ended_by = ?, parsed = ? WHERE id = ?",
+        storable_row((tool, dumps(parsed) if parsed is not None else None, response_id)),
+    )
