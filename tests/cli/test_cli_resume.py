@@ -105,3 +105,27 @@ def test_bad_resume_input_is_one_error_line(home: Path, run, scripted, tmp_path:
     result = run("resume", row.id, "--functions", str(functions), "--approve", "all")
     assert result.exit_code == 2 and "newer chainform" in result.stderr
     assert Store().chains(row.id)[0].status == "waiting"
+
+
+def test_an_interrupted_chain_prints_the_command_that_resumes_it(
+    home: Path, run, scripted, tmp_path: Path
+) -> None:
+    functions = tmp_path / "stop.py"
+    functions.write_text(
+        "import os\n\n"
+        "def step(n: int) -> int:\n"
+        '    "Do step n."\n'
+        "    if os.environ.get('STOP_AT') == str(n):\n"
+        "        raise KeyboardInterrupt\n"
+        "    return n * 10\n"
+    )
+    client = scripted.script([tool_call("step", n=1), tool_call("step", n=2), '{"total": 30}'])
+    monkeypatch.setenv("STOP_AT", "2")
+    first = run("Do the steps", "--functions", str(functions), "--schema", "total int")
+    monkeypatch.delenv("STOP_AT")
+    assert first.exit_code == 130
+    [row] = Store().unfinished_chains()
+    assert row.status == "interrupted" and f"Resume with: chainform resume {row.id}" in first.stderr
+    resumed = run("resume", row.id, "--functions", str(functions))
+    assert resumed.exit_code == 0, resumed.output
+    assert json.loads(resumed.stdout) == {"total": 30} and len(client.requests) == 3

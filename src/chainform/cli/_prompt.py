@@ -515,13 +515,16 @@ def show_chain(
     """Print a chain as it runs and its answer (`prompt` and `resume`). A chain that waits for
     approval prints its pending calls as JSON (stdout) and how to resume it (stderr), exit 6;
     Ctrl-C marks the chain interrupted and prints the command that resumes it (exit 130)."""
+    from chainform.errors import ChainInterruptedError
+
     try:
         _follow(response, has_schema, as_json, no_stream, tools_debug, fallbacks)
-    except KeyboardInterrupt:
+    except (KeyboardInterrupt, ChainInterruptedError) as exc:
         if store is not None and response.chain_id is not None:
-            with contextlib.suppress(Exception):  # the process ends now: its lock goes with it
-                store.set_chain_status(response.chain_id, "interrupted", error="KeyboardInterrupt")
-            click.echo(f"Interrupted. Resume with: chainform resume {response.chain_id}", err=True)
+            if isinstance(exc, KeyboardInterrupt):  # the chain's own thread may not get to say so
+                with contextlib.suppress(Exception):  # the process ends now: its lock goes with it
+                    store.set_chain_status(response.chain_id, "interrupted", error="KeyboardInterrupt")
+            click.echo(f"Resume with: chainform resume {response.chain_id}", err=True)
         raise
     if response.status == "waiting":
         echo_json([p.to_dict() for p in response.pending])
