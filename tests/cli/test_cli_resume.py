@@ -108,7 +108,7 @@ def test_bad_resume_input_is_one_error_line(home: Path, run, scripted, tmp_path:
 
 
 def test_an_interrupted_chain_prints_the_command_that_resumes_it(
-    home: Path, run, scripted, tmp_path: Path
+    home: Path, run, scripted, tmp_path: Path, monkeypatch
 ) -> None:
     functions = tmp_path / "stop.py"
     functions.write_text(
