@@ -32,7 +32,7 @@ def test_a_chain_paused_for_approval_is_resumed_from_the_cli(
     first = run(
         "Mail Bob", "--functions", str(functions), "--approve-later", "send_mail", "--schema", "sent bool"
     )
-    assert first.exit_code == 6, first.output
+    assert first.exit_code == 8, first.output
     [pending] = json.loads(first.stdout)
     assert (pending["tool"], pending["arguments"]) == ("send_mail", {"to": "bob", "body": "hi"})
     [row] = Store().unfinished_chains()

@@ -13,6 +13,8 @@ from chainform._map._inputs import MapInputError, Row, check_template, read_file
 from chainform.cli import cli
 from chainform.testing import ScriptedClient
 
+pytestmark = pytest.mark.unit  # no socket, no process (tests/guards.py)
+
 
 def echo(messages, options) -> str:
     return "seen: " + messages[-1].text

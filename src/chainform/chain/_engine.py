@@ -142,7 +142,8 @@ class ChainRun(CallRunner):
                 if spec.output is None:
                     outcome = await self._plain(transcript)
                 else:
-                    has_tools, requested = bool(self.tools), spec.strategy
+                    has_tools = bool(self.tools or self.options.hosted_tools)
+                    requested = spec.strategy
                     outcome = await self.answer(transcript, has_tools=has_tools, requested=requested)
             except ChainWaiting as waiting:
                 status, pending = "waiting", waiting.pending
@@ -323,7 +324,8 @@ class ChainRun(CallRunner):
         answers_chain = purpose != "format"  # the loop's messages are the chain's transcript
         while True:
             last = turns >= limit - 1
-            options = strategy.options(self.options, offered, last=last, force=force)
+            base = self.options if tools else self.options.replace(hosted_tools=None)
+            options = strategy.options(base, offered, last=last, force=force)
             response, value, error = await self.call(transcript, options, strategy, purpose)
             if _cut(response, strategy):  # never parsed, repaired or re-asked with the same limit
                 self._grow_limit(response, options, purpose)

@@ -150,7 +150,9 @@ class ChainSpec:
         from chainform.store._serialize import message_to_dict, redact, to_jsonable
 
         fields = self.options.set_fields()
-        options = redact({k: to_jsonable(v) for k, v in fields.items() if k not in ("tools", "cache_key")})
+        options = redact(
+            {k: to_jsonable(v) for k, v in fields.items() if k not in ("tools", "cache_key", "hosted_tools")}
+        )
         output = None
         if self.output is not None:
             output = {

@@ -22,7 +22,9 @@ EXIT_USAGE = 2
 EXIT_PROVIDER = 3
 EXIT_STRUCTURED = 4
 EXIT_CHAIN = 5
-EXIT_WAITING = 6  # the chain waits for a person to approve tool calls (`chainform resume`)
+EXIT_BELOW_FLOOR = 6  # `eval --fail-under`: a figure fell below its floor
+EXIT_COST_CAP = 7  # `eval --max-cost` stopped the eval before every row ran
+EXIT_WAITING = 8  # the chain waits for a person to approve tool calls (`chainform resume`)
 EXIT_INTERRUPTED = 130
 
 DEFAULT_COMMAND = "prompt"
@@ -44,6 +46,7 @@ def exit_code_for(exc: BaseException) -> int:
         | StoreError
         | errors.HomeError
         | errors.AttachmentError
+        | errors.HostedToolError
         | errors.PricingError
         | ResumeError
         | SpecError,

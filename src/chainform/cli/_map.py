@@ -28,7 +28,7 @@ from chainform.cli._options import (
     model_option,
     otel_option,
     provider_options,
-    renamed_count_option,
+    rate_options,
     start_tracing,
     strategy_option,
 )
@@ -94,15 +94,7 @@ ATTACH_HELP = (
 @click.option("-T", "--tool", "tool_names", multiple=True, help="Tool by name; repeatable.")
 @click.option("--functions", multiple=True, help="Python file or code whose functions become tools.")
 @count_option("--concurrency", minimum=1, default=8, help="Rows at once.")
-@click.option("--rpm", type=click.FloatRange(min=0, min_open=True), help="Requests per minute, all workers.")
-@click.option("--tpm", type=click.FloatRange(min=0, min_open=True), help="Tokens per minute, all workers.")
-@renamed_count_option(
-    "--transport-retries",
-    "--retries",
-    minimum=0,
-    default=2,
-    help="Retries of one model call after a 429, 5xx, timeout or dropped connection.",
-)
+@rate_options("all workers")
 @click.option("--id-field", help="Key rows by this field (default: the row's position).")
 @click.option(
     "--resume",

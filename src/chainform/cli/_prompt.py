@@ -112,6 +112,18 @@ def check_retry_max_tokens(retry_max_tokens: int | None, options: dict[str, Any]
         raise click.BadParameter(str(exc).replace("retry_max_tokens", "--retry-max-tokens", 1)) from None
 
 
+def hosted_values(specs: tuple[str, ...]) -> tuple[Any, ...]:
+    """`--hosted KIND` (repeatable) as hosted tool objects; a name that is none is a usage error."""
+    if not specs:
+        return ()
+    from chainform.types import hosted_tool
+
+    try:
+        return tuple(hosted_tool(spec) for spec in specs)
+    except ValueError as exc:
+        raise click.BadParameter(str(exc), param_hint="--hosted") from None
+
+
 def check_stop_at(stop_at: tuple[str, ...], tools: list[Any], *, mcp: bool) -> None:
     """`--stop-at` naming a tool not offered is a usage error before any call (an MCP server's
     tools are known only when the chain starts: the chain checks those then)."""
@@ -248,6 +260,15 @@ def open_log(*, required: bool, wanted: bool) -> Store | None:
 )
 @click.option("--mcp", "mcp_values", multiple=True, help=MCP_HELP)
 @click.option(
+    "--hosted",
+    "hosted",
+    multiple=True,
+    metavar="TOOL",
+    callback=lambda ctx, param, value: hosted_values(value),
+    help="A tool the provider runs itself: web_search, code_execution, url_context or "
+    "file_search:STORE_ID; repeatable (which model has which: docs/providers.md).",
+)
+@click.option(
     "--stop-at",
     "stop_at",
     multiple=True,
@@ -290,7 +311,7 @@ def open_log(*, required: bool, wanted: bool) -> Store | None:
     "approve_later",
     multiple=True,
     metavar="TOOL",
-    help="Do not run TOOL's calls: the chain waits (exit 6) until `chainform resume ID --approve ...`; repeatable.",
+    help="Do not run TOOL's calls: the chain waits (exit 8) until `chainform resume ID --approve ...`; repeatable.",
 )
 @model_options_option
 @click.option("--no-stream", is_flag=True, help="Print the answer when complete instead of streaming it.")
@@ -347,6 +368,7 @@ def prompt_command(
     python_isolation: str,
     functions: tuple[str, ...],
     mcp_values: tuple[str, ...],
+    hosted: tuple[Any, ...],
     stop_at: tuple[str, ...],
     chain_limit: int,
     strategy: str,
@@ -432,6 +454,7 @@ def prompt_command(
     unknown = sorted(set(approve_later) - {t.name for t in tools if hasattr(t, "name")})
     if unknown and not mcp_values:  # an MCP server's tools are listed once the chain starts
         raise click.BadParameter(f"no tool named {', '.join(unknown)} is given", param_hint="--approve-later")
+    tools += hosted
     fragment_values = (*template.fragments, *fragment_values)
     system_fragment_values = (*template.system_fragments, *system_fragment_values)
     store = open_log(
@@ -513,7 +536,7 @@ def show_chain(
     fallbacks: int,
 ) -> None:
     """Print a chain as it runs and its answer (`prompt` and `resume`). A chain that waits for
-    approval prints its pending calls as JSON (stdout) and how to resume it (stderr), exit 6;
+    approval prints its pending calls as JSON (stdout) and how to resume it (stderr), exit 8;
     Ctrl-C marks the chain interrupted and prints the command that resumes it (exit 130)."""
     from chainform.errors import ChainInterruptedError
 

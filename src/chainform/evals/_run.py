@@ -15,13 +15,14 @@ from decimal import Decimal
 from typing import Any
 
 from chainform.errors import ChainInterruptedError
-from chainform.evals._cells import read_lines, run_map
+from chainform.evals._cells import MapJob, read_lines, run_maps
 from chainform.evals._errors import EvalInputError, EvalInterruptedError
 from chainform.evals._eval_report import EvalReport
-from chainform.evals._judge import free_text_fields, judge_cell
+from chainform.evals._judge import apply_verdicts, free_text_fields, judge_job
 from chainform.evals._keep import eval_dir, find_resumable, kept_settings, save_report, save_spec, spent
+from chainform.evals._leaves import Tolerance
 from chainform.evals._plan import Arr, Node, Options, Scorer, compile_plan, walk
-from chainform.evals._report import Cell, RowResult
+from chainform.evals._report import Cell, RowResult, run_key
 from chainform.evals._score import ABSENT, Outcome, score
 
 MAX_ROWS = 100_000
@@ -45,9 +46,9 @@ def evaluate(
     strategies: Sequence[str] = ("auto",),
     expected: str = "expected",
     id_field: str | None = None,
-    tolerance: Mapping[str, float] | None = None,
-    default_tolerance: float = 0.0,
-    fuzzy: float | None = None,
+    tolerance: Mapping[str, float | str | Tolerance] | None = None,
+    default_tolerance: float | str | Tolerance = 0.0,
+    fuzzy: float | Mapping[str, float] | None = None,
     scorers: Mapping[str, Scorer] | None = None,
     resume: bool = False,
     max_rows: int = MAX_ROWS,
@@ -55,32 +56,39 @@ def evaluate(
     model_options: Mapping[str, Any] | None = None,
     judge: Any = None,
     judge_fields: Sequence[str] | None = None,
+    repeat: int = 1,
     **map_options: Any,
 ) -> EvalReport:
     """Run and score every cell; the report is also kept (`chainform eval show ID`).
 
     `rows`: dicts holding the prompt's `{fields}` and the `expected` answer. `models`: names (made with
     `get_model(name, **model_options)`) or models. `prompt`: one template or several (variants).
-    `tolerance` (relative, per field path) and `default_tolerance` for numbers; `fuzzy` (0..1) a
-    rapidfuzz ratio that counts as a right string; `scorers` custom per field path. `resume=True`
+    `tolerance` (per field path) and `default_tolerance` for numbers: relative (`0.01`) or absolute
+    (`"abs:0.01"`); `fuzzy` (0..1) a rapidfuzz ratio that counts as a right string, or one per field
+    path (`{"vendor": 0.8, "*": 0.95}`, `*` for the others); `scorers` custom per field path. `resume=True`
     continues the newest eval asked with the same data and settings. `max_cost` (USD) caps the whole
     eval (rows not run are scored wrong as `not-run`; resume runs them). Other keyword arguments go to
     `model.map` (concurrency, retries, attach, attach_base, batch, system, tools, chain_limit, ...).
     `judge` (a model or its name; off by default) decides the free-text fields (`judge_fields`, else
-    every plain string field) that the rules scored wrong (see `_judge`). Raises EvalInputError
+    every plain string field) that the rules scored wrong (see `_judge`). `repeat=N` runs each row N
+    times: the report adds pass@k, pass^k and per-field agreement across the runs. Raises EvalInputError
     (bad rows, tolerance, scorer, a judge with no key) before any call.
     """
     from chainform.schema import resolve_schema
 
     spec_schema = resolve_schema(schema)
+    fuzzy_fields = dict(fuzzy) if isinstance(fuzzy, Mapping) else {}
+    default_fuzzy = fuzzy_fields.pop("*", None) if isinstance(fuzzy, Mapping) else fuzzy
     plan = compile_plan(
         spec_schema,
-        Options(default_tolerance, dict(tolerance or {}), fuzzy, dict(scorers or {})),
+        Options(default_tolerance, dict(tolerance or {}), default_fuzzy, dict(scorers or {}), fuzzy_fields),
     )
     prompts = [prompt] if isinstance(prompt, str) else list(prompt)
     data = read_rows(rows, spec_schema, expected, id_field, max_rows, prompts)
     if not prompts or not models or not strategies:
         raise EvalInputError("an eval needs at least one prompt, one model and one strategy")
+    if isinstance(repeat, bool) or not isinstance(repeat, int) or repeat < 1:
+        raise EvalInputError(f"repeat={repeat!r}: give a whole number of runs per row, at least 1")
     names = [_name(m) for m in models]
     judged = free_text_fields(plan, judge_fields) if judge is not None else []
     judge_model = _judge_model(judge, model_options or {}, names)
@@ -93,10 +101,10 @@ def evaluate(
         "strategies": list(strategies),
         "expected": expected,
         "judge": None if judge is None else [_name(judge), judged],
-    }
+    } | ({"repeat": repeat} if repeat > 1 else {})
     scoring = {
-        "tolerance": dict(tolerance or {}),
-        "default_tolerance": default_tolerance,
+        "tolerance": {path: Tolerance.parse(t).to_json() for path, t in (tolerance or {}).items()},
+        "default_tolerance": Tolerance.parse(default_tolerance).to_json(),
         "fuzzy": fuzzy,
         "scorers": sorted(scorers or {}),
         "judge": None if judge is None else _name(judge),
@@ -122,7 +130,7 @@ def evaluate(
     try:
         cells = _run_cells(
             eval_id, data, plan, spec_schema, prompts, names, built, list(strategies), resume, budget,
-            map_options,
+            map_options, repeat,
         )  # fmt: skip
         _score_cells(eval_id, cells, data, plan, judge_model, judged, resume, budget, map_options)
     except (KeyboardInterrupt, ChainInterruptedError):
@@ -138,46 +146,66 @@ def evaluate(
 def _run_cells(
     eval_id: str, data: Sequence[_Row], plan: Node, schema: dict[str, Any], prompts: Sequence[str],
     names: Sequence[str], built: Sequence[Any], strategies: Sequence[str], resume: bool, budget: Any,
-    map_options: Mapping[str, Any],
+    map_options: Mapping[str, Any], repeat: int,
 ) -> list[Cell]:  # fmt: skip
-    """Run every model x strategy x prompt cell's map; the cells, with no rows scored yet."""
+    """Run every model x strategy x prompt cell's map, all at once within `concurrency` rows in
+    flight; the cells, with no rows scored yet."""
+    options = dict(map_options)
+    concurrency = options.pop("concurrency", None) or 8
     cells: list[Cell] = []
+    jobs: list[MapJob] = []
     arrays = [node.path for node in walk(plan) if isinstance(node, Arr)]
-    items = [(row.key, row.inputs) for row in data]
-    number = 0
+    folder = eval_dir(eval_id, create=True)
+    items = [(run_key(row.key, r), row.inputs) for row, r in _runs(data, repeat)]
     for model, name in zip(built, names, strict=True):
         for strategy in strategies:
             for prompt_index, template in enumerate(prompts):
-                path = eval_dir(eval_id, create=True) / f"cell-{number}.jsonl"
-                number += 1
-                run_id = run_map(
-                    model, path, items, resume=resume, budget=budget, prompt=template, schema=schema,
-                    strategy=strategy, **map_options,
-                )  # fmt: skip
-                cell = Cell(name, strategy, template, run_id, [], arrays)
+                asked = {**options, "prompt": template, "schema": schema, "strategy": strategy}
+                jobs.append(MapJob(model, folder / f"cell-{len(cells)}.jsonl", items, asked))
+                cell = Cell(name, strategy, template, "", [], arrays, repeats=repeat)
                 cell.prompt_label = f"prompt {prompt_index + 1}" if len(prompts) > 1 else ""
                 cells.append(cell)
+    run_ids = run_maps(jobs, concurrency=concurrency, resume=resume, budget=budget)
+    for cell, run_id in zip(cells, run_ids, strict=True):
+        cell.run_id = run_id
     return cells
+
+
+def _runs(data: Sequence[_Row], repeat: int) -> list[tuple[_Row, int | None]]:
+    """Each row with the number of its run (None when each row runs once)."""
+    return [(row, r if repeat > 1 else None) for row in data for r in range(repeat)]
 
 
 def _score_cells(
     eval_id: str, cells: Sequence[Cell], data: Sequence[_Row], plan: Node, judge_model: Any,
     judged: Sequence[str], resume: bool, budget: Any, map_options: Mapping[str, Any],
 ) -> None:  # fmt: skip
-    """Score each cell's rows from its committed lines and the log; then let the judge decide."""
-    log_reader = _LogReader(enabled=map_options.get("log", True))
+    """Score each cell's rows from its committed lines and the log; then let the judge decide (its
+    calls for every cell at once; a failed one is no verdict, so a resume asks again)."""
+    folder = eval_dir(eval_id)
+    log = map_options.get("log", True)
+    log_reader = _LogReader(enabled=log)
     try:
         for index, cell in enumerate(cells):
-            lines = read_lines(eval_dir(eval_id) / f"cell-{index}.jsonl")
-            cell.rows = [_scored(plan, row, lines.get(row.key)) for row in data]
+            lines = read_lines(folder / f"cell-{index}.jsonl")
+            runs = _runs(data, cell.repeats)
+            cell.rows = [_scored(plan, row, lines.get(run_key(row.key, r)), r) for row, r in runs]
             log_reader.fill(cell.rows)
-            if judge_model is not None and judged:
-                judge_cell(
-                    judge_model, eval_dir(eval_id) / f"judge-{index}.jsonl", cell, judged, resume=resume,
-                    budget=budget, concurrency=map_options.get("concurrency"), log=map_options.get("log", True),
-                )  # fmt: skip
+            if cell.repeats > 1:
+                _agreement(plan, cell)
     finally:
         log_reader.close()
+    if judge_model is None or not judged:
+        return
+    verdicts = [folder / f"judge-{index}.jsonl" for index in range(len(cells))]
+    jobs = [
+        judge_job(judge_model, path, cell, judged, log=log)
+        for path, cell in zip(verdicts, cells, strict=True)
+    ]
+    concurrency = map_options.get("concurrency") or 8
+    run_maps(jobs, concurrency=concurrency, resume=resume, retry_failed=True, budget=budget)
+    for path, cell in zip(verdicts, cells, strict=True):
+        apply_verdicts(path, cell)
 
 
 def _check_scoring(eval_id: str, scoring: dict[str, Any]) -> None:
@@ -310,7 +338,13 @@ def _model(model: Any, options: Mapping[str, Any]) -> Any:
     return model
 
 
-def _scored(plan: Node, row: _Row, line: dict[str, Any] | None) -> RowResult:
+def _scored(plan: Node, row: _Row, line: dict[str, Any] | None, repeat: int | None = None) -> RowResult:
+    result = _result(plan, row, line)
+    result.repeat = repeat
+    return result
+
+
+def _result(plan: Node, row: _Row, line: dict[str, Any] | None) -> RowResult:
     if line is None:
         fields = _all_wrong(plan, row.expected, "error")
         return RowResult(
@@ -330,6 +364,22 @@ def _scored(plan: Node, row: _Row, line: dict[str, Any] | None) -> RowResult:
         result.actual = line.get("value")
         result.fields = score(plan, row.expected, result.actual)
     return result
+
+
+def _agreement(plan: Node, cell: Cell) -> None:
+    """Set each row's first run's `agrees`: per field, whether every run gave the first run's value
+    (by the field's rule: the first answer scored as the expected one); a failed run agrees with nothing."""
+    for runs in cell.by_row().values():
+        first = runs[0]
+        paths = list(first.fields)
+        if any(not run.valid for run in runs):
+            first.agrees = dict.fromkeys(paths, False)
+            continue
+        same = dict.fromkeys(paths, True)
+        for run in runs[1:]:
+            for path, outcome in score(plan, first.actual, run.actual).items():
+                same[path] = same.get(path, True) and outcome.status == "right"
+        first.agrees = same
 
 
 def _all_wrong(plan: Node, expected: Any, status: str) -> dict[str, Outcome]:
