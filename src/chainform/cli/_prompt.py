@@ -37,7 +37,7 @@ from chainform.cli._options import (
 from chainform.cli._output import echo_json, format_json
 from chainform.cli._show import Approver, show_tool_event, summary, usage_text
 from chainform.cli._templates import Template, functions_value, load_template, save_template
-from chainform.cli._tools import MCP_HELP, python_isolation_option
+from chainform.cli._tools import chain_tool_options
 from chainform.errors import ProviderErrorKind
 
 if TYPE_CHECKING:
@@ -248,17 +248,7 @@ def open_log(*, required: bool, wanted: bool) -> Store | None:
     help="Output schema: JSON, a .json file, the concise DSL ('name, age int') or a saved schema id.",
 )
 @click.option("--schema-multi", help="Like --schema, but the answer is a list of such objects under 'items'.")
-@click.option(
-    "-T", "--tool", "tool_names", multiple=True, help="Tool by name (see `chainform tools`); repeatable."
-)
-@python_isolation_option(
-    "How the python tool confines code: every OS guard available, all of them or refuse, "
-    "or a plain process (see `chainform tools`)."
-)
-@click.option(
-    "--functions", multiple=True, help="Python file or code whose public functions become tools; repeatable."
-)
-@click.option("--mcp", "mcp_values", multiple=True, help=MCP_HELP)
+@chain_tool_options
 @click.option(
     "--hosted",
     "hosted",

@@ -16,7 +16,7 @@ import click
 from chainform.cli import _prompt
 from chainform.cli._options import model_option
 from chainform.cli._prompt import fallback_kwargs, open_log, show_chain
-from chainform.cli._tools import MCP_HELP, python_isolation_option
+from chainform.cli._tools import chain_tool_options
 
 
 def _pairs(values: tuple[str, ...], option: str, *, need_value: bool) -> dict[str, str | None]:
@@ -58,14 +58,7 @@ def approvals_from_cli(
 
 @click.command(name="resume")
 @click.argument("chain_id")
-@click.option(
-    "-T", "--tool", "tool_names", multiple=True, help="Tool by name (see `chainform tools`); repeatable."
-)
-@python_isolation_option("How the python tool confines code (as for the prompt).")
-@click.option(
-    "--functions", multiple=True, help="Python file or code whose public functions become tools; repeatable."
-)
-@click.option("--mcp", "mcp_values", multiple=True, help=MCP_HELP)
+@chain_tool_options
 @click.option(
     "--approve",
     "approve",
