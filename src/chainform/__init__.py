@@ -26,7 +26,7 @@ _PUBLIC: dict[str, tuple[str, ...]] = {
     "chainform.chain._tools": ("CancelToolCall", "Final"),
     "chainform.chain._approval": ("ChainWaitingError", "PendingCall"),
     "chainform.chain._spec": ("ChainSpec", "SpecError"),
-    "chainform.resume": ("Approved", "Denied", "ResumeError", "aresume", "resume"),
+    "chainform.durable": ("Approved", "Denied", "ResumeError", "aresume", "resume"),
     "chainform.clients.base": ("BaseChatClient", "CallContext", "ChatClient"),
     "chainform.clients.registry": ("ModelInfo", "list_models", "register_alias"),
     "chainform.errors": (
@@ -150,6 +150,11 @@ if TYPE_CHECKING:  # what type checkers and editors see: the same names, importe
     from chainform.clients.registry import ModelInfo as ModelInfo
     from chainform.clients.registry import list_models as list_models
     from chainform.clients.registry import register_alias as register_alias
+    from chainform.durable import Approved as Approved
+    from chainform.durable import Denied as Denied
+    from chainform.durable import ResumeError as ResumeError
+    from chainform.durable import aresume as aresume
+    from chainform.durable import resume as resume
     from chainform.errors import AllModelsFailedError as AllModelsFailedError
     from chainform.errors import AttachmentError as AttachmentError
     from chainform.errors import Attempt as Attempt
@@ -197,11 +202,6 @@ if TYPE_CHECKING:  # what type checkers and editors see: the same names, importe
     from chainform.pricing import set_price as set_price
     from chainform.response import AsyncChainResponse as AsyncChainResponse
     from chainform.response import ChainResponse as ChainResponse
-    from chainform.resume import Approved as Approved
-    from chainform.resume import Denied as Denied
-    from chainform.resume import ResumeError as ResumeError
-    from chainform.resume import aresume as aresume
-    from chainform.resume import resume as resume
     from chainform.schema.dsl import resolve_schema as resolve_schema
     from chainform.schema.dsl import schema_dsl as schema_dsl
     from chainform.tools import Tool as Tool

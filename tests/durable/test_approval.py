@@ -179,3 +179,10 @@ def test_a_map_row_whose_chain_waits_is_reported_as_waiting(home: Path) -> None:
         chain.id, tools=[send_mail], approvals={chain.pending[0]["id"]: True}, model=cf.Model(client)
     )
     assert done.text() == "sent" and len(SENT) == 1
+
+
+def test_cf_resume_is_the_function_whatever_was_imported_first() -> None:
+    import importlib
+
+    importlib.import_module("chainform.durable")  # the CLI imports it: cf.resume stays the function
+    assert callable(cf.resume) and callable(cf.aresume)

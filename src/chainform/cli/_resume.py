@@ -99,7 +99,7 @@ def resume_command(
     """Go on with logged chain CHAIN_ID: nothing logged is sent or run again."""
     from chainform.chain._spec import ChainSpec
     from chainform.cli._tools import cli_tools, mcp_servers
-    from chainform.resume import ResumeError, resume
+    from chainform.durable import ResumeError, resume
 
     tools: list[Any] = cli_tools(tool_names, functions, python_isolation=python_isolation)
     tools += mcp_servers(mcp_values)
