@@ -9,8 +9,8 @@ from typing import Any
 
 from chainform.evals._eval_report import EvalReport
 from chainform.evals._plan import Leaf, compile_plan, walk
-from chainform.evals._report import Cell, value_at
-from chainform.evals._table import cell_texts, columns, field_text, money, percent
+from chainform.evals._report import Cell, value_at, value_text, wrong_fields
+from chainform.evals._table import cell_texts, columns, field_text, money, percent, tool_lines
 
 MAX_WRONG_ROWS = 200
 """Wrong rows listed per cell at most (the rest are counted)."""
@@ -34,6 +34,7 @@ def html(report: EvalReport) -> str:
         "<h2>Field accuracy</h2>",
         *(_field_bars(cell) for cell in report.cells),
         *_confusions(report),
+        *_tool_mistakes(report.cells),
         "<h2>Wrong rows</h2>",
         *(_wrong_rows(cell) for cell in report.cells),
         "</body></html>",
@@ -135,6 +136,19 @@ def _confusions(report: EvalReport) -> list[str]:
     return out
 
 
+def _tool_mistakes(cells: list[Cell]) -> list[str]:
+    """Per cell with expected tool calls: the tools wrongly called and the calls missed, counted."""
+    lines = [(cell, tool_lines(cell)) for cell in cells]
+    if not any(found for _, found in lines):
+        return []
+    out = ["<h2>Tool calls</h2>"]
+    for cell, found in lines:
+        if found:
+            items = "".join(f"<li>{escape(line)}</li>" for line in found)
+            out.append(f"<h3>{escape(cell.name)}</h3><ul class='tools'>{items}</ul>")
+    return out
+
+
 def _text(value: Any) -> str:
     return "null" if value is None else str(value)
 
@@ -143,16 +157,25 @@ def _wrong_rows(cell: Cell) -> str:
     wrong = [row for row in cell.rows if not row.right]
     items = []
     for row in wrong[:MAX_WRONG_ROWS]:
-        fields = ", ".join(f"{p} {o.status}" for p, o in row.fields.items() if o.status != "right")
+        fields = "".join(
+            f"<div><code>{escape(path)}</code> {escape(status)}: expected <code>{escape(value_text(expected))}</code>, "
+            f"answered <code>{escape(value_text(answered))}</code></div>"
+            for path, status, expected, answered in ([] if row.error else wrong_fields(row))
+        )
         calls = " ".join(f"<code>{escape(c)}</code>" for c in row.call_ids) or "(no logged call)"
         if row.conversation_id:
             calls = f"<code>{escape(row.conversation_id)}</code>: {calls}"
         error = f" <span class='bad'>{escape(row.error)}</span>" if row.error else ""
-        items.append(f"<tr><td>{escape(row.label)}</td><td>{escape(fields)}{error}</td><td>{calls}</td></tr>")
+        error += "".join(
+            f"<br>rubric {escape(p)}: {escape(why)}"
+            for p, why in row.rubric.items()
+            if why.startswith("fail")
+        )
+        items.append(f"<tr><td>{escape(row.label)}</td><td>{fields}{error}</td><td>{calls}</td></tr>")
     more = f"<p>and {len(wrong) - MAX_WRONG_ROWS} more</p>" if len(wrong) > MAX_WRONG_ROWS else ""
     return (
         f"<h3>{escape(cell.name)}: {len(wrong)} wrong</h3><table class='wrong'><tr><th>row</th>"
-        f"<th>fields not right</th><th>conversation: logged call ids (<code>chainform logs --cid CONVERSATION</code>)</th></tr>{''.join(items)}</table>{more}"
+        f"<th>fields not right: expected against answered</th><th>conversation: logged call ids (<code>chainform logs --cid CONVERSATION</code>)</th></tr>{''.join(items)}</table>{more}"
     )
 
 

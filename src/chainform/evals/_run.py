@@ -12,6 +12,7 @@ import math
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from decimal import Decimal
+from pathlib import Path
 from typing import Any
 
 from chainform.errors import ChainInterruptedError
@@ -23,7 +24,11 @@ from chainform.evals._keep import eval_dir, find_resumable, kept_settings, save_
 from chainform.evals._leaves import Tolerance
 from chainform.evals._plan import Arr, Node, Options, Scorer, compile_plan, walk
 from chainform.evals._report import Cell, RowResult, run_key
+from chainform.evals._rubric import apply_rubric, optional_in, rubric_job
 from chainform.evals._score import ABSENT, Outcome, score
+from chainform.evals._tools import TOOLS, Call, Expectation
+from chainform.evals._tools import judge as judge_tools
+from chainform.evals._tools import parse as parse_tools
 
 MAX_ROWS = 100_000
 """Rows one eval reads at most (`max_rows`, `--max-rows`): the data is read whole, to check every
@@ -35,6 +40,7 @@ class _Row:
     key: str
     inputs: dict[str, Any]
     expected: Any
+    tools: Expectation | None = None
 
 
 def evaluate(
@@ -45,6 +51,7 @@ def evaluate(
     models: Sequence[Any],
     strategies: Sequence[str] = ("auto",),
     expected: str = "expected",
+    expected_tools: str = "expected_tools",
     id_field: str | None = None,
     tolerance: Mapping[str, float | str | Tolerance] | None = None,
     default_tolerance: float | str | Tolerance = 0.0,
@@ -57,6 +64,9 @@ def evaluate(
     judge: Any = None,
     judge_fields: Sequence[str] | None = None,
     repeat: int = 1,
+    retry_failed: bool = False,
+    rubric: Mapping[str, str] | None = None,
+    judge_options: Mapping[str, Any] | None = None,
     **map_options: Any,
 ) -> EvalReport:
     """Run and score every cell; the report is also kept (`chainform eval show ID`).
@@ -71,45 +81,66 @@ def evaluate(
     `model.map` (concurrency, retries, attach, attach_base, batch, system, tools, chain_limit, ...).
     `judge` (a model or its name; off by default) decides the free-text fields (`judge_fields`, else
     every plain string field) that the rules scored wrong (see `_judge`). `repeat=N` runs each row N
-    times: the report adds pass@k, pass^k and per-field agreement across the runs. Raises EvalInputError
+    times: the report adds pass@k, pass^k and per-field agreement across the runs. `retry_failed=True`
+    (with `resume=True`) runs again the rows whose chain failed. `rubric` ({field: rubric text}) has
+    the judge (else the first model) pass or fail a free-text field on the rubric, with no expected
+    value (see `_rubric`); `judge_options` (`key`, `base_url`) are the judge's own, else a judge of
+    a model's provider gets the models'. Raises EvalInputError
     (bad rows, tolerance, scorer, a judge with no key) before any call.
     """
     from chainform.schema import resolve_schema
 
     spec_schema = resolve_schema(schema)
-    fuzzy_fields = dict(fuzzy) if isinstance(fuzzy, Mapping) else {}
-    default_fuzzy = fuzzy_fields.pop("*", None) if isinstance(fuzzy, Mapping) else fuzzy
-    plan = compile_plan(
-        spec_schema,
-        Options(default_tolerance, dict(tolerance or {}), default_fuzzy, dict(scorers or {}), fuzzy_fields),
-    )
+    plan = compile_plan(spec_schema, scoring_options(tolerance, default_tolerance, fuzzy, scorers))
     prompts = [prompt] if isinstance(prompt, str) else list(prompt)
-    data = read_rows(rows, spec_schema, expected, id_field, max_rows, prompts)
+    rubric = dict(rubric or {})
+    graded = free_text_fields(plan, list(rubric), "--rubric") if rubric else []
+    for name, text in rubric.items():
+        if not isinstance(text, str) or not text.strip():
+            raise EvalInputError(f"--rubric {name}: give the rubric's text, e.g. {name}='names the product'")
+    checked = (
+        optional_in(spec_schema, graded) if graded else spec_schema
+    )  # rubric fields need no expected value
+    data = read_rows(rows, checked, expected, id_field, max_rows, prompts, expected_tools)
+    if any(row.tools is not None for row in data) and not map_options.get("log", True):
+        raise EvalInputError(
+            f"the rows' {expected_tools!r} are scored from the logged tool calls: an eval without the log cannot"
+        )
     if not prompts or not models or not strategies:
         raise EvalInputError("an eval needs at least one prompt, one model and one strategy")
+    if retry_failed and not resume:
+        raise EvalInputError("retrying the failed rows is part of a resume: give resume=True (--resume)")
     if isinstance(repeat, bool) or not isinstance(repeat, int) or repeat < 1:
         raise EvalInputError(f"repeat={repeat!r}: give a whole number of runs per row, at least 1")
     names = [_name(m) for m in models]
     judged = free_text_fields(plan, judge_fields) if judge is not None else []
-    judge_model = _judge_model(judge, model_options or {}, names)
+    if rubric and judge is None:
+        judge = models[0]  # no judge named: the (first) model judges its own rubric fields
+    judge_model = _judge_model(judge, model_options or {}, names, judge_options or {})
     built = [_model(m, model_options or {}) for m in models]  # a model with no key fails before any call
-    spec = {
-        "data": _digest([(r.key, r.inputs, r.expected) for r in data]),
-        "schema": spec_schema,
-        "prompts": prompts,
-        "models": names,
-        "strategies": list(strategies),
-        "expected": expected,
-        "judge": None if judge is None else [_name(judge), judged],
-    } | ({"repeat": repeat} if repeat > 1 else {})
-    scoring = {
-        "tolerance": {path: Tolerance.parse(t).to_json() for path, t in (tolerance or {}).items()},
-        "default_tolerance": Tolerance.parse(default_tolerance).to_json(),
-        "fuzzy": fuzzy,
-        "scorers": sorted(scorers or {}),
-        "judge": None if judge is None else _name(judge),
-        "judge_fields": judged,
-    }
+    spec = (
+        {
+            "data": _digest(
+                [(r.key, r.inputs, r.expected, *((r.tools.to_json(),) if r.tools else ())) for r in data]
+            ),
+            "schema": spec_schema,
+            "prompts": prompts,
+            "models": names,
+            "strategies": list(strategies),
+            "expected": expected,
+            "judge": None if judge is None else [_name(judge), judged],
+        }
+        | ({"repeat": repeat} if repeat > 1 else {})
+        | ({"rubric": rubric} if rubric else {})
+    )
+    scoring = (
+        scoring_settings(tolerance, default_tolerance, fuzzy, scorers)
+        | {
+            "judge": None if judge is None else _name(judge),
+            "judge_fields": judged,
+        }
+        | ({"rubric": rubric} if rubric else {})
+    )
     eval_id = find_resumable(spec) if resume else None
     if resume and eval_id is None:
         raise EvalInputError("no earlier eval of this data with these settings to resume")
@@ -130,9 +161,9 @@ def evaluate(
     try:
         cells = _run_cells(
             eval_id, data, plan, spec_schema, prompts, names, built, list(strategies), resume, budget,
-            map_options, repeat,
+            map_options, repeat, retry_failed,
         )  # fmt: skip
-        _score_cells(eval_id, cells, data, plan, judge_model, judged, resume, budget, map_options)
+        _score_cells(eval_id, cells, data, plan, judge_model, judged, resume, budget, map_options, rubric)
     except (KeyboardInterrupt, ChainInterruptedError):
         raise EvalInterruptedError(eval_id) from None
     settings = {"expected": expected, "prompts": prompts, "id_field": id_field, "scoring": scoring}
@@ -146,7 +177,7 @@ def evaluate(
 def _run_cells(
     eval_id: str, data: Sequence[_Row], plan: Node, schema: dict[str, Any], prompts: Sequence[str],
     names: Sequence[str], built: Sequence[Any], strategies: Sequence[str], resume: bool, budget: Any,
-    map_options: Mapping[str, Any], repeat: int,
+    map_options: Mapping[str, Any], repeat: int, retry_failed: bool = False,
 ) -> list[Cell]:  # fmt: skip
     """Run every model x strategy x prompt cell's map, all at once within `concurrency` rows in
     flight; the cells, with no rows scored yet."""
@@ -155,6 +186,8 @@ def _run_cells(
     cells: list[Cell] = []
     jobs: list[MapJob] = []
     arrays = [node.path for node in walk(plan) if isinstance(node, Arr)]
+    if any(row.tools is not None for row in data):
+        arrays.append(TOOLS)
     folder = eval_dir(eval_id, create=True)
     items = [(run_key(row.key, r), row.inputs) for row, r in _runs(data, repeat)]
     for model, name in zip(built, names, strict=True):
@@ -165,10 +198,37 @@ def _run_cells(
                 cell = Cell(name, strategy, template, "", [], arrays, repeats=repeat)
                 cell.prompt_label = f"prompt {prompt_index + 1}" if len(prompts) > 1 else ""
                 cells.append(cell)
-    run_ids = run_maps(jobs, concurrency=concurrency, resume=resume, budget=budget)
+    run_ids = run_maps(jobs, concurrency=concurrency, resume=resume, retry_failed=retry_failed, budget=budget)
     for cell, run_id in zip(cells, run_ids, strict=True):
         cell.run_id = run_id
     return cells
+
+
+def scoring_options(
+    tolerance: Mapping[str, float | str | Tolerance] | None,
+    default_tolerance: float | str | Tolerance,
+    fuzzy: float | Mapping[str, float] | None,
+    scorers: Mapping[str, Scorer] | None,
+) -> Options:
+    """The Options of `evaluate`'s scoring arguments (`fuzzy` by field: `*` for the others)."""
+    fuzzy_fields = dict(fuzzy) if isinstance(fuzzy, Mapping) else {}
+    default_fuzzy = fuzzy_fields.pop("*", None) if isinstance(fuzzy, Mapping) else fuzzy
+    return Options(default_tolerance, dict(tolerance or {}), default_fuzzy, dict(scorers or {}), fuzzy_fields)
+
+
+def scoring_settings(
+    tolerance: Mapping[str, float | str | Tolerance] | None,
+    default_tolerance: float | str | Tolerance,
+    fuzzy: float | Mapping[str, float] | None,
+    scorers: Mapping[str, Scorer] | None,
+) -> dict[str, Any]:
+    """The scoring arguments as the report keeps them (JSON; after `compile_plan` has checked them)."""
+    return {
+        "tolerance": {path: Tolerance.parse(t).to_json() for path, t in (tolerance or {}).items()},
+        "default_tolerance": Tolerance.parse(default_tolerance).to_json(),
+        "fuzzy": fuzzy,
+        "scorers": sorted(scorers or {}),
+    }
 
 
 def _runs(data: Sequence[_Row], repeat: int) -> list[tuple[_Row, int | None]]:
@@ -179,11 +239,35 @@ def _runs(data: Sequence[_Row], repeat: int) -> list[tuple[_Row, int | None]]:
 def _score_cells(
     eval_id: str, cells: Sequence[Cell], data: Sequence[_Row], plan: Node, judge_model: Any,
     judged: Sequence[str], resume: bool, budget: Any, map_options: Mapping[str, Any],
+    rubric: Mapping[str, str],
 ) -> None:  # fmt: skip
     """Score each cell's rows from its committed lines and the log; then let the judge decide (its
     calls for every cell at once; a failed one is no verdict, so a resume asks again)."""
     folder = eval_dir(eval_id)
     log = map_options.get("log", True)
+    score_rows(folder, cells, data, plan, log=log)
+    concurrency = map_options.get("concurrency") or 8
+    steps: list[tuple[str, Any, Any]] = []  # (file name, the cell's map job, how its lines apply)
+    if judge_model is not None and judged:
+        steps.append(("judge", lambda p, c: judge_job(judge_model, p, c, judged, log=log), apply_verdicts))
+    if rubric:
+        steps.append(
+            (
+                "rubric",
+                lambda p, c: rubric_job(judge_model, p, c, rubric, log=log),
+                lambda p, c: apply_rubric(p, c, rubric),
+            )
+        )
+    for name, job, apply in steps:
+        paths = [folder / f"{name}-{index}.jsonl" for index in range(len(cells))]
+        jobs = [job(path, cell) for path, cell in zip(paths, cells, strict=True)]
+        run_maps(jobs, concurrency=concurrency, resume=resume, retry_failed=True, budget=budget)
+        for path, cell in zip(paths, cells, strict=True):
+            apply(path, cell)
+
+
+def score_rows(folder: Path, cells: Sequence[Cell], data: Sequence[_Row], plan: Node, *, log: bool) -> None:
+    """Score each cell's rows from its committed lines in `folder` and the log's calls (no model call)."""
     log_reader = _LogReader(enabled=log)
     try:
         for index, cell in enumerate(cells):
@@ -191,21 +275,12 @@ def _score_cells(
             runs = _runs(data, cell.repeats)
             cell.rows = [_scored(plan, row, lines.get(run_key(row.key, r)), r) for row, r in runs]
             log_reader.fill(cell.rows)
+            if TOOLS in cell.arrays:
+                log_reader.trajectories(cell.rows, {row.key: row.tools for row in data})
             if cell.repeats > 1:
                 _agreement(plan, cell)
     finally:
         log_reader.close()
-    if judge_model is None or not judged:
-        return
-    verdicts = [folder / f"judge-{index}.jsonl" for index in range(len(cells))]
-    jobs = [
-        judge_job(judge_model, path, cell, judged, log=log)
-        for path, cell in zip(verdicts, cells, strict=True)
-    ]
-    concurrency = map_options.get("concurrency") or 8
-    run_maps(jobs, concurrency=concurrency, resume=resume, retry_failed=True, budget=budget)
-    for path, cell in zip(verdicts, cells, strict=True):
-        apply_verdicts(path, cell)
 
 
 def _check_scoring(eval_id: str, scoring: dict[str, Any]) -> None:
@@ -227,6 +302,7 @@ def read_rows(
     id_field: str | None,
     max_rows: int,
     prompts: Sequence[str] = (),
+    expected_tools: str = "expected_tools",
 ) -> list[_Row]:
     """The rows, each checked: a dict with its expected answer (JSON: finite numbers, at most
     MAX_DEPTH deep), valid under the schema, a unique non-null key, every field the prompts name."""
@@ -263,13 +339,19 @@ def read_rows(
         problems = [] if validator.is_valid(answer) else validate(answer, schema)
         if problems:
             raise EvalInputError(f"{name}: the expected answer does not match the schema: {problems[0]}")
-        inputs = {k: v for k, v in row.items() if k != expected}
+        tools = None
+        if row.get(expected_tools) is not None:
+            try:
+                tools = parse_tools(row[expected_tools])
+            except ValueError as exc:
+                raise EvalInputError(f"{name}: the expected tools ({expected_tools!r}): {exc}") from None
+        inputs = {k: v for k, v in row.items() if k not in (expected, expected_tools)}
         for template in prompts:
             try:
                 Row(index, key, inputs).prompt(template)
             except MapInputError as exc:
                 raise EvalInputError(f"{name}: {exc}") from None
-        out.append(_Row(key, inputs, answer))
+        out.append(_Row(key, inputs, answer, tools))
     if not out:
         raise EvalInputError("the data has no rows")
     return out
@@ -304,10 +386,10 @@ def _name(model: Any) -> str:
     return model if isinstance(model, str) else str(getattr(model, "name", model))
 
 
-def _judge_model(judge: Any, options: Mapping[str, Any], names: Sequence[str]) -> Any:
-    """The judge, made before any call: one of the same provider as a model evaluated (`openai/...`
-    both) is given the models' key and base URL; one with no key is bad input (exit 2), not a
-    failed row."""
+def _judge_model(judge: Any, options: Mapping[str, Any], names: Sequence[str], own: Mapping[str, Any]) -> Any:
+    """The judge, made before any call: with its `own` key and base URL where given, else one of the
+    same provider as a model evaluated (`openai/...` both) is given the models' key and base URL;
+    one with no key is bad input (exit 2), not a failed row."""
     if judge is None:
         return None
     from chainform.errors import MissingKeyError
@@ -315,6 +397,7 @@ def _judge_model(judge: Any, options: Mapping[str, Any], names: Sequence[str]) -
     shared = {}
     if isinstance(judge, str) and _provider(judge) in {_provider(name) for name in names}:
         shared = {k: options[k] for k in ("key", "base_url") if options.get(k) is not None}
+    shared |= {k: v for k, v in own.items() if v is not None}
     try:
         return _model(judge, shared)
     except MissingKeyError as exc:
@@ -341,6 +424,7 @@ def _model(model: Any, options: Mapping[str, Any]) -> Any:
 def _scored(plan: Node, row: _Row, line: dict[str, Any] | None, repeat: int | None = None) -> RowResult:
     result = _result(plan, row, line)
     result.repeat = repeat
+    result.expected_tools = row.tools.to_json() if row.tools is not None else None
     return result
 
 
@@ -421,9 +505,41 @@ class _LogReader:
             answered = [c.strategy for c in calls if c.strategy]
             result.strategy = answered[-1] if answered else None
 
+    def trajectories(self, results: Sequence[RowResult], expected: Mapping[str, Expectation | None]) -> None:
+        """Score each row's logged tool calls against its expected ones (a row that never ran: an error)."""
+        if self.store is None:
+            return
+        from chainform.evals._summaries import tool_calls
+        from chainform.output import OUTPUT_TOOL_NAME
+
+        made = tool_calls(
+            self.store,
+            [r.conversation_id for r in results if r.conversation_id is not None],
+            skip=OUTPUT_TOOL_NAME,
+        )
+        for result in results:
+            wanted = expected.get(result.key)
+            if wanted is None:
+                continue
+            if result.conversation_id is None:
+                result.fields[TOOLS] = Outcome("error", 0, 1, 0, 0, len(wanted.wants))
+                continue
+            calls = [Call(name, arguments) for name, arguments in made.get(result.conversation_id, [])]
+            verdict = judge_tools(wanted, calls)
+            result.fields[TOOLS] = verdict.outcome
+            result.tools_wrong, result.tools_missed = verdict.wrong, verdict.missed
+
     def close(self) -> None:
         if self.store is not None:
             self.store.close()
 
 
-__all__ = ["MAX_ROWS", "evaluate", "not_json", "read_rows"]
+__all__ = [
+    "MAX_ROWS",
+    "evaluate",
+    "not_json",
+    "read_rows",
+    "score_rows",
+    "scoring_options",
+    "scoring_settings",
+]
