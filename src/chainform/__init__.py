@@ -20,7 +20,7 @@ _PUBLIC: dict[str, tuple[str, ...]] = {
     # module: the names `chainform` gives from it (the one list; __all__ and the lookup derive from it)
     "chainform.agents": ("Agent",),
     "chainform.output.strategies._context": ("ContextPolicy",),
-    "chainform.chain._events": ("ChainEvent",),
+    "chainform.chain._events": ("ChainEvent", "FellBack"),
     "chainform.chain._records": ("ChainUsage",),
     "chainform.chain._calls": ("ModelCall",),
     "chainform.chain._tools": ("CancelToolCall", "Final"),
@@ -139,6 +139,7 @@ if TYPE_CHECKING:  # what type checkers and editors see: the same names, importe
     from chainform.chain._approval import PendingCall as PendingCall
     from chainform.chain._calls import ModelCall as ModelCall
     from chainform.chain._events import ChainEvent as ChainEvent
+    from chainform.chain._events import FellBack as FellBack
     from chainform.chain._records import ChainUsage as ChainUsage
     from chainform.chain._spec import ChainSpec as ChainSpec
     from chainform.chain._spec import SpecError as SpecError

@@ -234,7 +234,7 @@ class _Base(Generic[R]):
                 self._store = Store(self._log_path)
             except Exception as exc:  # logging must never break a chain; say so once
                 self._store_failed = True
-                way_on = "" if isinstance(exc, HomeError) else " (move the file aside, or pass log=False)"
+                way_on = "" if isinstance(exc, HomeError) else " (pass log=False to run without it)"
                 warnings.warn(f"chainform: logging disabled: {exc}{way_on}", stacklevel=3)
         return self._store
 

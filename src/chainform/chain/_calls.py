@@ -19,7 +19,6 @@ from __future__ import annotations
 import asyncio
 import functools
 import time
-import warnings
 from collections.abc import Sequence
 from contextvars import ContextVar
 from dataclasses import dataclass, field
@@ -425,15 +424,16 @@ class ChainLogger:
 
     async def _write(self, what: str, write: Any, *args: Any) -> None:
         """Run a store write at once on the event loop's thread when the log is free, else on a
-        worker thread that waits for the lock while the loop goes on. A write that fails warns and
-        is dropped: the log must never cost the user their answer."""
+        worker thread that waits for the lock while the loop goes on. A write that fails is dropped
+        and counted: the store tells how many writes it lost, and why, in one warning (on close, or
+        at exit); the log must never cost the user their answer."""
         try:
             try:
                 write(*args, wait=False)
             except LogBusy:
                 await asyncio.to_thread(functools.partial(write, *args))
         except Exception as exc:  # never lose the chain's result because the log failed
-            warnings.warn(f"chainform: could not log {what}: {exc}", stacklevel=3)
+            self.store.unlogged.add(exc)
 
 
 def _attached(attachment: Any, conversion: Any, store: str) -> Attached:

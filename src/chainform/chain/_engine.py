@@ -27,7 +27,7 @@ from chainform import _lineage, _trace
 from chainform.chain._approval import Approval, ChainWaiting, Denied, PendingCall, decided
 from chainform.chain._attachments import for_profile, tool_files
 from chainform.chain._calls import CallRunner, ChainLogger, ModelCall, plain_data
-from chainform.chain._events import ChainEvent, EventLog
+from chainform.chain._events import ChainEvent, EventLog, FellBack
 from chainform.chain._fallback import Candidate, FallbackPlan, Route
 from chainform.chain._journal import Journal
 from chainform.chain._records import ChainResult
@@ -288,7 +288,7 @@ class ChainRun(CallRunner):
             del transcript[self.answer_from :]
             self.answer_from = None
         _close_calls(transcript)
-        await self._switch(after, transcript)
+        await self._switch(after, transcript, exc)
         return True
 
     async def _fall_over(self, exc: ProviderError, transcript: list[Message]) -> bool:
@@ -297,10 +297,17 @@ class ChainRun(CallRunner):
         after = self.route.after(exc) if self.route is not None else None
         if after is None:
             return False
-        await self._switch(after, transcript)
+        await self._switch(after, transcript, exc)
         return True
 
-    async def _switch(self, after: Candidate, transcript: list[Message]) -> None:
+    async def _switch(self, after: Candidate, transcript: list[Message], exc: Exception) -> None:
+        """Go on with `after`; the stream's readers are told (a `fallback` event): the text since the
+        last answer was the failed model's."""
+        failed = self.model_name or "the model"
+        kind = getattr(exc, "kind", None)
+        why = f"{type(exc).__name__}" + (f" ({kind})" if kind else "")
+        note = f"{failed} failed: {why}; {after.name} answers from here"
+        self.events.append(ChainEvent("fallback", note, value=FellBack(failed, exc, after.name)))
         self.client, self.profile, self.model_name = after.client, after.profile, after.name
         self.refusals = after.refusals
         self.settings = replace(self.settings, refusals=after.refusals)

@@ -102,7 +102,11 @@ def render(row: CallRecord, *, usage: bool, format_context: bool) -> str:
     help="How many calls (0 for all).",
 )
 @click.option("--json", "as_json", is_flag=True, help="Output JSON: every column, tool calls and results.")
-@click.option("-q", "--query", help="Full-text search over prompts and responses (every word must match).")
+@click.option(
+    "-q",
+    "--query",
+    help="Search prompts and responses: every term must occur (a substring), a -TERM must not.",
+)
 @click.option("--cid", "--conversation", "conversation", help="Only this conversation.")
 @click.option("-c", "--current", is_flag=True, help="Only the most recent conversation.")
 @click.option("--chain", "chain_id", help="Only this chain (every call of one prompt).")
@@ -229,6 +233,26 @@ def logs_backup(path: str) -> None:
         click.echo(f"Backed up {store.path} to {store.backup(path)}")
 
 
+@logs_command.command(name="repair")
+@click.option("--force", is_flag=True, help="Rebuild the log even when it is not damaged.")
+def logs_repair(force: bool) -> None:
+    """Save what SQLite can read of a damaged log into a new log; the damaged one is kept beside it."""
+    from chainform.store import default_path, repair
+
+    done = repair(default_path(), force=force)
+    if done.intact and not done.kept:
+        click.echo(f"The log at {done.path} is not damaged (PRAGMA quick_check: ok); nothing to repair.")
+        return
+    calls = done.rows.get("responses", 0)
+    click.echo(
+        f"Saved {calls} call{'s' if calls != 1 else ''} in {done.rows.get('conversations', 0)} conversations "
+        f"into a new log at {done.path}"
+        + (f"; {done.skipped} unreadable rows (or runs of rows) left behind" if done.skipped else "")
+        + "."
+    )
+    click.echo("The damaged log is kept as " + ", ".join(str(p) for p in done.kept) + ".")
+
+
 def _timestamp(value: str) -> float:
     try:
         when = dt.datetime.fromisoformat(value)
@@ -279,8 +303,9 @@ def logs_on() -> None:
 @logs_command.command(name="status")
 def logs_status() -> None:
     """Say whether logging is on, where the log is and how much it holds."""
-    from chainform.store import Store, logging_enabled
+    from chainform.store import Store, lock_timeout, logging_enabled
 
+    lock_timeout()  # a bad CHAINFORM_LOG_TIMEOUT is refused here as by every command (exit 2)
     with Store() as store:
         click.echo(f"Logging is {'on' if logging_enabled() else 'off'}.")
         click.echo(f"Log: {store.path}")

@@ -8,6 +8,7 @@ or `error`. The file is the run's commit record: `--resume` skips every key alre
 from __future__ import annotations
 
 import contextlib
+import shlex
 from collections.abc import Iterator
 from contextlib import aclosing
 from decimal import Decimal
@@ -255,12 +256,13 @@ def map_command(
         )
         if store is not None:
             model.log_to(store)  # the command's one log
-    sink = JsonlSink(output)
+    again = shlex.join(["chainform", "map", input_path, "-o", output])
+    sink = JsonlSink(output, f"run the same command with --resume ({again} ... --resume)")
     if keep_errors and not resume:
         raise click.UsageError("--keep-errors only applies with --resume")
     locks = contextlib.ExitStack()  # one writer per OUT and per run, held until the command ends
     click.get_current_context().call_on_close(locks.close)
-    _lock(locks, "out", str(Path(output).resolve()), output)
+    _lock(locks, "out", output, output)  # beside OUT: one writer whatever CHAINFORM_HOME
     try:
         sink.prepare(resume=resume, retry_errors=not keep_errors)
     except MapOutputError as exc:
@@ -364,11 +366,15 @@ def _budget(names: tuple[str, ...], max_cost: Decimal | None, ray_address: str |
 
 
 def _lock(locks: contextlib.ExitStack, kind: str, name: str, what: str) -> None:
-    """Hold the lock of `name` until the command ends; a usage error when another process has it."""
-    from chainform._map._lock import MapLockedError, holding
+    """Hold the lock of a run id (`kind` "run") or of an output file ("out", its lock file beside
+    it) until the command ends; a usage error when another process has it."""
+    from chainform._map._lock import MapLockedError, beside, holding, holding_file
 
     try:
-        locks.enter_context(holding(kind, name, what))
+        held = (
+            holding_file(beside(Path(name).resolve()), what) if kind == "out" else holding(kind, name, what)
+        )
+        locks.enter_context(held)
     except MapLockedError as exc:
         raise click.UsageError(str(exc)) from None
 

@@ -219,7 +219,6 @@ def open_log(*, required: bool, wanted: bool) -> Store | None:
     if not (required or wanted):
         return None
     from chainform.store import Store, StoreError
-    from chainform.store._store import LogDamagedError
 
     store = Store()
     try:
@@ -227,12 +226,8 @@ def open_log(*, required: bool, wanted: bool) -> Store | None:
     except StoreError as exc:
         if not required:
             return None
-        if isinstance(exc, LogDamagedError):
-            raise StoreError(f"{exc}; or run with --no-log") from None
-        raise StoreError(
-            f"{exc}. Move the file aside (e.g. mv '{store.path}' '{store.path}.bad'; a new log "
-            "is created) or run with --no-log."
-        ) from None
+        raise StoreError(f"{exc}; or run with --no-log") from None  # the error says the way on for its cause
+    click.get_current_context().call_on_close(store.close)  # calls it could not log: one warning
     return store
 
 

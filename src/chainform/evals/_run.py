@@ -114,6 +114,7 @@ def evaluate(
         raise EvalInputError(f"repeat={repeat!r}: give a whole number of runs per row, at least 1")
     names = [_name(m) for m in models]
     judged = free_text_fields(plan, judge_fields) if judge is not None else []
+    judged = [name for name in judged if name not in rubric]  # a rubric field is judged on its rubric
     if rubric and judge is None:
         judge = models[0]  # no judge named: the (first) model judges its own rubric fields
     judge_model = _judge_model(judge, model_options or {}, names, judge_options or {})
@@ -455,7 +456,7 @@ def _agreement(plan: Node, cell: Cell) -> None:
     (by the field's rule: the first answer scored as the expected one); a failed run agrees with nothing."""
     for runs in cell.by_row().values():
         first = runs[0]
-        paths = list(first.fields)
+        paths = [path for path in first.fields if path != TOOLS]  # the answer's fields
         if any(not run.valid for run in runs):
             first.agrees = dict.fromkeys(paths, False)
             continue

@@ -8,6 +8,7 @@ versioned with the database: a field added here is a column or table added by a 
 from __future__ import annotations
 
 import json
+import re
 import sqlite3
 import time
 from collections.abc import Sequence
@@ -305,12 +306,11 @@ def filters(
     chain_id: str | None = None,
     schema_id: str | None = None,
     before: float | None = None,
-    query: str = "",
-    fts: bool = False,
+    query: str | None = None,
+    index: str | None = None,
 ) -> tuple[list[str], list[Any]]:
     """WHERE clauses (all must hold) over `responses r` and their arguments, for reads and deletes.
-    Every word of `query` must occur in the prompt or text: found through the full-text index
-    (`responses_fts`, migration 9) when `fts`, else with LIKE."""
+    `query`: see `search`; `index`: the log's full-text index ("trigram", "words" or None)."""
     clauses: list[str] = []
     args: list[Any] = []
 
@@ -328,11 +328,43 @@ def filters(
         add("r.schema_id >= ? AND r.schema_id < ?", schema_id.lower(), schema_id.lower() + "g")
     if before is not None:
         add("r.created_at < ?", before)
-    words = query.split()
-    if words and fts:  # each word quoted: user text is never parsed as FTS syntax (AND/OR/NEAR, quotes)
-        match = " ".join('"' + w.replace('"', '""') + '"' for w in words)
-        add("r.rowid IN (SELECT rowid FROM responses_fts WHERE responses_fts MATCH ?)", match)
-    for word in [] if fts else words:
-        pattern = "%" + word.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_") + "%"
-        add("(r.prompt LIKE ? ESCAPE '\\' OR r.text LIKE ? ESCAPE '\\')", pattern, pattern)
+    if query is not None:
+        for clause, values in search(query, index):
+            add(clause, *values)
     return clauses, args
+
+
+def search(query: str, index: str | None) -> list[tuple[str, list[Any]]]:
+    """The clauses of a search: every whitespace-separated term must occur in the prompt or the
+    text (as a substring, case-insensitive for ASCII; with a "words" index a word term matches
+    whole words), and a term written `-term` must not (a lone `-` is a term like any other).
+
+    A term goes through the full-text index when the index answers it exactly: the trigram index
+    (`responses_fts`, migration 12) any term of 3 characters or more that holds a letter or digit,
+    a word index (a SQLite without the trigram tokenizer) a plain ASCII word. Other terms (only
+    punctuation or emoji, CJK shorter than 3 characters, ...) are a plain substring scan: LIKE with
+    its wildcards escaped, newest rows first, stopping at the requested count. Each term is quoted:
+    user text is never parsed as FTS syntax (AND/OR/NEAR, quotes). An empty query is refused."""
+    terms = query.split()
+    if not terms:
+        raise StoreError("the search is empty: give the words to look for (-q WORDS)")
+    out: list[tuple[str, list[Any]]] = []
+    for term in terms:
+        negate = len(term) > 1 and term.startswith("-")
+        term = term[1:] if negate else term
+        if _indexed(term, index):
+            found = "r.rowid IN (SELECT rowid FROM responses_fts WHERE responses_fts MATCH ?)"
+            out.append((found, ['"' + term.replace('"', '""') + '"']))
+        else:
+            pattern = "%" + term.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_") + "%"
+            found = "(COALESCE(r.prompt, '') LIKE ? ESCAPE '\\' OR r.text LIKE ? ESCAPE '\\')"
+            out.append((found, [pattern, pattern]))
+        if negate:
+            out[-1] = (f"NOT {out[-1][0]}", out[-1][1])
+    return out
+
+
+def _indexed(term: str, index: str | None) -> bool:
+    if index == "trigram":
+        return len(term) >= 3 and re.search(r"\w", term) is not None
+    return index == "words" and re.fullmatch(r"\w+", term, re.ASCII) is not None
