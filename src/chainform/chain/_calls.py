@@ -433,7 +433,7 @@ class ChainLogger:
             except LogBusy:
                 await asyncio.to_thread(functools.partial(write, *args))
         except Exception as exc:  # never lose the chain's result because the log failed
-            self.store.unlogged.add(exc)
+            self.store.unlogged.add(exc, calls=1 if what == "a model call" else 0)
 
 
 def _attached(attachment: Any, conversion: Any, store: str) -> Attached:
