@@ -198,7 +198,7 @@ def test_map_flags_absolute_tolerance_and_repeats_reach_the_run(data, schema_fil
     result = invoke(
         *eval_argv(data, schema_file, emulator, "--json", "--strategy", "native", "--repeat", "2",
                    "--tolerance", "total=abs:2", "--fuzzy", "vendor=0.5", "-o", "temperature", "0",
-                   "--no-log", "--rpm", "6000", "--retries", "0", "--timeout", "30", "--concurrency", "3"),
+                   "--no-log", "--rpm", "6000", "--transport-retries", "0", "--timeout", "30", "--concurrency", "3"),
     )  # fmt: skip
     assert result.exit_code == 0, result.output
     cell = json.loads(result.stdout)["cells"][0]
@@ -383,3 +383,24 @@ def test_the_terminal_shows_wrong_fields_and_csv_has_every_row_and_field(
     assert (
         invoke("show", eval_id, "--csv", str(again)).exit_code == 0 and again.read_text() == out.read_text()
     )
+
+
+def test_a_rubric_judge_with_its_own_key_and_endpoint(data, schema_file, emulator: Emulator):
+    def reply(request: RecordedRequest) -> str:
+        if "Judge one field" in json.dumps(request.json):
+            return json.dumps({"pass": True, "reason": "reads like a shop"})
+        return answer(wrong=False)(request)
+
+    emulator.default = reply
+    result = invoke(
+        *eval_argv(data, schema_file, emulator, "--json", "--strategy", "native", "--rubric",
+                   "vendor=names a shop", "--judge", MODEL, "--judge-key", "sk-judge",
+                   "--judge-base-url", emulator.base_url + "/v1"),
+    )  # fmt: skip
+    assert result.exit_code == 0, result.output
+    keys = [
+        (r.headers.get("authorization"), "Judge one field" in json.dumps(r.json)) for r in emulator.requests
+    ]
+    assert sorted(set(keys)) == [("Bearer sk-judge", True), ("Bearer sk-test", False)]
+    cell = json.loads(result.stdout)["cells"][0]
+    assert cell["rows_right"] == 6 and cell["calls_per_row"]["judge"] == 1.0
