@@ -198,7 +198,7 @@ def test_map_flags_absolute_tolerance_and_repeats_reach_the_run(data, schema_fil
     result = invoke(
         *eval_argv(data, schema_file, emulator, "--json", "--strategy", "native", "--repeat", "2",
                    "--tolerance", "total=abs:2", "--fuzzy", "vendor=0.5", "-o", "temperature", "0",
-                   "--no-log", "--rpm", "6000", "--retries", "0", "--timeout", "30", "--concurrency", "3"),
+                   "--no-log", "--rpm", "6000", "--transport-retries", "0", "--timeout", "30", "--concurrency", "3"),
     )  # fmt: skip
     assert result.exit_code == 0, result.output
     cell = json.loads(result.stdout)["cells"][0]

@@ -129,7 +129,7 @@ def test_bad_fallback_lists_fail_before_any_call(emulator: Emulator, monkeypatch
 def test_a_map_finishes_on_the_second_model(emulator: Emulator, tmp_path: Path) -> None:
     emulator.add(*[Fault(500), Fault(500), '{"n": 1}'] * 2)  # each row: the SDK's retry, then the second
     model = _models(emulator)
-    results = list(model.map(["one", "two"], schema="n int", concurrency=1, retries=0))
+    results = list(model.map(["one", "two"], schema="n int", concurrency=1, transport_retries=0))
     assert [r.data for r in results] == [{"n": 1}, {"n": 1}]
     with Store() as store:
         rows = store.recent(n=None)
@@ -154,7 +154,7 @@ def test_cli_prompt_and_map_take_fallbacks(
     rows, out = tmp_path / "in.txt", tmp_path / "out.jsonl"
     rows.write_text("one\ntwo\n")
     emulator.add(*[Fault(500), '{"n": 2}'] * 2)
-    argv = ["map", str(rows), "-o", str(out), *first, "--schema", "n int", "--retries", "0"]
+    argv = ["map", str(rows), "-o", str(out), *first, "--schema", "n int", "--transport-retries", "0"]
     done = CliRunner().invoke(cli, [*argv, "--concurrency", "1", "--fallback", "ollama/llama3.2"])
     assert done.exit_code == 0, done.output
     lines = [json.loads(line) for line in out.read_text().splitlines()]

@@ -156,19 +156,16 @@ async def run_calls(
     before_call: BeforeCall | None,
     after_call: AfterCall | None,
     restore_arguments: Callable[[Any, dict[str, Any]], dict[str, Any]],
+    on_result: Callable[[FunctionResultContent], Awaitable[FunctionResultContent]] | None = None,
 ) -> list[FunctionResultContent]:
-    """A turn's calls run concurrently (sync tools in threads); results keep the calls' order."""
-    return list(
-        await asyncio.gather(
-            *(
-                run_call(
-                    c,
-                    tools,
-                    before_call=before_call,
-                    after_call=after_call,
-                    restore_arguments=restore_arguments,
-                )
-                for c in calls
-            )
+    """A turn's calls run concurrently (sync tools in threads); results keep the calls' order.
+    `on_result` is awaited with each result as it returns (the engine logs it then) and gives
+    the result kept."""
+
+    async def one(call: FunctionCallContent) -> FunctionResultContent:
+        result = await run_call(
+            call, tools, before_call=before_call, after_call=after_call, restore_arguments=restore_arguments
         )
-    )
+        return result if on_result is None else await on_result(result)
+
+    return list(await asyncio.gather(*(one(c) for c in calls)))

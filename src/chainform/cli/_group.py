@@ -24,6 +24,7 @@ EXIT_STRUCTURED = 4
 EXIT_CHAIN = 5
 EXIT_BELOW_FLOOR = 6  # `eval --fail-under`: a figure fell below its floor
 EXIT_COST_CAP = 7  # `eval --max-cost` stopped the eval before every row ran
+EXIT_WAITING = 8  # the chain waits for a person to approve tool calls (`chainform resume`)
 EXIT_INTERRUPTED = 130
 
 DEFAULT_COMMAND = "prompt"
@@ -33,6 +34,9 @@ _DEBUG_KEY = "chainform.debug"
 def exit_code_for(exc: BaseException) -> int:
     """The exit code that names the phase which failed."""
     from chainform import errors
+    from chainform.chain._approval import ChainWaitingError
+    from chainform.chain._journal import ResumeError
+    from chainform.chain._spec import SpecError
     from chainform.store import StoreError
 
     if isinstance(
@@ -43,9 +47,13 @@ def exit_code_for(exc: BaseException) -> int:
         | errors.HomeError
         | errors.AttachmentError
         | errors.HostedToolError
-        | errors.PricingError,
+        | errors.PricingError
+        | ResumeError
+        | SpecError,
     ):
         return EXIT_USAGE
+    if isinstance(exc, ChainWaitingError):
+        return EXIT_WAITING
     if isinstance(exc, errors.ProviderError | errors.MissingKeyError | errors.ModelNotFoundError):
         return EXIT_PROVIDER
     if isinstance(exc, errors.StructuredOutputError | errors.FormattingError):

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import datetime as dt
 import json
+import time
 from typing import TYPE_CHECKING
 
 import click
@@ -17,7 +18,7 @@ from chainform.cli._output import echo_json, shorten
 if TYPE_CHECKING:
     from pathlib import Path
 
-    from chainform.store import CallRecord
+    from chainform.store import CallRecord, ChainRow, Store
 
 
 def _usage_line(row: CallRecord) -> str:
@@ -115,6 +116,11 @@ def render(row: CallRecord, *, usage: bool, format_context: bool) -> str:
 @click.option(
     "--tree", is_flag=True, help="Conversations with the subagent conversations they started, nested."
 )
+@click.option(
+    "--unfinished",
+    is_flag=True,
+    help="Chains that did not end (running, interrupted, waiting for approval), with the command that resumes each.",
+)
 @click.pass_context
 def logs_command(
     ctx: click.Context,
@@ -128,6 +134,7 @@ def logs_command(
     format_context: bool,
     usage: bool,
     tree: bool,
+    unfinished: bool,
 ) -> None:
     """Show logged calls, most recent last (every call of a chain: retries and formatting too)."""
     if ctx.invoked_subcommand is not None:
@@ -135,6 +142,9 @@ def logs_command(
     from chainform.store import Store, schema_id
 
     store = Store()
+    if unfinished:
+        _unfinished(store, count, as_json)
+        return
     if current:
         conversation = conversation or store.last_conversation_id()
         if conversation is None:
@@ -166,6 +176,34 @@ def logs_command(
         _say_none(store.path, filtered=any((query, conversation, chain_id, schema)))
         return
     click.echo("\n\n".join(render(r, usage=usage, format_context=format_context) for r in rows))
+
+
+def _unfinished(store: Store, count: int, as_json: bool) -> None:
+    """`logs --unfinished`: chains that did not end, newest first. A "running" chain no process
+    holds (its lock is free: killed outright) is shown as "stopped": resume it."""
+    from chainform.chain._lock import ChainLock
+
+    rows = store.unfinished_chains(count or None)
+    shown: list[tuple[ChainRow, str]] = []
+    for row in rows:
+        state: str = row.status
+        if state == "running" and not ChainLock(store.path, row.id).held_elsewhere():
+            state = "stopped"
+        shown.append((row, state))
+    if as_json:
+        echo_json([{**row.to_dict(), "state": state} for row, state in shown])
+        return
+    if not shown:
+        click.echo(f"No unfinished chain in {store.path}.", err=True)
+        return
+    for row, state in shown:
+        when = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(row.created_at))
+        line = f"{row.id}  {when}  {state:<11}  {row.model}"
+        if row.pending:
+            line += "  waits for: " + ", ".join(f"{p['tool']} ({p['id']})" for p in row.pending)
+        click.echo(line)
+        if state != "running":
+            click.echo(f"  resume: chainform resume {row.id}")
 
 
 def _say_none(path: Path, *, filtered: bool = False) -> None:

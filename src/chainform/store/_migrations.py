@@ -251,6 +251,24 @@ MIGRATIONS: list[Migration] = [
         """,
     # 12: the full-text index of trigrams, declared so that Datasette finds it.
     _search_index_of_trigrams,
+    # 13: chains as data (store/_chains.py): each chain's spec (chain/_spec.py, JSON), its status
+    # (running, done, failed, interrupted, waiting) and the tool calls it waits on; and, for a call
+    # that raised, what it raised (a resume replays it: chain/_journal.py).
+    """
+        CREATE TABLE chains (
+            id TEXT PRIMARY KEY,
+            conversation_id TEXT NOT NULL,
+            model TEXT NOT NULL,
+            spec TEXT NOT NULL,
+            status TEXT NOT NULL,
+            pending TEXT,
+            error TEXT,
+            created_at REAL NOT NULL,
+            updated_at REAL NOT NULL
+        );
+        CREATE INDEX chains_status ON chains(status);
+        ALTER TABLE responses ADD COLUMN failure TEXT;
+        """,
 ]
 
 

@@ -67,8 +67,8 @@ class ToolResultRecord:
 class CallRecord(BaseModel):
     """One model call of a chain (failures, retries and the formatting call included).
 
-    The engine builds it when the call's tool results are known and commits it before the next
-    call starts; `Store.recent` reads it back, and `to_dict()` is what `chainform logs --json` prints.
+    The engine commits it the moment the call returns (or raises), before its tools run; each
+    tool result is added when it returns (`Store.write_tool_results`); `Store.recent` reads it back, and `to_dict()` is what `chainform logs --json` prints.
     """
 
     model_config = ConfigDict(populate_by_name=True, ser_json_bytes="base64", val_json_bytes="base64")
@@ -105,6 +105,7 @@ class CallRecord(BaseModel):
     parent_tool_call_id: str | None = None
     agent_name: str | None = None
     attachments: list[AttachmentRecord] = Field(default_factory=list)  # files the call sent (stored once)
+    failure: dict[str, Any] | None = None  # a call that raised: its type, kind, status and message
 
     @property
     def schema(self) -> dict[str, Any] | None:  # type: ignore[override]
@@ -121,7 +122,7 @@ RESPONSE_COLUMNS = (
     "messages", "options", "schema_id", "text", "parsed", "input_tokens", "output_tokens",
     "total_tokens", "additional_counts", "duration_ms", "created_at", "error",
     "parent_conversation_id", "parent_chain_id", "parent_tool_call_id", "agent_name", "cost",
-    "finish_reason", "ended_by",
+    "finish_reason", "ended_by", "failure",
 )  # fmt: skip
 
 _INSERT_RESPONSE = (
@@ -241,6 +242,7 @@ def _response_rows(rows: Rows, record: CallRecord, sid: str | None, blobs: Blobs
         "total_tokens": usage.total_tokens if usage else None,
         "additional_counts": dumps(usage.additional_counts) if usage and usage.additional_counts else None,
         "cost": str(usage.cost) if usage is not None and usage.cost is not None else None,
+        "failure": dumps(record.failure) if record.failure is not None else None,
     }  # the other columns are the record's fields of the same name
     row = tuple(encoded[c] if c in encoded else getattr(record, c) for c in RESPONSE_COLUMNS)
     rows.setdefault("responses", []).append(row)
@@ -275,7 +277,7 @@ def read_call(db: sqlite3.Connection, row: tuple[Any, ...], *, read_refs: bool =
         restore_fragments(db, restore(db, stored, read_refs=read_refs)) if stored else None
     )
     data["attachments"] = of_call(db, rid)
-    for key in ("options", "schema", "parsed"):
+    for key in ("options", "schema", "parsed", "failure"):
         data[key] = json.loads(data[key]) if data[key] is not None else None
     data["options"] = data["options"] or {}
     data["tool_calls"] = [

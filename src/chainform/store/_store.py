@@ -30,6 +30,7 @@ from typing import Any, TypeVar
 
 from chainform._paths import create_private, default_path
 from chainform.errors import StoreError
+from chainform.store import _chains
 from chainform.store._advice import (
     LogLockedError,
     LogSettingError,
@@ -39,6 +40,7 @@ from chainform.store._advice import (
     holders,
 )
 from chainform.store._attachments import ORPHAN_FILES, Attached
+from chainform.store._chains import ChainRow, ChainStatus
 from chainform.store._fragments import ORPHAN_FRAGMENTS, Fragment
 from chainform.store._fragments import find as find_fragments
 from chainform.store._fragments import listing as fragment_listing
@@ -263,6 +265,46 @@ class Store:
         rows = rows_of(records, attached)
         self.write(lambda db: write_rows(db, rows), wait=wait)
 
+    def write_tool_results(
+        self, response_id: str, results: Sequence[tuple[str, str, str, str | None]], *, wait: bool = True
+    ) -> None:
+        """Add tool results (call_id, name, output, error) to a committed call, as they return."""
+        self.write(lambda db: _chains.add_tool_results(db, response_id, list(results)), wait=wait)
+
+    def mark_ended(self, response_id: str, tool: str, parsed: Any, *, wait: bool = True) -> None:
+        """Record on a committed call that its tool's result ended the chain (`ended_by`) and the
+        value it gave (`parsed`): the call was committed before its tools ran."""
+        self.write(lambda db: _chains.mark_ended(db, response_id, tool, parsed), wait=wait)
+
+    # -- chains (store/_chains.py) ----------------------------------------------------------
+
+    def begin_chain(self, row: ChainRow, *, wait: bool = True) -> None:
+        """Record a chain that starts (status "running"; a resumed chain keeps its row)."""
+        self.write(lambda db: _chains.begin(db, row), wait=wait)
+
+    def set_chain_status(
+        self,
+        chain_id: str,
+        status: ChainStatus,
+        *,
+        error: str | None = None,
+        pending: list[dict[str, Any]] | None = None,
+        wait: bool = True,
+    ) -> None:
+        self.write(
+            lambda db: _chains.set_status(db, chain_id, status, error=error, pending=pending), wait=wait
+        )
+
+    def chains(self, id_or_prefix: str) -> list[ChainRow]:
+        """The logged chains whose id is `id_or_prefix` or starts with it."""
+        with self.read() as db:
+            return _chains.read(db, id_or_prefix)
+
+    def unfinished_chains(self, limit: int | None = None) -> list[ChainRow]:
+        """Chains that did not end (running, interrupted, waiting), newest first."""
+        with self.read() as db:
+            return _chains.unfinished(db, limit)
+
     # -- maintenance ------------------------------------------------------------------------
 
     def backup(self, target: Path | str) -> Path:
@@ -317,6 +359,9 @@ class Store:
                 db.execute(f"DELETE FROM {table} WHERE response_id IN ({selected})", args)
             count = db.execute(f"DELETE FROM responses WHERE id IN ({selected})", args).rowcount
             db.execute("DELETE FROM conversations WHERE id NOT IN (SELECT conversation_id FROM responses)")
+            db.execute(  # an ended chain none of whose calls is left
+                "DELETE FROM chains WHERE status IN ('done', 'failed') AND id NOT IN (SELECT chain_id FROM responses)"
+            )
             db.execute(
                 "DELETE FROM schemas WHERE id NOT IN (SELECT schema_id FROM responses WHERE schema_id IS NOT NULL)"
             )
