@@ -10,6 +10,7 @@ from dataclasses import dataclass
 from typing import Any, Union
 
 from chainform import _trace
+from chainform._json import MAX_DEPTH, too_deep
 from chainform._lineage import current_tool_call
 from chainform.errors import ChainInterruptedError, ToolDefinitionError, UnknownToolError
 from chainform.keys import scrub
@@ -129,8 +130,11 @@ async def run_call(
         result = FunctionResultContent(call.call_id, error=error, name=call.name)
     except KeyboardInterrupt:
         raise _interrupted(call) from None
-    # Defence in depth: a key that reached a tool's output never reaches the model or the log.
     final = isinstance(result.result, Final)
+    if too_deep(result.result.value if final else result.result):  # every walker after this recurses
+        error = f"the tool's result is nested more than {MAX_DEPTH} levels deep; it was not sent"
+        result, final = FunctionResultContent(call.call_id, error=error, name=call.name), False
+    # Defence in depth: a key that reached a tool's output never reaches the model or the log.
     value = scrub(result.result.value if final else result.result)
     result = FunctionResultContent(
         call.call_id, Final(value) if final else value, scrub(result.error), call.name
