@@ -85,7 +85,7 @@ def repair(path: Path, *, force: bool = False, now: float | None = None) -> Repa
         for leftover in files_of(new):
             leftover.unlink(missing_ok=True)
         raise StoreError(f"SQLite can read nothing of the log at {path}; it is left as it is")
-    kept = path.with_name(f"{path.name}.damaged-{stamp}")
+    kept = _unused(path.with_name(f"{path.name}.damaged-{stamp}"))
     for source, target in zip(files_of(path), files_of(kept), strict=True):
         if source.exists():
             os.replace(source, target)
@@ -94,6 +94,16 @@ def repair(path: Path, *, force: bool = False, now: float | None = None) -> Repa
         Path(f"{new}{suffix}").unlink(missing_ok=True)  # closed cleanly: checkpointed into `new`
     os.replace(new, path)
     return result
+
+
+def _unused(kept: Path) -> Path:
+    """`kept`, or `kept-2`, `kept-3`...: the first name none of whose files exists, so a second
+    repair within the same second never replaces the damaged files an earlier one kept."""
+    candidate, n = kept, 1
+    while any(f.exists() or f.is_symlink() for f in files_of(candidate)):
+        n += 1
+        candidate = kept.with_name(f"{kept.name}-{n}")
+    return candidate
 
 
 def _tables(db: sqlite3.Connection) -> dict[str, list[str]]:

@@ -344,10 +344,16 @@ def search(query: str, index: str | None) -> list[tuple[str, list[Any]]]:
     a word index (a SQLite without the trigram tokenizer) a plain ASCII word. Other terms (only
     punctuation or emoji, CJK shorter than 3 characters, ...) are a plain substring scan: LIKE with
     its wildcards escaped, newest rows first, stopping at the requested count. Each term is quoted:
-    user text is never parsed as FTS syntax (AND/OR/NEAR, quotes). An empty query is refused."""
+    user text is never parsed as FTS syntax (AND/OR/NEAR, quotes). An empty query, one of more than
+    MAX_SEARCH_TERMS terms (SQLite's expression depth) and text SQLite cannot take (a NUL, a lone
+    surrogate) are refused."""
     terms = query.split()
     if not terms:
         raise StoreError("the search is empty: give the words to look for (-q WORDS)")
+    if len(terms) > MAX_SEARCH_TERMS:
+        raise StoreError(f"the search has {len(terms):,} terms; give at most {MAX_SEARCH_TERMS}")
+    if "\x00" in query or (not query.isascii() and not _encodable(query)):
+        raise StoreError("the search holds a NUL or bytes that are not UTF-8 text; give words")
     out: list[tuple[str, list[Any]]] = []
     for term in terms:
         negate = len(term) > 1 and term.startswith("-")
@@ -362,6 +368,18 @@ def search(query: str, index: str | None) -> list[tuple[str, list[Any]]]:
         if negate:
             out[-1] = (f"NOT {out[-1][0]}", out[-1][1])
     return out
+
+
+MAX_SEARCH_TERMS = 100
+"""The most terms one search takes (each is a clause; SQLite refuses an expression 1000 deep)."""
+
+
+def _encodable(text: str) -> bool:
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
 
 
 def _indexed(term: str, index: str | None) -> bool:
