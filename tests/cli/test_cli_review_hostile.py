@@ -61,3 +61,22 @@ def test_a_template_s_max_tokens_and_stop_are_the_options_o_takes(run, scripted:
     result = run("-t", "huge")
     assert result.exit_code == 2 and result.stderr.count("Error:") == 1 and "max_tokens" in result.stderr
     assert len(scripted.client.requests) == 1  # type: ignore[union-attr]
+
+
+@pytest.mark.parametrize(
+    "make",
+    [
+        lambda path: os.mkfifo(path),  # was: every model name's resolution waited for a writer forever
+        lambda path: os.symlink("/dev/zero", path),  # was: read until memory ran out
+        lambda path: path.write_bytes(b"\xff\xfe{}"),  # was: UnicodeDecodeError, exit 1
+        lambda path: path.write_text("[" * 50_000 + "]" * 50_000),  # was: RecursionError, exit 1
+    ],
+    ids=["fifo", "device", "not-utf8", "deep"],
+)
+def test_a_hostile_aliases_file_is_one_error_line(run, home, make) -> None:
+    home.mkdir(parents=True, exist_ok=True)
+    make(home / "aliases.json")
+    for args in (("aliases", "list"), ("hi", "-m", "4o-mini", "--key", "sk-test")):
+        result = run(*args)
+        assert result.exit_code == 3, result.output  # unknown model (docs/cli.md)
+        assert result.stderr.count("Error:") == 1 and "aliases file" in result.stderr
