@@ -80,3 +80,28 @@ def test_a_hostile_aliases_file_is_one_error_line(run, home, make) -> None:
         result = run(*args)
         assert result.exit_code == 3, result.output  # unknown model (docs/cli.md)
         assert result.stderr.count("Error:") == 1 and "aliases file" in result.stderr
+
+
+@pytest.mark.parametrize(
+    ("args", "why"),
+    [
+        (("--repeat", "99999999999999999999"), "--repeat"),  # was: MemoryError, exit 1 (or the OOM killer)
+        (("--concurrency", "99999999999999999999"), "--concurrency"),  # was: MemoryError, exit 1
+        (("--csv", "\udcff.csv"), "not a UTF-8 file name"),  # was: UnicodeEncodeError, exit 1
+        (("--html", "\udcff.html"), "not a UTF-8 file name"),
+    ],
+    ids=["repeat", "concurrency", "csv", "html"],
+)
+def test_eval_flags_past_what_the_machine_holds_are_usage_errors(run, home, tmp_path, args, why) -> None:
+    data = tmp_path / "d.jsonl"
+    data.write_text('{"text": "a", "expected": {"name": "x"}}\n')
+    result = run("eval", str(data), "--schema", "name", "-p", "{text}", "-m", "4o-mini", *args)
+    assert result.exit_code == 2, result.output
+    assert result.stderr.count("Error:") == 1 and why in result.stderr
+
+
+def test_map_concurrency_past_what_the_machine_holds_is_a_usage_error(run, tmp_path) -> None:
+    data = tmp_path / "d.jsonl"
+    data.write_text('{"text": "a"}\n')
+    result = run("map", str(data), "-m", "4o-mini", "-p", "{text}", "--concurrency", "10000000000")
+    assert result.exit_code == 2 and "--concurrency" in result.stderr, result.output

@@ -17,6 +17,7 @@ import click_default_group
 from chainform.cli._group import EXIT_BELOW_FLOOR, EXIT_COST_CAP, EXIT_INTERRUPTED, EXIT_USAGE
 from chainform.cli._money import apply_price, money_options
 from chainform.cli._options import (
+    MAX_CONCURRENCY,
     STRATEGY_CHOICES,
     count_option,
     model_options_option,
@@ -231,9 +232,15 @@ def gate(report: Any, fail_under: tuple[str, ...]) -> None:
 @click.option("--resume", is_flag=True, help="Continue the newest eval of this data with these settings.")
 @click.option("--retry-failed", is_flag=True, help="With --resume: run again the rows whose chain failed.")
 @count_option(
-    "--repeat", minimum=1, default=1, help="Runs of each row: the report adds pass@k, pass^k and agreement."
+    "--repeat",
+    minimum=1,
+    maximum=1_000,
+    default=1,
+    help="Runs of each row: the report adds pass@k, pass^k and agreement.",
 )
-@count_option("--concurrency", minimum=1, default=8, help="Rows at once, over every cell.")
+@count_option(
+    "--concurrency", minimum=1, maximum=MAX_CONCURRENCY, default=8, help="Rows at once, over every cell."
+)
 @rate_options("per cell")
 @count_option("--max-rows", minimum=1, default=100_000, help="Most rows read from DATA.")
 @money_options("Stop starting rows once the eval has cost this (USD); --resume runs the rest.")
@@ -421,6 +428,10 @@ def writable(path: str, option: str) -> None:
     import tempfile
 
     target = Path(path)
+    try:
+        path.encode("utf-8")
+    except UnicodeEncodeError:
+        raise click.BadParameter(f"{path!r} is not a UTF-8 file name", param_hint=option) from None
     if target.is_dir():
         raise click.BadParameter(f"{path} is a directory: give a file", param_hint=option)
     try:

@@ -23,6 +23,7 @@ from chainform.cli._map_batch import MapCommand, batch_run_id, check_batch, reco
 from chainform.cli._map_progress import Tracker
 from chainform.cli._money import apply_price, money_options
 from chainform.cli._options import (
+    MAX_CONCURRENCY,
     Seconds,
     chain_limit_option,
     count_option,
@@ -98,7 +99,7 @@ ATTACH_HELP = (
 @click.option("--schema", help="Output schema: JSON, a .json file, the concise DSL or a saved schema id.")
 @click.option("-T", "--tool", "tool_names", multiple=True, help="Tool by name; repeatable.")
 @click.option("--functions", multiple=True, help="Python file or code whose functions become tools.")
-@count_option("--concurrency", minimum=1, default=8, help="Rows at once.")
+@count_option("--concurrency", minimum=1, maximum=MAX_CONCURRENCY, default=8, help="Rows at once.")
 @rate_options("all workers")
 @retry_max_tokens_option("a row's answer", "the row fails with phase 'truncated'")
 @stop_at_option("a row's chain", "the row's value")

@@ -23,11 +23,18 @@ OPTION_ALIASES = {"max_tokens": "max_output_tokens", "stop": "stop_sequences"}
 """`-o` names llm users type, and the ChatOptions field each stands for."""
 
 
-def count_option(*decls: str, minimum: int, default: int, help: str | None = None) -> Callable[[F], F]:
-    """An integer option of at least `minimum`."""
+def count_option(
+    *decls: str, minimum: int, default: int, help: str | None = None, maximum: int | None = None
+) -> Callable[[F], F]:
+    """An integer option of at least `minimum` (and at most `maximum`, where a larger one would be
+    spent as memory: a worker or a run each)."""
     return click.option(
-        *decls, type=click.IntRange(min=minimum), default=default, show_default=True, help=help
+        *decls, type=click.IntRange(min=minimum, max=maximum), default=default, show_default=True, help=help
     )
+
+
+MAX_CONCURRENCY = 1_000
+"""The most rows at once (`--concurrency`): each is a worker, made before the first row."""
 
 
 def renamed_count_option(new: str, old: str, *, minimum: int, default: int, help: str) -> Callable[[F], F]:
