@@ -13,9 +13,11 @@ from typing import Any
 import click
 import click_default_group
 
-from chainform.cli._group import EXIT_USAGE
+from chainform.cli._exit import ExitCode, exit_with
+from chainform.cli._failures import Allowance, Failures, allow_failures_option, check_fields
 from chainform.cli._options import STRATEGY_CHOICES, count_option
-from chainform.cli._prompt import FALLBACK_HELP
+from chainform.cli._output import shorten
+from chainform.cli._prompt import FALLBACK_HELP, parse_options
 
 
 class _EvalGroup(click_default_group.DefaultGroup):  # type: ignore[misc]  # untyped library
@@ -40,7 +42,7 @@ eval_group: click.Group = click.group(name="eval", cls=_EvalGroup, default="run"
 
 def _bad_input(exc: Exception) -> click.exceptions.Exit:
     click.echo(f"Error: {' '.join(str(exc).split())}", err=True)
-    return click.exceptions.Exit(EXIT_USAGE)
+    return exit_with(ExitCode.USAGE)
 
 
 def _tolerances(pairs: tuple[str, ...]) -> tuple[dict[str, float], float]:
@@ -115,7 +117,19 @@ def _tolerances(pairs: tuple[str, ...]) -> tuple[dict[str, float], float]:
 )
 @click.option("--resume", is_flag=True, help="Continue the newest eval of this data with these settings.")
 @count_option("--concurrency", minimum=1, default=8, help="Rows at once, per cell.")
-@count_option("--max-rows", minimum=1, default=100_000, help="Most rows read from DATA.")
+@count_option(
+    "--max-rows", minimum=1, default=100_000, help="Most rows DATA may hold (more: refused before any call)."
+)
+@click.option("--limit", type=click.IntRange(min=1), help="Use only the first N rows of DATA.")
+@allow_failures_option
+@click.option(
+    "-o",
+    "--option",
+    "option_pairs",
+    type=(str, str),
+    multiple=True,
+    help="Model option, e.g. -o temperature 0; repeatable.",
+)
 @click.option(
     "--max-cost",
     type=click.FloatRange(min=0, min_open=True),
@@ -151,6 +165,9 @@ def eval_run(
     resume: bool,
     concurrency: int,
     max_rows: int,
+    limit: int | None,
+    allowance: Allowance,
+    option_pairs: tuple[tuple[str, str], ...],
     max_cost: float | None,
     fallback: tuple[str, ...],
     batch: bool,
@@ -161,6 +178,8 @@ def eval_run(
     base_url: str | None,
 ) -> None:
     """Score every model x strategy x prompt on DATA (JSONL or CSV rows, each with its expected answer)."""
+    import itertools
+
     from chainform._map._inputs import read_file
     from chainform.errors import SchemaError
     from chainform.evals import EvalInputError, evaluate
@@ -170,6 +189,12 @@ def eval_run(
         raise click.BadParameter(f"cannot read {data!r}", param_hint="DATA")
     per_field, default = _tolerances(tolerances)
     options: dict[str, Any] = {"concurrency": concurrency, "system": system}
+    if option_pairs:
+        options["options"] = parse_options(option_pairs)
+    items = read_file(data, fmt)
+    if limit is not None:
+        items = itertools.islice(items, limit)
+    items = check_fields(prompts, items, ignore=expected)  # a field the first row lacks: refused now
     if batch:
         options["batch"] = True
     if attach_field is not None:
@@ -180,7 +205,7 @@ def eval_run(
     try:
         spec = resolve_schema(schema)
         report = evaluate(
-            read_file(data, fmt),
+            items,
             schema=spec,
             prompt=list(prompts),
             models=list(models),
@@ -201,6 +226,12 @@ def eval_run(
     except (EvalInputError, SchemaError) as exc:
         raise _bad_input(exc) from None
     _show(report, as_json, html_path)
+    failures = Failures()
+    for cell in report.cells:
+        for row in cell.rows:
+            if row.error is not None and row.error_phase != "not-run":  # not run: --max-cost, for --resume
+                failures.add(row.error_phase or "internal", shorten(row.error, 120))
+    failures.finish("eval", sum(len(cell.rows) for cell in report.cells), allowance)
 
 
 def _show(report: Any, as_json: bool, html_path: str | None) -> None:

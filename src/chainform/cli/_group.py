@@ -8,7 +8,9 @@ can tell a usage mistake from a provider outage from a schema the model never sa
 
 from __future__ import annotations
 
+import errno
 import os
+import re
 import sys
 from typing import Any
 
@@ -16,42 +18,18 @@ import click
 import click_default_group
 
 from chainform._version import __version__
+from chainform.cli._exit import ExitCode, exit_code_for, exit_with
 
-EXIT_OTHER = 1
-EXIT_USAGE = 2
-EXIT_PROVIDER = 3
-EXIT_STRUCTURED = 4
-EXIT_CHAIN = 5
-EXIT_INTERRUPTED = 130
+EXIT_OTHER = ExitCode.OTHER
+EXIT_USAGE = ExitCode.USAGE
+EXIT_PROVIDER = ExitCode.PROVIDER
+EXIT_STRUCTURED = ExitCode.STRUCTURED
+EXIT_CHAIN = ExitCode.CHAIN
+EXIT_INTERRUPTED = ExitCode.INTERRUPTED
 
 DEFAULT_COMMAND = "prompt"
 _DEBUG_KEY = "chainform.debug"
-
-
-def exit_code_for(exc: BaseException) -> int:
-    """The exit code that names the phase which failed."""
-    from chainform import errors
-    from chainform.store import StoreError
-
-    if isinstance(
-        exc,
-        errors.SchemaError
-        | click.UsageError
-        | StoreError
-        | errors.HomeError
-        | errors.AttachmentError
-        | errors.PricingError,
-    ):
-        return EXIT_USAGE
-    if isinstance(exc, errors.ProviderError | errors.MissingKeyError | errors.ModelNotFoundError):
-        return EXIT_PROVIDER
-    if isinstance(exc, errors.StructuredOutputError | errors.FormattingError):
-        return EXIT_STRUCTURED
-    if isinstance(exc, errors.ChainError | errors.ToolError | errors.GuardrailError):
-        return EXIT_CHAIN
-    if isinstance(exc, KeyboardInterrupt | errors.ChainInterruptedError):
-        return EXIT_INTERRUPTED
-    return EXIT_OTHER
+_BARE_WORD = re.compile(r"[A-Za-z][A-Za-z0-9_-]*")
 
 
 def error_line(exc: BaseException) -> str:
@@ -87,8 +65,24 @@ class DefaultGroup(click_default_group.DefaultGroup):  # type: ignore[misc]  # u
             args.remove("--debug")
             ctx.meta[_DEBUG_KEY] = True
         self.default_if_no_args = not sys.stdin.isatty()  # `echo question | chainform`
+        if len(args) == 1 and _BARE_WORD.fullmatch(args[0]) and args[0] not in self.commands:
+            self._no_such_command(ctx, args[0])
         rest: list[str] = super().parse_args(ctx, args)
         return rest
+
+    def _no_such_command(self, ctx: click.Context, word: str) -> None:
+        """`chainform WORD` alone, WORD no command: a mistyped command far more often than a prompt
+        of one word, so it is refused (one line, exit 2) with the nearest command names."""
+        import difflib
+
+        names = [name for name in self.list_commands(ctx) if name != DEFAULT_COMMAND]
+        near = difflib.get_close_matches(word.lower(), names, n=3, cutoff=0.5) or names
+        click.echo(
+            f"Error: no such command {word!r} (nearest: {', '.join(near)}); "
+            f"for a one-word prompt: chainform prompt {word}, or chainform -- {word}",
+            err=True,
+        )
+        raise exit_with(ExitCode.USAGE)
 
     def format_usage(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
         formatter.write_usage(ctx.command_path, "[PROMPT] [OPTIONS] | COMMAND [ARGS]...")
@@ -103,14 +97,32 @@ class DefaultGroup(click_default_group.DefaultGroup):  # type: ignore[misc]  # u
             return super().invoke(ctx)
         except (click.ClickException, click.exceptions.Exit, click.Abort):
             raise
+        except OSError as exc:
+            if exc.errno != errno.EPIPE or debug_enabled(ctx):
+                return self._failed(ctx, exc)
+            _quiet_stdout()  # the reader closed the pipe (`| head -1`): done, as git log is
+            raise exit_with(ExitCode.OK) from None
         except (Exception, KeyboardInterrupt) as exc:
-            if debug_enabled(ctx):
-                raise
-            if isinstance(exc, click.UsageError):
-                raise
-            click.echo(error_line(exc), err=True)
-            sys.stdout.flush()
-            raise click.exceptions.Exit(exit_code_for(exc)) from None
+            return self._failed(ctx, exc)
+
+    def _failed(self, ctx: click.Context, exc: BaseException) -> Any:
+        """An error as one `Error:` line and its exit code (a traceback with --debug)."""
+        if debug_enabled(ctx) or isinstance(exc, click.UsageError):
+            raise exc
+        click.echo(error_line(exc), err=True)
+        sys.stdout.flush()
+        raise exit_with(exit_code_for(exc)) from None
+
+
+def _quiet_stdout() -> None:
+    """After the reader of stdout went away: what is still buffered goes nowhere, so neither the
+    exit nor the interpreter's last flush reports the closed pipe."""
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        os.close(devnull)
+    except (OSError, ValueError):  # no file descriptor behind stdout (a test's captured stream)
+        pass
 
 
 @click.group(cls=DefaultGroup, context_settings={"help_option_names": ["-h", "--help"]})

@@ -7,7 +7,9 @@ import time
 from decimal import Decimal
 from typing import TYPE_CHECKING, Any
 
+from chainform.cli._failures import Failures
 from chainform.cli._money import cost_text
+from chainform.cli._output import shorten
 
 if TYPE_CHECKING:
     from chainform.map import MapResult
@@ -22,6 +24,7 @@ class Tracker:
         self.retried = retried
         self.done = 0
         self.failed = 0
+        self.failures = Failures()
         self.tokens = 0
         self.cost: Decimal | None = Decimal(0)
         self.unpriced: str | None = None  # why a row's cost is unknown: said once, in the summary
@@ -71,7 +74,11 @@ class Tracker:
 
     def add(self, result: MapResult) -> None:
         self.done += 1
-        self.failed += result.error is not None
+        if result.error is not None:
+            self.failed += 1
+            self.failures.add(
+                result.error.phase, shorten(f"{result.error.type}: {result.error.message}", 120)
+            )
         self.tokens += result.usage.total_tokens or 0
         cost = result.usage.cost
         self.cost = self.cost + cost if self.cost is not None and cost is not None else None

@@ -37,7 +37,7 @@ if TYPE_CHECKING:
     from chainform.models import Model
     from chainform.store import Store
 
-_OPTION_ALIASES = {"max_tokens": "max_output_tokens", "stop": "stop_sequences"}
+OPTION_ALIASES = {"max_tokens": "max_output_tokens", "stop": "stop_sequences"}
 
 
 def resolve_model(
@@ -87,7 +87,7 @@ def parse_options(pairs: tuple[tuple[str, str], ...]) -> dict[str, Any]:
 
     out: dict[str, Any] = {}
     for raw_key, raw_value in pairs:
-        key = _OPTION_ALIASES.get(raw_key, raw_key)
+        key = OPTION_ALIASES.get(raw_key, raw_key)
         try:
             value: Any = json.loads(raw_value)
         except ValueError:

@@ -275,9 +275,9 @@ def tools_command(as_json: bool, mcp_values: tuple[str, ...]) -> None:
     else:
         _print_table(sources)
     if mcp_values and any(s.error for s in sources):
-        from chainform.cli._group import EXIT_CHAIN
+        from chainform.cli._exit import ExitCode, exit_with
 
-        raise click.exceptions.Exit(EXIT_CHAIN)
+        raise exit_with(ExitCode.CHAIN)
 
 
 def _parameters(tool: Tool) -> str:
