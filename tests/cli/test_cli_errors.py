@@ -136,7 +136,7 @@ try:
     main()
 except SystemExit:
     pass
-warnings.warn("chainform: the python tool runs with isolation partial", RuntimeWarning)
+warnings.warn("chainform: could not log a model call: the disk is full", RuntimeWarning)
 """
 
 
@@ -148,8 +148,8 @@ def test_the_command_says_a_warning_in_one_line_and_debug_keeps_the_source(tmp_p
         )
         return done.stderr
 
-    assert stderr() == "Warning: the python tool runs with isolation partial\n"
+    assert stderr() == "Warning: could not log a model call: the disk is full\n"
     full = stderr("--debug")
-    assert "RuntimeWarning: chainform: the python tool runs with isolation partial" in full
+    assert "RuntimeWarning: chainform: could not log a model call: the disk is full" in full
     assert full.startswith("<string>:9: ")  # Python's form names the file and line
     assert stderr(debug="1") == full

@@ -30,6 +30,7 @@ def _eval_group() -> None:
     \b
     chainform eval DATA --schema S -p 'Extract: {text}' -m A -m B --strategy native --strategy deferred
     chainform eval show ID
+    chainform eval list
     chainform eval compare ID#1 ID#2
     (`chainform eval run --help`: every option; docs/evals.md)
     """
@@ -202,27 +203,34 @@ def eval_run(
     model_options: dict[str, Any] = {"key": key, "base_url": base_url}
     if fallback:
         model_options["fallback"] = list(fallback)
+    from chainform.cli._eval_progress import EvalBars, load_step
+    from chainform.models import get_model
+
     try:
         spec = resolve_schema(schema)
-        report = evaluate(
-            items,
-            schema=spec,
-            prompt=list(prompts),
-            models=list(models),
-            strategies=list(strategies) or ["auto"],
-            expected=expected,
-            id_field=id_field,
-            tolerance=per_field,
-            default_tolerance=default,
-            fuzzy=fuzzy,
-            resume=resume,
-            max_rows=max_rows,
-            max_cost=Decimal(str(max_cost)) if max_cost is not None else None,
-            model_options=model_options,
-            judge=judge,
-            judge_fields=list(judge_fields) or None,
-            **options,
-        )
+        for name in dict.fromkeys(models):  # an in-process model loads as a step, before the bars
+            load_step("eval", name, get_model(name, **model_options).client)
+        with EvalBars() as bars:
+            report = evaluate(
+                items,
+                schema=spec,
+                prompt=list(prompts),
+                models=list(models),
+                strategies=list(strategies) or ["auto"],
+                expected=expected,
+                id_field=id_field,
+                tolerance=per_field,
+                default_tolerance=default,
+                fuzzy=fuzzy,
+                resume=resume,
+                max_rows=max_rows,
+                max_cost=Decimal(str(max_cost)) if max_cost is not None else None,
+                model_options=model_options,
+                judge=judge,
+                judge_fields=list(judge_fields) or None,
+                progress=bars,
+                **options,
+            )
     except (EvalInputError, SchemaError) as exc:
         raise _bad_input(exc) from None
     _show(report, as_json, html_path)
@@ -249,6 +257,39 @@ def _show(report: Any, as_json: bool, html_path: str | None) -> None:
     if html_path is not None:
         click.echo(f"eval: report written to {html_path}", err=True)
     click.echo(f"eval: {report.eval_id} (`chainform eval show {report.eval_id}` shows it again)", err=True)
+
+
+@eval_group.command(name="list")
+@click.option("-n", "--count", type=click.IntRange(min=0), default=0, help="The newest N evals (0: all).")
+@click.option("--json", "as_json", is_flag=True, help="Print the list as JSON.")
+def eval_list(count: int, as_json: bool) -> None:
+    """List the kept evals, newest first: id, when, and each cell's rows right."""
+    import datetime as dt
+
+    from chainform.evals import EvalInputError, load_report
+    from chainform.evals._keep import kept_evals
+
+    listed: list[dict[str, Any]] = []
+    for eval_id, when in kept_evals()[: count or None]:
+        try:
+            report = load_report(eval_id)
+        except EvalInputError as exc:  # a damaged report is listed with why, not the end of the list
+            listed.append({"id": eval_id, "when": when, "error": str(exc), "cells": []})
+            continue
+        cells = [
+            {"name": cell.name, "rows": len(cell.rows), "right": sum(row.right for row in cell.rows)}
+            for cell in report.cells
+        ]
+        listed.append({"id": eval_id, "when": when, "cells": cells})
+    if as_json:
+        click.echo(json.dumps(listed))
+        return
+    if not listed:
+        click.echo("No kept eval yet (`chainform eval DATA ...` runs one).", err=True)
+    for item in listed:
+        stamp = dt.datetime.fromtimestamp(item["when"]).strftime("%Y-%m-%dT%H:%M:%S")
+        summary = "; ".join(f"{c['name']}: {c['right']}/{c['rows']} right" for c in item["cells"])
+        click.echo(f"{item['id']}  {stamp}  {item.get('error') or summary}")
 
 
 @eval_group.command(name="show")

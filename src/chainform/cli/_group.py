@@ -9,9 +9,11 @@ can tell a usage mistake from a provider outage from a schema the model never sa
 from __future__ import annotations
 
 import errno
+import functools
 import os
 import re
 import sys
+import warnings
 from typing import Any
 
 import click
@@ -29,15 +31,25 @@ EXIT_INTERRUPTED = ExitCode.INTERRUPTED
 
 DEFAULT_COMMAND = "prompt"
 _DEBUG_KEY = "chainform.debug"
+_VERBOSE_KEY = "chainform.verbose"
+_ISOLATION_SHOWN = "chainform.isolation-warning-shown"
+_ISOLATION = "chainform: the python tool runs with isolation "
+_PYTHON_FORMAT = warnings.formatwarning
 _BARE_WORD = re.compile(r"[A-Za-z][A-Za-z0-9_-]*")
 
 
 def error_line(exc: BaseException) -> str:
     """One line (no traceback) that says what failed; expected errors read as sentences."""
-    from chainform.errors import ChainformError
+    from chainform.errors import ChainformError, MissingKeyError
 
     if isinstance(exc, KeyboardInterrupt):
         return "Interrupted."
+    if isinstance(exc, MissingKeyError) and exc.key_name is not None:  # the library's names Python's way
+        env = f", set ${exc.env_var}" if exc.env_var else ""
+        return (
+            f"Error: No API key for {exc.key_name!r}: pass --key KEY{env}, "
+            f"or store one with `chainform keys set {exc.key_name}`."
+        )
     text = " ".join(str(exc).split()) or type(exc).__name__
     if isinstance(exc, ChainformError | OSError | ValueError):
         return f"Error: {text}"
@@ -61,9 +73,13 @@ class DefaultGroup(click_default_group.DefaultGroup):  # type: ignore[misc]  # u
 
     def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
         args = list(args)
-        if "--debug" in args[: args.index("--") if "--" in args else len(args)]:
-            args.remove("--debug")
-            ctx.meta[_DEBUG_KEY] = True
+        end = args.index("--") if "--" in args else len(args)
+        for flags, key in ((("--debug",), _DEBUG_KEY), (("-v", "--verbose"), _VERBOSE_KEY)):
+            for flag in flags:
+                if flag in args[:end]:
+                    args.remove(flag)
+                    end -= 1
+                    ctx.meta[key] = True
         self.default_if_no_args = not sys.stdin.isatty()  # `echo question | chainform`
         if len(args) == 1 and _BARE_WORD.fullmatch(args[0]) and args[0] not in self.commands:
             self._no_such_command(ctx, args[0])
@@ -93,6 +109,8 @@ class DefaultGroup(click_default_group.DefaultGroup):  # type: ignore[misc]  # u
             reconfigure = getattr(stream, "reconfigure", None)
             if reconfigure is not None:
                 reconfigure(errors="backslashreplace")
+        python_format = warnings.formatwarning
+        warnings.formatwarning = functools.partial(warning_line, ctx=ctx)  # tools warn from other threads
         try:
             return super().invoke(ctx)
         except (click.ClickException, click.exceptions.Exit, click.Abort):
@@ -104,6 +122,8 @@ class DefaultGroup(click_default_group.DefaultGroup):  # type: ignore[misc]  # u
             raise exit_with(ExitCode.OK) from None
         except (Exception, KeyboardInterrupt) as exc:
             return self._failed(ctx, exc)
+        finally:
+            warnings.formatwarning = python_format
 
     def _failed(self, ctx: click.Context, exc: BaseException) -> Any:
         """An error as one `Error:` line and its exit code (a traceback with --debug)."""
@@ -112,6 +132,38 @@ class DefaultGroup(click_default_group.DefaultGroup):  # type: ignore[misc]  # u
         click.echo(error_line(exc), err=True)
         sys.stdout.flush()
         raise exit_with(exit_code_for(exc)) from None
+
+
+def warning_line(
+    message: Warning | str,
+    category: type[Warning],
+    filename: str,
+    lineno: int,
+    line: str | None = None,
+    *,
+    ctx: click.Context | None = None,
+) -> str:
+    """A warning as one `Warning:` line: Python's default adds the file, line and source that raised
+    it, which `--debug` / `CHAINFORM_DEBUG=1` keep. The python tool's isolation warning is said once
+    per command, short (`-v`: what is missing), and not at all on a pipe unless `-v`."""
+    ctx = ctx or click.get_current_context(silent=True)
+    if debug_enabled(ctx) or "--debug" in sys.argv[1:]:
+        return _PYTHON_FORMAT(message, category, filename, lineno, line)
+    text = str(message)
+    if not text.startswith(_ISOLATION):
+        return f"Warning: {text.removeprefix('chainform: ')}\n"
+    root = ctx.find_root() if ctx is not None else None
+    verbose = bool(root and root.meta.get(_VERBOSE_KEY))
+    from chainform.cli._output import stderr_is_terminal
+
+    if (not verbose and not stderr_is_terminal()) or (root and root.meta.get(_ISOLATION_SHOWN)):
+        return ""
+    if root is not None:
+        root.meta[_ISOLATION_SHOWN] = True
+    detail = text.removeprefix(_ISOLATION)
+    if verbose:
+        return f"Warning: the python tool runs with isolation {detail}\n"
+    return f"Warning: the python tool runs with isolation {detail.split(' ', 1)[0]}, not every OS guard (-v says which)\n"
 
 
 def _quiet_stdout() -> None:

@@ -317,6 +317,10 @@ def map_command(
         sink.commit(line_for(result, run_id, record_of(result.input)))
         tracker.add(result)
 
+    if model is not None:
+        from chainform.cli._eval_progress import load_step
+
+        load_step("map", name, model.client)  # a step of its own: the bar then counts rows, not the load
     try:
         with tracker:
             if ray_address is not None:

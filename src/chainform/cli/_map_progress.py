@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-import sys
 import time
 from decimal import Decimal
 from typing import TYPE_CHECKING, Any
 
+from chainform.cli import _output
 from chainform.cli._failures import Failures
 from chainform.cli._money import cost_text
 from chainform.cli._output import shorten
@@ -35,7 +35,7 @@ class Tracker:
         self._task: Any = None
 
     def __enter__(self) -> Tracker:
-        if sys.stderr.isatty():
+        if _output.stderr_is_terminal():
             from rich.progress import BarColumn, Progress, TextColumn, TimeRemainingColumn
 
             from chainform.cli._output import console

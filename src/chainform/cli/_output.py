@@ -17,6 +17,11 @@ def stdout_is_terminal() -> bool:
     return sys.stdout.isatty()
 
 
+def stderr_is_terminal() -> bool:
+    """Whether people read stderr (progress bars, warnings said once); not a pipe or a file."""
+    return sys.stderr.isatty()
+
+
 def format_json(value: Any, *, pretty: bool | None = None) -> str:
     """Indented for people (terminal), one line for programs (pipe); `pretty` forces either."""
     from chainform.store._serialize import to_jsonable

@@ -148,6 +148,27 @@ def _conversation(store: Store | None, continue_: bool, cid: str | None) -> tupl
     return cid, history
 
 
+def conversation_settings(store: Store, cid: str) -> tuple[str | None, dict[str, Any]]:
+    """The model and model options of a conversation's latest chain call, as logged: what `-c`
+    goes on with unless `-m` is given. Options chainform sets itself, and redacted ones, are left out."""
+    from chainform.types._options import check_option
+
+    rows = [row for row in store.recent(None, conversation_id=cid) if row.purpose == "chain"]
+    if not rows:
+        return None, {}
+    logged = dict(rows[0].options)
+    logged |= logged.pop("additional_properties", None) or {}
+    options: dict[str, Any] = {}
+    for name, value in logged.items():
+        if value == "[redacted]":
+            continue
+        try:
+            options[name] = check_option(name, value)
+        except ValueError:  # tools, tool_mode, response_format...: set by the chain itself
+            continue
+    return rows[0].model, options
+
+
 def open_log(*, required: bool, wanted: bool) -> Store | None:
     """The log, checked before the model is called: an unusable file is reported with the way on,
     instead of a chain whose calls silently go unlogged. `wanted` only (a saved schema id may be
@@ -291,6 +312,9 @@ def prompt_command(
     if schema_text is not None:
         output = resolve_cli_schema(schema_text, store=store, as_multi=schema_multi is not None)
     conversation_id, history = _conversation(store, continue_, cid)
+    if conversation_id is not None and model_name is None and store is not None:
+        model_name, logged_options = conversation_settings(store, conversation_id)
+        options = logged_options | options  # -o given now wins over the conversation's
 
     name = model_name or default_model()
     if price is not None:

@@ -4,7 +4,7 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -19,10 +19,13 @@ def run_map(
     *,
     resume: bool,
     budget: Any = None,
+    on_start: Callable[[set[str]], None] | None = None,
+    on_line: Callable[[dict[str, Any]], None] | None = None,
     **map_options: Any,
 ) -> str:
     """Map `items` ((key, fields) pairs) into `path`, skipping keys already there; returns the run id.
-    A failed row stays failed on resume: it is a result of the eval, not a row still to do."""
+    A failed row stays failed on resume: it is a result of the eval, not a row still to do.
+    `on_start(done_keys)` is called before the first row, `on_line(line)` after each row is committed."""
     from chainform._map._jsonl import JsonlSink, line_for
     from chainform.store import new_id
 
@@ -30,12 +33,17 @@ def run_map(
     sink.prepare(resume=resume, retry_errors=False)
     run_id = sink.run_id or new_id()
     todo = [{**fields, KEY: key} for key, fields in items if key not in sink.done]
+    if on_start is not None:
+        on_start(set(sink.done))
     try:
         if todo:
             if budget is not None:
                 map_options["max_cost"] = budget
             for result in model.map(todo, id_field=KEY, run_id=run_id, **map_options):
-                sink.commit(line_for(result, run_id, {}))
+                line = line_for(result, run_id, {})
+                sink.commit(line)
+                if on_line is not None:
+                    on_line(line)
     finally:
         sink.close()
     return run_id

@@ -12,7 +12,7 @@ import json
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from decimal import Decimal
-from typing import Any
+from typing import Any, Protocol
 
 from chainform.evals._cells import read_lines, run_map
 from chainform.evals._errors import EvalInputError
@@ -54,6 +54,7 @@ def evaluate(
     model_options: Mapping[str, Any] | None = None,
     judge: Any = None,
     judge_fields: Sequence[str] | None = None,
+    progress: EvalProgress | None = None,
     **map_options: Any,
 ) -> EvalReport:
     """Run and score every cell; the report is also kept (`chainform eval show ID`).
@@ -66,8 +67,9 @@ def evaluate(
     eval (rows not run are scored wrong as `not-run`; resume runs them). Other keyword arguments go to
     `model.map` (concurrency, retries, attach, attach_base, batch, system, tools, chain_limit, ...).
     `judge` (a model or its name; off by default) decides the free-text fields (`judge_fields`, else
-    every plain string field) that the rules scored wrong (see `_judge`). Raises EvalInputError
-    (bad rows, tolerance, scorer, a judge with no key) before any call.
+    every plain string field) that the rules scored wrong (see `_judge`). `progress` hears of each
+    cell as it starts and of each row as it is scored. Raises EvalInputError (bad rows, tolerance,
+    scorer, a judge with no key) before any call.
     """
     from chainform.schema import resolve_schema
 
@@ -113,14 +115,15 @@ def evaluate(
         for strategy in strategies:
             for prompt_index, template in enumerate(prompts):
                 path = eval_dir(eval_id, create=True) / f"cell-{number}.jsonl"
+                cell = Cell(names[model_index], strategy, template, "", [], arrays)
+                cell.prompt_label = f"prompt {prompt_index + 1}" if len(prompts) > 1 else ""
+                hooks = _progress_hooks(progress, number, cell.name, plan, data)
                 number += 1
                 items = [(row.key, row.inputs) for row in data]
-                run_id = run_map(
+                cell.run_id = run_map(
                     built[model_index], path, items, resume=resume, budget=budget, prompt=template, schema=spec_schema,
-                    strategy=strategy, **map_options,
+                    strategy=strategy, **hooks, **map_options,
                 )  # fmt: skip
-                cell = Cell(names[model_index], strategy, template, run_id, [], arrays)
-                cell.prompt_label = f"prompt {prompt_index + 1}" if len(prompts) > 1 else ""
                 cells.append(cell)
     log_reader = _LogReader(enabled=map_options.get("log", True))
     try:
@@ -138,6 +141,35 @@ def evaluate(
     report = EvalReport(eval_id, spec_schema, cells, settings={"expected": expected, "prompts": prompts})
     save_report(report)
     return report
+
+
+class EvalProgress(Protocol):
+    """What an eval says while it runs (the CLI's progress bars)."""
+
+    def cell(self, index: int, name: str, rows: int, done: int) -> None:
+        """Cell `index` starts: `rows` in all, `done` of them already (a resume)."""
+
+    def row(self, index: int, result: RowResult) -> None:
+        """A row of cell `index` finished, scored."""
+
+
+def _progress_hooks(
+    progress: EvalProgress | None, index: int, name: str, plan: Node, data: Sequence[_Row]
+) -> dict[str, Any]:
+    """run_map's on_start/on_line for `progress` (nothing when there is none)."""
+    if progress is None:
+        return {}
+    by_key = {row.key: row for row in data}
+
+    def on_start(done: set[str]) -> None:
+        progress.cell(index, name, len(data), len(done & by_key.keys()))
+
+    def on_line(line: dict[str, Any]) -> None:
+        row = by_key.get(str(line["_map"]["key"]))
+        if row is not None:
+            progress.row(index, _scored(plan, row, line))
+
+    return {"on_start": on_start, "on_line": on_line}
 
 
 def read_rows(
@@ -276,4 +308,4 @@ class _LogReader:
             self.store.close()
 
 
-__all__ = ["MAX_ROWS", "evaluate", "read_rows"]
+__all__ = ["MAX_ROWS", "EvalProgress", "evaluate", "read_rows"]
