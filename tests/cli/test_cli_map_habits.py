@@ -14,8 +14,8 @@ from click.testing import CliRunner, Result
 
 import chainform as cf
 from chainform.cli import cli
-from chainform.cli._map_args import DEPRECATION, old_output_spelling
 from chainform.cli._map import map_command
+from chainform.cli._map_args import DEPRECATION, old_output_spelling
 from chainform.testing import ScriptedClient
 from chainform.testing.emulator import Emulator, RecordedRequest
 
