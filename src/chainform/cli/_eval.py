@@ -15,7 +15,7 @@ import click_default_group
 
 from chainform.cli._exit import ExitCode, exit_with
 from chainform.cli._failures import Allowance, Failures, allow_failures_option, check_fields
-from chainform.cli._options import STRATEGY_CHOICES, count_option
+from chainform.cli._options import STRATEGY_CHOICES, count_option, model_options_option
 from chainform.cli._output import shorten
 from chainform.cli._prompt import FALLBACK_HELP, parse_options
 
@@ -123,14 +123,7 @@ def _tolerances(pairs: tuple[str, ...]) -> tuple[dict[str, float], float]:
 )
 @click.option("--limit", type=click.IntRange(min=1), help="Use only the first N rows of DATA.")
 @allow_failures_option
-@click.option(
-    "-o",
-    "--option",
-    "option_pairs",
-    type=(str, str),
-    multiple=True,
-    help="Model option, e.g. -o temperature 0; repeatable.",
-)
+@model_options_option
 @click.option(
     "--max-cost",
     type=click.FloatRange(min=0, min_open=True),

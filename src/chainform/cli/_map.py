@@ -28,6 +28,7 @@ from chainform.cli._options import (
     chain_limit_option,
     count_option,
     model_option,
+    model_options_option,
     otel_option,
     provider_options,
     start_tracing,
@@ -120,14 +121,7 @@ ATTACH_HELP = (
 @click.option("--format", "fmt", type=click.Choice(["jsonl", "csv", "lines"]), help="INPUT format.")
 @strategy_option
 @chain_limit_option
-@click.option(
-    "-o",
-    "--option",
-    "option_pairs",
-    type=(str, str),
-    multiple=True,
-    help="Model option, e.g. -o temperature 0.2; repeatable.",
-)
+@model_options_option
 @click.option("--key", help="API key (else environment, else `chainform keys set`).")
 @click.option("--base-url", help="Provider endpoint (OpenAI-compatible servers, proxies).")
 @provider_options

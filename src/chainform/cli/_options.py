@@ -52,6 +52,14 @@ def model_option(help: str) -> Callable[[F], F]:
 strategy_option = choice_option(
     "--strategy", choices=STRATEGY_CHOICES, default="auto", help="How the schema is enforced."
 )
+model_options_option = click.option(
+    "-o",
+    "--option",
+    "option_pairs",
+    type=(str, str),
+    multiple=True,
+    help="Model option KEY VALUE, e.g. -o temperature 0.2; repeatable (the same on every command).",
+)
 chain_limit_option = count_option(
     "--cl", "--chain-limit", "chain_limit", minimum=1, default=5, help="Most model calls in the tool phase."
 )

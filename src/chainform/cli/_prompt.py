@@ -24,6 +24,7 @@ from chainform.cli._options import (
     choice_option,
     count_option,
     model_option,
+    model_options_option,
     otel_option,
     provider_options,
     start_tracing,
@@ -232,14 +233,7 @@ def open_log(*, required: bool, wanted: bool) -> Store | None:
     "--td", "--tools-debug", "tools_debug", is_flag=True, help="Show each tool call and result (stderr)."
 )
 @click.option("--ta", "--tools-approve", "tools_approve", is_flag=True, help="Ask before each tool call.")
-@click.option(
-    "-o",
-    "--option",
-    "option_pairs",
-    type=(str, str),
-    multiple=True,
-    help="Model option, e.g. -o temperature 0.2; repeatable.",
-)
+@model_options_option
 @click.option("--no-stream", is_flag=True, help="Print the answer when complete instead of streaming it.")
 @click.option("-n", "--no-log", is_flag=True, help="Do not write this chain to the log.")
 @click.option("-c", "--continue", "continue_", is_flag=True, help="Continue the most recent conversation.")
