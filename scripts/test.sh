@@ -1,6 +1,9 @@
 #!/usr/bin/env bash
 # Install chainform with every extra into ./.venv (if needed) and run the whole test suite.
 # Usage: bash scripts/test.sh [--stress] [pytest args...]
+# The tests run in parallel (pytest-xdist): one worker per core, at most 8; CHAINFORM_TEST_WORKERS=N
+# picks N (0: in this process), as do pytest's own -n/--numprocesses and -p no:xdist. A worker that dies
+# fails its test and the run. `-m unit` runs the unit tier alone (docs/testing.md, "Test tiers").
 # --stress: run it with two busy processes beside it (each spins one CPU), stopped when this script
 # ends, however it ends; a test that passes only on an idle machine fails here.
 set -euo pipefail
@@ -18,10 +21,23 @@ pip_install() {
   # This machine's pip config names local wheel folders that may be absent: hide only those warnings.
   .venv/bin/python -m pip install -q "$@" 2> >(grep -v "^WARNING: Location 'file:" >&2)
 }
-pip_install --upgrade pip
-# torch is pinned: a bare `torch` would pull a multi-GB CUDA build.
-pip_install "torch==2.13.0"
-pip_install -e '.[all,dev]'
+# Installed once per version of pyproject.toml and this script (the stamp in .venv says which):
+# a second run goes straight to the tests.
+stamp=$(cat pyproject.toml scripts/test.sh | sha256sum | cut -d' ' -f1)
+if [ "$(cat .venv/.chainform-installed 2>/dev/null)" != "$stamp" ]; then
+  pip_install --upgrade pip
+  # torch is pinned: a bare `torch` would pull a multi-GB CUDA build.
+  pip_install "torch==2.13.0"
+  pip_install -e '.[all,dev]'
+  echo "$stamp" > .venv/.chainform-installed
+fi
+parallel=(-n "${CHAINFORM_TEST_WORKERS:-auto}" --maxprocesses 8 --dist loadgroup)
+for arg in "$@"; do
+  case "$arg" in
+    # chosen by the caller, or a listing of the tests (no workers needed), or a debugger
+    -n | -n* | --numprocesses* | --dist* | no:xdist | -pno:xdist | --collect-only | --co | --pdb) parallel=() ;;
+  esac
+done
 if [ "$stress" = 1 ]; then
   busy=()
   stop_busy() { for pid in "${busy[@]}"; do kill "$pid" 2>/dev/null || true; done; }
@@ -34,7 +50,7 @@ while os.getppid() == int(sys.argv[1]): pass' "$$" &
     busy+=("$!")
   done
   echo "scripts/test.sh --stress: busy processes ${busy[*]} beside the tests"
-  .venv/bin/python -m pytest "$@"
+  .venv/bin/python -m pytest "${parallel[@]}" "$@"
 else
-  exec .venv/bin/python -m pytest "$@"
+  exec .venv/bin/python -m pytest "${parallel[@]}" "$@"
 fi

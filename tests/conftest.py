@@ -8,10 +8,17 @@ import threading
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from chainform.testing.emulator import Emulator, RecordedRequest
+from guards import Leaks, UnitGuard
+
+pytest_plugins = ("pytester",)  # tests/test_tiers.py runs small suites under this conftest
+
+GUARDS = pytest.StashKey[UnitGuard]()
+LEAKS = pytest.StashKey[Leaks]()
 
 
 def pytest_configure(config: pytest.Config) -> None:
@@ -23,6 +30,64 @@ def pytest_configure(config: pytest.Config) -> None:
     """
     if signal.getsignal(signal.SIGINT) == signal.SIG_IGN:
         signal.signal(signal.SIGINT, signal.default_int_handler)
+    config.stash[LEAKS] = Leaks()
+
+
+@pytest.hookimpl(wrapper=True, tryfirst=True)
+def pytest_runtest_setup(item: pytest.Item) -> Iterator[None]:
+    """A `unit` test runs under `UnitGuard` from its first fixture to its last teardown."""
+    item.config.stash[LEAKS].before()
+    if item.get_closest_marker("unit") is not None:
+        guard = item.stash[GUARDS] = UnitGuard(item.nodeid)
+        guard.install()
+    return (yield)
+
+
+@pytest.hookimpl(wrapper=True, trylast=True)
+def pytest_runtest_teardown(item: pytest.Item) -> Iterator[None]:
+    try:
+        return (yield)
+    finally:
+        if GUARDS in item.stash:
+            item.stash[GUARDS].uninstall()
+        item.config.stash[LEAKS].after(item.nodeid)
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_makereport(item: pytest.Item) -> Iterator[pytest.TestReport]:
+    """A unit test that tried a socket or a process fails, even where the code under test caught the refusal."""
+    report: pytest.TestReport = yield
+    guard = item.stash.get(GUARDS, None)
+    if guard is not None and guard.tried:
+        if report.passed:
+            report.outcome = "failed"
+            report.longrepr = guard.message()
+        guard.tried.clear()  # reported once, in the phase that tried
+    return report
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_sessionfinish(session: pytest.Session) -> None:
+    """The leak report of this process (a worker's travels to the controller in its `workeroutput`)."""
+    lines = session.config.stash[LEAKS].report()
+    if hasattr(session.config, "workeroutput"):
+        session.config.workeroutput["leaks"] = lines
+    else:
+        session.config.stash[LEAKS].lines.extend(lines)
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_testnodedown(node: Any, error: Any) -> None:
+    """xdist: a worker is done; keep its leak report for the summary."""
+    node.config.stash[LEAKS].lines.extend(getattr(node, "workeroutput", {}).get("leaks", []))
+
+
+def pytest_terminal_summary(terminalreporter: Any, config: pytest.Config) -> None:
+    lines = config.stash[LEAKS].lines
+    if lines:
+        terminalreporter.section(f"leaks: {len(lines)} tests left a process, file or thread behind")
+        for line in lines:
+            terminalreporter.write_line(line)
 
 
 @pytest.fixture(autouse=True)

@@ -23,7 +23,7 @@ _PUBLIC: dict[str, tuple[str, ...]] = {
     "chainform.chain._events": ("ChainEvent",),
     "chainform.chain._records": ("ChainUsage",),
     "chainform.chain._calls": ("ModelCall",),
-    "chainform.chain._tools": ("CancelToolCall",),
+    "chainform.chain._tools": ("CancelToolCall", "Final"),
     "chainform.clients.base": ("BaseChatClient", "CallContext", "ChatClient"),
     "chainform.clients.registry": ("ModelInfo", "list_models", "register_alias"),
     "chainform.errors": (
@@ -52,6 +52,7 @@ _PUBLIC: dict[str, tuple[str, ...]] = {
         "ToolDefinitionError",
         "ToolError",
         "TracingSetupError",
+        "TruncatedOutputError",
         "UnknownToolError",
         "UnsupportedOptionError",
     ),
@@ -129,6 +130,7 @@ if TYPE_CHECKING:  # what type checkers and editors see: the same names, importe
     from chainform.chain._events import ChainEvent as ChainEvent
     from chainform.chain._records import ChainUsage as ChainUsage
     from chainform.chain._tools import CancelToolCall as CancelToolCall
+    from chainform.chain._tools import Final as Final
     from chainform.clients.base import BaseChatClient as BaseChatClient
     from chainform.clients.base import CallContext as CallContext
     from chainform.clients.base import ChatClient as ChatClient
@@ -160,6 +162,7 @@ if TYPE_CHECKING:  # what type checkers and editors see: the same names, importe
     from chainform.errors import ToolDefinitionError as ToolDefinitionError
     from chainform.errors import ToolError as ToolError
     from chainform.errors import TracingSetupError as TracingSetupError
+    from chainform.errors import TruncatedOutputError as TruncatedOutputError
     from chainform.errors import UnknownToolError as UnknownToolError
     from chainform.errors import UnsupportedOptionError as UnsupportedOptionError
     from chainform.evals import EvalInputError as EvalInputError

@@ -59,6 +59,11 @@ def exact_float(literal: str) -> float:
     return value
 
 
+def _no_constant(name: str) -> Any:
+    """NaN, Infinity and -Infinity: Python's json reads them, JSON has no such number."""
+    raise ValueError(f"{name} is not JSON (a number must be finite)")
+
+
 def load_json(text: str) -> Any:
     """The JSON value of `text`. Raises ValueError (`JSONLimitError` for a broken limit)."""
     return _load(text, partial=False)
@@ -74,7 +79,9 @@ def decode_prefix(text: str, start: int) -> tuple[Any, int]:
     """The JSON value beginning at `start` and the index after it (chatter may follow)."""
     check_size(text)
     try:
-        value, end = json.JSONDecoder(parse_float=exact_float).raw_decode(text, start)
+        value, end = json.JSONDecoder(parse_float=exact_float, parse_constant=_no_constant).raw_decode(
+            text, start
+        )
     except RecursionError:
         raise JSONLimitError(f"JSON nested more than {MAX_DEPTH} levels deep") from None
     check_depth(value, text[start:end])
@@ -89,14 +96,14 @@ def check_size(text: str) -> None:
 def _load(text: str, *, partial: bool | Literal["trailing-strings"]) -> Any:
     check_size(text)
     try:
-        value = from_json(text, allow_partial=partial)
+        value = from_json(text, allow_partial=partial, allow_inf_nan=False)
     except (ValueError, TypeError) as exc:  # TypeError: a raw lone surrogate (not UTF-8 encodable)
         if "recursion limit" in str(exc):
             raise JSONLimitError(f"JSON nested more than {MAX_DEPTH} levels deep") from None
         if partial or not (isinstance(exc, TypeError) or "escape" in str(exc)):
             raise ValueError(str(exc)) from None
         try:  # lone surrogates: valid JSON (or a valid Python str) that pydantic_core rejects
-            value = json.loads(text, parse_float=exact_float)
+            value = json.loads(text, parse_float=exact_float, parse_constant=_no_constant)
         except RecursionError:
             raise JSONLimitError(f"JSON nested more than {MAX_DEPTH} levels deep") from None
         check_depth(value, text)
@@ -106,7 +113,7 @@ def _load(text: str, *, partial: bool | Literal["trailing-strings"]) -> Any:
         # The same text, each float read from its own literal (on the odd spelling only pydantic_core
         # reads, its value stands).
         with contextlib.suppress(ValueError):
-            value = json.loads(text, parse_float=exact_float)
+            value = json.loads(text, parse_float=exact_float, parse_constant=_no_constant)
     return value
 
 

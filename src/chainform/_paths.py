@@ -3,8 +3,12 @@ write the log (`chainform logs off`). `CHAINFORM_HOME` overrides everything (tes
 
 from __future__ import annotations
 
+import contextlib
+import json
 import os
+import tempfile
 from pathlib import Path
+from typing import Any
 
 
 def _located(env_var: str, kind: str) -> Path:
@@ -99,3 +103,20 @@ def create_private(path: Path) -> None:
         return  # sqlite3 reports it below
     for suffix in ("", "-wal", "-shm", "-journal", "-spool"):
         private(Path(f"{path}{suffix}"), 0o600)
+
+
+def write_private_json(path: Path, data: Any) -> None:
+    """Write `data` as JSON to `path` (mode 0600) whole or not at all: a temporary file in the same
+    folder, renamed over the old one, so a reader never sees half a file."""
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.stem}-", suffix=".json", dir=path.parent)
+    try:
+        os.fchmod(fd, 0o600)
+        with os.fdopen(fd, "w", encoding="utf-8") as handle:
+            json.dump(data, handle, indent=2, sort_keys=True, ensure_ascii=False)
+            handle.write("\n")
+        os.replace(tmp, path)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+        raise
+    os.chmod(path, 0o600)

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import threading
-from collections.abc import Coroutine
+from collections.abc import Callable, Coroutine
 from concurrent.futures import Future
 from typing import Any, TypeVar
 
@@ -43,6 +43,11 @@ def submit(coro: Coroutine[Any, Any, T]) -> Future[T]:
             "API (AsyncModel, `await`) there"
         )
     return asyncio.run_coroutine_threadsafe(coro, _get_loop())
+
+
+def call_soon(callback: Callable[[], object]) -> None:
+    """Run `callback` on the background loop's thread (soon, in order with the loop's other work)."""
+    _get_loop().call_soon_threadsafe(callback)
 
 
 def run(coro: Coroutine[Any, Any, T]) -> T:

@@ -253,6 +253,31 @@ class StructuredOutputError(ChainError):
         super().__init__(message, responses=responses)
 
 
+class TruncatedOutputError(StructuredOutputError):
+    """A call that had to be the answer (the final answer, the formatting call, or a tool call's
+    arguments) stopped at the output token limit: a cut answer is never parsed, repaired or
+    re-asked with the same limit. `max_tokens` is the limit the call was sent with (None: the
+    provider's default), `text` what arrived before the cut, `usage` the call's tokens, `part`
+    what was cut ("answer", "formatting" or "tool arguments")."""
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        max_tokens: int | None,
+        text: str,
+        usage: Any = None,
+        part: str = "answer",
+        attempts: list[Attempt] | None = None,
+        responses: list[Any] | None = None,
+    ) -> None:
+        self.max_tokens = max_tokens
+        self.text = text
+        self.usage = usage
+        self.part = part
+        super().__init__(message, attempts=attempts or [Attempt(text, message)], responses=responses)
+
+
 class FormattingError(ChainError):
     """The deferred (+1) formatting call failed; carries the context it was given."""
 

@@ -13,7 +13,6 @@ import contextlib
 import json
 import os
 import re
-import tempfile
 import threading
 from collections.abc import Mapping
 from pathlib import Path
@@ -187,25 +186,20 @@ def delete_key(name: str) -> bool:
     return True
 
 
+def stored_key(name: str) -> str | None:
+    """The key stored under `name` in the keys file (not the environment's), or None."""
+    value = _read().get(name)
+    remember(value)
+    return value
+
+
 def stored_key_names() -> list[str]:
     """Names with a stored key (values are never listed)."""
     return sorted(_read())
 
 
 def _write(keys: dict[str, str]) -> None:
-    path = keys_path()
-    fd, tmp = tempfile.mkstemp(prefix=".keys-", suffix=".json", dir=path.parent)
-    try:
-        os.fchmod(fd, 0o600)
-        with os.fdopen(fd, "w", encoding="utf-8") as handle:
-            json.dump(keys, handle, indent=2, sort_keys=True)
-            handle.write("\n")
-        os.replace(tmp, path)
-    except BaseException:
-        with contextlib.suppress(OSError):
-            os.unlink(tmp)
-        raise
-    os.chmod(path, 0o600)
+    _paths.write_private_json(keys_path(), keys)
 
 
 def get_key(name: str, *, explicit: str | None = None, env_var: str | None = None) -> str | None:
@@ -218,9 +212,7 @@ def get_key(name: str, *, explicit: str | None = None, env_var: str | None = Non
         if value:
             remember(value)
             return value
-    stored = _read().get(name)
-    remember(stored)
-    return stored
+    return stored_key(name)
 
 
 def require_key(name: str, *, explicit: str | None = None, env_var: str | None = None) -> str:

@@ -12,20 +12,20 @@ from chainform import _sync
 from chainform._map._api import amap, map_sync
 from chainform.chain._attachments import PendingPrompt, Prepared, PromptInput, prepare_request, user_prompt
 from chainform.chain._calls import ChainLogger
-from chainform.chain._engine import ChainRequest, ChainRun, traced
+from chainform.chain._engine import ChainRequest, ChainRun, traced, unknown_stop_tools
 from chainform.chain._events import EventLog
-from chainform.chain._fallback import FallbackPlan
+from chainform.chain._fallback import FallbackKind, FallbackPlan
 from chainform.chain._history import history_after
 from chainform.chain._records import ChainResult
 from chainform.chain._tools import AfterCall, BeforeCall, is_tool_source, normalize_tools
 from chainform.clients.base import ChatClient
-from chainform.errors import HomeError, ProviderErrorKind
+from chainform.errors import HomeError
 from chainform.output import STRATEGIES, OutputSpec
 from chainform.output._select import Refusals
 from chainform.output.strategies._context import ContextPolicy
 from chainform.pricing import Cost
 from chainform.response import AsyncChainResponse, ChainResponse, RunFactory
-from chainform.store import Store, logging_enabled, new_id
+from chainform.store import Store, logging_enabled, new_id, unmarked_text
 from chainform.types import Attachment, ChatOptions, Message, ModelProfile
 from chainform.types._options import as_options
 
@@ -107,8 +107,15 @@ class _Base(Generic[R]):
         allow_private_urls: bool = False,
         attachments_store: str = "copy",
         max_cost: Cost | None = None,
+        retry_max_tokens: int | None = None,
+        stop_at_tools: Sequence[str] = (),
     ) -> R:
         """Run a tool chain whose final answer matches `schema` (when given); see docs/strategies.md.
+
+        An answer cut off at the output token limit raises TruncatedOutputError; with
+        `retry_max_tokens` (above the `max_tokens` option) it is asked again once with that limit.
+        A call of a tool named in `stop_at_tools` (or a tool returning `cf.Final(value)`) ends the
+        chain: its result, validated against `schema`, is the value (`chain.ended_by` names it).
 
         `attachments` (or Attachments in `prompt=[...]`) are made ready for this model before
         anything is sent: as they are, or converted locally (docs/attachments.md). `max_cost` (USD)
@@ -123,6 +130,8 @@ class _Base(Generic[R]):
             budget = Budget(max_cost)
             for other in self.fallback.models:
                 budget.check_rate(PRICES.rate(other.name))
+        chat_options = as_options(options)
+        check_growth(retry_max_tokens, chat_options.max_output_tokens)
         sources = [t for t in tools or () if is_tool_source(t)]
         message = user_prompt(
             prompt,
@@ -132,10 +141,14 @@ class _Base(Generic[R]):
             store=attachments_store,
         )
         pending = message if isinstance(message, PendingPrompt) else None
+        offered = normalize_tools(t for t in tools or () if not is_tool_source(t))
+        stop_at = frozenset([stop_at_tools] if isinstance(stop_at_tools, str) else stop_at_tools)
+        if not sources:  # with MCP servers, their tools are known when the chain starts
+            unknown_stop_tools(stop_at, {t.name: t for t in offered})
         request = ChainRequest(
             prompt=message if isinstance(message, Message) else None,
             system=system,
-            tools=normalize_tools(t for t in tools or () if not is_tool_source(t)),
+            tools=offered,
             output=OutputSpec.from_user(schema) if schema is not None else None,
             strategy=strategy,
             chain_limit=chain_limit,
@@ -144,10 +157,12 @@ class _Base(Generic[R]):
             after_call=after_call,
             format_prompt=format_prompt,
             format_context=ContextPolicy.parse(format_context),
-            options=as_options(options),
+            options=chat_options,
             stream=stream,
             history=list(history),
             max_cost=max_cost,
+            retry_max_tokens=retry_max_tokens,
+            stop_at_tools=stop_at,
         )
         if sources:
             return self._response_of(
@@ -227,7 +242,7 @@ class _Base(Generic[R]):
             conversation_id=conversation_id,
             chain_id=chain_id,
             model=self.name,
-            prompt=prepared.text if prepared else request.prompt.text if request.prompt else None,
+            prompt=prepared.text if prepared else unmarked_text(request.prompt) if request.prompt else None,
             system=request.system,
             schema=request.output.schema if request.output else None,
             format_context_policy=request.format_context.name,
@@ -354,6 +369,19 @@ class AsyncConversation:
         return response
 
 
+def check_growth(retry_max_tokens: int | None, max_tokens: int | None) -> None:
+    """ValueError, before any call, for a retry limit that would not be larger than the first."""
+    if retry_max_tokens is None:
+        return
+    if isinstance(retry_max_tokens, bool) or not isinstance(retry_max_tokens, int) or retry_max_tokens < 1:
+        raise ValueError(f"retry_max_tokens must be a positive number of tokens, not {retry_max_tokens!r}")
+    if max_tokens is not None and retry_max_tokens <= max_tokens:
+        raise ValueError(
+            f"retry_max_tokens ({retry_max_tokens}) must be larger than max_tokens ({max_tokens}): "
+            "the retry of a cut-off answer needs a larger limit"
+        )
+
+
 def _made(
     cls: type[M], name: str, key: str | None, base_url: str | None, fallback: Any, fallback_on: Any, kw: Any
 ) -> M:
@@ -374,14 +402,15 @@ def get_model(
     key: str | None = None,
     base_url: str | None = None,
     fallback: Sequence[str | Model] | None = None,
-    fallback_on: Iterable[ProviderErrorKind] | None = None,
+    fallback_on: Iterable[FallbackKind] | None = None,
     **kwargs: Any,
 ) -> Model:
     """A Model by name: "local", "openai/gpt-4.1-mini", "anthropic/…", "gemini/…", "ollama/…", aliases.
 
     `fallback`: model ids (or models made with get_model) a chain goes on with when this model
     fails with a provider error of a kind in `fallback_on` (default: rate limit, server error,
-    timeout, connection); see docs/production.md.
+    timeout, connection; "output" adds a value still invalid after the re-asks, a truncated answer
+    and a failed formatting call); see docs/production.md.
     """
     return _made(Model, name, key, base_url, fallback, fallback_on, kwargs)
 
@@ -392,7 +421,7 @@ def get_async_model(
     key: str | None = None,
     base_url: str | None = None,
     fallback: Sequence[str | Model | AsyncModel] | None = None,
-    fallback_on: Iterable[ProviderErrorKind] | None = None,
+    fallback_on: Iterable[FallbackKind] | None = None,
     **kwargs: Any,
 ) -> AsyncModel:
     """An AsyncModel by name (same names and fallbacks as get_model)."""

@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 import json
 from collections.abc import AsyncIterator, Callable, Coroutine, Iterator
-from concurrent.futures import Future
+from concurrent.futures import CancelledError, Future, wait
 from typing import Any
 
 from chainform import _sync
@@ -14,6 +14,7 @@ from chainform.chain._calls import ModelCall
 from chainform.chain._events import ChainEvent, EventLog, FinalText, PartialObjects
 from chainform.chain._records import ChainResult, ChainUsage
 from chainform.documents import Conversion
+from chainform.errors import ChainInterruptedError
 from chainform.output import StrategyChoice
 
 RunFactory = Callable[[EventLog], Coroutine[Any, Any, ChainResult]]
@@ -73,6 +74,12 @@ class _ResultView:
         return self._finished().cut_off
 
     @property
+    def ended_by(self) -> str | None:
+        """The tool whose result is the value (`stop_at_tools`, or one that returned `cf.Final`);
+        None when the model gave the answer."""
+        return self._finished().ended_by
+
+    @property
     def transcript(self) -> list[Any]:
         return self._finished().transcript
 
@@ -91,7 +98,33 @@ class ChainResponse(_ResultView):
         self._events = EventLog()
         self._result = None
         self._error = None
-        self._future: Future[ChainResult] = _sync.submit(factory(self._events))
+        self._task: asyncio.Task[Any] | None = None  # set, and read, on the background loop only
+        self._stopped = False
+        self._future: Future[ChainResult] = _sync.submit(self._run(factory))
+
+    async def _run(self, factory: RunFactory) -> ChainResult:
+        self._task = asyncio.current_task()
+        if self._stopped:  # cancelled before it began: nothing was sent
+            self._events.close()
+            raise asyncio.CancelledError
+        return await factory(self._events)
+
+    def cancel(self) -> None:
+        """Stop the chain where it is (Ctrl-C in `chainform chat`) and wait until it has stopped:
+        every call it finished is logged when this returns. Reading the response afterwards raises
+        ChainInterruptedError. Does nothing to a chain that has already ended."""
+
+        def stop() -> None:  # on the loop, so it sees `_task` as `_run` left it
+            self._stopped = True
+            if self._task is not None:
+                self._task.cancel()
+
+        if self._future.done():
+            return
+        _sync.call_soon(stop)
+        for _ in self._events.follow():  # the run closes its events last, after logging
+            pass
+        wait([self._future])
 
     def __iter__(self) -> Iterator[str]:
         return self.chunks()
@@ -127,6 +160,8 @@ class ChainResponse(_ResultView):
             self._events.result_only = True  # calls still to come need not stream unless someone reads
             try:
                 self._result = self._future.result()
+            except CancelledError:
+                self._error = ChainInterruptedError("the chain was cancelled")
             except BaseException as exc:
                 self._error = exc
         if self._error is not None:

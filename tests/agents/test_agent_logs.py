@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 
+import pytest
 from click.testing import CliRunner
 
 import chainform as cf
@@ -11,6 +12,8 @@ from chainform.cli import cli
 from chainform.store import Store
 from chainform.testing import ScriptedClient, tool_call
 from chainform.types import FunctionResultContent, Message
+
+pytestmark = pytest.mark.unit  # no socket, no process (tests/guards.py)
 
 
 def last_result(messages: list[Message], _options: object) -> str:

@@ -12,6 +12,8 @@ import chainform as cf
 from chainform.testing import ScriptedClient, tool_call
 from chainform.types import FunctionResultContent, Message
 
+pytestmark = pytest.mark.unit  # no socket, no process (tests/guards.py)
+
 
 class Question(BaseModel):
     city: str

@@ -12,6 +12,8 @@ from chainform.chain import _events
 from chainform.schema import partial as partial_module
 from chainform.testing import ScriptedClient, tool_call
 
+pytestmark = pytest.mark.unit  # no socket, no process (tests/guards.py)
+
 NATIVE = cf.ModelProfile(name="both", supports_json_schema=True, supports_tools_with_schema=True)
 TOOL = cf.ModelProfile(name="tools-only", supports_json_schema=True, supports_tools_with_schema=False)
 PROMPTED = cf.ModelProfile(name="plain", supports_tools=False, supports_json_schema=False)

@@ -17,6 +17,8 @@ import chainform as cf
 from chainform.store import Store, new_id
 from chainform.testing import ScriptedClient, tool_call
 
+pytestmark = pytest.mark.unit  # no socket, no process (tests/guards.py)
+
 WAIT_S = 20  # a hang is a failure, not a stuck test run
 
 

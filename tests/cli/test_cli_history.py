@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+import pytest
 from cli_helpers import Scripted
 
 from chainform.chain._history import of_conversation
 from chainform.store import Store
 from chainform.testing import tool_call
+
+pytestmark = pytest.mark.unit  # no socket, no process (tests/guards.py)
 
 FUNCTIONS = 'def get_weather(city: str) -> dict:\n    "Weather for a city."\n    return {"temp_c": 21.5}\n'
 

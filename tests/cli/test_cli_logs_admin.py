@@ -5,9 +5,12 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
 from cli_helpers import Scripted
 
 from chainform.store import CallRecord, Store
+
+pytestmark = pytest.mark.unit  # no socket, no process (tests/guards.py)
 
 
 def _two_chains(run, scripted: Scripted) -> list[dict]:

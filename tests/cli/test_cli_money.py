@@ -17,6 +17,8 @@ from chainform.store import Store
 from chainform.testing import tool_call
 from chainform.types import UsageDetails
 
+pytestmark = pytest.mark.unit  # no socket, no process (tests/guards.py)
+
 MODEL = "openai/gpt-4.1-mini"
 
 

@@ -4,11 +4,14 @@ from __future__ import annotations
 
 import json
 
+import pytest
 from cli_helpers import Scripted
 
 from chainform.store import Store
 from chainform.testing import tool_call
 from chainform.types import ModelProfile
+
+pytestmark = pytest.mark.unit  # no socket, no process (tests/guards.py)
 
 
 def test_cli_prompt_streams_text(run, scripted: Scripted) -> None:

@@ -21,6 +21,8 @@ from chainform.types import (
     UsageDetails,
 )
 
+pytestmark = pytest.mark.unit  # no socket, no process (tests/guards.py)
+
 
 def test_text_and_reasoning_deltas_join_into_one_part_each():
     updates = [

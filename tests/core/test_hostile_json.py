@@ -21,6 +21,8 @@ from chainform.types import (
     parse_arguments,
 )
 
+pytestmark = pytest.mark.unit  # no socket, no process (tests/guards.py)
+
 DEEP = "[" * 1000 + "]" * 1000
 
 

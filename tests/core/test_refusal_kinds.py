@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import json
+from pathlib import Path
+
 import pytest
 
 from chainform.clients._errors import classify, is_rejection, refuses_forced_choice
@@ -50,3 +53,26 @@ def test_a_refused_forced_tool_choice(status: int | None, message: str, forced: 
 
 def test_a_tool_choice_refusal_is_a_rejection_never_retried() -> None:
     assert is_rejection(400, "tool_choice 'required' is not supported")
+
+
+REAL = json.loads((Path(__file__).parent / "data" / "forced_choice_refusals.json").read_text())["refusals"]
+
+
+@pytest.mark.parametrize("refusal", REAL, ids=[r["provider"] for r in REAL])
+def test_each_providers_real_wording_of_a_refused_forced_choice(refusal: dict[str, object]) -> None:
+    status, message = int(refusal["status"]), str(refusal["message"])  # type: ignore[call-overload]
+    assert classify(status, message) == "tool_choice_rejected"
+    assert refuses_forced_choice(status, message, forced=True)
+    assert is_rejection(status, message)  # never retried: the same request gets the same answer
+
+
+@pytest.mark.parametrize(
+    "message",
+    [
+        "Thinking is not enabled for models/gemini-2.0-flash",
+        "Function call is missing a thought_signature in functionCall parts.",
+        "tools: each tool must have a name",
+    ],
+)
+def test_other_refusals_near_that_wording_are_not_a_tool_choice_refusal(message: str) -> None:
+    assert classify(400, message) != "tool_choice_rejected"

@@ -34,7 +34,7 @@ import pytest
 
 import chainform
 from chainform.testing import tool_call
-from chainform.testing.emulator import Emulator
+from chainform.testing.emulator import Emulator, Reply
 
 ROOT = Path(__file__).resolve().parents[2]
 FILES = Path(__file__).resolve().parent / "files"
@@ -111,7 +111,10 @@ def _param(block: Block) -> Any:
 
 
 def _reply(item: Any) -> Any:
-    """One emulator reply from the note's JSON: text, {"tool", "args"}, {"json"} or a list (one turn)."""
+    """One emulator reply from the note's JSON: text, {"tool", "args"}, {"json"}, {"cut": text}
+    (an answer stopped at the token limit) or a list (one turn)."""
+    if isinstance(item, dict) and "cut" in item:
+        return Reply([item["cut"]], finish_reason="length")
     if isinstance(item, list):
         return [_reply(part) for part in item]
     if isinstance(item, dict) and "tool" in item:

@@ -11,6 +11,8 @@ from docs_helpers import receipt_png, text_pdf
 from chainform.errors import AttachmentError
 from chainform.types import Attachment, MediaSupport, ModelProfile
 
+pytestmark = pytest.mark.unit  # no socket, no process (tests/guards.py)
+
 
 def test_type_is_told_from_the_bytes_and_read_once(tmp_path: Path) -> None:
     path = tmp_path / "receipt"  # no extension: the bytes say PNG

@@ -22,7 +22,9 @@ from docs_helpers import (
 from chainform.cli import cli
 from chainform.store import Store
 
-pytestmark = pytest.mark.integration
+# on the worker of tests/local (scripts/test.sh runs `--dist loadgroup`): one worker runs the real
+# model at a time, and a first preparation of the cache is never raced
+pytestmark = [pytest.mark.integration, pytest.mark.xdist_group("local-model")]
 
 
 @pytest.fixture(scope="module", autouse=True)

@@ -100,6 +100,31 @@ def test_json_report_show_and_compare(data, schema_file, emulator: Emulator):
     assert result["p_value"] == 2 * 0.5**4  # McNemar exact: 4 discordant rows, all one way
     back = invoke("compare", b, a)
     assert "worse: total 100.0% -> 66.7%" in back.stdout and "worse rows: 2, 3, 4, 5" in back.stdout
+    assert (
+        f"A: {b} ({MODEL} / native): 6/6" in back.stdout and f"B: {a} ({MODEL} / native): 2/6" in back.stdout
+    )
+    forward = invoke("compare", a, b)
+    assert "better: total 66.7% -> 100.0%" in forward.stdout and "better rows: 2, 3, 4, 5" in forward.stdout
+
+
+def test_compare_refuses_evals_of_other_expected_answers_unless_forced(tmp_path, schema_file, emulator):
+    emulator.default = answer(wrong=False)
+    ids = []
+    for total in (100.0, 99.0):
+        path = tmp_path / f"d{total}.jsonl"
+        data = rows()
+        data[0]["expected"]["total"] = total
+        path.write_text("".join(json.dumps(row) + "\n" for row in data))
+        result = invoke(*eval_argv(path, schema_file, emulator, "--json"))
+        ids.append(json.loads(result.stdout)["eval_id"])
+    refused = invoke("compare", *ids)
+    assert refused.exit_code == 2
+    assert (
+        refused.stderr.startswith("Error: ")
+        and "different expected answers (1 rows differ: 0)" in refused.stderr
+    )
+    forced = invoke("compare", *ids, "--force")
+    assert forced.exit_code == 0 and "Warning: 1 rows have other expected answers" in forced.stderr
 
 
 @pytest.mark.parametrize(
@@ -166,3 +191,110 @@ def test_csv_rows_hold_their_expected_answer_as_json_text(tmp_path, schema_file,
     assert result.exit_code == 0, result.output
     cell = json.loads(result.stdout)["cells"][0]
     assert (cell["rows"], cell["rows_right"]) == (3, 2)  # rows 0 and 1 right, row 2's total 5% off
+
+
+def test_jsonl_bad_expected_values_are_refused_naming_the_row(tmp_path, schema_file, emulator: Emulator):
+    for name, text in {
+        "nan": '{"text": "invoice 0", "expected": {"total": NaN}}\n',
+        "deep": '{"text": "invoice 0", "expected": ' + "[" * 10_000 + "]" * 10_000 + "}\n",
+    }.items():
+        path = tmp_path / f"{name}.jsonl"
+        path.write_text(json.dumps(rows()[1]) + "\n" + text)
+        result = invoke(*eval_argv(path, schema_file, emulator))
+        assert result.exit_code == 2, (name, result.output)
+        assert result.stderr.startswith("Error: row 1") and len(result.stderr.strip().splitlines()) == 1
+    assert emulator.requests == []
+
+
+def test_a_jsonl_expected_string_is_not_read_again_as_json(tmp_path, emulator: Emulator):
+    path = tmp_path / "years.jsonl"
+    path.write_text(json.dumps({"text": "year", "expected": "2024"}) + "\n")
+    emulator.default = lambda request: json.dumps({"value": "2024"})
+    argv = eval_argv(path, Path(tmp_path / "s.json"), emulator, "--json")
+    (tmp_path / "s.json").write_text('{"type": "string"}')
+    result = invoke(*[a if a != PROMPT else "Say {text}" for a in argv])
+    assert result.exit_code == 0, result.output
+    row = json.loads(result.stdout)["results"][0]["rows"][0]
+    assert row["expected"] == "2024"
+
+
+def test_ctrl_c_exits_130_with_the_eval_id_and_a_resume_hint(data, schema_file, emulator: Emulator):
+    import os
+    import signal
+    import threading
+
+    arrived, release = threading.Event(), threading.Event()
+    right = answer(wrong=False)
+
+    def reply(request: RecordedRequest) -> str:
+        if "invoice 2" in user_text(request):  # rows 0 and 1 answered, row 2 held: Ctrl-C lands here
+            arrived.set()
+            release.wait(120)
+        return right(request)
+
+    def ctrl_c() -> None:
+        if arrived.wait(120):
+            os.kill(os.getpid(), signal.SIGINT)
+
+    emulator.default = reply
+    argv = eval_argv(data, schema_file, emulator, "--concurrency", "1", "--strategy", "native")
+    presser = threading.Thread(target=ctrl_c)
+    presser.start()
+    try:
+        stopped = CliRunner().invoke(cli, ["eval", *argv])
+    finally:
+        release.set()
+        presser.join()
+    assert stopped.exit_code == 130, stopped.output
+    assert "Traceback" not in stopped.output and "RuntimeError" not in stopped.output
+    eval_id = re.search(r"eval (\w+) interrupted", stopped.stderr).group(1)
+    assert "--resume" in stopped.stderr
+    sent = len(emulator.requests)
+    resumed = invoke(*argv, "--resume", "--json")
+    assert resumed.exit_code == 0, resumed.output
+    report = json.loads(resumed.stdout)
+    assert report["eval_id"] == eval_id and report["cells"][0]["rows_right"] == 6
+    assert len(emulator.requests) - sent == 4  # rows 0 and 1 are not sent again
+
+
+def test_html_with_a_lone_surrogate_is_written_escaped_and_a_bad_path_is_refused_before_any_call(
+    tmp_path, schema_file, emulator: Emulator
+):
+    path = tmp_path / "odd.jsonl"
+    path.write_text('{"id": "a\\ud800", "text": "invoice 2", "expected": ' + json.dumps(expected(2)) + "}\n")
+    emulator.default = answer(wrong=True)
+    missing = invoke(*eval_argv(path, schema_file, emulator, "--html", str(tmp_path / "no" / "r.html")))
+    assert missing.exit_code == 2 and "--html" in missing.stderr and emulator.requests == []
+    report = tmp_path / "r.html"
+    report.write_text("the last report")
+    result = invoke(*eval_argv(path, schema_file, emulator, "--id-field", "id", "--html", str(report)))
+    assert result.exit_code == 0, result.output
+    assert "a\\ud800" in report.read_text(encoding="utf-8")
+    assert re.search(r"eval: \w+ \(`chainform eval show", result.stderr)
+
+
+def test_a_failing_call_is_sent_three_times_not_nine_and_its_retries_are_shown(
+    tmp_path, schema_file, emulator
+):
+    from chainform.testing.emulator import Fault
+
+    path = tmp_path / "one.jsonl"
+    path.write_text(json.dumps(rows()[0]) + "\n")
+    emulator.default = lambda request: Fault(429, retry_after=0)
+    result = invoke(*eval_argv(path, schema_file, emulator, "--json"))
+    assert result.exit_code == 0, result.output
+    assert len(emulator.requests) == 3  # the map's two retries; the SDK's own are off
+    cell = json.loads(result.stdout)["cells"][0]
+    assert cell["calls_per_row"] == {"chain": 1.0, "resent": 2.0} and cell["errors"] == {"provider": 1}
+
+
+def test_duplicate_ids_are_refused_before_any_call_naming_both_lines(tmp_path, schema_file, emulator):
+    data = tmp_path / "dup.jsonl"
+    data.write_text(
+        "".join(json.dumps({**row, "id": [1, 2, 2, 3][n]}) + "\n" for n, row in enumerate(rows()[:4]))
+    )
+    result = CliRunner().invoke(cli, ["eval", *eval_argv(data, schema_file, emulator, "--id-field", "id")])
+    assert result.exit_code == 2, result.output
+    [line] = result.output.strip().splitlines()
+    assert line.startswith("Error: ") and "lines 2 and 3" in line and "'id'" in line
+    assert emulator.requests == []

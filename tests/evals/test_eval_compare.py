@@ -9,6 +9,8 @@ from eval_helpers import two_cell_report
 from chainform.evals import EvalInputError
 from chainform.evals._compare import bootstrap_interval, compare, mcnemar
 
+pytestmark = pytest.mark.unit  # no socket, no process (tests/guards.py)
+
 
 @pytest.fixture
 def report(priced):
@@ -51,3 +53,13 @@ def test_cells_of_different_rows_are_refused(report):
     good.rows = good.rows[:3]
     with pytest.raises(EvalInputError, match="did not score the same rows"):
         compare(bad, good)
+
+
+def test_cells_of_other_expected_answers_are_refused_unless_forced(report):
+    bad, good = report.cells
+    good.rows[1].expected = {**good.rows[1].expected, "total": 0}
+    with pytest.raises(EvalInputError, match=r"scored different expected answers \(1 rows differ: 1\)"):
+        compare(bad, good)
+    result = compare(bad, good, force=True, labels=("E1#1 (bad)", "E1#2 (good)"))
+    assert result.expected_differ == ["1"] and (result.a, result.b) == ("E1#1 (bad)", "E1#2 (good)")
+    assert result.better_fields["total"] == (4 / 6, 1.0) and result.better_rows == ["2", "3", "4", "5"]

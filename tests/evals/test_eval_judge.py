@@ -100,3 +100,46 @@ def test_a_judge_with_no_key_is_one_error_line_and_exit_2_before_any_call(tmp_pa
     )
     assert len(result.stderr.strip().splitlines()) == 1
     assert emulator.requests == []
+
+
+def test_the_cli_judge_uses_key_and_base_url_its_failures_count_once_and_a_resume_asks_again(
+    tmp_path, emulator
+):
+    import re
+
+    from chainform.testing.emulator import Fault
+
+    failing = {"on": True}
+
+    def reply(request):
+        text = json.dumps(request.json)
+        if "Do they say the same thing" in text:
+            if failing["on"]:
+                return Fault(429, retry_after=0)
+            return json.dumps({"same": "Blue Fern" in text or "Roma" in text})
+        return json.dumps(ANSWERS[int(re.search(r"invoice (\d)", text).group(1))])
+
+    emulator.default = reply
+    data = tmp_path / "rows.jsonl"
+    data.write_text("".join(json.dumps(r) + "\n" for r in ROWS))
+    argv = ["eval", str(data), "--schema", json.dumps(SCHEMA), "-p", "{text}", "-m", "openai/gpt-4.1-mini",
+            "--base-url", emulator.base_url + "/v1", "--key", "sk-test", "--judge", "openai/gpt-4.1-nano",
+            "--json", "--concurrency", "1"]  # fmt: skip
+    first = CliRunner().invoke(cli, argv, catch_exceptions=False)
+    assert first.exit_code == 0, first.output
+    judged = [r for r in emulator.requests if "Do they say" in json.dumps(r.json)]
+    assert len(judged) == 3 * 3  # three judge calls, each sent once and re-tried twice (not 3 x 9)
+    assert all(r.headers.get("authorization") == "Bearer sk-test" for r in judged)
+    cell = json.loads(first.stdout)["cells"][0]
+    assert cell["errors"] == {"judge": 3} and cell["fields"]["vendor"]["right"] == 1
+    assert cell["calls_per_row"]["resent"] == 2.0  # two transport retries per judge call, shown
+
+    failing["on"] = False
+    resumed = CliRunner().invoke(cli, [*argv, "--resume"], catch_exceptions=False)
+    assert resumed.exit_code == 0, resumed.output
+    cell = json.loads(resumed.stdout)["cells"][0]
+    assert (
+        cell["errors"] == {}
+        and cell["fields"]["vendor"]["right"] == 2
+        and cell["fields"]["city"]["right"] == 3
+    )

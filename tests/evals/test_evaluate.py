@@ -5,17 +5,26 @@ from __future__ import annotations
 
 import math
 from decimal import Decimal
+from typing import Any
 
 import pytest
-from eval_helpers import PROMPT, ROWS, SCHEMA, expected, scripted, sloppy, two_cells
+from eval_helpers import PROMPT, ROWS, SCHEMA, expected, rows, scripted, sloppy, two_cells
 
 import chainform as cf
 from chainform.evals import EvalInputError, load_report
+from chainform.testing import ScriptedClient
 
-pytestmark = pytest.mark.usefixtures("priced")
+pytestmark = [pytest.mark.usefixtures("priced"), pytest.mark.unit]
 
 
 run = two_cells
+
+
+def deep(levels: int) -> Any:
+    value: Any = "x"
+    for _ in range(levels):
+        value = [value]
+    return value
 
 
 def test_every_figure_of_a_cell_is_the_hand_computed_one():
@@ -108,12 +117,63 @@ def test_a_cap_leaves_rows_not_run_scored_wrong_and_resume_runs_them():
             "row 0: the expected answer does not match",
         ),
         ([], "no rows"),
+        (
+            [{"text": "invoice 0", "expected": {**expected(0), "total": float("nan")}}],
+            "row 0: the expected answer holds nan, which is no JSON number",
+        ),
+        (
+            [{"text": "invoice 0", "expected": {**expected(0), "total": float("-inf")}}],
+            "row 0: the expected answer holds -inf",
+        ),
+        (
+            [{"text": "invoice 0", "expected": {**expected(0), "vendor": deep(10_000)}}],
+            "row 0: the expected answer is nested more than 100 levels deep",
+        ),
+        (
+            [{"id": None, "text": "invoice 0", "expected": expected(0)}],
+            "row 0 has a null or empty 'id' field",
+        ),
+        (
+            [
+                {"id": 1, "text": "invoice 0", "expected": expected(0)},
+                {"id": 2, "txt": "x", "expected": expected(1)},
+            ],
+            "row '2': the prompt template names 'text', which this row does not have",
+        ),
     ],
 )
 def test_bad_rows_are_refused_before_any_call(data, message):
     model, script = scripted("bad", sloppy)
     with pytest.raises(EvalInputError, match=message):
-        cf.evaluate(data, schema=SCHEMA, prompt=PROMPT, models=[model])
+        cf.evaluate(
+            data,
+            schema=SCHEMA,
+            prompt=PROMPT,
+            models=[model],
+            id_field="id" if data and "id" in data[0] else None,
+        )
+    assert script.calls == {}
+
+
+def test_a_model_answer_of_nan_is_not_json_and_never_valid():
+    model = cf.Model(ScriptedClient(['{"n": NaN}', '{"n": Infinity}', '{"n": -Infinity}']), name="nan")
+    report = cf.evaluate(
+        [{"text": "a", "expected": {"n": 1.0}}], schema="n float", prompt="{text}", models=[model]
+    )
+    row = report.cells[0].rows[0]
+    assert not row.valid and row.error_phase == "output" and row.actual is None
+
+
+def test_a_date_time_without_its_zone_is_refused_as_an_expected_answer():
+    model, script = scripted("bad", sloppy)
+    schema = {"type": "object", "properties": {"at": {"type": "string", "format": "date-time"}}}
+    with pytest.raises(EvalInputError, match="is not a 'date-time'"):
+        cf.evaluate(
+            [{"text": "x", "expected": {"at": "2024-03-01T10:00:00"}}],
+            schema=schema,
+            prompt="{text}",
+            models=[model],
+        )
     assert script.calls == {}
 
 
@@ -131,3 +191,47 @@ def test_nearest_rank_quantiles():
     values = sorted(r.latency_ms for r in cell.rows)
     for q in (0.5, 0.95, 1.0):
         assert cell.latency(q) == values[math.ceil(q * len(values)) - 1]
+
+
+def test_a_capped_eval_prices_the_rows_that_ran_and_a_resume_under_the_same_cap_spends_nothing():
+    capped, _, _ = run(max_cost=2)
+    bad = capped.cells[0]
+    ran = [r for r in bad.rows if r.error_phase != "not-run"]
+    assert 0 < len(ran) < ROWS
+    assert bad.cost == sum(Decimal(r.cost) for r in ran) and bad.cost_per_row == bad.cost / len(ran)
+    assert capped.to_dict(rows=False)["cells"][0]["not_run"] == ROWS - len(ran)
+    again, bad_script, good_script = run(resume=True, max_cost=2)  # the cap was spent: nothing more
+    assert bad_script.calls == {} and good_script.calls == {}
+    assert again.eval_id == capped.eval_id and again.stopped_by_cost
+
+
+def test_a_row_of_unknown_cost_leaves_the_others_priced():
+    from chainform.evals import Cell, RowResult
+
+    rows = [
+        RowResult("a", {}, 1, cost="0.5"),
+        RowResult("b", {}, 1, cost=None),
+        RowResult("c", {}, 1, cost="1.5"),
+    ]
+    cell = Cell("m", "auto", "{x}", "run", rows)
+    assert (cell.cost, cell.unpriced_rows, cell.cost_per_row) == (Decimal(2), 1, Decimal(1))
+    assert cell.cost_per_correct_row == Decimal(2) / 3
+
+
+def test_scoring_settings_are_kept_and_a_resume_with_others_is_refused_leaving_the_report_as_it_was():
+    first, _, _ = run(fuzzy=0.9)
+    assert first.settings["scoring"] == {
+        "tolerance": {"total": 0.01}, "default_tolerance": 0.0, "fuzzy": 0.9, "scorers": [], "judge": None,
+        "judge_fields": [],
+    }  # fmt: skip
+    from chainform.evals._keep import eval_dir
+
+    kept = (eval_dir(first.eval_id) / "report.json").read_text()
+    model, script = scripted("bad", sloppy)
+    with pytest.raises(
+        EvalInputError, match=f"eval {first.eval_id} was scored with other settings \\(fuzzy\\)"
+    ):
+        cf.evaluate(rows(), schema=SCHEMA, prompt=PROMPT, models=[model, scripted("good", expected)[0]],
+                    strategies=["native"], tolerance={"total": 0.01}, resume=True)  # fmt: skip
+    assert (eval_dir(first.eval_id) / "report.json").read_text() == kept and script.calls == {}
+    assert load_report(first.eval_id).settings["scoring"]["fuzzy"] == 0.9

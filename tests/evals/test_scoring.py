@@ -8,6 +8,8 @@ import pytest
 from chainform.evals import EvalInputError, Options, compile_plan, score
 from chainform.evals._score import _greedy, assign
 
+pytestmark = pytest.mark.unit  # no socket, no process (tests/guards.py)
+
 
 def plan(properties, **options):
     return compile_plan({"type": "object", "properties": properties}, Options(**options))
@@ -174,3 +176,46 @@ def test_precision_and_recall_when_nothing_was_answered_or_expected():
     assert (nothing_at_all.precision, nothing_at_all.recall) == (1.0, 1.0)
     extra = FieldFigures(0, 1, tp=0, fp=3, fn=0, is_array=True)
     assert (extra.precision, extra.recall) == (0.0, 0.0)
+
+
+def item_plan():
+    item = {"type": "object", "properties": {"q": {"type": "integer"}}}
+    return plan({"items": {"type": "array", "items": item}})
+
+
+def test_no_item_on_either_side_counts_nothing_for_the_item_fields():
+    p = item_plan()
+    for both in ([], None):
+        outcomes = score(p, {"items": both}, {"items": both})
+        assert outcomes["items"] == ("right", 1, 1, 0, 0, 0)
+        assert outcomes["items[].q"][:3] == ("right", 0, 0)  # was 1 of 1 ([]) and 0 of 1 (null)
+    from chainform.evals._report import FieldFigures
+
+    assert FieldFigures(0, 0).accuracy == 1.0
+
+
+def test_extra_answered_items_are_unexpected_and_missing_ones_missing():
+    p = item_plan()
+    extra = score(p, {"items": [{"q": 1}]}, {"items": [{"q": 1}, {"q": 2}]})["items[].q"]
+    assert (extra.status, extra.right, extra.total) == ("unexpected", 1, 2)
+    short = score(p, {"items": [{"q": 1}, {"q": 2}]}, {"items": [{"q": 1}]})["items[].q"]
+    assert (short.status, short.right, short.total) == ("missing", 1, 2)
+
+
+def test_a_field_with_no_type_tells_true_from_1_also_inside_arrays_and_objects():
+    p = plan({"x": {}, "xs": {"type": "array", "items": {}}, "o": {}})
+    got = statuses(p, {"x": 1, "xs": [1], "o": {"a": [1]}}, {"x": True, "xs": [True], "o": {"a": [True]}})
+    assert got == {"x": "wrong", "xs": "wrong", "o": "wrong"}
+    assert statuses(p, {"x": 3, "xs": [3], "o": {"a": 3}}, {"x": 3.0, "xs": [3.0], "o": {"a": 3.0}}) == {
+        "x": "right",
+        "xs": "right",
+        "o": "right",
+    }
+
+
+def test_times_compare_in_utc_whatever_offset_and_no_zone_is_utc():
+    p = plan({"t": {"type": "string", "format": "time"}})
+    for answer in ("11:00:00Z", "11:00:00+00:00", "11:00:00", "13:00:00+02:00"):
+        assert statuses(p, {"t": "12:00:00+01:00"}, {"t": answer}) == {"t": "right"}, answer
+    assert statuses(p, {"t": "00:30:00+01:00"}, {"t": "23:30:00Z"}) == {"t": "right"}
+    assert statuses(p, {"t": "12:00:00+01:00"}, {"t": "12:00:00Z"}) == {"t": "wrong"}

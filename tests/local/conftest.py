@@ -11,6 +11,16 @@ import pytest
 
 from chainform.local import LocalChatClient, prepare
 
+HERE = Path(__file__).parent
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """This folder's tests share one xdist worker (scripts/test.sh runs `--dist loadgroup`): its session
+    fixtures (the tokenizer, the tiny model and its ONNX conversion, the loaded models) are made once."""
+    for item in items:
+        if item.path.is_relative_to(HERE):
+            item.add_marker(pytest.mark.xdist_group("local-model"))
+
 
 @pytest.fixture(scope="session")
 def smollm2_dir() -> Path:

@@ -140,3 +140,35 @@ def test_a_damaged_log_stops_map_before_any_row(tmp_path, monkeypatch, damaged_l
     assert result.exit_code == 2 and "is damaged" in result.stderr and "--no-log" in result.stderr
     assert client.requests == [] and not out.exists()
     assert invoke(str(inp), "-o", str(out), "-m", "scripted", "--no-log").exit_code == 0
+
+
+DUPLICATED = (
+    '{"id": 1, "text": "a"}\n{"id": 2, "text": "b"}\n\n{"id": 2, "text": "c"}\n{"id": 3, "text": "d"}\n'
+)
+
+
+@pytest.mark.parametrize("resume", [False, True])
+def test_duplicate_ids_are_refused_before_any_call_naming_both_lines(tmp_path, monkeypatch, resume) -> None:
+    client = scripted_map(monkeypatch)
+    inp, out = tmp_path / "in.jsonl", tmp_path / "out.jsonl"
+    inp.write_text(DUPLICATED)
+    if resume:  # a cut output: the resume must not call the second id 2 done
+        out.write_text("")
+    argv = [str(inp), "-o", str(out), "-m", "scripted", "--prompt", "{text}", "--id-field", "id", "-n"]
+    result = CliRunner().invoke(cli, ["map", *argv, *(["--resume"] if resume else [])])
+    assert result.exit_code == 2, result.output
+    [line] = [x for x in result.output.splitlines() if "Error" in x]
+    assert "lines 2 and 4" in line and "'id'" in line and str(inp) in line
+    assert client.requests == []
+
+
+def test_the_library_refuses_a_list_with_one_id_twice_and_fails_a_streamed_repeat(monkeypatch) -> None:
+    client = ScriptedClient([echo] * 10)
+    model = cf.Model(client, name="scripted")
+    items = [{"id": 1, "text": "a"}, {"id": 2, "text": "b"}, {"id": 2, "text": "c"}]
+    with pytest.raises(MapInputError, match=r"inputs 1 and 2 have the same 'id'"):
+        list(model.map(items, prompt="{text}", id_field="id", log=False))
+    assert client.requests == []
+    results = sorted(model.map(iter(items), prompt="{text}", id_field="id", log=False), key=lambda r: r.index)
+    assert [r.error is None for r in results] == [True, True, False]
+    assert "is also row 1's" in str(results[2].error)

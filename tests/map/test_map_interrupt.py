@@ -17,6 +17,8 @@ import chainform as cf
 from chainform.cli import cli
 from chainform.testing import ScriptedClient, tool_call
 
+pytestmark = pytest.mark.unit  # no socket, no process (tests/guards.py)
+
 STOP_AT = 7
 TOOLS = """
 def lookup(order: int) -> dict:

@@ -15,6 +15,8 @@ from chainform.models import AsyncModel, Model
 from chainform.store import Store
 from chainform.testing import ScriptedClient
 
+pytestmark = pytest.mark.unit  # no socket, no process (tests/guards.py)
+
 
 def echo(messages, options):
     return "echo " + messages[-1].text

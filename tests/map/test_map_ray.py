@@ -12,7 +12,10 @@ from chainform.cli import cli
 from chainform.testing.emulator import Emulator
 
 ray = pytest.importorskip("ray")
-pytestmark = pytest.mark.filterwarnings("ignore::DeprecationWarning")  # Ray's own, on start-up
+pytestmark = [
+    pytest.mark.filterwarnings("ignore::DeprecationWarning"),  # Ray's own, on start-up
+    pytest.mark.xdist_group("ray"),  # one worker starts the module's local Ray once
+]
 
 
 def lookup(order: int) -> dict:

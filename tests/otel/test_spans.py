@@ -21,6 +21,8 @@ from chainform import _trace
 from chainform.errors import ProviderError
 from chainform.testing import ScriptedClient, tool_call
 
+pytestmark = pytest.mark.unit  # no socket, no process (tests/guards.py)
+
 SECRET = "sk-live-0123456789abcdef0123"
 
 

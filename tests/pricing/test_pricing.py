@@ -17,6 +17,8 @@ from chainform.pricing._table import MAX_TOKENS
 from chainform.testing import ScriptedClient, tool_call
 from chainform.types import ChatResponse, Message, UsageDetails
 
+pytestmark = pytest.mark.unit  # no socket, no process (tests/guards.py)
+
 MODEL = "openai/gpt-4.1-mini"
 
 

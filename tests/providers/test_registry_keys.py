@@ -11,6 +11,8 @@ import pytest
 from chainform import keys
 from chainform.errors import ChainformError, MissingKeyError
 
+pytestmark = pytest.mark.unit  # no socket, no process (tests/guards.py)
+
 SECRET = "sk-very-secret-value-42"
 
 

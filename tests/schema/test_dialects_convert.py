@@ -10,6 +10,8 @@ from chainform.errors import SchemaError
 from chainform.schema.dialects import convert, forward_instance, provider_accepts, restore
 from chainform.schema.validate import validate
 
+pytestmark = pytest.mark.unit  # no socket, no process (tests/guards.py)
+
 PERSON: dict[str, Any] = {
     "type": "object",
     "properties": {

@@ -12,6 +12,8 @@ from chainform.errors import SchemaError
 from chainform.schema.dialects import convert, forward_instance, provider_accepts, restore
 from chainform.schema.validate import is_valid, validate
 
+pytestmark = pytest.mark.unit  # no socket, no process (tests/guards.py)
+
 STRICT = ["openai-strict", "anthropic"]
 ALL = ["openai-strict", "anthropic", "gemini", "bedrock"]
 

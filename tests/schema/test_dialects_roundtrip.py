@@ -11,6 +11,8 @@ from chainform.errors import SchemaError
 from chainform.schema.dialects import convert, forward_instance, provider_accepts, restore
 from chainform.schema.validate import check_schema, is_valid
 
+pytestmark = pytest.mark.unit  # no socket, no process (tests/guards.py)
+
 DIALECTS = ["openai-strict", "gemini", "anthropic", "bedrock", "llguidance"]
 
 

@@ -13,6 +13,8 @@ from pydantic import BaseModel
 from chainform.errors import SchemaError
 from chainform.schema import resolve_schema, schema_dsl
 
+pytestmark = pytest.mark.unit  # no socket, no process (tests/guards.py)
+
 EXPECTED = {
     "type": "object",
     "properties": {

@@ -15,6 +15,8 @@ from chainform.schema.dialects import convert
 from chainform.schema.validate import check_schema, validate
 from chainform.testing import ScriptedClient
 
+pytestmark = pytest.mark.unit  # no socket, no process (tests/guards.py)
+
 TOO_DEEP = "nested more than 100 levels deep"
 
 

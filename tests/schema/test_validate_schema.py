@@ -11,6 +11,8 @@ from _dialects_testdata import bench_sample, data_dir
 from chainform.errors import SchemaError
 from chainform.schema import validate as v
 
+pytestmark = pytest.mark.unit  # no socket, no process (tests/guards.py)
+
 PERSON = {
     "type": "object",
     "properties": {"name": {"type": "string"}, "tags": {"type": "array", "items": {"type": "integer"}}},

@@ -7,6 +7,7 @@ import sqlite3
 from decimal import Decimal
 from pathlib import Path
 
+import pytest
 from pydantic_core import to_json
 from store_helpers import make_record
 
@@ -16,6 +17,8 @@ from chainform.store._migrations import migrate
 from chainform.store._rows import rows_of
 from chainform.testing import ScriptedClient
 from chainform.types import UsageDetails
+
+pytestmark = pytest.mark.unit  # no socket, no process (tests/guards.py)
 
 
 def test_costs_round_trip_exactly(store: Store) -> None:

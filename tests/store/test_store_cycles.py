@@ -6,8 +6,12 @@ from __future__ import annotations
 
 import gc
 
+import pytest
+
 import chainform as cf
 from chainform.testing import ScriptedClient, tool_call
+
+pytestmark = pytest.mark.unit  # no socket, no process (tests/guards.py)
 
 
 def get_weather(city: str) -> str:

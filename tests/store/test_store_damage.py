@@ -12,6 +12,8 @@ import chainform as cf
 from chainform.store import Store, StoreError
 from chainform.testing import ScriptedClient
 
+pytestmark = pytest.mark.unit  # no socket, no process (tests/guards.py)
+
 
 def test_home_that_is_a_file_warns_and_the_chain_still_answers(tmp_path: Path, monkeypatch) -> None:
     blocker = tmp_path / "home-file"

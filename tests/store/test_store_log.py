@@ -19,6 +19,8 @@ from chainform.store import (
 from chainform.store._serialize import REDACTED, canonical_json
 from chainform.types import FunctionCallContent, FunctionResultContent, Message, UsageDetails
 
+pytestmark = pytest.mark.unit  # no socket, no process (tests/guards.py)
+
 SCHEMA = {"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]}
 
 

@@ -12,6 +12,8 @@ import pytest
 from chainform.store import Store, StoreError
 from chainform.store._migrations import MIGRATIONS, migrate, user_version
 
+pytestmark = pytest.mark.unit  # no socket, no process (tests/guards.py)
+
 
 def _old_database(path: Path, version: int) -> None:
     db = sqlite3.connect(path, isolation_level=None)

@@ -11,7 +11,7 @@ import pytest
 from chainform import keys
 from chainform.store import Store
 
-pytestmark = pytest.mark.skipif(os.name != "posix", reason="POSIX file modes")
+pytestmark = [pytest.mark.skipif(os.name != "posix", reason="POSIX file modes"), pytest.mark.unit]
 
 
 def _mode(path: Path) -> int:

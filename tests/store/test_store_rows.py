@@ -5,6 +5,7 @@ from __future__ import annotations
 import sqlite3
 import time
 
+import pytest
 import ulid
 from pydantic import BaseModel
 
@@ -21,6 +22,8 @@ from chainform.types import (
     TextContent,
     TextReasoningContent,
 )
+
+pytestmark = pytest.mark.unit  # no socket, no process (tests/guards.py)
 
 
 class Answer(BaseModel):

@@ -13,6 +13,8 @@ from store_helpers import make_record
 from chainform.store import Store, StoreError
 from chainform.store._migrations import migrate
 
+pytestmark = pytest.mark.unit  # no socket, no process (tests/guards.py)
+
 
 def _indexed(store: Store) -> int:
     with store.read() as db:

@@ -3,10 +3,13 @@ time, each conversation's calls in the order they ran."""
 
 from __future__ import annotations
 
+import pytest
 from store_helpers import make_record
 
 from chainform.evals._summaries import IDS_PER_QUERY, CallSummary, call_summaries
 from chainform.store import Store
+
+pytestmark = pytest.mark.unit  # no socket, no process (tests/guards.py)
 
 
 def test_each_conversations_calls_come_back_in_seq_order(store: Store) -> None:

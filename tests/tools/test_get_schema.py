@@ -17,6 +17,8 @@ from typing_extensions import NotRequired, TypedDict
 from chainform.errors import ToolDefinitionError
 from chainform.tools import get_schema
 
+pytestmark = pytest.mark.unit  # no socket, no process (tests/guards.py)
+
 
 class Color(enum.Enum):
     RED = "red"

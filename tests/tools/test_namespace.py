@@ -7,6 +7,8 @@ import pytest
 from chainform.errors import ToolArgumentError, ToolDefinitionError, UnknownToolError
 from chainform.tools import Namespace, Tool, Toolbox, call, namespace
 
+pytestmark = pytest.mark.unit  # no socket, no process (tests/guards.py)
+
 CALLS: list[str] = []
 
 

@@ -5,10 +5,13 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Annotated, NamedTuple
 
+import pytest
 from pydantic import BaseModel, Field
 from typing_extensions import TypedDict
 
 from chainform.tools import get_schema
+
+pytestmark = pytest.mark.unit  # no socket, no process (tests/guards.py)
 
 
 def props(obj: object) -> dict[str, dict[str, object]]:

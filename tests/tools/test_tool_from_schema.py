@@ -11,6 +11,8 @@ from chainform.clients.base import WireNames, to_wire
 from chainform.testing import ScriptedClient, tool_call
 from chainform.types import FunctionCallContent, FunctionResultContent, Message
 
+pytestmark = pytest.mark.unit  # no socket, no process (tests/guards.py)
+
 PARAMS = {"type": "object", "properties": {"n": {"type": "integer", "minimum": 0}}, "required": ["n"]}
 
 

@@ -14,6 +14,8 @@ from pydantic import BaseModel
 from chainform.errors import ToolArgumentError, ToolDefinitionError
 from chainform.tools import Tool, Toolbox
 
+pytestmark = pytest.mark.unit  # no socket, no process (tests/guards.py)
+
 
 class Mode(enum.Enum):
     FAST = "fast"

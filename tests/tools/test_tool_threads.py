@@ -15,6 +15,8 @@ import chainform as cf
 from chainform.errors import ChainformError
 from chainform.testing import ScriptedClient, tool_call
 
+pytestmark = pytest.mark.unit  # no socket, no process (tests/guards.py)
+
 LOOP = "chainform-loop"
 marker: contextvars.ContextVar[str] = contextvars.ContextVar("marker", default="unset")
 meeting = threading.Barrier(2)

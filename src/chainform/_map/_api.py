@@ -7,6 +7,7 @@ these functions.
 
 from __future__ import annotations
 
+import asyncio
 import functools
 from collections.abc import (
     AsyncGenerator,
@@ -22,7 +23,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Concatenate, Literal, ParamSpec
 
 from chainform import _sync
-from chainform._map._inputs import Row, check_template, rows
+from chainform._map._inputs import Row, check_template, check_unique_ids, rows
 from chainform._map._results import MapResult
 from chainform.pricing import Budget
 
@@ -73,7 +74,8 @@ def amap(
     `requests_per_minute` / `tokens_per_minute`; a 429 pauses them all for its Retry-After.
     `retries`: re-tries of one model call after a transient failure (429, 5xx, timeout, dropped
     connection). `on_error="record"` puts a typed `RowError` on the row; "raise" stops the run.
-    `ordered=True` yields in input order. `id_field` keys rows by a field (else by position);
+    `ordered=True` yields in input order. `id_field` keys rows by a field (else by position; a
+    list with one id twice raises MapInputError before any row, a lazy source fails the repeat);
     `attach` names a field of path(s) or URL(s) (comma-separated) each row attaches, paths taken
     relative to `attach_base`, converted to text (for a model that cannot read them) within
     `attach_limits` (`ConversionLimits()` when None; a row over a limit is that row's error); `max_cost` (USD, or a `Budget` to read afterwards) stops starting
@@ -96,6 +98,8 @@ def amap(
     if isinstance(inputs, AsyncIterable):
         source = _arows(inputs, id_field)
     elif isinstance(inputs, Sequence):  # nothing to wait for: no reader thread
+        if id_field is not None:
+            check_unique_ids(enumerate(inputs), id_field, "inputs")
         source = InMemory(rows(inputs, id_field))
     else:
         source = rows(inputs, id_field)
@@ -138,14 +142,21 @@ def _sync_twin(
 
 
 def _drain(results: AsyncIterator[MapResult]) -> Iterator[MapResult]:
-    """Pull results from chainform's background loop, where the pool keeps running between pulls."""
+    """Pull results from chainform's background loop, where the pool keeps running between pulls.
+
+    Interrupted while waiting (Ctrl-C), the pending pull is cancelled before the results close: an
+    async generator cannot be closed while a pull of it still runs."""
+    step = None
     try:
         while True:
+            step = _sync.submit(_anext(results))
             try:
-                yield _sync.run(_anext(results))
+                yield step.result()
             except StopAsyncIteration:
                 return
     finally:
+        if step is not None:
+            step.cancel()
         _sync.run(_aclose(results))
 
 
@@ -155,8 +166,11 @@ async def _anext(results: AsyncIterator[MapResult]) -> MapResult:
 
 async def _aclose(results: AsyncIterator[MapResult]) -> None:
     aclose = getattr(results, "aclose", None)
-    if aclose is not None:
-        await aclose()
+    if aclose is None:
+        return
+    while getattr(results, "ag_running", False):  # a cancelled pull still unwinding
+        await asyncio.sleep(0)
+    await aclose()
 
 
 async def _arows(inputs: AsyncIterable[Any], id_field: str | None) -> AsyncIterator[Row]:

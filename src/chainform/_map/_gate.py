@@ -108,6 +108,7 @@ class GatedClient(BaseChatClient):
         self.inner = inner
         self.gate = gate
         self.retries = retries
+        self.retried = 0  # calls sent again through this client after a transient failure
 
     @property
     def profile(self) -> ModelProfile:
@@ -131,6 +132,7 @@ class GatedClient(BaseChatClient):
                     raise
                 await gate.failed(exc, attempt)
                 attempt += 1
+                self.retried += 1
                 continue
             usage = response.usage_details
             tokens = (usage.total_tokens or 0) if usage else 0

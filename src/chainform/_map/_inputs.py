@@ -123,7 +123,12 @@ def record_of(data: str | dict[str, Any]) -> dict[str, Any]:
 
 
 def rows(data: Iterable[Any], id_field: str | None = None, start: int = 0) -> Iterator[Row]:
-    """Number the inputs (from `start`) and key them by `id_field` (when given) or by position."""
+    """Number the inputs (from `start`) and key them by `id_field` (when given) or by position.
+
+    A key met a second time makes that row an input error (a lazy source cannot be checked before
+    the run; `check_unique_ids` checks a file or a list first): two rows under one key would leave
+    one of them for ever "done" on resume."""
+    seen: dict[str, int] = {}
     for index, item in enumerate(data, start):
         if isinstance(item, Row):
             yield item
@@ -137,16 +142,43 @@ def rows(data: Iterable[Any], id_field: str | None = None, start: int = 0) -> It
         elif id_field is not None:
             if isinstance(item, dict) and item.get(id_field) not in (None, ""):
                 key = str(item[id_field])
+                if (first := seen.setdefault(key, index)) != index:
+                    error = MapInputError(
+                        f"the {id_field!r} {key!r} is also row {first}'s: ids must be unique"
+                    )
             else:
                 error = MapInputError(f"the row has no {id_field!r} field to key it by")
         yield Row(index, key, item, error)
+
+
+def check_unique_ids(numbered: Iterable[tuple[int, Any]], id_field: str, where: str) -> None:
+    """Refuse (MapInputError) two rows with one `id_field` value, naming both of their `where`s
+    (`numbered`: (line or row number, row) pairs, e.g. `read_numbered`). Rows without the field
+    are left to fail on their own."""
+    seen: dict[str, int] = {}
+    for number, item in numbered:
+        if isinstance(item, dict) and item.get(id_field) not in (None, ""):
+            key = str(item[id_field])
+            first = seen.setdefault(key, number)
+            if first != number:
+                raise MapInputError(
+                    f"{where} {first} and {number} have the same {id_field!r} ({key!r}): "
+                    f"each row needs its own {id_field!r} (a resume keys rows by it)"
+                )
 
 
 def read_file(path: str, fmt: str | None = None) -> Iterator[str | dict[str, Any] | MapInputError]:
     """Lazily read INPUT: `.jsonl`/`.json` lines, `.csv` rows, or `-`/other: one prompt per line.
 
     Read as bytes (stdin too): a line that is not UTF-8 is an input error naming its number."""
-    kind = fmt or _format_of(path)
+    return (item for _number, item in read_numbered(path, fmt))
+
+
+def read_numbered(
+    path: str, fmt: str | None = None
+) -> Iterator[tuple[int, str | dict[str, Any] | MapInputError]]:
+    """`read_file`'s rows, each with its line number (a CSV record's last line)."""
+    kind = fmt or format_of(path)
     handle: IO[bytes] = _stdin_bytes() if path == "-" else open(path, "rb")  # noqa: SIM115
     try:
         if kind == "csv":
@@ -154,11 +186,11 @@ def read_file(path: str, fmt: str | None = None) -> Iterator[str | dict[str, Any
         elif kind == "jsonl":
             yield from _jsonl(handle)
         else:
-            for _number, text in _decoded(handle):
+            for number, text in _decoded(handle):
                 if isinstance(text, MapInputError):
-                    yield text
+                    yield number, text
                 elif text.strip():
-                    yield text.rstrip("\r\n")
+                    yield number, text.rstrip("\r\n")
     finally:
         if path != "-":
             handle.close()
@@ -168,7 +200,7 @@ def count_rows(path: str, fmt: str | None = None) -> int | None:
     """How many rows INPUT holds (for the progress bar's ETA); None for stdin."""
     if path == "-":
         return None
-    if (fmt or _format_of(path)) == "csv":
+    if (fmt or format_of(path)) == "csv":
         return sum(1 for _ in read_file(path, "csv"))
     with open(path, "rb") as handle:
         return sum(1 for line in handle if line.strip())
@@ -197,22 +229,28 @@ def _decoded(handle: IO[bytes]) -> Iterator[tuple[int, str | MapInputError]]:
             yield number, _not_utf8(number, exc)
 
 
-def _jsonl(handle: IO[bytes]) -> Iterator[dict[str, Any] | MapInputError]:
+def _jsonl(handle: IO[bytes]) -> Iterator[tuple[int, dict[str, Any] | MapInputError]]:
     for number, line in _decoded(handle):
         if isinstance(line, MapInputError):
-            yield line
+            yield number, line
             continue
         if not line.strip():
             continue
         try:
             value = json.loads(line)
         except ValueError as exc:
-            yield MapInputError(f"line {number} is not JSON: {exc}")
+            yield number, MapInputError(f"line {number} is not JSON: {exc}")
             continue
-        yield value if isinstance(value, dict) else MapInputError(f"line {number} is not a JSON object")
+        except RecursionError:
+            yield number, MapInputError(f"line {number} is nested too deeply to read")
+            continue
+        yield (
+            number,
+            value if isinstance(value, dict) else MapInputError(f"line {number} is not a JSON object"),
+        )
 
 
-def _csv(handle: IO[bytes]) -> Iterator[dict[str, Any] | MapInputError]:
+def _csv(handle: IO[bytes]) -> Iterator[tuple[int, dict[str, Any] | MapInputError]]:
     """CSV rows under their header's names. Bytes that are not UTF-8 ride through the csv module
     escaped (a quoted field may span lines) and make their row an input error; a row shorter
     than the header lacks the missing columns (a template naming one fails that row), a longer
@@ -220,20 +258,20 @@ def _csv(handle: IO[bytes]) -> Iterator[dict[str, Any] | MapInputError]:
     lines = (raw.decode("utf-8", "surrogateescape") for raw in handle)
     reader = csv.DictReader(lines)
     for record in reader:
-        number = reader.line_num
+        number = reader.line_num  # where the record ends (a quoted field may span lines)
         bad = next((v for v in record.values() if isinstance(v, str) and not _utf8(v)), None)
         if bad is not None:
             try:
                 bad.encode("utf-8", "surrogateescape").decode("utf-8")
             except UnicodeDecodeError as exc:
-                yield _not_utf8(number, exc)
+                yield number, _not_utf8(number, exc)
             continue
         extra = record.pop(None, None)  # type: ignore[call-overload]
         if extra and any(str(v).strip() for v in extra):
             width = len(reader.fieldnames or ())
-            yield MapInputError(f"line {number} has {width + len(extra)} fields, the header {width}")
+            yield number, MapInputError(f"line {number} has {width + len(extra)} fields, the header {width}")
             continue
-        yield {name: value for name, value in record.items() if value is not None}
+        yield number, {name: value for name, value in record.items() if value is not None}
 
 
 def _utf8(text: str) -> bool:
@@ -244,7 +282,8 @@ def _utf8(text: str) -> bool:
     return True
 
 
-def _format_of(path: str) -> str:
+def format_of(path: str) -> str:
+    """`jsonl`, `csv` or `lines`, by the file's suffix."""
     suffix = Path(path).suffix.lower()
     if suffix in (".jsonl", ".ndjson", ".json"):
         return "jsonl"

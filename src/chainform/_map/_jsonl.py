@@ -47,6 +47,8 @@ def line_for(result: MapResult, run_id: str, record: dict[str, Any]) -> dict[str
     }
     if result.model is not None:
         out[META]["model"] = result.model
+    if result.retried:
+        out[META]["retried"] = result.retried
     return out
 
 

@@ -14,11 +14,13 @@ from chainform.errors import (
     ProviderError,
     StructuredOutputError,
     ToolError,
+    TruncatedOutputError,
 )
 
 _PHASES: tuple[tuple[type[BaseException], str], ...] = (
     (MapInputError, "input"),
     (ProviderError, "provider"),
+    (TruncatedOutputError, "truncated"),
     (StructuredOutputError, "output"),
     (FormattingError, "format"),
     (ToolError, "tool"),
@@ -29,8 +31,8 @@ _PHASES: tuple[tuple[type[BaseException], str], ...] = (
 
 @dataclass
 class RowError:
-    """Why a row failed: the `phase` (input, provider, output, format, tool, guardrail, chain,
-    internal), the error's type name and message, and the exception itself."""
+    """Why a row failed: the `phase` (input, provider, truncated, output, format, tool, guardrail,
+    chain, internal), the error's type name and message, and the exception itself."""
 
     phase: str
     type: str
@@ -64,6 +66,7 @@ class MapResult:
     usage: ChainUsage = field(default_factory=lambda: ChainUsage.of([]))
     conversation_id: str | None = None
     model: str | None = None  # the model that made the row's last call (a fallback's, when one answered)
+    retried: int = 0  # calls of the row sent again after a transient failure (429, 5xx, timeout)
 
     @property
     def ok(self) -> bool:

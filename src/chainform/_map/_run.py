@@ -54,6 +54,7 @@ class MapModel(Protocol):
     client: Any
     name: str
     _store: Any
+    refusals: Any  # what its chains learnt at run time, shared by the rows
 
     def _twin(self, client: Any = None) -> MapModel: ...
 
@@ -141,6 +142,21 @@ class MapRun:
             gated._store = self.model._store
             self._gated = gated
         return self._gated
+
+    def _row_model(self) -> tuple[MapModel, GatedClient | None]:
+        """The run's gated model on a gate client of the row's own (same inner client, same gate),
+        which counts the row's transport retries; a batch run's rows share the run's."""
+        shared = self._gated_model()
+        if self.batch or not isinstance(shared.client, GatedClient):
+            return shared, None
+        import copy
+
+        client = copy.copy(shared.client)
+        client.retried = 0
+        model = shared._twin(client)
+        model._store = shared._store
+        model.refusals = shared.refusals
+        return model, client
 
     def _client(self) -> Any:
         """The model's client; in a batch run a copy whose whole requests go to `BatchRounds`."""
@@ -239,7 +255,7 @@ class MapRun:
         if row.error is not None:
             result.error = RowError.of(row.error)
             return self._settle(result)
-        model = self._gated_model()
+        model, gated = self._row_model()
         cid = _new_id()
         response = None
         named = _naming.set((cid, f"map {self.run_id} {row.key}")) if self.log else None
@@ -267,6 +283,8 @@ class MapRun:
         finally:
             if named is not None:
                 _naming.reset(named)
+        if gated is not None:
+            result.retried = gated.retried
         if response is not None:
             result.usage = response.usage
             calls = response.responses

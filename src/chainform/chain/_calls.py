@@ -60,6 +60,14 @@ class ModelCall:
     model: str | None = None  # the model that made the call (a fallback's name when one answered)
     failed: str | None = None  # the type of the error the call raised (None: it returned)
     priced: UsageDetails | None = None  # the usage with its cost, once the engine priced the call
+    ended_by: str | None = None  # the tool whose result ended the chain (stop_at_tools, cf.Final)
+
+    @property
+    def finish_reason(self) -> str | None:
+        """Why the call stopped ("stop", "length", "tool_calls", ...; None when it raised or the
+        provider did not say)."""
+        reason = self.response.finish_reason if self.response else None
+        return str(reason) if reason is not None else None
 
     @property
     def text(self) -> str:
@@ -228,6 +236,8 @@ def log_record(log: ChainLogger, call: ModelCall, seq: int, created_at: float) -
         duration_ms=call.duration_ms,
         created_at=created_at,
         error=call.error,
+        finish_reason=call.finish_reason,
+        ended_by=call.ended_by,
         tool_calls=[
             ToolCallRecord(c.call_id, c.name, c.arguments if c.arguments is not None else c.raw_arguments)
             for c in calls

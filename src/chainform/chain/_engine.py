@@ -28,14 +28,17 @@ from chainform.chain._calls import CallRunner, ChainLogger, plain_data
 from chainform.chain._events import ChainEvent, EventLog
 from chainform.chain._fallback import Candidate, FallbackPlan, Route
 from chainform.chain._records import ChainResult
-from chainform.chain._tools import AfterCall, BeforeCall, run_calls
+from chainform.chain._tools import AfterCall, BeforeCall, Final, run_calls
 from chainform.clients.base import ChatClient
 from chainform.errors import (
     Attempt,
     ChainformError,
+    FormattingError,
     ProviderError,
     StructuredOutputError,
     StructuredOutputGenerationError,
+    TruncatedOutputError,
+    UnknownToolError,
 )
 from chainform.output import OUTPUT_TOOL_NAME, OutputSpec, StrategyChoice, select_strategy
 from chainform.output._select import Refusals
@@ -44,6 +47,8 @@ from chainform.output.strategies._context import ContextPolicy, Formatting, answ
 from chainform.pricing import Cost, Meter, as_cost
 from chainform.types import (
     ChatOptions,
+    ChatResponse,
+    FinishReason,
     FunctionCallContent,
     FunctionResultContent,
     Message,
@@ -74,6 +79,8 @@ class ChainRequest:
     stream: bool = True
     history: list[Message] = field(default_factory=list)
     max_cost: Cost | None = None  # USD; the chain ends between calls once its calls cost this
+    retry_max_tokens: int | None = None  # a cut-off answer is asked again once with this limit
+    stop_at_tools: frozenset[str] = frozenset()  # a call of one of these ends the chain with its result
 
     def __post_init__(self) -> None:
         if self.max_cost is not None:  # checked when the chain is asked for, not when it runs
@@ -120,6 +127,7 @@ class ChainRun(CallRunner):
         self.chain_id = chain_id
         self.tools = {t.name: t for t in request.tools}
         self.attempts: list[Attempt] = []
+        self.answer_from: int | None = None  # transcript index of the current model's failed answers
         self.settings = Settings(
             self.refusals, request.chain_limit, request.format_context, request.format_prompt
         )
@@ -128,6 +136,7 @@ class ChainRun(CallRunner):
         messages = [Message.system(self.req.system)] if self.req.system else []
         transcript = [*messages, *self.req.history, *([self.req.prompt] if self.req.prompt else [])]
         try:
+            unknown_stop_tools(self.req.stop_at_tools, self.tools)  # MCP tools are known only now
             if self.req.output is None:
                 outcome = await self._plain(transcript)
             else:
@@ -161,9 +170,17 @@ class ChainRun(CallRunner):
                 if strategy.formatting is not None:
                     return await self.formatted(transcript, strategy, strategy.formatting)
                 return await self.loop(transcript, strategy, tools=has_tools, purpose=purpose)
-            except StructuredOutputError as exc:
-                if strategy.rescue is None or purpose != "chain":
+            except (StructuredOutputError, FormattingError) as exc:
+                if purpose != "chain":
                     raise
+                rescue = isinstance(exc, StructuredOutputError) and not isinstance(exc, TruncatedOutputError)
+                if strategy.rescue is None or not rescue:  # no value from this model: maybe the next
+                    if not await self._fall_over_output(exc, transcript):
+                        raise
+                    choice = select_strategy(
+                        self.profile, has_tools=has_tools, requested=requested, refusals=self.refusals
+                    )
+                    continue
                 reason = f"{OUTPUT_TOOL_NAME} was not called and cannot be forced here: {exc}"[:240]
                 _close_calls(transcript)
                 choice = StrategyChoice(
@@ -196,11 +213,15 @@ class ChainRun(CallRunner):
     def _unforced(
         self, exc: ProviderError, choice: StrategyChoice, has_tools: bool, requested: str
     ) -> StrategyChoice:
-        """The server refused a forced tool choice: remembered, and the table asked again (an
-        explicit `tool` goes on without forcing; its rescue takes over if the model never calls
-        the output tool)."""
+        """The server refused a forced tool choice (e.g. Anthropic with thinking on): remembered
+        for the model, and the tool strategy goes on with tool choice `auto`, the output tool alone
+        on the last turn (its rescue takes over if the model never calls it). Another strategy
+        that forced a call asks the table again."""
         reason = f"provider rejected a forced tool choice (HTTP {exc.status}): {exc.provider_message[:160]}"
         self.refusals.remember("tool_choice", reason)
+        if choice.name == "tool":
+            why = f"{choice.reason}; tool choice auto at run time: {reason}"
+            return StrategyChoice("tool", why, choice.requested, fallback=reason)
         again = select_strategy(
             self.profile, has_tools=has_tools, requested=requested, refusals=self.refusals
         )
@@ -214,12 +235,17 @@ class ChainRun(CallRunner):
         """The tool phase (unless the transcript already ends in an answer), then the formatting call."""
         cut_off = not answered(transcript)
         if cut_off and self.turns_left() > 0:  # not answered yet (e.g. after a run-time fallback)
-            cut_off = (await self.loop(transcript, strategy, tools=True)).cut_off
+            phase = await self.loop(transcript, strategy, tools=True)
+            if phase.ended_by is not None:  # a tool's result is the value: no formatting call
+                return phase
+            cut_off = phase.cut_off
         context, messages = formatting.messages(transcript, cut_off=cut_off)
         self.format_context = context
         first_attempt = len(self.attempts)
         try:
             outcome = await self.answer(messages, has_tools=False, requested="auto", purpose="format")
+        except TruncatedOutputError:
+            raise  # the option to raise is the same as for any cut answer
         except (ProviderError, StructuredOutputError) as exc:
             raise formatting.error(exc, context, self.attempts[first_attempt:]) from exc
         return Outcome(outcome.value, cut_off)
@@ -232,17 +258,36 @@ class ChainRun(CallRunner):
                 if not await self._fall_over(exc, transcript):
                     raise
 
+    async def _fall_over_output(
+        self, exc: StructuredOutputError | FormattingError, transcript: list[Message]
+    ) -> bool:
+        """Go on with the next fallback model after this one gave no valid value, when
+        `fallback_on` holds "output"; False: raise `exc`. The next model starts from the
+        transcript before the failed answers (the tools' work kept), within the same max_cost."""
+        after = self.route.after_output(exc) if self.route is not None else None
+        if after is None:
+            return False
+        if self.answer_from is not None:  # the failed answers and what the model was told about them
+            del transcript[self.answer_from :]
+            self.answer_from = None
+        _close_calls(transcript)
+        await self._switch(after, transcript)
+        return True
+
     async def _fall_over(self, exc: ProviderError, transcript: list[Message]) -> bool:
         """Go on with the next fallback model after `exc` (chain/_fallback.py); False: raise it.
         Files it cannot read are converted for it (chain/_attachments.py)."""
         after = self.route.after(exc) if self.route is not None else None
         if after is None:
             return False
+        await self._switch(after, transcript)
+        return True
+
+    async def _switch(self, after: Candidate, transcript: list[Message]) -> None:
         self.client, self.profile, self.model_name = after.client, after.profile, after.name
         self.refusals = after.refusals
         self.settings = replace(self.settings, refusals=after.refusals)
         await for_profile(transcript, self.profile, self.events)
-        return True
 
     def turns_left(self) -> int:
         """Chain turns left; a call that raised (e.g. before a fallback model took over) takes none."""
@@ -257,17 +302,37 @@ class ChainRun(CallRunner):
         offered = list(self.tools.values()) if tools else []
         limit = self.turns_left() if tools else 1
         turns, retries_left, force = 0, self.req.retries, False
+        answers_chain = purpose != "format"  # the loop's messages are the chain's transcript
         while True:
             last = turns >= limit - 1
             options = strategy.options(self.req.options, offered, last=last, force=force)
             response, value, error = await self.call(transcript, options, strategy, purpose)
+            if _cut(response, strategy):  # never parsed, repaired or re-asked with the same limit
+                self._grow_limit(response, options, purpose)
+                purpose = "retry"
+                continue
             turns += purpose != "retry"
             transcript.extend(response.messages)
             calls = [c for c in response.function_calls if c.name != OUTPUT_TOOL_NAME]
             if error is None and value is not NOT_FINAL:
                 return Outcome(value)
             if error is None and calls and (not last or strategy.runs_last_tools):
-                await self._run_tools(calls, transcript)
+                if answers_chain:
+                    self.answer_from = None
+                ending = await self._run_tools(calls, transcript)
+                if ending is not None:
+                    ended = self._tool_answer(ending, transcript)
+                    if ended is not None:
+                        return ended
+                    if retries_left == 0:
+                        raise StructuredOutputError(
+                            f"structured output failed after {len(self.attempts)} attempt(s): "
+                            f"{self.attempts[-1].error}",
+                            attempts=self.attempts,
+                            responses=self.calls,
+                        )
+                    retries_left, purpose = retries_left - 1, "retry"
+                    continue
                 if last:
                     return Outcome(cut_off=True)
                 purpose = "chain"
@@ -276,6 +341,8 @@ class ChainRun(CallRunner):
                 error = StructuredOutputGenerationError(
                     "Tool calls are no longer allowed: give the final answer now.", raw_text=response.text
                 )
+            if answers_chain and self.answer_from is None:  # where this model's failed answers start
+                self.answer_from = len(transcript) - len(response.messages)
             feedback = strategy.feedback(error, response)  # a strategy that cannot retry raises here
             self.attempts.append(Attempt(error.raw_text, str(error), purpose))
             if retries_left == 0:
@@ -298,7 +365,42 @@ class ChainRun(CallRunner):
             if feedback.message:
                 transcript.append(Message.user(feedback.message))
 
-    async def _run_tools(self, calls: list[FunctionCallContent], transcript: list[Message]) -> None:
+    def _grow_limit(self, response: ChatResponse, options: ChatOptions, purpose: str) -> None:
+        """A call stopped at the output token limit: raise TruncatedOutputError, or (once, when
+        `retry_max_tokens` allows it) raise the chain's limit so the call is made again."""
+        limit = options.max_output_tokens
+        grow = self.req.retry_max_tokens
+        if grow is not None and (limit is None or grow > limit):
+            self.req = replace(self.req, options=self.req.options.replace(max_output_tokens=grow))
+            return
+        cut = [c for c in response.function_calls if c.name != OUTPUT_TOOL_NAME]
+        part = "tool arguments" if cut else "formatting" if purpose == "format" else "answer"
+        text = cut[-1].raw_arguments or "" if cut else response.text or _output_arguments(response)
+        usage = response.usage_details
+        tokens = f" after {usage.output_tokens} output tokens" if usage and usage.output_tokens else ""
+        where = f"max_tokens={limit}" if limit is not None else "the provider's default max_tokens"
+        again = " (the retry's larger limit)" if grow is not None else ""
+        message = (
+            f"the {part} was cut off at the output token limit ({where}{again}{tokens}); raise "
+            "max_tokens (CLI: -o max_tokens N), or let the chain retry once with a larger limit "
+            "(retry_max_tokens=N; CLI: --retry-max-tokens N)"
+        )
+        self.attempts.append(Attempt(text, message, purpose))
+        raise TruncatedOutputError(
+            message,
+            max_tokens=limit,
+            text=text,
+            usage=usage,
+            part=part,
+            attempts=self.attempts,
+            responses=self.calls,
+        )
+
+    async def _run_tools(
+        self, calls: list[FunctionCallContent], transcript: list[Message]
+    ) -> FunctionResultContent | None:
+        """Run a turn's calls; the first result that ends the chain (a `stop_at_tools` tool's, or
+        a `cf.Final`), if any."""
         for call in calls:
             self.events.append(ChainEvent("tool_call", value=call, purpose="chain"))
         results = await run_calls(
@@ -308,6 +410,14 @@ class ChainRun(CallRunner):
             after_call=self.req.after_call,
             restore_arguments=self._restore_tool_arguments,
         )
+        ending: FunctionResultContent | None = None
+        for i, result in enumerate(results):
+            final = isinstance(result.result, Final)
+            if final:  # unwrapped: the transcript, the log and the events hold the value itself
+                results[i] = result = replace(result, result=result.result.value)
+            ends = final or result.name in self.req.stop_at_tools
+            if ending is None and result.error is None and ends:
+                ending = result
         files = await tool_files(results, self.profile, self.events)  # tools that returned files
         for result in results:
             self.events.append(ChainEvent("tool_result", value=result, purpose="chain"))
@@ -316,6 +426,39 @@ class ChainRun(CallRunner):
         transcript.append(Message(Role.TOOL, list(results)))
         if files is not None:
             transcript.append(files)
+        return ending
+
+    def _tool_answer(self, result: FunctionResultContent, transcript: list[Message]) -> Outcome | None:
+        """A tool's result as the chain's value, validated against the schema (as it is without
+        one); None when it fails validation: the tool's result in the transcript becomes the error,
+        so the model reads it (a re-ask)."""
+        name = result.name or ""
+        if self.req.output is None:
+            value = result.result
+        else:
+            data = plain_data(result.result)
+            raw = data if isinstance(data, str) else json.dumps(data, ensure_ascii=False, default=str)
+            try:
+                value = self.req.output.check(data, raw_text=raw)
+            except StructuredOutputGenerationError as exc:
+                message = (
+                    f"the result of {name} is meant to be the final answer but does not match the "
+                    f"schema: {exc}. Call a tool again or answer yourself."
+                )
+                self.attempts.append(Attempt(raw, message, "chain"))
+                tool_turn = next(m for m in reversed(transcript) if m.role == Role.TOOL)
+                tool_turn.contents = [
+                    FunctionResultContent(c.call_id, error=message, name=name)
+                    if isinstance(c, FunctionResultContent) and c.call_id == result.call_id
+                    else c
+                    for c in tool_turn.contents
+                ]
+                return None
+        if self.calls:
+            self.calls[-1].ended_by = name
+            if self.req.output is not None:
+                self.calls[-1].parsed = plain_data(value)
+        return Outcome(value, ended_by=name)
 
     def _restore_tool_arguments(self, tool: Any, arguments: dict[str, Any]) -> dict[str, Any]:
         restored = self.profile.dialect.restore(arguments, tool.parameters)
@@ -334,12 +477,41 @@ class ChainRun(CallRunner):
             chain_id=self.chain_id,
             prompt=self.req.prompt,
             cut_off=outcome.cut_off,
+            ended_by=outcome.ended_by,
         )
+        if self.req.output is None and outcome.ended_by is not None:  # a tool's value, as it is
+            result.has_value, result.value = True, outcome.value
+            result.data = plain_data(outcome.value)
+            if not isinstance(outcome.value, str):
+                result.text = json.dumps(result.data, ensure_ascii=False, default=str)
         if self.req.output is not None:
             result.has_value, result.value = True, outcome.value
             result.data = plain_data(outcome.value)
             result.text = json.dumps(result.data, ensure_ascii=False)
         return result
+
+
+def unknown_stop_tools(stop_at: frozenset[str], tools: dict[str, Any]) -> None:
+    """UnknownToolError, before any call, for a `stop_at_tools` name that is not offered."""
+    unknown = sorted(stop_at - set(tools))
+    if unknown:
+        offered = ", ".join(sorted(tools)) or "(none)"
+        raise UnknownToolError(
+            f"stop_at_tools names {', '.join(map(repr, unknown))}, not a tool of this chain (offered: {offered})"
+        )
+
+
+def _cut(response: ChatResponse, strategy: Strategy) -> bool:
+    """Whether a call stopped at the output token limit in what must be whole: tool-call arguments,
+    or an answer that is parsed (a schema's). A plain text answer cut short is still an answer."""
+    if response.finish_reason != FinishReason.LENGTH:
+        return False
+    return bool(response.function_calls) or (strategy.validates and strategy.output is not None)
+
+
+def _output_arguments(response: ChatResponse) -> str:
+    calls = [c for c in response.function_calls if c.name == OUTPUT_TOOL_NAME]
+    return calls[-1].raw_arguments or "" if calls else ""
 
 
 def _what(exc: ProviderError) -> str:

@@ -6,19 +6,21 @@ A `FallbackPlan` is made once with the model (`cf.get_model(..., fallback=[...])
 resolved then, so an unknown name, a missing key or a model naming itself fails before any call.
 A `Route` is one chain's walk along it; the engine asks it for the next model after a failure and
 chooses the output strategy again for that model's profile. Errors that are the caller's fault
-(bad request, auth, a refused format) stay with the model unless `fallback_on` names their kind.
+(bad request, auth, a refused format) stay with the model unless `fallback_on` names their kind;
+`fallback_on` may also name "output": a model that gave no valid value moves the chain on too.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from typing import Any, get_args
+from typing import Any, Literal, get_args
 
 from chainform.clients.base import ChatClient
 from chainform.clients.registry import resolve_name
 from chainform.errors import (
     AllModelsFailedError,
+    ChainformError,
     MissingKeyError,
     ModelNotFoundError,
     ProviderError,
@@ -30,6 +32,13 @@ from chainform.types import ModelProfile
 DEFAULT_FALLBACK_ON: frozenset[str] = frozenset({"rate_limit", "server", "timeout", "connection"})
 """The kinds that go to the next model unless `fallback_on` says otherwise: failures of the
 provider, not of the request (a 529 "overloaded" is a server error)."""
+
+OUTPUT = "output"
+"""The `fallback_on` kind for bad output: a value still invalid after the re-asks, a truncated
+answer, a failed formatting call (StructuredOutputError, FormattingError)."""
+FALLBACK_KINDS: tuple[str, ...] = (*get_args(ProviderErrorKind), OUTPUT)
+FallbackKind = ProviderErrorKind | Literal["output"]
+"""What `fallback_on` may name: a provider error's kind, or "output" (no valid value)."""
 
 
 @dataclass(frozen=True)
@@ -66,12 +75,15 @@ class FallbackPlan:
         `make(id)` builds a model from an id. Every problem is raised here, before any call."""
         if isinstance(entries, str):
             entries = [entries]
-        on = frozenset(fallback_on) if fallback_on is not None else DEFAULT_FALLBACK_ON
-        unknown = sorted(on - set(get_args(ProviderErrorKind)))
+        on = frozenset([fallback_on] if isinstance(fallback_on, str) else fallback_on or ())
+        on = on if fallback_on is not None else DEFAULT_FALLBACK_ON
+        unknown = sorted(on - set(FALLBACK_KINDS))
         if unknown:
-            kinds = ", ".join(get_args(ProviderErrorKind))
+            kinds = ", ".join(FALLBACK_KINDS)
             raise ValueError(f"fallback_on: unknown error kind(s) {', '.join(unknown)}; choose from {kinds}")
         entries = list(entries)
+        if OUTPUT in on and not entries:
+            raise ValueError("fallback_on=['output'] needs a model to fall back to: give fallback=[...]")
         _check_distinct(name, entries)  # before any is made: a missing key must not hide a repeat
         models: list[Candidate] = []
         for entry in entries:
@@ -122,6 +134,15 @@ class Route:
         self.on = plan.on
         self.at = 0
         self.failures: list[tuple[str, ProviderError]] = []
+
+    def after_output(self, exc: ChainformError) -> Candidate | None:
+        """The next model after the current one gave no valid value (`exc`: StructuredOutputError,
+        FormattingError), when `fallback_on` holds "output"; None: `exc` stands (also when no
+        model is left: the last model's own error says what went wrong)."""
+        if OUTPUT not in self.on or self.at + 1 >= len(self.models):
+            return None
+        self.at += 1
+        return self.models[self.at]
 
     def after(self, exc: ProviderError) -> Candidate | None:
         """The next model after `exc` on the current one; None when `exc` is not a kind that

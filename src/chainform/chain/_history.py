@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from chainform.errors import AttachmentError
+from chainform.store import has_fragments
 from chainform.types import (
     Content,
     DataContent,
@@ -129,6 +130,9 @@ def of_log(rows: Sequence[CallRecord]) -> list[ChainSteps]:
     for calls in chains.values():
         calls.sort(key=lambda c: c.seq)
         asked = next((m for m in reversed(calls[0].messages) if m.role == Role.USER), None)
+        if asked is not None and has_fragments(asked):  # its fragments' text (read back from the log) again
+            out.append(ChainSteps(asked, _steps(calls)))
+            continue
         if calls[0].attachments and asked is not None:  # its files (or their converted text) again
             _check_files(asked, calls[0])
             out.append(ChainSteps(asked, _steps(calls)))

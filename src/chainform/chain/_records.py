@@ -85,6 +85,7 @@ class ChainResult:
     conversation_id: str = ""
     chain_id: str = ""
     cut_off: bool = False
+    ended_by: str | None = None  # the tool whose result ended the chain (stop_at_tools, cf.Final)
     prompt: Message | None = None
     agent_runs: list[AgentRun] = field(default_factory=list)  # subagents this chain called
     attachments: list[Conversion] = field(default_factory=list)  # how each attachment reached the model

@@ -6,6 +6,7 @@ import asyncio
 import functools
 import inspect
 from collections.abc import Awaitable, Callable, Iterable, Sequence
+from dataclasses import dataclass
 from typing import Any, Union
 
 from chainform import _trace
@@ -20,6 +21,15 @@ AfterCall = Callable[[Any, FunctionCallContent, FunctionResultContent], Union[An
 
 class CancelToolCall(Exception):
     """Raise from `before_call` (or return False) to refuse a call; the model is told why."""
+
+
+@dataclass(frozen=True)
+class Final:
+    """Return `cf.Final(value)` from a tool to end the chain with `value` as its answer: validated
+    against the chain's schema (a value that fails goes back to the model as the tool's error), or
+    returned as it is when the chain has no schema. No further model call is made."""
+
+    value: Any
 
 
 @functools.lru_cache(maxsize=512)
@@ -120,7 +130,11 @@ async def run_call(
     except KeyboardInterrupt:
         raise _interrupted(call) from None
     # Defence in depth: a key that reached a tool's output never reaches the model or the log.
-    result = FunctionResultContent(call.call_id, scrub(result.result), scrub(result.error), call.name)
+    final = isinstance(result.result, Final)
+    value = scrub(result.result.value if final else result.result)
+    result = FunctionResultContent(
+        call.call_id, Final(value) if final else value, scrub(result.error), call.name
+    )
     if after_call is not None:
         try:
             await _maybe_await(after_call(tool, call, result))

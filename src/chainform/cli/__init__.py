@@ -5,7 +5,10 @@ from __future__ import annotations
 
 import warnings
 
+from chainform.cli._aliases import aliases_command
+from chainform.cli._chat import chat_command
 from chainform.cli._eval import eval_group
+from chainform.cli._fragments import fragments_command
 from chainform.cli._group import cli, warning_line
 from chainform.cli._keys import keys_command
 from chainform.cli._local import local_command
@@ -16,6 +19,7 @@ from chainform.cli._models import models_command
 from chainform.cli._money import logs_cost
 from chainform.cli._prompt import prompt_command
 from chainform.cli._schemas import schemas_command
+from chainform.cli._templates import templates_command
 from chainform.cli._tools import tools_command
 
 logs_command.add_command(logs_cost)
@@ -31,6 +35,10 @@ for _command in (
     map_command,
     mcp_group,
     eval_group,
+    aliases_command,
+    templates_command,
+    chat_command,
+    fragments_command,
 ):
     cli.add_command(_command)
 

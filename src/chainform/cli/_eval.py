@@ -6,6 +6,7 @@ every row is scored against the row's expected answer. `eval show ID` renders a 
 from __future__ import annotations
 
 import json
+from collections.abc import Iterable, Iterator
 from decimal import Decimal
 from pathlib import Path
 from typing import Any
@@ -174,18 +175,29 @@ def eval_run(
     """Score every model x strategy x prompt on DATA (JSONL or CSV rows, each with its expected answer)."""
     import itertools
 
-    from chainform._map._inputs import read_file
+    from chainform._map._inputs import format_of, read_file
     from chainform.errors import SchemaError
-    from chainform.evals import EvalInputError, evaluate
+    from chainform.evals import EvalInputError, EvalInterruptedError, evaluate
     from chainform.schema import resolve_schema
 
     if not Path(data).is_file():
         raise click.BadParameter(f"cannot read {data!r}", param_hint="DATA")
+    if html_path is not None:
+        writable(html_path, "--html")
+    if id_field is not None:  # both line numbers, before any call
+        from chainform._map._inputs import MapInputError, check_unique_ids, read_numbered
+
+        try:
+            check_unique_ids(read_numbered(data, fmt), id_field, f"{data}: lines")
+        except MapInputError as exc:
+            raise _bad_input(exc) from None
     per_field, default = _tolerances(tolerances)
     options: dict[str, Any] = {"concurrency": concurrency, "system": system}
     if option_pairs:
         options["options"] = parse_options(option_pairs)
     items = read_file(data, fmt)
+    if (fmt or format_of(data)) == "csv":
+        items = json_cells(items, expected)
     if limit is not None:
         items = itertools.islice(items, limit)
     items = check_fields(prompts, items, ignore=expected)  # a field the first row lacks: refused now
@@ -226,6 +238,9 @@ def eval_run(
             )
     except (EvalInputError, SchemaError) as exc:
         raise _bad_input(exc) from None
+    except EvalInterruptedError as exc:
+        click.echo(f"eval: {exc}", err=True)
+        raise exit_with(ExitCode.INTERRUPTED) from None
     _show(report, as_json, html_path)
     failures = Failures()
     for cell in report.cells:
@@ -235,11 +250,55 @@ def eval_run(
     failures.finish("eval", sum(len(cell.rows) for cell in report.cells), allowance)
 
 
+def json_cells(rows: Iterable[Any], expected: str) -> Iterator[Any]:
+    """CSV rows with their `expected` cell read as JSON text (a cell that is no JSON stays text)."""
+    from chainform._json import load_json
+    from chainform.errors import JSONLimitError
+
+    for row in rows:
+        text = row.get(expected) if isinstance(row, dict) else None
+        if isinstance(text, str):
+            try:
+                row = {**row, expected: load_json(text)}
+            except JSONLimitError as exc:
+                row = exc
+            except ValueError:
+                pass
+        yield row
+
+
+def writable(path: str, option: str) -> None:
+    """Refuse (exit 2, before any call) a report path whose folder is missing or not writable."""
+    import tempfile
+
+    target = Path(path)
+    if target.is_dir():
+        raise click.BadParameter(f"{path} is a directory: give a file", param_hint=option)
+    try:
+        with tempfile.NamedTemporaryFile(dir=target.parent, prefix=f".{target.name}.", suffix=".tmp"):
+            pass
+    except OSError as exc:
+        raise click.BadParameter(
+            f"cannot write {path}: {exc.strerror or exc} (in {target.parent.resolve()})", param_hint=option
+        ) from None
+
+
+def write_report(path: str, text: str) -> None:
+    """Write whole or not at all (a copy renamed over the old file); a character UTF-8 cannot
+    encode (a lone surrogate in a model's answer or a row's key) is written escaped (`\\ud800`)."""
+    import os
+
+    target = Path(path)
+    temp = target.with_name(f".{target.name}.{os.getpid()}.tmp")
+    temp.write_text(text, encoding="utf-8", errors="backslashreplace")
+    os.replace(temp, target)
+
+
 def _show(report: Any, as_json: bool, html_path: str | None) -> None:
     if html_path is not None:
         from chainform.evals._html import html
 
-        Path(html_path).write_text(html(report), encoding="utf-8")
+        write_report(html_path, html(report))
     if as_json:
         click.echo(json.dumps(report.to_dict(), default=str))
         return
@@ -302,8 +361,8 @@ def eval_show(eval_id: str, as_json: bool, html_path: str | None) -> None:
     _show(report, as_json, html_path)
 
 
-def _cell(ref: str) -> Any:
-    """`ID` (an eval of one cell) or `ID#N` (its N-th cell, from 1)."""
+def _cell(ref: str) -> tuple[str, Any]:
+    """`ID` (an eval of one cell) or `ID#N` (its N-th cell, from 1): its label and the cell."""
     from chainform.evals import EvalInputError, load_report
 
     eval_id, _, number = ref.partition("#")
@@ -312,10 +371,11 @@ def _cell(ref: str) -> Any:
         if len(report.cells) != 1:
             names = ", ".join(f"{ref}#{i}: {c.name}" for i, c in enumerate(report.cells, 1))
             raise EvalInputError(f"eval {eval_id} has {len(report.cells)} cells; name one ({names})")
-        return report.cells[0]
+        return f"{report.eval_id} ({report.cells[0].name})", report.cells[0]
     if not number.isdigit() or not 1 <= int(number) <= len(report.cells):
         raise EvalInputError(f"{ref!r}: eval {eval_id} has cells 1 to {len(report.cells)}")
-    return report.cells[int(number) - 1]
+    cell = report.cells[int(number) - 1]
+    return f"{report.eval_id}#{int(number)} ({cell.name})", cell
 
 
 @eval_group.command(name="compare")
@@ -323,17 +383,28 @@ def _cell(ref: str) -> Any:
 @click.argument("b", metavar="B")
 @count_option("--resamples", minimum=100, default=10_000, help="Bootstrap resamples.")
 @click.option("--seed", type=int, default=20240601, show_default=True, help="Seed of the bootstrap.")
+@click.option("--force", is_flag=True, help="Compare even when A and B scored different expected answers.")
 @click.option("--json", "as_json", is_flag=True, help="Print the comparison as JSON.")
-def eval_compare(a: str, b: str, resamples: int, seed: int, as_json: bool) -> None:
+def eval_compare(a: str, b: str, resamples: int, seed: int, force: bool, as_json: bool) -> None:
     """Compare B with A: rows right (paired bootstrap 95% interval, McNemar's exact test) and the
-    fields that got worse. A and B: an eval ID, or ID#N for its N-th cell."""
+    fields that got better and worse. A and B: an eval ID, or ID#N for its N-th cell; both must
+    have scored the same expected answers (--force to compare anyway)."""
     from chainform.evals import EvalInputError
     from chainform.evals._compare import compare
 
     try:
-        result = compare(_cell(a), _cell(b), seed=seed, resamples=resamples)
+        (label_a, cell_a), (label_b, cell_b) = _cell(a), _cell(b)
+        result = compare(
+            cell_a, cell_b, seed=seed, resamples=resamples, labels=(label_a, label_b), force=force
+        )
     except EvalInputError as exc:
         raise _bad_input(exc) from None
+    if result.expected_differ:
+        click.echo(
+            f"Warning: {len(result.expected_differ)} rows have other expected answers in B "
+            f"({', '.join(result.expected_differ[:5])}); compared anyway (--force)",
+            err=True,
+        )
     if as_json:
         click.echo(json.dumps(result.to_dict()))
         return
@@ -343,8 +414,12 @@ def eval_compare(a: str, b: str, resamples: int, seed: int, as_json: bool) -> No
         f"B - A: {result.difference:+.1%} of rows right (95% CI {result.low:+.1%} to {result.high:+.1%}); "
         f"McNemar p = {result.p_value:.3g} ({result.only_a} right only in A, {result.only_b} only in B)"
     )
+    for path, (before, after) in result.better_fields.items():
+        click.echo(f"better: {path} {before:.1%} -> {after:.1%}")
     for path, (before, after) in result.worse_fields.items():
         click.echo(f"worse: {path} {before:.1%} -> {after:.1%}")
+    if result.better_rows:
+        click.echo("better rows: " + ", ".join(result.better_rows))
     if result.worse_rows:
         click.echo("worse rows: " + ", ".join(result.worse_rows))
 

@@ -189,3 +189,10 @@ def cli(debug: bool) -> None:
     chainform "What time is it in Tokyo?" -T current_time --td
     chainform logs -n 3                                    # every call of recent chains
     """
+
+
+class InputError(click.ClickException):
+    """Input the command cannot use (a missing template, `chat` without a terminal): one `Error:`
+    line and exit 2, without click's usage text."""
+
+    exit_code = EXIT_USAGE

@@ -59,3 +59,28 @@ def keys_list() -> None:
 
     for name in stored_key_names():
         click.echo(name)
+
+
+@keys_command.command(name="get")
+@click.argument("name")
+@click.option("--reveal", is_flag=True, help="Print the whole key on a terminal too.")
+def keys_get(name: str, reveal: bool) -> None:
+    """Print the stored key for NAME, e.g. `export OPENAI_API_KEY=$(chainform keys get openai)`.
+    On a terminal only its last four characters are shown unless --reveal is given."""
+    from chainform.errors import MissingKeyError
+    from chainform.keys import stored_key
+
+    value = stored_key(name)
+    if value is None:
+        raise MissingKeyError(
+            f"no stored key for {name!r} (see `chainform keys list`; `chainform keys set {name}`)"
+        )
+    if _stdout_is_terminal() and not reveal:
+        click.echo(f"...{value[-4:]}" if len(value) > 11 else "...")
+        click.echo("The whole key is printed into a pipe or with --reveal.", err=True)
+        return
+    click.echo(value)
+
+
+def _stdout_is_terminal() -> bool:
+    return sys.stdout.isatty()

@@ -36,6 +36,8 @@ from chainform.cli._options import (
 )
 from chainform.cli._prompt import (
     FALLBACK_HELP,
+    FALLBACK_KINDS,
+    FALLBACK_ON_HELP,
     fallback_kwargs,
     fallback_value,
     model_arguments,
@@ -90,6 +92,9 @@ ATTACH_HELP = (
 )
 @model_option("Model name or alias (default as for `chainform`).")
 @click.option("--fallback", "fallback", multiple=True, callback=fallback_value, help=FALLBACK_HELP)
+@click.option(
+    "--fallback-on", "fallback_on", multiple=True, type=click.Choice(FALLBACK_KINDS), help=FALLBACK_ON_HELP
+)
 @otel_option
 @click.option("-s", "--system", help="System prompt.")
 @click.option("--schema", help="Output schema: JSON, a .json file, the concise DSL or a saved schema id.")
@@ -173,6 +178,7 @@ def map_command(
     template: str | None,
     model_name: str | None,
     fallback: tuple[str, ...],
+    fallback_on: tuple[str, ...],
     otel: bool,
     system: str | None,
     schema: str | None,
@@ -214,7 +220,16 @@ def map_command(
 
     With --batch: `chainform map status RUN` and `chainform map cancel RUN` show and cancel the
     run's provider batches (RUN: the run id the summary prints)."""
-    from chainform._map._inputs import MapInputError, check_template, count_rows, read_file, record_of, rows
+    from chainform._map._inputs import (
+        MapInputError,
+        check_template,
+        check_unique_ids,
+        count_rows,
+        read_file,
+        read_numbered,
+        record_of,
+        rows,
+    )
     from chainform._map._jsonl import JsonlSink, MapOutputError, line_for
     from chainform.cli._models import default_model
     from chainform.cli._schemas import resolve_cli_schema
@@ -228,6 +243,11 @@ def map_command(
             check_template(template)
     except MapInputError as exc:
         raise click.BadParameter(str(exc), param_hint="--prompt") from None
+    if id_field is not None and input_path != "-":  # stdin: a repeated id fails its own row
+        try:
+            check_unique_ids(read_numbered(input_path, fmt), id_field, f"{input_path}: lines")
+        except MapInputError as exc:
+            raise click.BadParameter(str(exc), param_hint="--id-field") from None
     items = read_file(input_path, fmt)
     if limit is not None:
         items = itertools.islice(items, limit)
@@ -248,7 +268,9 @@ def map_command(
         raise click.UsageError("--attach does not run with --ray yet")
     model = None
     if ray_address is None:
-        model = map_model(name, key=key, base_url=base_url, **fallback_kwargs(fallback), **provider_settings)
+        model = map_model(
+            name, key=key, base_url=base_url, **fallback_kwargs(fallback, fallback_on), **provider_settings
+        )
         if store is not None:
             model.log_to(store)  # the command's one log
     sink = JsonlSink(output)

@@ -31,7 +31,7 @@ def _values_taken(command: click.Command) -> dict[str, int]:
 
 
 def _is_option_name(value: str) -> bool:
-    from chainform.cli._prompt import OPTION_ALIASES
+    from chainform.cli._options import OPTION_ALIASES
     from chainform.types._options import OPTION_NAMES
 
     return value in OPTION_NAMES or value in OPTION_ALIASES

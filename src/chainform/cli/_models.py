@@ -56,20 +56,28 @@ def _entry(item: Any) -> dict[str, Any]:
 _SHOWN = ("supports_tools", "supports_json_schema", "supports_tools_with_schema", "supports_streaming")
 
 
-@click.group(name="models", invoke_without_command=True)
-@click.option("--json", "as_json", is_flag=True, help="Output every capability as JSON.")
-@click.pass_context
-def models_command(ctx: click.Context, as_json: bool) -> None:
-    """List the models chainform knows, with their capabilities."""
-    if ctx.invoked_subcommand is not None:
-        return
+_FILTERS = {"tools": "supports_tools", "schemas": "supports_json_schema"}
+
+
+def _listing(*, tools: bool = False, schemas: bool = False) -> list[dict[str, Any]]:
+    """The known models as rows; `tools`/`schemas`: only those that call tools / answer in a
+    JSON schema natively (any model answers in a schema through the prompted strategy)."""
     try:
-        from chainform.clients.registry import list_models  # type: ignore[import-not-found]
+        from chainform.clients.registry import list_models
     except ImportError:
         raise click.ClickException(
             "the model registry (chainform.clients.registry) is not installed"
         ) from None
     entries = [_entry(item) for item in list_models()]
+    wanted = [
+        capability
+        for flag, capability in ((tools, "supports_tools"), (schemas, "supports_json_schema"))
+        if flag
+    ]
+    return [e for e in entries if all(e.get("capabilities", {}).get(c) for c in wanted)]
+
+
+def _print_models(entries: list[dict[str, Any]], as_json: bool) -> None:
     if as_json:
         echo_json(entries)
         return
@@ -88,6 +96,71 @@ def models_command(ctx: click.Context, as_json: bool) -> None:
         marks = ["yes" if caps.get(s) else ("no" if s in caps else "?") for s in _SHOWN]
         table.add_row(Text(name), Text(", ".join(entry.get("aliases", []))), *marks)
     console().print(table)
+
+
+_json_option = click.option("--json", "as_json", is_flag=True, help="Output every capability as JSON.")
+
+
+@click.group(name="models", invoke_without_command=True)
+@_json_option
+@click.pass_context
+def models_command(ctx: click.Context, as_json: bool) -> None:
+    """List the models chainform knows, with their capabilities (also `models list`)."""
+    if ctx.invoked_subcommand is None:
+        _print_models(_listing(), as_json)
+
+
+@models_command.command(name="list")
+@click.option("--tools", is_flag=True, help="Only models that can call tools.")
+@click.option("--schemas", is_flag=True, help="Only models that answer in a JSON schema natively.")
+@_json_option
+def models_list(tools: bool, schemas: bool, as_json: bool) -> None:
+    """List the models chainform knows (as llm's `models list`), optionally only those with tools
+    or native schemas."""
+    _print_models(_listing(tools=tools, schemas=schemas), as_json)
+
+
+@models_command.command(name="options")
+@click.argument("name")
+@click.option("--json", "as_json", is_flag=True, help="Output the options as JSON.")
+def models_options(name: str, as_json: bool) -> None:
+    """The `-o KEY VALUE` options NAME takes: type, bounds, and whether the model accepts each."""
+    from chainform.cli._options import OPTION_ALIASES
+    from chainform.clients.registry import list_models, resolve_name
+    from chainform.types._options import option_specs
+
+    provider, model = resolve_name(name)
+    full = f"{provider}/{model}" if model else provider
+    profile = next((m.profile for m in list_models() if m.name == full), None)
+    rows: list[dict[str, Any]] = []
+    for spec in option_specs():
+        high = spec.high
+        if spec.name == "max_output_tokens" and profile is not None and profile.max_output_tokens:
+            high = profile.max_output_tokens
+        rows.append(
+            {
+                "name": spec.name,
+                "aliases": sorted(a for a, target in OPTION_ALIASES.items() if target == spec.name),
+                "type": spec.type,
+                "min": spec.low,
+                "max": high,
+                "supported": None if profile is None else spec.name not in profile.unsupported_options,
+            }
+        )
+    if as_json:
+        echo_json({"model": full, "listed": profile is not None, "options": rows})
+        return
+    click.echo(
+        f"{full}" + ("" if profile is not None else " (not a listed model: what it accepts is unknown)")
+    )
+    for row in rows:
+        aliases = f" (or {', '.join(row['aliases'])})" if row["aliases"] else ""
+        bounds = [f">= {row['min']:g}"] if row["min"] is not None else []
+        bounds += [f"<= {row['max']:g}"] if row["max"] is not None else []
+        bounded = f" {', '.join(bounds)}" if bounds else ""
+        refused = "  not accepted by this model" if row["supported"] is False else ""
+        click.echo(f"  {row['name']}{aliases}: {row['type']}{bounded}{refused}")
+    click.echo("Other keys go to the provider as they are (extras).")
 
 
 @models_command.command(name="default")

@@ -19,6 +19,8 @@ F = TypeVar("F", bound=Callable[..., Any])
 
 STRATEGY_CHOICES = ("auto", "native", "tool", "prompted", "deferred")
 CONTEXT_CHOICES = ("full", "compact", "last")
+OPTION_ALIASES = {"max_tokens": "max_output_tokens", "stop": "stop_sequences"}
+"""`-o` names llm users type, and the ChatOptions field each stands for."""
 
 
 def count_option(*decls: str, minimum: int, default: int, help: str | None = None) -> Callable[[F], F]:
@@ -49,16 +51,19 @@ def model_option(help: str) -> Callable[[F], F]:
     return click.option("-m", "--model", "model_name", callback=model_name_value, help=help)
 
 
-strategy_option = choice_option(
-    "--strategy", choices=STRATEGY_CHOICES, default="auto", help="How the schema is enforced."
-)
 model_options_option = click.option(
     "-o",
     "--option",
     "option_pairs",
     type=(str, str),
     multiple=True,
-    help="Model option KEY VALUE, e.g. -o temperature 0.2; repeatable (the same on every command).",
+    help="Model option, e.g. -o temperature 0.2; repeatable.",
+)
+"""`-o KEY VALUE` (repeatable): the model options of a prompt, a chat, `map` and `eval`, checked by
+`parse_options`: one spelling on every command."""
+
+strategy_option = choice_option(
+    "--strategy", choices=STRATEGY_CHOICES, default="auto", help="How the schema is enforced."
 )
 chain_limit_option = count_option(
     "--cl", "--chain-limit", "chain_limit", minimum=1, default=5, help="Most model calls in the tool phase."

@@ -8,18 +8,21 @@ Text streams to stdout as it arrives; with a schema, the validated JSON is print
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import json
 import sys
 from collections.abc import Iterator, Sequence
 from decimal import Decimal
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, get_args
 
 import click
 
 from chainform.cli._attach import attachment_options, attachments_from_cli
+from chainform.cli._fragments import fragment_value, resolve_fragment
 from chainform.cli._money import apply_price, money_options
 from chainform.cli._options import (
     CONTEXT_CHOICES,
+    OPTION_ALIASES,
     chain_limit_option,
     choice_option,
     count_option,
@@ -32,13 +35,13 @@ from chainform.cli._options import (
 )
 from chainform.cli._output import echo_json, format_json
 from chainform.cli._show import Approver, show_tool_event, summary, usage_text
+from chainform.cli._templates import Template, functions_value, load_template, save_template
 from chainform.cli._tools import MCP_HELP, python_isolation_option
+from chainform.errors import ProviderErrorKind
 
 if TYPE_CHECKING:
     from chainform.models import Model
     from chainform.store import Store
-
-OPTION_ALIASES = {"max_tokens": "max_output_tokens", "stop": "stop_sequences"}
 
 
 def resolve_model(
@@ -76,9 +79,50 @@ FALLBACK_HELP = (
 )
 
 
-def fallback_kwargs(fallback: tuple[str, ...]) -> dict[str, Any]:
-    """`fallback=` for resolve_model/map_model, only when --fallback was given."""
-    return {"fallback": list(fallback)} if fallback else {}
+FALLBACK_KINDS = (*get_args(ProviderErrorKind), "output")
+FALLBACK_ON_HELP = (
+    "What moves the chain to the next --fallback model: an error kind, or 'output' (no valid value "
+    "after the re-asks, an answer cut at the token limit, a failed formatting call); repeatable, "
+    "replaces the default (rate_limit, server, timeout, connection)."
+)
+
+
+def fallback_kwargs(fallback: tuple[str, ...], fallback_on: tuple[str, ...] = ()) -> dict[str, Any]:
+    """`fallback=` (and `fallback_on=`) for resolve_model/map_model, only when given; 'output'
+    with no --fallback model is a usage error, before any call."""
+    if "output" in fallback_on and not fallback:
+        raise click.BadParameter(
+            "'output' needs a model to fall back to: give --fallback MODEL", param_hint="--fallback-on"
+        )
+    kwargs: dict[str, Any] = {"fallback": list(fallback)} if fallback else {}
+    if fallback_on:
+        kwargs["fallback_on"] = list(fallback_on)
+    return kwargs
+
+
+def check_retry_max_tokens(retry_max_tokens: int | None, options: dict[str, Any]) -> None:
+    """`--retry-max-tokens` at most `-o max_tokens` is a usage error, before any call."""
+    from chainform.models import check_growth
+
+    try:
+        check_growth(retry_max_tokens, options.get("max_output_tokens"))
+    except ValueError as exc:
+        raise click.BadParameter(str(exc).replace("retry_max_tokens", "--retry-max-tokens", 1)) from None
+
+
+def check_stop_at(stop_at: tuple[str, ...], tools: list[Any], *, mcp: bool) -> None:
+    """`--stop-at` naming a tool not offered is a usage error before any call (an MCP server's
+    tools are known only when the chain starts: the chain checks those then)."""
+    from chainform.chain._engine import unknown_stop_tools
+    from chainform.chain._tools import normalize_tools
+    from chainform.errors import UnknownToolError
+
+    if not stop_at or mcp:
+        return
+    try:
+        unknown_stop_tools(frozenset(stop_at), {t.name: t for t in normalize_tools(tools)})
+    except UnknownToolError as exc:
+        raise click.BadParameter(str(exc).replace("stop_at_tools", "--stop-at", 1)) from None
 
 
 def parse_options(pairs: tuple[tuple[str, str], ...]) -> dict[str, Any]:
@@ -111,8 +155,9 @@ def utf8_text(value: str, where: str) -> str:
     return value
 
 
-def read_prompt(prompt: str | None, *, stdin_reserved: bool) -> str:
-    """The prompt argument, text piped on stdin, or both (stdin first, as context for the question)."""
+def read_prompt(prompt: str | None, *, stdin_reserved: bool, required: bool = True) -> str:
+    """The prompt argument, text piped on stdin, or both (stdin first, as context for the question).
+    Not `required` (a template holds the prompt): "" when neither is given."""
     stdin = sys.stdin
     piped = ""
     if not stdin.isatty() and not (stdin_reserved and prompt):
@@ -125,6 +170,8 @@ def read_prompt(prompt: str | None, *, stdin_reserved: bool) -> str:
         utf8_text(prompt, "the prompt")
     parts = [p for p in (piped.strip("\n"), prompt) if p and not p.isspace()]
     if not parts:
+        if not required:
+            return ""
         if piped or prompt:
             raise click.UsageError("the prompt is empty (only whitespace): nothing to send")
         raise click.UsageError("no prompt given: pass PROMPT or pipe text on stdin")
@@ -198,6 +245,9 @@ def open_log(*, required: bool, wanted: bool) -> Store | None:
 @click.argument("prompt", required=False)
 @model_option("Model name or alias (default: $CHAINFORM_MODEL, `models default`, else local).")
 @click.option("--fallback", "fallback", multiple=True, callback=fallback_value, help=FALLBACK_HELP)
+@click.option(
+    "--fallback-on", "fallback_on", multiple=True, type=click.Choice(FALLBACK_KINDS), help=FALLBACK_ON_HELP
+)
 @otel_option
 @click.option("-s", "--system", help="System prompt.")
 @click.option(
@@ -216,6 +266,14 @@ def open_log(*, required: bool, wanted: bool) -> Store | None:
     "--functions", multiple=True, help="Python file or code whose public functions become tools; repeatable."
 )
 @click.option("--mcp", "mcp_values", multiple=True, help=MCP_HELP)
+@click.option(
+    "--stop-at",
+    "stop_at",
+    multiple=True,
+    metavar="TOOL",
+    help="End the chain when the model calls TOOL: its result (validated against --schema) is the "
+    "answer, with no further model call; repeatable.",
+)
 @chain_limit_option
 @strategy_option
 @click.option(
@@ -229,6 +287,13 @@ def open_log(*, required: bool, wanted: bool) -> Store | None:
     help="What the deferred formatting call sees.",
 )
 @count_option("--retries", minimum=0, default=2, help="Re-asks after output that fails validation.")
+@click.option(
+    "--retry-max-tokens",
+    type=click.IntRange(min=1),
+    default=None,
+    help="When an answer is cut off at the token limit (-o max_tokens), ask once more with this "
+    "larger limit (default: fail with the text so far, exit 4).",
+)
 @click.option(
     "--td", "--tools-debug", "tools_debug", is_flag=True, help="Show each tool call and result (stderr)."
 )
@@ -247,10 +312,39 @@ def open_log(*, required: bool, wanted: bool) -> Store | None:
     "--json", "as_json", is_flag=True, help="Print one JSON document: answer, value, strategy, usage, calls."
 )
 @attachment_options
+@click.option(
+    "-t", "--template", "template_name", help="Use the saved template NAME (`chainform templates`)."
+)
+@click.option(
+    "-f",
+    "--fragment",
+    "fragment_values",
+    multiple=True,
+    help="Text to put before the prompt: a file, an http(s) URL or a logged fragment's id; repeatable.",
+)
+@click.option(
+    "--sf",
+    "--system-fragment",
+    "system_fragment_values",
+    multiple=True,
+    help="Like -f, added to the system prompt; repeatable.",
+)
+@click.option(
+    "-p",
+    "--param",
+    "params",
+    type=(str, str),
+    multiple=True,
+    help="A template parameter: -p name value fills $name; repeatable.",
+)
+@click.option(
+    "--save", "save_name", help="Save this prompt's settings as the template NAME instead of running it."
+)
 def prompt_command(
     prompt: str | None,
     model_name: str | None,
     fallback: tuple[str, ...],
+    fallback_on: tuple[str, ...],
     otel: bool,
     system: str | None,
     schema: str | None,
@@ -259,11 +353,13 @@ def prompt_command(
     python_isolation: str,
     functions: tuple[str, ...],
     mcp_values: tuple[str, ...],
+    stop_at: tuple[str, ...],
     chain_limit: int,
     strategy: str,
     format_prompt: str | None,
     format_context: str,
     retries: int,
+    retry_max_tokens: int | None,
     tools_debug: bool,
     tools_approve: bool,
     option_pairs: tuple[tuple[str, str], ...],
@@ -278,6 +374,11 @@ def prompt_command(
     price: tuple[Decimal, Decimal] | None,
     max_cost: Decimal | None,
     as_json: bool,
+    template_name: str | None,
+    fragment_values: tuple[str, ...],
+    system_fragment_values: tuple[str, ...],
+    params: tuple[tuple[str, str], ...],
+    save_name: str | None,
     **attaching: Any,
 ) -> None:
     """Run PROMPT (or stdin) on a model, with tools and a schema if given."""
@@ -295,29 +396,84 @@ def prompt_command(
             utf8_text(value, where)
     if schema_text is not None and not schema_text.strip():
         raise click.BadParameter("the schema is empty", param_hint="--schema")
+    if params and template_name is None and save_name is None:
+        raise click.UsageError("-p/--param fills a template's parameters: give -t NAME (or --save NAME)")
+    template = load_template(template_name) if template_name is not None else Template()
+    if save_name is not None:
+        _save_template(
+            save_name,
+            template,
+            prompt,
+            system,
+            model_name,
+            tool_names,
+            functions,
+            schema_text,
+            schema_multi is not None,
+            option_pairs,
+            params,
+            python_isolation,
+            fragment_values,
+            system_fragment_values,
+            attaching.get("allow_private_urls", False),
+        )
+        return
     attach = attachments_from_cli(prompt, **attaching)  # before stdin: `-a -` reads it as a file
-    text = read_prompt(prompt, stdin_reserved=tools_approve or attach.reads_stdin)
-    options = parse_options(option_pairs)
+    given = read_prompt(
+        prompt, stdin_reserved=tools_approve or attach.reads_stdin, required=template.prompt is None
+    )
+    text, template_system = template.render(given or None, dict(params))
+    if not text:
+        raise click.UsageError("no prompt given: pass PROMPT or pipe text on stdin")
+    system = system if system is not None else template_system
+    model_name = model_name or template.model
+    options = {**template.checked_options(), **parse_options(option_pairs)}
+    check_retry_max_tokens(retry_max_tokens, options)
     start_tracing(otel)
+    tool_names, functions = (*template.tools, *tool_names), (*template.functions, *functions)
     tools: list[Any] = cli_tools(tool_names, functions, python_isolation=python_isolation)
+    check_stop_at(stop_at, tools, mcp=bool(mcp_values))
     tools += mcp_servers(mcp_values)
-    store = open_log(required=not no_log or continue_ or cid is not None, wanted=schema_text is not None)
+    fragment_values = (*template.fragments, *fragment_values)
+    system_fragment_values = (*template.system_fragments, *system_fragment_values)
+    store = open_log(
+        required=not no_log or continue_ or cid is not None,
+        wanted=schema_text is not None or bool(fragment_values or system_fragment_values),
+    )
     output = None
     if schema_text is not None:
         output = resolve_cli_schema(schema_text, store=store, as_multi=schema_multi is not None)
+    elif template.schema is not None:
+        output = template.output()
+    private = attaching.get("allow_private_urls", False)
+    fragments = [resolve_fragment(v, store, allow_private_urls=private) for v in fragment_values]
+    system_fragments = [
+        resolve_fragment(v, store, allow_private_urls=private) for v in system_fragment_values
+    ]
     conversation_id, history = _conversation(store, continue_, cid)
     if conversation_id is not None and model_name is None and store is not None:
         model_name, logged_options = conversation_settings(store, conversation_id)
         options = logged_options | options  # -o given now wins over the conversation's
+    from chainform.store import message_with
+
+    if system_fragments:  # a system message of its own, after -s: every provider joins them
+        history = [message_with(system_fragments, None, role="system"), *history]
+    sent: Any = text
+    if fragments and attach.chain_kwargs():  # with -a the prompt is a list: fragments go inline
+        sent = [*(f.text for f in fragments), text]
+    elif fragments:
+        sent = message_with(fragments, text)
 
     name = model_name or default_model()
     if price is not None:
         apply_price(name, price)
-    model = resolve_model(name, key=key, base_url=base_url, **fallback_kwargs(fallback), **provider_settings)
+    model = resolve_model(
+        name, key=key, base_url=base_url, **fallback_kwargs(fallback, fallback_on), **provider_settings
+    )
     if store is not None:
         model.log_to(store)  # the command's one log
     response = model.chain(
-        text,
+        sent,
         system=system,
         tools=tools or None,
         schema=output,
@@ -333,6 +489,8 @@ def prompt_command(
         conversation_id=conversation_id,
         history=history,
         max_cost=max_cost,
+        retry_max_tokens=retry_max_tokens,
+        stop_at_tools=stop_at,
         **attach.chain_kwargs(),
     )
     stream_text = not (as_json or output is not None or no_stream)
@@ -368,3 +526,54 @@ def prompt_command(
     if show_usage:
         usage = response.usage
         click.echo(usage_text(usage, usage.by_purpose), err=True)
+
+
+def _save_template(
+    name: str,
+    template: Template,
+    prompt: str | None,
+    system: str | None,
+    model_name: str | None,
+    tool_names: tuple[str, ...],
+    functions: tuple[str, ...],
+    schema_text: str | None,
+    multi: bool,
+    option_pairs: tuple[tuple[str, str], ...],
+    params: tuple[tuple[str, str], ...],
+    python_isolation: str,
+    fragment_values: tuple[str, ...],
+    system_fragment_values: tuple[str, ...],
+    allow_private_urls: bool,
+) -> None:
+    """`--save NAME`: the line's settings over those of `-t` (if given), checked as a run would
+    check them (the schema resolved, tools loaded, options typed), then written; nothing is sent."""
+    from chainform.cli._schemas import resolve_cli_schema
+    from chainform.cli._tools import cli_tools
+
+    if prompt is not None:
+        utf8_text(prompt, "the prompt")
+    tools, code = [*template.tools, *tool_names], [*template.functions, *map(functions_value, functions)]
+    cli_tools(tuple(tools), tuple(code), python_isolation=python_isolation)
+    schema_json = template.schema
+    store = open_log(
+        required=False, wanted=schema_text is not None or bool(fragment_values or system_fragment_values)
+    )
+    if schema_text is not None:
+        schema_json = resolve_cli_schema(schema_text, store=store, as_multi=multi).schema
+    for value in (*fragment_values, *system_fragment_values):  # each must resolve now, as at a run
+        resolve_fragment(value, store, allow_private_urls=allow_private_urls)
+    saved = dataclasses.replace(
+        template,
+        prompt=prompt if prompt is not None else template.prompt,
+        system=system if system is not None else template.system,
+        model=model_name or template.model,
+        tools=tools,
+        functions=code,
+        schema=schema_json,
+        options={**template.checked_options(), **parse_options(option_pairs)},
+        defaults={**template.defaults, **dict(params)},
+        fragments=[*template.fragments, *map(fragment_value, fragment_values)],
+        system_fragments=[*template.system_fragments, *map(fragment_value, system_fragment_values)],
+    )
+    path = save_template(name, saved)
+    click.echo(f"Template {name!r} saved: {path}", err=True)

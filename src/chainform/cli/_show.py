@@ -83,6 +83,7 @@ def summary(response: ChainResponse, has_schema: bool) -> dict[str, Any]:
         "text": response.text(),
         "value": response.json() if has_schema else None,
         "cut_off": response.cut_off,
+        "ended_by": response.ended_by,
         "usage": response.usage.to_dict(),
         "format_context": response.format_context,
         "attachments": [vars(c) for c in response.attachments],
@@ -94,6 +95,7 @@ def summary(response: ChainResponse, has_schema: bool) -> dict[str, Any]:
                 "response_id": call.response_id,
                 "text": call.text,
                 "error": call.error,
+                "finish_reason": call.finish_reason,
                 "duration_ms": call.duration_ms,
                 "usage": call.usage.to_dict(),
             }

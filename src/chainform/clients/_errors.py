@@ -71,8 +71,15 @@ _REJECTIONS = frozenset(
         "tool_choice_rejected",
     }
 )
+# A refused forced tool choice in each server's own words (tests/core/data/forced_choice_refusals.json
+# keeps the real ones): "tool_choice ... not supported" and the like, Anthropic's and Bedrock's
+# "Thinking may not be enabled when tool_choice forces tool use.", OpenAI's "Tool choices other than
+# 'auto' are not supported with model ...", DeepSeek's "Thinking mode does not support this
+# tool_choice", Qwen's "The tool_choice parameter does not support being set to required ...".
 _CHOICE_REFUSAL = re.compile(
-    r"\btool_choice\b[^.;]*\b(?:not supported|unsupported|not implemented|invalid|should be|must be)"
+    r"\btool[_ ]choices?\b[^.;]*\b(?:not supported|unsupported|not implemented|invalid|should be"
+    r"|must be|does not support|forces tool use)"
+    r"|\b(?:does not support|not supported|may not be enabled)\b[^.;]*\btool[_ ]choice"
 )
 
 

@@ -16,8 +16,10 @@ from __future__ import annotations
 import difflib
 import functools
 import importlib
+import json
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any, TypeVar
 
 from chainform.clients._wire import import_sdk, resolve_key
@@ -57,7 +59,83 @@ def register_alias(alias: str, target: str) -> None:
 
 
 def aliases() -> dict[str, str]:
-    return dict(_ALIASES)
+    """Every alias: the built-in and registered ones, then the user's (`chainform aliases set`)."""
+    return {**_ALIASES, **user_aliases()}
+
+
+def user_aliases_path() -> Path:
+    """`<chainform home>/aliases.json`: the aliases `chainform aliases set` saved."""
+    from chainform._paths import home_path
+
+    return home_path() / "aliases.json"
+
+
+def user_aliases() -> dict[str, str]:
+    """The user's saved aliases (alias -> model name); none when the file does not exist."""
+    path = user_aliases_path()
+    try:
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        return {}
+    except OSError as exc:
+        raise ModelNotFoundError(f"the aliases file {path} cannot be read: {exc.strerror}") from None
+    try:
+        data = json.loads(text)
+    except ValueError:
+        data = None
+    if not isinstance(data, dict) or not all(isinstance(v, str) for v in data.values()):
+        raise ModelNotFoundError(
+            f"the aliases file {path} is not a JSON object of alias -> model; fix or delete it"
+        )
+    return {str(k): v for k, v in data.items()}
+
+
+def shadowed_name(alias: str) -> str | None:
+    """What `alias` would hide if it became a user alias: a built-in alias, a provider or a model
+    name that already resolves; None when the name is free (or is already a user alias)."""
+    name = alias.strip()
+    if name in _ALIASES:
+        return f"the built-in alias {name!r} (of {_ALIASES[name]})"
+    if name in PROVIDERS:
+        return f"the provider {name!r}"
+    provider, slash, _ = name.partition("/")
+    if slash and provider in PROVIDERS:
+        return f"a model name of the provider {provider!r}"
+    if _find_known(name) is not None:
+        return f"the model {name!r}"
+    return None
+
+
+def save_user_alias(alias: str, target: str) -> str:
+    """Save `alias` for `target` (which must resolve); returns the "provider/model" it reaches.
+    `ValueError` for a name that would shadow a model, provider or built-in alias, or that is blank."""
+    from chainform._paths import home, write_private_json
+
+    name, target = alias.strip(), target.strip()
+    if not name or not target:
+        raise ValueError("an alias and its model must be non-empty names")
+    if any(ch.isspace() for ch in name):
+        raise ValueError(f"the alias {alias!r} holds whitespace")
+    hidden = shadowed_name(name)
+    if hidden is not None:
+        raise ValueError(f"the alias {name!r} would shadow {hidden}; choose another name")
+    saved = user_aliases()
+    saved[name] = target
+    provider, model = _resolve(target, saved)  # a loop back through the alias itself is refused too
+    home()
+    write_private_json(user_aliases_path(), saved)
+    return f"{provider}/{model}" if model else provider
+
+
+def remove_user_alias(alias: str) -> bool:
+    """Forget a saved alias; True when there was one."""
+    from chainform._paths import write_private_json
+
+    saved = user_aliases()
+    if saved.pop(alias.strip(), None) is None:
+        return False
+    write_private_json(user_aliases_path(), saved)
+    return True
 
 
 def providers() -> dict[str, Provider]:
@@ -77,16 +155,22 @@ class ModelInfo:
 
 
 def resolve_name(name: str) -> tuple[str, str]:
-    """(provider, model) for a name or alias; `ModelNotFoundError` with suggestions otherwise."""
+    """(provider, model) for a name or alias (the user's saved aliases included);
+    `ModelNotFoundError` with suggestions otherwise."""
     if not isinstance(name, str) or not name.strip():
         raise ModelNotFoundError("a model name is required, e.g. 'openai/gpt-4.1-mini' or 'local'")
+    return _resolve(name, user_aliases())
+
+
+def _resolve(name: str, saved: Mapping[str, str]) -> tuple[str, str]:
+    """`resolve_name` with the user's aliases given (read once per resolution)."""
     current = name.strip()
     seen: set[str] = set()
-    while current in _ALIASES:
+    while current in _ALIASES or current in saved:
         if current in seen:
             raise ModelNotFoundError(f"alias loop while resolving {name!r}: {sorted(seen)}")
         seen.add(current)
-        current = _ALIASES[current]
+        current = _ALIASES.get(current) or saved[current]
     provider, slash, model = current.partition("/")
     if slash and provider in PROVIDERS and model.strip():
         return provider, model.strip()
@@ -114,7 +198,7 @@ def _unknown_message(name: str, provider: str | None) -> str:
         close = difflib.get_close_matches(provider, list(PROVIDERS), n=3, cutoff=0.5)
         hint = f" Did you mean: {', '.join(c + '/...' for c in close)}?" if close else ""
         return f"Unknown provider {provider!r} in model name {name!r}.{hint} Providers: {', '.join(sorted(PROVIDERS))}."
-    candidates = list(_ALIASES) + [m.name for m in list_models()]
+    candidates = list(aliases()) + [m.name for m in list_models()]
     close = difflib.get_close_matches(name, candidates, n=5, cutoff=0.5)
     hint = f" Close matches: {', '.join(close)}." if close else ""
     return (
@@ -164,9 +248,10 @@ def get_client(
 def list_models() -> list[ModelInfo]:
     """Every model the registry knows by name, with aliases and capabilities; imports no SDK."""
     reverse: dict[str, list[str]] = {}
-    for alias in _ALIASES:
+    saved = user_aliases()
+    for alias in {**_ALIASES, **saved}:
         try:
-            provider, model = resolve_name(alias)
+            provider, model = _resolve(alias, saved)
         except ModelNotFoundError:
             continue
         reverse.setdefault(f"{provider}/{model}", []).append(alias)

@@ -3,7 +3,7 @@ prompts (each cell a `model.map` run) and scores every field from the schema; se
 
 from __future__ import annotations
 
-from chainform.evals._errors import EvalInputError
+from chainform.evals._errors import EvalInputError, EvalInterruptedError
 from chainform.evals._eval_report import EvalReport
 from chainform.evals._keep import load_report
 from chainform.evals._plan import Options, Scorer, compile_plan
@@ -15,6 +15,7 @@ __all__ = [
     "MAX_ROWS",
     "Cell",
     "EvalInputError",
+    "EvalInterruptedError",
     "EvalReport",
     "FieldFigures",
     "Options",

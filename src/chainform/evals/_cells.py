@@ -19,18 +19,20 @@ def run_map(
     *,
     resume: bool,
     budget: Any = None,
+    retry_errors: bool = False,
     on_start: Callable[[set[str]], None] | None = None,
     on_line: Callable[[dict[str, Any]], None] | None = None,
     **map_options: Any,
 ) -> str:
     """Map `items` ((key, fields) pairs) into `path`, skipping keys already there; returns the run id.
-    A failed row stays failed on resume: it is a result of the eval, not a row still to do.
-    `on_start(done_keys)` is called before the first row, `on_line(line)` after each row is committed."""
+    A failed row stays failed on resume (it is a result of the eval, not a row still to do) unless
+    `retry_errors` (a judge's failed call is no verdict: a resume asks again). `on_start(done_keys)`
+    is called before the first row, `on_line(line)` after each row is committed."""
     from chainform._map._jsonl import JsonlSink, line_for
     from chainform.store import new_id
 
     sink = JsonlSink(path)
-    sink.prepare(resume=resume, retry_errors=False)
+    sink.prepare(resume=resume, retry_errors=retry_errors)
     run_id = sink.run_id or new_id()
     todo = [{**fields, KEY: key} for key, fields in items if key not in sink.done]
     if on_start is not None:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from chainform.errors import ChainformError
+from chainform.errors import ChainformError, ChainInterruptedError
 
 
 class EvalInputError(ChainformError, ValueError):
@@ -11,4 +11,16 @@ class EvalInputError(ChainformError, ValueError):
     exits 2."""
 
 
-__all__ = ["EvalInputError"]
+class EvalInterruptedError(ChainInterruptedError):
+    """Ctrl-C (or a tool's KeyboardInterrupt) stopped the eval `eval_id`: the rows that finished are
+    kept, and the same eval with `resume=True` (`--resume`) runs the rest (the CLI exits 130)."""
+
+    def __init__(self, eval_id: str) -> None:
+        super().__init__(
+            f"eval {eval_id} interrupted; the rows that finished are kept. "
+            "Run the same command with --resume to continue."
+        )
+        self.eval_id = eval_id
+
+
+__all__ = ["EvalInputError", "EvalInterruptedError"]

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import time
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -33,23 +34,27 @@ class EvalReport:
             raise KeyError(f"{len(found)} cells match model={model!r} strategy={strategy!r}; name one")
         return found[0]
 
-    def assert_at_least(
+    @property
+    def stopped_by_cost(self) -> bool:
+        """`max_cost` stopped the eval: some rows were never run (a resume with a higher cap runs them)."""
+        return any(r.error_phase == "not-run" for cell in self.cells for r in cell.rows)
+
+    def shortfalls(
         self,
         *,
-        field_accuracy: float | dict[str, float] | None = None,
+        field_accuracy: float | Mapping[str, float] | None = None,
         valid: float | None = None,
         rows_right: float | None = None,
-    ) -> None:
-        """Raise AssertionError (one line per shortfall, naming the cell and field) unless every cell has
-        at least `valid` schema-valid rows, `rows_right` fully right rows (fractions), and
-        `field_accuracy` overall (a float) or per field (`{"total": 0.9, ...}`)."""
+    ) -> list[str]:
+        """One line per cell and figure below its floor (`assert_at_least`'s checks, as text); a
+        field the report does not have raises KeyError naming the fields it has."""
         problems: list[str] = []
         for cell in self.cells:
             if valid is not None and cell.valid_rate < valid:
                 problems.append(f"{cell.name}: valid {cell.valid_rate:.1%} < {valid:.1%}")
             if rows_right is not None and cell.right_rate < rows_right:
                 problems.append(f"{cell.name}: rows right {cell.right_rate:.1%} < {rows_right:.1%}")
-            if isinstance(field_accuracy, dict):
+            if isinstance(field_accuracy, Mapping):
                 figures = cell.fields()
                 for path, least in field_accuracy.items():
                     if path not in figures:
@@ -61,6 +66,19 @@ class EvalReport:
                 problems.append(
                     f"{cell.name}: field accuracy {cell.field_accuracy:.1%} < {field_accuracy:.1%}"
                 )
+        return problems
+
+    def assert_at_least(
+        self,
+        *,
+        field_accuracy: float | Mapping[str, float] | None = None,
+        valid: float | None = None,
+        rows_right: float | None = None,
+    ) -> None:
+        """Raise AssertionError (one line per shortfall, naming the cell and field) unless every cell has
+        at least `valid` schema-valid rows, `rows_right` fully right rows (fractions), and
+        `field_accuracy` overall (a float) or per field (`{"total": 0.9, ...}`)."""
+        problems = self.shortfalls(field_accuracy=field_accuracy, valid=valid, rows_right=rows_right)
         if problems:
             raise AssertionError(f"eval {self.eval_id} falls short:\n  " + "\n  ".join(problems))
 
@@ -70,6 +88,7 @@ class EvalReport:
             "eval_id": self.eval_id,
             "created_at": self.created_at,
             "settings": self.settings,
+            "stopped_by_cost": self.stopped_by_cost,
             "cells": [cell.summary() for cell in self.cells],
         }
         if rows:

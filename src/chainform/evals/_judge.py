@@ -2,7 +2,9 @@
 
 Off by default. Only fields the rules scored `wrong` (both present, the texts differ even once
 normalised) are sent, one call each, as a map run of their own (`judge-N.jsonl` beside the cell's
-rows, so `--resume` sends none twice); a verdict of "same" turns the field right. The judge's calls
+rows, so `--resume` sends none twice, and asks again those that failed); a verdict of "same" turns
+the field right; a failed judge call leaves the field as the rules scored it and is counted under
+`judge` in the cell's errors. The judge's calls
 are priced like every other call: their tokens and cost are added to the row's, under `judge` in
 calls per row, so cost per right row includes them.
 """
@@ -62,7 +64,10 @@ def judge_cell(model: Any, path: Path, cell: Cell, fields: Sequence[str], *, res
         for name in fields
         if row.fields.get(name, Outcome("right")).status == "wrong"
     ]
-    run_map(model, path, items, resume=resume, budget=budget, prompt=PROMPT, schema=SCHEMA, **map_options)
+    run_map(
+        model, path, items, resume=resume, budget=budget, retry_errors=True, prompt=PROMPT, schema=SCHEMA,
+        **map_options,
+    )  # fmt: skip
     rows = {row.key: row for row in cell.rows}
     for key, line in read_lines(path).items():
         row_key, _, name = key.partition(_SEP)
@@ -74,6 +79,14 @@ def judge_cell(model: Any, path: Path, cell: Cell, fields: Sequence[str], *, res
         row.tokens += int(meta.get("tokens") or 0)
         cost = meta.get("cost")
         row.cost = None if row.cost is None or cost is None else str(Decimal(row.cost) + Decimal(cost))
+        if meta.get("retried"):
+            row.calls["resent"] = row.calls.get("resent", 0) + int(meta["retried"])
+        if "error" in line:  # no verdict: the field stays as the rules scored it, the failure counted
+            error = line["error"]
+            row.judge_errors.append(
+                f"{name}: {error.get('phase')}: {error.get('type')}: {error.get('message')}"
+            )
+            continue
         value = line.get("value")
         if isinstance(value, dict) and value.get("same") is True:
             row.fields[name] = Outcome("right", 1)

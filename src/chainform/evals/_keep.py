@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import os
+from decimal import Decimal
 from pathlib import Path
 from typing import Any
 
@@ -49,6 +50,31 @@ def find_resumable(spec: dict[str, Any]) -> str | None:
         except (OSError, ValueError):
             continue
     return max(found)[1] if found else None
+
+
+def kept_settings(eval_id: str) -> dict[str, Any]:
+    """The settings of the eval's kept report (empty when it has none yet, or it cannot be read)."""
+    path = eval_dir(eval_id) / "report.json"
+    try:
+        if path.stat().st_size > MAX_REPORT_BYTES:
+            return {}
+        settings = json.loads(path.read_text(encoding="utf-8")).get("settings")
+    except (OSError, ValueError, AttributeError):
+        return {}
+    return settings if isinstance(settings, dict) else {}
+
+
+def spent(eval_id: str) -> Decimal:
+    """USD the eval's committed rows cost (its cells' and its judge's; rows of unknown cost add 0)."""
+    from chainform.evals._cells import read_lines
+
+    total = Decimal(0)
+    for path in sorted(eval_dir(eval_id).glob("*.jsonl")):
+        for line in read_lines(path).values():
+            cost = line.get("_map", {}).get("cost")
+            if cost is not None:
+                total += Decimal(str(cost))
+    return total
 
 
 def save_report(report: EvalReport) -> Path:
@@ -98,4 +124,13 @@ def _write(path: Path, data: Any) -> None:
     os.replace(temp, path)
 
 
-__all__ = ["eval_dir", "find_resumable", "kept_evals", "load_report", "save_report", "save_spec"]
+__all__ = [
+    "eval_dir",
+    "find_resumable",
+    "kept_evals",
+    "kept_settings",
+    "load_report",
+    "save_report",
+    "save_spec",
+    "spent",
+]

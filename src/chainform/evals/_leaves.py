@@ -21,9 +21,24 @@ def normalise(text: str) -> str:
 
 
 def exact(expected: Any, actual: Any) -> bool:
-    """Equal, and of the same JSON kind (`true` is not `1`; `3` and `3.0` are the same number)."""
+    """Equal, and of the same JSON kind all the way down (`true` is not `1`, nor `[true]` `[1]`;
+    `3` and `3.0` are the same number)."""
     if isinstance(expected, bool) or isinstance(actual, bool):
         return type(expected) is type(actual) and expected == actual
+    if isinstance(expected, dict) or isinstance(actual, dict):
+        return (
+            isinstance(expected, dict)
+            and isinstance(actual, dict)
+            and expected.keys() == actual.keys()
+            and all(exact(value, actual[key]) for key, value in expected.items())
+        )
+    if isinstance(expected, list) or isinstance(actual, list):
+        return (
+            isinstance(expected, list)
+            and isinstance(actual, list)
+            and len(expected) == len(actual)
+            and all(map(exact, expected, actual))
+        )
     return bool(expected == actual)
 
 
@@ -73,8 +88,13 @@ def _date_time(text: str) -> dt.datetime:
 
 
 def _time(text: str) -> dt.time:
+    """The time of day in UTC (an offset applied, wrapping past midnight; no zone read as UTC)."""
     parsed = dt.time.fromisoformat(text.strip().replace("Z", "+00:00").replace("z", "+00:00"))
-    return parsed.replace(tzinfo=None) if parsed.utcoffset() in (None, dt.timedelta(0)) else parsed
+    offset = parsed.utcoffset()
+    plain = parsed.replace(tzinfo=None)
+    if not offset:
+        return plain
+    return (dt.datetime.combine(dt.date(2000, 1, 2), plain) - offset).time()
 
 
 _PARSERS: dict[str, Callable[[str], Any]] = {

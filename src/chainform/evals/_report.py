@@ -31,6 +31,9 @@ class RowResult:
     strategy: str | None = None
     conversation_id: str | None = None
     judged: list[str] = field(default_factory=list)  # fields the judge model found right
+    judge_errors: list[str] = field(
+        default_factory=list
+    )  # "field: phase: Type: message" of failed judge calls
 
     @property
     def valid(self) -> bool:
@@ -71,7 +74,7 @@ class FieldFigures:
 
     @property
     def accuracy(self) -> float:
-        return self.right / self.total if self.total else 0.0
+        return self.right / self.total if self.total else 1.0  # nothing to get wrong (no item anywhere)
 
     @property
     def precision(self) -> float:
@@ -161,16 +164,29 @@ class Cell:
         return sum(r.tokens for r in self.rows)
 
     @property
+    def ran(self) -> list[RowResult]:
+        """The rows that were sent (not those `--max-cost` left unrun)."""
+        return [r for r in self.rows if r.error_phase != "not-run"]
+
+    @property
     def cost(self) -> Decimal | None:
-        """USD over every row; None when a row's cost is unknown."""
-        if any(r.cost is None for r in self.rows):
+        """USD over the rows that ran, those of known cost (a cut stream's row may have none:
+        `unpriced_rows` counts them); None when no row that ran has a known cost."""
+        known = [Decimal(r.cost) for r in self.ran if r.cost is not None]
+        if not known and self.ran:
             return None
-        return sum((Decimal(r.cost) for r in self.rows if r.cost is not None), Decimal(0))
+        return sum(known, Decimal(0))
+
+    @property
+    def unpriced_rows(self) -> int:
+        """Rows that ran whose cost is unknown (left out of the cost figures)."""
+        return sum(1 for r in self.ran if r.cost is None)
 
     @property
     def cost_per_row(self) -> Decimal | None:
-        cost = self.cost
-        return None if cost is None or not self.n else cost / self.n
+        """USD per row that ran and whose cost is known."""
+        cost, priced = self.cost, len(self.ran) - self.unpriced_rows
+        return None if cost is None or not priced else cost / priced
 
     @property
     def cost_per_correct_row(self) -> Decimal | None:
@@ -213,9 +229,14 @@ class Cell:
             "cost": None if cost is None else str(cost),
             "cost_per_row": None if per_row is None else str(per_row),
             "cost_per_correct_row": None if per_right is None else str(per_right),
+            "unpriced_rows": self.unpriced_rows,
+            "not_run": self.n - len(self.ran),
             "latency_p50_ms": self.latency(0.5),
             "latency_p95_ms": self.latency(0.95),
-            "errors": _count(r.error_phase for r in self.rows if r.error_phase),
+            "errors": _count(
+                [r.error_phase for r in self.rows if r.error_phase]
+                + ["judge" for r in self.rows for _ in r.judge_errors]
+            ),
         }
 
     def to_dict(self) -> dict[str, Any]:

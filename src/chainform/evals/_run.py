@@ -6,19 +6,20 @@ lines and the log's calls. Everything about the input is checked before the firs
 
 from __future__ import annotations
 
-import contextlib
 import hashlib
 import json
+import math
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from decimal import Decimal
 from typing import Any, Protocol
 
+from chainform.errors import ChainInterruptedError
 from chainform.evals._cells import read_lines, run_map
-from chainform.evals._errors import EvalInputError
+from chainform.evals._errors import EvalInputError, EvalInterruptedError
 from chainform.evals._eval_report import EvalReport
 from chainform.evals._judge import free_text_fields, judge_cell
-from chainform.evals._keep import eval_dir, find_resumable, save_report, save_spec
+from chainform.evals._keep import eval_dir, find_resumable, kept_settings, save_report, save_spec, spent
 from chainform.evals._plan import Arr, Node, Options, Scorer, compile_plan, walk
 from chainform.evals._report import Cell, RowResult
 from chainform.evals._score import ABSENT, Outcome, score
@@ -78,13 +79,13 @@ def evaluate(
         spec_schema,
         Options(default_tolerance, dict(tolerance or {}), fuzzy, dict(scorers or {})),
     )
-    data = read_rows(rows, spec_schema, expected, id_field, max_rows)
     prompts = [prompt] if isinstance(prompt, str) else list(prompt)
+    data = read_rows(rows, spec_schema, expected, id_field, max_rows, prompts)
     if not prompts or not models or not strategies:
         raise EvalInputError("an eval needs at least one prompt, one model and one strategy")
     names = [_name(m) for m in models]
     judged = free_text_fields(plan, judge_fields) if judge is not None else []
-    judge_model = _judge_model(judge)
+    judge_model = _judge_model(judge, model_options or {}, names)
     built = [_model(m, model_options or {}) for m in models]  # a model with no key fails before any call
     spec = {
         "data": _digest([(r.key, r.inputs, r.expected) for r in data]),
@@ -95,10 +96,20 @@ def evaluate(
         "expected": expected,
         "judge": None if judge is None else [_name(judge), judged],
     }
+    scoring = {
+        "tolerance": dict(tolerance or {}),
+        "default_tolerance": default_tolerance,
+        "fuzzy": fuzzy,
+        "scorers": sorted(scorers or {}),
+        "judge": None if judge is None else _name(judge),
+        "judge_fields": judged,
+    }
     eval_id = find_resumable(spec) if resume else None
     if resume and eval_id is None:
         raise EvalInputError("no earlier eval of this data with these settings to resume")
-    if eval_id is None:
+    if eval_id is not None:
+        _check_scoring(eval_id, scoring)
+    else:
         from chainform.store import new_id
 
         eval_id = new_id()
@@ -108,23 +119,55 @@ def evaluate(
         from chainform.pricing import Budget
 
         budget = Budget(max_cost)
+        if resume:  # what the eval spent before counts: a resume spends only what is left
+            budget.spent = spent(eval_id)
+    try:
+        cells = _run_cells(
+            eval_id, data, plan, spec_schema, prompts, names, built, list(strategies), resume, budget,
+            map_options, progress,
+        )  # fmt: skip
+        _score_cells(eval_id, cells, data, plan, judge_model, judged, resume, budget, map_options)
+    except (KeyboardInterrupt, ChainInterruptedError):
+        raise EvalInterruptedError(eval_id) from None
+    settings = {"expected": expected, "prompts": prompts, "id_field": id_field, "scoring": scoring}
+    if max_cost is not None:
+        settings["max_cost"] = str(max_cost)
+    report = EvalReport(eval_id, spec_schema, cells, settings=settings)
+    save_report(report)
+    return report
+
+
+def _run_cells(
+    eval_id: str, data: Sequence[_Row], plan: Node, schema: dict[str, Any], prompts: Sequence[str],
+    names: Sequence[str], built: Sequence[Any], strategies: Sequence[str], resume: bool, budget: Any,
+    map_options: Mapping[str, Any], progress: EvalProgress | None = None,
+) -> list[Cell]:  # fmt: skip
+    """Run every model x strategy x prompt cell's map; the cells, with no rows scored yet."""
     cells: list[Cell] = []
     arrays = [node.path for node in walk(plan) if isinstance(node, Arr)]
+    items = [(row.key, row.inputs) for row in data]
     number = 0
-    for model_index in range(len(models)):
+    for model, name in zip(built, names, strict=True):
         for strategy in strategies:
             for prompt_index, template in enumerate(prompts):
                 path = eval_dir(eval_id, create=True) / f"cell-{number}.jsonl"
-                cell = Cell(names[model_index], strategy, template, "", [], arrays)
+                cell = Cell(name, strategy, template, "", [], arrays)
                 cell.prompt_label = f"prompt {prompt_index + 1}" if len(prompts) > 1 else ""
                 hooks = _progress_hooks(progress, number, cell.name, plan, data)
                 number += 1
-                items = [(row.key, row.inputs) for row in data]
                 cell.run_id = run_map(
-                    built[model_index], path, items, resume=resume, budget=budget, prompt=template, schema=spec_schema,
+                    model, path, items, resume=resume, budget=budget, prompt=template, schema=schema,
                     strategy=strategy, **hooks, **map_options,
                 )  # fmt: skip
                 cells.append(cell)
+    return cells
+
+
+def _score_cells(
+    eval_id: str, cells: Sequence[Cell], data: Sequence[_Row], plan: Node, judge_model: Any,
+    judged: Sequence[str], resume: bool, budget: Any, map_options: Mapping[str, Any],
+) -> None:  # fmt: skip
+    """Score each cell's rows from its committed lines and the log; then let the judge decide."""
     log_reader = _LogReader(enabled=map_options.get("log", True))
     try:
         for index, cell in enumerate(cells):
@@ -138,9 +181,18 @@ def evaluate(
                 )  # fmt: skip
     finally:
         log_reader.close()
-    report = EvalReport(eval_id, spec_schema, cells, settings={"expected": expected, "prompts": prompts})
-    save_report(report)
-    return report
+
+
+def _check_scoring(eval_id: str, scoring: dict[str, Any]) -> None:
+    """Refuse to resume an eval whose kept report was scored with other settings: resuming would
+    overwrite it (`json` round trip: the kept settings are JSON)."""
+    kept = kept_settings(eval_id).get("scoring")
+    if kept is not None and kept != json.loads(json.dumps(scoring)):
+        changed = ", ".join(sorted(k for k in scoring if kept.get(k) != json.loads(json.dumps(scoring[k]))))
+        raise EvalInputError(
+            f"eval {eval_id} was scored with other settings ({changed}); resume it with the ones it "
+            "was scored with, or run a new eval: its kept report is not overwritten"
+        )
 
 
 class EvalProgress(Protocol):
@@ -178,13 +230,16 @@ def read_rows(
     expected: str,
     id_field: str | None,
     max_rows: int,
+    prompts: Sequence[str] = (),
 ) -> list[_Row]:
-    """The rows, each checked: a dict with its expected answer, valid under the schema, a unique key."""
+    """The rows, each checked: a dict with its expected answer (JSON: finite numbers, at most
+    MAX_DEPTH deep), valid under the schema, a unique non-null key, every field the prompts name."""
+    from chainform._map._inputs import MapInputError, Row
     from chainform.schema.validate import compile_validator, validate
 
     validator = compile_validator(schema)  # once: the reasons are worked out only for a refused answer
     out: list[_Row] = []
-    seen: set[str] = set()
+    seen: dict[str, int] = {}
     for index, row in enumerate(rows):
         if index >= max_rows:
             raise EvalInputError(f"the data has more than {max_rows} rows (--max-rows)")
@@ -192,28 +247,57 @@ def read_rows(
             raise EvalInputError(f"row {index}: {row}")
         if not isinstance(row, Mapping):
             raise EvalInputError(f"row {index} is not an object with fields (got {type(row).__name__})")
-        key = str(index) if id_field is None else str(row.get(id_field, ""))
+        if id_field is not None and row.get(id_field) in (None, ""):
+            what = "no" if id_field not in row else "a null or empty"
+            raise EvalInputError(f"row {index} has {what} {id_field!r} field to key it by")
+        key = str(index) if id_field is None else str(row[id_field])
         name = f"row {index}" if id_field is None else f"row {key!r}"
-        if id_field is not None and id_field not in row:
-            raise EvalInputError(f"row {index} has no {id_field!r} field to key it by")
-        if key in seen:
-            raise EvalInputError(f"{name}: the key {key!r} is used twice")
-        seen.add(key)
+        if (first := seen.setdefault(key, index)) != index:
+            raise EvalInputError(
+                f"rows {first} and {index} have the same {id_field!r} ({key!r}): each row needs its own"
+            )
         if expected not in row:
             raise EvalInputError(
                 f"{name} has no expected answer (no {expected!r} field; --expected names it)"
             )
         answer = row[expected]
-        if isinstance(answer, str):  # CSV cells hold JSON text
-            with contextlib.suppress(ValueError):
-                answer = json.loads(answer)
+        problem = not_json(answer)
+        if problem:
+            raise EvalInputError(f"{name}: the expected answer {problem}")
         problems = [] if validator.is_valid(answer) else validate(answer, schema)
         if problems:
             raise EvalInputError(f"{name}: the expected answer does not match the schema: {problems[0]}")
-        out.append(_Row(key, {k: v for k, v in row.items() if k != expected}, answer))
+        inputs = {k: v for k, v in row.items() if k != expected}
+        for template in prompts:
+            try:
+                Row(index, key, inputs).prompt(template)
+            except MapInputError as exc:
+                raise EvalInputError(f"{name}: {exc}") from None
+        out.append(_Row(key, inputs, answer))
     if not out:
         raise EvalInputError("the data has no rows")
     return out
+
+
+def not_json(value: Any) -> str | None:
+    """Why `value` is no JSON value an answer can be compared with: nested more than MAX_DEPTH
+    levels, or holding NaN or an infinity; None when it is fine."""
+    from chainform._json import MAX_DEPTH
+
+    level = [value]
+    for _depth in range(MAX_DEPTH + 1):
+        nested: list[Any] = []
+        for item in level:
+            if isinstance(item, float) and not math.isfinite(item):
+                return f"holds {item!r}, which is no JSON number"
+            if isinstance(item, dict):
+                nested.extend(item.values())
+            elif isinstance(item, list):
+                nested.extend(item)
+        if not nested:
+            return None
+        level = nested
+    return f"is nested more than {MAX_DEPTH} levels deep"
 
 
 def _digest(value: Any) -> str:
@@ -224,23 +308,37 @@ def _name(model: Any) -> str:
     return model if isinstance(model, str) else str(getattr(model, "name", model))
 
 
-def _judge_model(judge: Any) -> Any:
-    """The judge, made before any call: one with no key is bad input (exit 2), not a failed row."""
+def _judge_model(judge: Any, options: Mapping[str, Any], names: Sequence[str]) -> Any:
+    """The judge, made before any call: one of the same provider as a model evaluated (`openai/...`
+    both) is given the models' key and base URL; one with no key is bad input (exit 2), not a
+    failed row."""
     if judge is None:
         return None
     from chainform.errors import MissingKeyError
 
+    shared = {}
+    if isinstance(judge, str) and _provider(judge) in {_provider(name) for name in names}:
+        shared = {k: options[k] for k in ("key", "base_url") if options.get(k) is not None}
     try:
-        return _model(judge, {})
+        return _model(judge, shared)
     except MissingKeyError as exc:
         raise EvalInputError(f"the judge model {_name(judge)!r} cannot run: {exc}") from None
 
 
+def _provider(name: str) -> str:
+    return name.partition("/")[0] if "/" in name else name
+
+
 def _model(model: Any, options: Mapping[str, Any]) -> Any:
+    """A model by name with the SDK's own retries off: the map re-tries a failed call (`retries`),
+    so a call that keeps failing is sent `retries + 1` times, not that times the SDK's."""
     if isinstance(model, str):
         from chainform.models import get_model
 
-        return get_model(model, **options)
+        try:
+            return get_model(model, **{"max_retries": 0, **options})
+        except TypeError:  # an in-process model has no SDK retries to turn off
+            return get_model(model, **options)
     return model
 
 
@@ -253,6 +351,8 @@ def _scored(plan: Node, row: _Row, line: dict[str, Any] | None) -> RowResult:
     meta = line["_map"]
     result = RowResult(row.key, {}, row.expected, tokens=meta.get("tokens", 0), cost=meta.get("cost"))
     result.conversation_id = meta.get("conversation_id")
+    if meta.get("retried"):  # transport retries: sent again, never logged as calls of their own
+        result.calls["resent"] = int(meta["retried"])
     if "error" in line:
         error = line["error"]
         result.error = f"{error.get('phase')}: {error.get('type')}: {error.get('message')}"
@@ -308,4 +408,4 @@ class _LogReader:
             self.store.close()
 
 
-__all__ = ["MAX_ROWS", "EvalProgress", "evaluate", "read_rows"]
+__all__ = ["MAX_ROWS", "EvalProgress", "evaluate", "not_json", "read_rows"]

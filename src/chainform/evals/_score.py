@@ -50,6 +50,7 @@ ABSENT: Any = _Absent()
 """A field the object does not have (as opposed to one that is null)."""
 
 RIGHT = Outcome("right", 1)
+_NOTHING = Outcome("right", 0, 0)  # an item field of an array with no item on either side
 _STATUS = {name: Outcome(name) for name in ("wrong", "missing", "null", "unexpected", "error")}
 _STATUS["right"] = RIGHT
 
@@ -85,7 +86,7 @@ def _score(node: Node, expected: Any, actual: Any, out: dict[str, Outcome]) -> N
 
 
 def _leaf(node: Leaf, expected: Any, actual: Any) -> Outcome:
-    if expected == actual and type(expected) is type(actual):
+    if type(expected) is type(actual) and type(expected) not in (dict, list) and expected == actual:
         return RIGHT
     status = presence(expected, actual)
     if status is not None:
@@ -124,6 +125,11 @@ def _array(node: Arr, expected: Any, actual: Any, out: dict[str, Outcome]) -> No
     if status is not None:
         wanted = len(expected) if isinstance(expected, list) else 0
         given = len(actual) if isinstance(actual, list) else 0
+        if status == "right":  # both absent or both null: nothing to count in the items' fields
+            out[node.path] = RIGHT
+            for path in node.paths:
+                out[path] = _NOTHING
+            return
         out[node.path] = Outcome(status, 0, 1, 0, given, wanted)
         for path in node.paths:
             out[path] = Outcome(status, 0, max(wanted, 1))
@@ -138,8 +144,6 @@ def _array(node: Arr, expected: Any, actual: Any, out: dict[str, Outcome]) -> No
 
 def _scalar_matches(item: Leaf, ordered: bool, expected: list[Any], actual: list[Any]) -> int:
     """How many items of an array of scalars are matched by a right one."""
-    if expected == actual:
-        return len(expected)
     if ordered:
         return sum(_leaf(item, e, a) is RIGHT for e, a in zip(expected, actual, strict=False))
     grid = [[1.0 if _leaf(item, e, a) is RIGHT else 0.0 for a in actual] for e in expected]
@@ -155,12 +159,19 @@ def _object_items(node: Arr, expected: list[Any], actual: list[Any], out: dict[s
         tp += all(o.status == "right" for o in sub.values())
         for path, outcome in sub.items():
             items[path] = items[path] + outcome if path in items else outcome
-    unmatched = len(expected) + len(actual) - 2 * len(pairs)
+    extra = [  # the items no pair holds: expected ones missing, answered ones unexpected
+        Outcome(status, 0, count)
+        for status, count in (
+            ("missing", len(expected) - len(pairs)),
+            ("unexpected", len(actual) - len(pairs)),
+        )
+        if count
+    ]
     for path in node.paths:
         got = items.get(path)
-        if unmatched:
-            got = got + Outcome("missing", 0, unmatched) if got else Outcome("missing", 0, unmatched)
-        out[path] = got or RIGHT
+        for outcome in extra:
+            got = got + outcome if got else outcome
+        out[path] = got or _NOTHING
     return tp
 
 

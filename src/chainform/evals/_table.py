@@ -33,6 +33,7 @@ def cell_texts(cell: Cell) -> list[str]:
     """The cell's figures as the texts of COLUMNS."""
     calls = " ".join(f"{k} {v:.2g}" for k, v in cell.calls_per_row().items()) or "?"
     errors = ", ".join(f"{k} {v}" for k, v in cell.summary()["errors"].items())
+    unpriced = f" ({cell.unpriced_rows} unpriced)" if cell.unpriced_rows and cell.cost is not None else ""
     return [
         cell.name,
         ",".join(cell.strategies_ran) or "?",
@@ -41,8 +42,8 @@ def cell_texts(cell: Cell) -> list[str]:
         percent(cell.field_accuracy),
         calls,
         str(cell.tokens),
-        money(cell.cost_per_row),
-        money(cell.cost_per_correct_row),
+        money(cell.cost_per_row) + unpriced,
+        money(cell.cost_per_correct_row) + unpriced,
         ms(cell.latency(0.5)),
         ms(cell.latency(0.95)),
         errors,

@@ -203,6 +203,28 @@ MIGRATIONS: list[Migration] = [
         """,
     # 9: the full-text index kept by triggers (a function: the SQLite build may lack FTS5).
     _search_index_kept_by_triggers,
+    # 10: why each call stopped (its finish reason: stop, length, tool_calls, ...), and on the call
+    # whose tool ended the chain (`stop_at_tools`, `cf.Final`), that tool's name.
+    """
+        ALTER TABLE responses ADD COLUMN finish_reason TEXT;
+        ALTER TABLE responses ADD COLUMN ended_by TEXT;
+        """,
+    # 11: fragments (`-f`, `--sf`): each text once by the sha256 of its text (store/_fragments.py),
+    # and which calls sent it; a call's messages keep a fragment's part empty, marked with its id.
+    """
+        CREATE TABLE fragments (
+            sha256 TEXT PRIMARY KEY,
+            content TEXT NOT NULL,
+            source TEXT,
+            created_at REAL NOT NULL
+        );
+        CREATE TABLE response_fragments (
+            response_id TEXT NOT NULL REFERENCES responses(id),
+            sha256 TEXT NOT NULL REFERENCES fragments(sha256),
+            PRIMARY KEY (response_id, sha256)
+        );
+        CREATE INDEX response_fragments_fragment ON response_fragments(sha256);
+        """,
 ]
 
 

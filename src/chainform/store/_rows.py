@@ -22,6 +22,10 @@ from chainform._json import content_id
 from chainform.errors import StoreError
 from chainform.store._attachments import Attached, AttachmentRecord, Blobs, of_call, restore
 from chainform.store._attachments import rows as attachment_rows
+from chainform.store._fragments import MARK as FRAGMENT_MARK
+from chainform.store._fragments import Texts
+from chainform.store._fragments import restore as restore_fragments
+from chainform.store._fragments import rows as fragment_rows
 from chainform.store._serialize import (
     StoredMessage,
     canonical_json,
@@ -88,6 +92,8 @@ class CallRecord(BaseModel):
     duration_ms: float | None = None
     created_at: float = Field(default_factory=time.time)
     error: str | None = None
+    finish_reason: str | None = None  # why the call stopped: stop, length, tool_calls, content_filter...
+    ended_by: str | None = None  # the tool whose result ended the chain (stop_at_tools, cf.Final)
     tool_calls: list[ToolCallRecord] = Field(default_factory=list)
     tool_results: list[ToolResultRecord] = Field(default_factory=list)
     format_context_policy: str | None = None
@@ -114,6 +120,7 @@ RESPONSE_COLUMNS = (
     "messages", "options", "schema_id", "text", "parsed", "input_tokens", "output_tokens",
     "total_tokens", "additional_counts", "duration_ms", "created_at", "error",
     "parent_conversation_id", "parent_chain_id", "parent_tool_call_id", "agent_name", "cost",
+    "finish_reason", "ended_by",
 )  # fmt: skip
 
 _INSERT_RESPONSE = (
@@ -151,6 +158,8 @@ STATEMENTS = {  # in foreign-key order: a conversation and a schema before the c
     "tool_calls": "INSERT INTO tool_calls (response_id, call_id, name, arguments) VALUES (?, ?, ?, ?)",
     "tool_results": "INSERT INTO tool_results (response_id, call_id, name, output, error) VALUES (?, ?, ?, ?, ?)",
     "format_contexts": "INSERT INTO format_contexts (response_id, policy, context) VALUES (?, ?, ?)",
+    "fragments": "INSERT OR IGNORE INTO fragments (sha256, content, source, created_at) VALUES (?, ?, ?, ?)",
+    "response_fragments": "INSERT OR IGNORE INTO response_fragments (response_id, sha256) VALUES (?, ?)",
 }
 
 
@@ -185,6 +194,8 @@ def rows_of(records: Sequence[CallRecord], attached: Sequence[Attached] = ()) ->
     masked in them (`storable_row`), but in a schema's text (stored as hashed)."""
     rows: Rows = {}
     blobs: Blobs = {}
+    texts: Texts = {}
+    linked: dict[str, list[str]] = {}
     for record in records:
         rows.setdefault("conversations", []).append(
             (record.conversation_id, record.model, record.conversation_name, record.created_at)
@@ -198,19 +209,28 @@ def rows_of(records: Sequence[CallRecord], attached: Sequence[Attached] = ()) ->
             text = canonical_json(record.schema)
             sid = content_id(text)
             rows.setdefault("schemas", []).append((sid, text, record.created_at))
-        _response_rows(rows, record, sid, blobs)
+        _response_rows(rows, record, sid, blobs, texts)
+        linked[record.id] = _fragments_of(record, texts)
     if attached or blobs:
         rows.update(attachment_rows(list(attached), blobs, [r.id for r in records]))
+    if texts:
+        rows.update(fragment_rows(texts, linked))
     return {
         name: params if name == "schemas" else [storable_row(r) for r in params]
         for name, params in rows.items()
     }
 
 
-def _response_rows(rows: Rows, record: CallRecord, sid: str | None, blobs: Blobs) -> None:
+def _fragments_of(record: CallRecord, texts: Texts) -> list[str]:
+    """The fragments `record`'s messages sent (those stored by their id)."""
+    marks = [m for message in record.messages for m in message.additional_properties.get(FRAGMENT_MARK) or ()]
+    return [m["sha256"] for m in marks if isinstance(m, dict) and m.get("sha256") in texts]
+
+
+def _response_rows(rows: Rows, record: CallRecord, sid: str | None, blobs: Blobs, texts: Texts) -> None:
     usage = record.usage
     encoded = {
-        "messages": messages_to_json(record.messages, blobs),
+        "messages": messages_to_json(record.messages, blobs, texts),
         "options": dumps(redact(record.options)),
         "schema_id": sid,
         "text": record.text or "",
@@ -250,7 +270,9 @@ def read_call(db: sqlite3.Connection, row: tuple[Any, ...], *, read_refs: bool =
             None if cost is not None else "not priced when it was logged",
         )
     stored = data["messages"]
-    data["messages"] = messages_from_json(restore(db, stored, read_refs=read_refs) if stored else None)
+    data["messages"] = messages_from_json(
+        restore_fragments(db, restore(db, stored, read_refs=read_refs)) if stored else None
+    )
     data["attachments"] = of_call(db, rid)
     for key in ("options", "schema", "parsed"):
         data[key] = json.loads(data[key]) if data[key] is not None else None

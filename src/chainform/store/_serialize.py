@@ -18,6 +18,7 @@ from pydantic import ConfigDict, Field, PlainSerializer, PlainValidator, TypeAda
 from chainform._json import canonical_json as canonical_json  # the log's form of a schema
 from chainform.keys import redact as mask_keys
 from chainform.store._attachments import Blobs, without_bytes
+from chainform.store._fragments import Texts, has_fragments, without_text
 from chainform.types import Message, encodable_text
 from chainform.types._content import Content, DataContent
 
@@ -112,20 +113,24 @@ StoredMessage = Annotated[
 _MESSAGES: TypeAdapter[list[Message]] = TypeAdapter(list[StoredMessage])  # type: ignore[arg-type]
 
 
-def messages_to_json(messages: list[Message], blobs: Blobs | None = None) -> str:
+def messages_to_json(messages: list[Message], blobs: Blobs | None = None, texts: Texts | None = None) -> str:
     """The stored JSON of a list of messages. With `blobs`, inline bytes are stored by their sha256
-    and kept in `blobs` for the attachments table (store/_attachments.py)."""
-    return dumps([_stored(message, blobs) for message in messages])
+    and kept in `blobs` for the attachments table (store/_attachments.py); with `texts`, fragment
+    parts are stored empty and their text kept in `texts` for the fragments table (store/_fragments.py)."""
+    return dumps([_stored(message, blobs, texts) for message in messages])
 
 
-def _stored(message: Message, blobs: Blobs | None) -> dict[str, Any]:
+def _stored(message: Message, blobs: Blobs | None, texts: Texts | None = None) -> dict[str, Any]:
     if blobs is None or not any(isinstance(c, DataContent) and c.data for c in message.contents):
-        return message_to_dict(message)
-    light = copy.copy(message)
-    light.contents, keys = without_bytes(message.contents, blobs)
-    stored = message_to_dict(light)
-    for position, key in keys.items():
-        stored["contents"][position]["sha256"] = key
+        stored = message_to_dict(message)
+    else:
+        light = copy.copy(message)
+        light.contents, keys = without_bytes(message.contents, blobs)
+        stored = message_to_dict(light)
+        for position, key in keys.items():
+            stored["contents"][position]["sha256"] = key
+    if texts is not None and has_fragments(message):
+        without_text(message, stored, texts)
     return stored
 
 

@@ -30,6 +30,9 @@ from typing import Any, TypeVar
 from chainform._paths import create_private, default_path
 from chainform.errors import StoreError
 from chainform.store._attachments import ORPHAN_FILES, Attached
+from chainform.store._fragments import ORPHAN_FRAGMENTS, Fragment
+from chainform.store._fragments import find as find_fragments
+from chainform.store._fragments import listing as fragment_listing
 from chainform.store._legacy import SPOOL, drain_legacy
 from chainform.store._migrations import MIGRATIONS, migrate, user_version
 from chainform.store._rows import SELECT, CallRecord, filters, insert_schema, read_call, rows_of, write_rows
@@ -310,7 +313,13 @@ class Store:
         selected = "SELECT r.id FROM responses r WHERE " + " AND ".join(clauses)
 
         def delete(db: sqlite3.Connection) -> int:
-            for table in ("tool_calls", "tool_results", "format_contexts", "response_attachments"):
+            for table in (
+                "tool_calls",
+                "tool_results",
+                "format_contexts",
+                "response_attachments",
+                "response_fragments",
+            ):
                 db.execute(f"DELETE FROM {table} WHERE response_id IN ({selected})", args)
             count = db.execute(f"DELETE FROM responses WHERE id IN ({selected})", args).rowcount
             db.execute("DELETE FROM conversations WHERE id NOT IN (SELECT conversation_id FROM responses)")
@@ -318,6 +327,7 @@ class Store:
                 "DELETE FROM schemas WHERE id NOT IN (SELECT schema_id FROM responses WHERE schema_id IS NOT NULL)"
             )
             db.execute(ORPHAN_FILES)
+            db.execute(ORPHAN_FRAGMENTS)
             return int(count)
 
         return self.write(delete)
@@ -331,6 +341,21 @@ class Store:
             }
 
     # -- reading ----------------------------------------------------------------------------
+
+    def get_fragment(self, id_or_prefix: str) -> Fragment | None:
+        """The fragment whose id (sha256 of its text) is or starts with `id_or_prefix`; None when
+        none does; StoreError when the prefix fits several."""
+        key = id_or_prefix.strip().lower()
+        with self.read() as db:
+            found = find_fragments(db, key)
+        if len(found) > 1:
+            raise StoreError(f"fragment id prefix {id_or_prefix!r} fits several fragments; give more of it")
+        return found[0] if found else None
+
+    def list_fragments(self) -> list[tuple[Fragment, int]]:
+        """Every logged fragment with how many calls sent it, newest first."""
+        with self.read() as db:
+            return fragment_listing(db)
 
     def get_schema(self, id_or_prefix: str) -> dict[str, Any] | None:
         """A saved schema by full id or unique prefix (at least 4 characters)."""

@@ -110,9 +110,9 @@ class ScriptedClient(BaseChatClient):
         if isinstance(reply, ChatResponse):
             for message in reply.messages:
                 yield ChatResponseUpdate(list(message.contents), role=message.role, response_id=response_id)
-            if reply.usage_details:
+            if reply.usage_details or reply.finish_reason:
                 yield ChatResponseUpdate(
-                    [UsageContent(reply.usage_details)], finish_reason=reply.finish_reason
+                    [UsageContent(reply.usage_details or UsageDetails())], finish_reason=reply.finish_reason
                 )
             return
         parts = [reply] if isinstance(reply, str | FunctionCallContent) else list(reply)

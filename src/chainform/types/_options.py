@@ -149,6 +149,27 @@ def as_options(options: ChatOptions | dict[str, Any] | None) -> ChatOptions:
 _INT64 = 2**63 - 1
 
 
+@dataclass(frozen=True)
+class OptionSpec:
+    """One option a caller may set (`-o NAME VALUE`): its value type and bounds (None: unbounded)."""
+
+    name: str
+    type: str
+    low: float | None = None
+    high: float | None = None
+
+
+def option_specs() -> list[OptionSpec]:
+    """The named ChatOptions a caller sets as options, as `check_option` checks them (the fields
+    chainform sets itself, such as tools and response_format, are left out)."""
+    out = []
+    for spec in dataclasses.fields(ChatOptions):
+        kind = str(spec.type).removesuffix(" | None")
+        if kind in _VALUE_OPTIONS:
+            out.append(OptionSpec(spec.name, kind, spec.metadata.get("min"), spec.metadata.get("max")))
+    return out
+
+
 def check_option(name: str, value: Any) -> Any:
     """`value` (as JSON gives it) for the option `name`, checked against the ChatOptions field's
     type and range and converted (an integral 5.0 for an int, one string for a list of them);

@@ -22,9 +22,11 @@ at a strategy's name.
   The schema rides on every turn together with the tools; a turn without tool calls is the answer.
 - tool: the schema becomes the `final_result` tool; its arguments are the answer. Invalid arguments
   (or several calls in one turn) go back as that call's tool result; a text-only reply is fed back
-  and later turns force a tool call when the profile can force one. Where it cannot (the server
-  ignores or refuses a forced tool choice), a chain that ends without the output tool goes on as
-  deferred (`rescue`): its formatting call writes the value.
+  and later turns force a tool call when the profile can force one. Where the server refused a
+  forced choice at run time (Anthropic with thinking on), the last turn offers the output tool
+  alone under tool choice `auto`. Where it cannot force (the server ignores or refuses a forced
+  tool choice), a chain that ends without the output tool goes on as deferred (`rescue`): its
+  formatting call writes the value.
 - prompted: the schema described in the system prompt; the JSON is taken from the reply's text.
 
 Adding a strategy is adding a class here and listing it in `_TYPES`; the engine builds what a
@@ -84,10 +86,12 @@ class Settings:
 
 @dataclass
 class Outcome:
-    """How a turn loop ended: the answer (`value`), or `cut_off` when chain_limit stopped it first."""
+    """How a turn loop ended: the answer (`value`), or `cut_off` when chain_limit stopped it first;
+    `ended_by` names the tool whose result is the value."""
 
     value: Any = None
     cut_off: bool = False
+    ended_by: str | None = None  # the tool whose result is the value (stop_at_tools, cf.Final)
 
 
 @dataclass
@@ -258,6 +262,8 @@ class Tool(TurnStrategy):
         forcible = self.forcible
         if last and forcible:
             return base.replace(tools=[final], tool_mode=ToolMode.required(OUTPUT_TOOL_NAME))
+        if last and self.settings.refusals.get("tool_choice"):  # forcing was refused (e.g. thinking
+            return base.replace(tools=[final], tool_mode=ToolMode.AUTO)  # on): the output tool alone
         mode = None if last else base.tool_mode
         if force and mode is None and forcible:
             mode = ToolMode.REQUIRED_ANY

@@ -306,7 +306,9 @@ def _collect(proc: subprocess.Popen[bytes], timeout: float, max_output: int) -> 
             if not sel.select(remaining):
                 continue
             data = os.read(fd, 65536)
-            if not data:  # the output is closed; the cell may still run (it closed its own): the timeout holds
+            if (
+                not data
+            ):  # the output is closed; the cell may still run (it closed its own): the timeout holds
                 if not _gone(proc.pid, max(deadline - time.monotonic(), 0)):
                     note = timed_out
                 break
