@@ -213,7 +213,7 @@ def test_a_jsonl_expected_string_is_not_read_again_as_json(tmp_path, emulator: E
     argv = eval_argv(path, Path(tmp_path / "s.json"), emulator, "--json")
     (tmp_path / "s.json").write_text('{"type": "string"}')
     result = invoke(*[a if a != PROMPT else "Say {text}" for a in argv])
-    assert result.exit_code == 0, result.output
+    assert result.exit_code == 6, result.output  # the row failed (exit codes: ROWS_FAILED)
     row = json.loads(result.stdout)["results"][0]["rows"][0]
     assert row["expected"] == "2024"
 
@@ -282,7 +282,7 @@ def test_a_failing_call_is_sent_three_times_not_nine_and_its_retries_are_shown(
     path.write_text(json.dumps(rows()[0]) + "\n")
     emulator.default = lambda request: Fault(429, retry_after=0)
     result = invoke(*eval_argv(path, schema_file, emulator, "--json"))
-    assert result.exit_code == 0, result.output
+    assert result.exit_code == 6, result.output  # the row failed (exit codes: ROWS_FAILED)
     assert len(emulator.requests) == 3  # the map's two retries; the SDK's own are off
     cell = json.loads(result.stdout)["cells"][0]
     assert cell["calls_per_row"] == {"chain": 1.0, "resent": 2.0} and cell["errors"] == {"provider": 1}

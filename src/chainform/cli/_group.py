@@ -180,7 +180,13 @@ def _quiet_stdout() -> None:
 @click.group(cls=DefaultGroup, context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(__version__, prog_name="chainform")
 @click.option("--debug", is_flag=True, help="Show full tracebacks on errors (works anywhere on the line).")
-def cli(debug: bool) -> None:
+@click.option(
+    "-v",
+    "--verbose",
+    is_flag=True,
+    help="Say more: warnings in full, on a pipe too (works anywhere on the line).",
+)
+def cli(debug: bool, verbose: bool) -> None:
     """Ask a model, let it call your tools, get back data that matches your schema.
 
     \b
