@@ -37,6 +37,7 @@ _PUBLIC: dict[str, tuple[str, ...]] = {
         "FormattingError",
         "GuardrailError",
         "HomeError",
+        "HostedToolError",
         "JSONLimitError",
         "MCPServerError",
         "MissingKeyError",
@@ -76,14 +77,17 @@ _PUBLIC: dict[str, tuple[str, ...]] = {
         "ChatOptions",
         "ChatResponse",
         "ChatResponseUpdate",
+        "CodeExecution",
         "Content",
         "ConversionLimits",
         "DataContent",
         "ErrorContent",
+        "FileSearch",
         "FinishReason",
         "FunctionCallContent",
         "FunctionResultContent",
         "FunctionSpec",
+        "HostedTool",
         "Message",
         "ModelProfile",
         "ResponseFormat",
@@ -93,9 +97,11 @@ _PUBLIC: dict[str, tuple[str, ...]] = {
         "Timeout",
         "ToolMode",
         "ToolSpec",
+        "URLContext",
         "UriContent",
         "UsageContent",
         "UsageDetails",
+        "WebSearch",
     ),
 }
 _ALIASES: dict[str, tuple[str, str]] = {
@@ -147,6 +153,7 @@ if TYPE_CHECKING:  # what type checkers and editors see: the same names, importe
     from chainform.errors import FormattingError as FormattingError
     from chainform.errors import GuardrailError as GuardrailError
     from chainform.errors import HomeError as HomeError
+    from chainform.errors import HostedToolError as HostedToolError
     from chainform.errors import JSONLimitError as JSONLimitError
     from chainform.errors import MCPServerError as MCPServerError
     from chainform.errors import MissingKeyError as MissingKeyError
@@ -192,14 +199,17 @@ if TYPE_CHECKING:  # what type checkers and editors see: the same names, importe
     from chainform.types import ChatOptions as ChatOptions
     from chainform.types import ChatResponse as ChatResponse
     from chainform.types import ChatResponseUpdate as ChatResponseUpdate
+    from chainform.types import CodeExecution as CodeExecution
     from chainform.types import Content as Content
     from chainform.types import ConversionLimits as ConversionLimits
     from chainform.types import DataContent as DataContent
     from chainform.types import ErrorContent as ErrorContent
+    from chainform.types import FileSearch as FileSearch
     from chainform.types import FinishReason as FinishReason
     from chainform.types import FunctionCallContent as FunctionCallContent
     from chainform.types import FunctionResultContent as FunctionResultContent
     from chainform.types import FunctionSpec as FunctionSpec
+    from chainform.types import HostedTool as HostedTool
     from chainform.types import Message as Message
     from chainform.types import ModelProfile as ModelProfile
     from chainform.types import ResponseFormat as ResponseFormat
@@ -210,8 +220,10 @@ if TYPE_CHECKING:  # what type checkers and editors see: the same names, importe
     from chainform.types import ToolMode as ToolMode
     from chainform.types import ToolSpec as ToolSpec
     from chainform.types import UriContent as UriContent
+    from chainform.types import URLContext as URLContext
     from chainform.types import UsageContent as UsageContent
     from chainform.types import UsageDetails as UsageDetails
+    from chainform.types import WebSearch as WebSearch
 
     Response = ChainResponse
     AsyncResponse = AsyncChainResponse

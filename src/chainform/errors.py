@@ -43,6 +43,11 @@ class AttachmentError(ChainformError, ValueError):
     """An attachment cannot be read, recognised, converted or sent to this model; nothing was sent."""
 
 
+class HostedToolError(ChainformError, ValueError):
+    """A hosted tool (web search, code execution, URL context, file search) this model does not
+    have, or cannot combine with the chain's function tools or its schema; raised before any call."""
+
+
 class TracingSetupError(ChainformError):
     """Tracing cannot start: OpenTelemetry's packages are missing or no collector is named."""
 

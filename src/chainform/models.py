@@ -19,14 +19,14 @@ from chainform.chain._history import history_after
 from chainform.chain._records import ChainResult
 from chainform.chain._tools import AfterCall, BeforeCall, is_tool_source, normalize_tools
 from chainform.clients.base import ChatClient
-from chainform.errors import HomeError
+from chainform.errors import HomeError, PricingError
 from chainform.output import STRATEGIES, OutputSpec
-from chainform.output._select import Refusals
+from chainform.output._select import Refusals, around_hosted
 from chainform.output.strategies._context import ContextPolicy
 from chainform.pricing import Cost
 from chainform.response import AsyncChainResponse, ChainResponse, RunFactory
 from chainform.store import Store, logging_enabled, new_id, unmarked_text
-from chainform.types import Attachment, ChatOptions, Message, ModelProfile
+from chainform.types import Attachment, ChatOptions, HostedTool, Message, ModelProfile
 from chainform.types._options import as_options
 
 R = TypeVar("R", ChainResponse, AsyncChainResponse)
@@ -114,6 +114,9 @@ class _Base(Generic[R]):
 
         An answer cut off at the output token limit raises TruncatedOutputError; with
         `retry_max_tokens` (above the `max_tokens` option) it is asked again once with that limit.
+        `tools` may hold hosted tools (`cf.WebSearch()`, `cf.CodeExecution()`, `cf.URLContext()`,
+        `cf.FileSearch(ids)`) the provider runs itself; HostedToolError before any call where the
+        model has none or cannot combine them (docs/providers.md).
         A call of a tool named in `stop_at_tools` (or a tool returning `cf.Final(value)`) ends the
         chain: its result, validated against `schema`, is the value (`chain.ended_by` names it).
 
@@ -132,7 +135,7 @@ class _Base(Generic[R]):
                 budget.check_rate(PRICES.rate(other.name))
         chat_options = as_options(options)
         check_growth(retry_max_tokens, chat_options.max_output_tokens)
-        sources = [t for t in tools or () if is_tool_source(t)]
+        sources = [t for t in tools or () if is_tool_source(t) and not isinstance(t, HostedTool)]
         message = user_prompt(
             prompt,
             attachments,
@@ -141,7 +144,23 @@ class _Base(Generic[R]):
             store=attachments_store,
         )
         pending = message if isinstance(message, PendingPrompt) else None
-        offered = normalize_tools(t for t in tools or () if not is_tool_source(t))
+        hosted = tuple(t for t in tools or () if isinstance(t, HostedTool))
+        tools = [t for t in tools or () if not isinstance(t, HostedTool)]
+        offered = normalize_tools(t for t in tools if not is_tool_source(t))
+        strategy = around_hosted(
+            self.profile,
+            [t.kind for t in hosted],
+            has_functions=bool(offered or sources),
+            has_schema=schema is not None,
+            requested=strategy,
+        )
+        if hosted:
+            if max_cost is not None:  # a cap that counted their uses as 0 would hold less than it says
+                raise PricingError(
+                    "max_cost cannot be held with hosted tools: the provider bills their uses beyond "
+                    "the tokens, and chainform has no price for them"
+                )
+            chat_options = chat_options.replace(hosted_tools=hosted)
         stop_at = frozenset([stop_at_tools] if isinstance(stop_at_tools, str) else stop_at_tools)
         if not sources:  # with MCP servers, their tools are known when the chain starts
             unknown_stop_tools(stop_at, {t.name: t for t in offered})

@@ -12,6 +12,8 @@ from chainform.models import Model
 from chainform.store import Store
 from chainform.testing import ScriptedClient, tool_call
 
+pytestmark = pytest.mark.unit  # no socket, no process (tests/guards.py)
+
 
 def test_cancel_stops_a_chain_in_its_tool_and_keeps_what_it_finished(tmp_path) -> None:
     started, release = threading.Event(), threading.Event()

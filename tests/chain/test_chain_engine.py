@@ -12,6 +12,8 @@ import chainform as cf
 from chainform.errors import ScriptExhaustedError
 from chainform.testing import ScriptedClient, tool_call
 
+pytestmark = pytest.mark.unit  # no socket, no process (tests/guards.py)
+
 BOTH = cf.ModelProfile(name="both", supports_json_schema=True, supports_tools_with_schema=True)
 TOOLS_ONLY = cf.ModelProfile(name="tools-only", supports_json_schema=True, supports_tools_with_schema=False)
 NOTHING = cf.ModelProfile(name="plain", supports_tools=False, supports_json_schema=False)

@@ -14,6 +14,8 @@ from chainform.clients._errors import classify
 from chainform.testing import ScriptedClient, tool_call
 from chainform.types import ToolMode
 
+pytestmark = pytest.mark.unit
+
 TOOLS_ONLY = cf.ModelProfile(name="tools-only", supports_json_schema=True, supports_tools_with_schema=False)
 WORDINGS = json.loads(
     (Path(__file__).parents[1] / "core" / "data" / "forced_choice_refusals.json").read_text()

@@ -8,6 +8,8 @@ from pydantic import BaseModel
 import chainform as cf
 from chainform.testing import ScriptedClient, tool_call
 
+pytestmark = pytest.mark.unit
+
 BOTH = cf.ModelProfile(name="both", supports_json_schema=True, supports_tools_with_schema=True)
 TOOLS_ONLY = cf.ModelProfile(name="tools-only", supports_json_schema=True, supports_tools_with_schema=False)
 

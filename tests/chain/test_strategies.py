@@ -16,6 +16,8 @@ from chainform.output.strategies._context import ContextPolicy
 from chainform.testing import ScriptedClient, tool_call
 from chainform.types import ChatOptions, ChatResponse, Message, ModelProfile, TextContent, ToolMode
 
+pytestmark = pytest.mark.unit  # no socket, no process (tests/guards.py)
+
 
 class Answer(BaseModel):
     city: str

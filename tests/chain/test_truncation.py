@@ -10,6 +10,8 @@ import chainform as cf
 from chainform.testing import ScriptedClient, tool_call
 from chainform.types import ChatResponse, FinishReason, Message, UsageDetails
 
+pytestmark = pytest.mark.unit
+
 BOTH = cf.ModelProfile(name="both", supports_json_schema=True, supports_tools_with_schema=True)
 TOOLS_ONLY = cf.ModelProfile(name="tools-only", supports_json_schema=True, supports_tools_with_schema=False)
 

@@ -10,6 +10,8 @@ from cli_helpers import Scripted
 
 from chainform.clients.registry import resolve_name
 
+pytestmark = pytest.mark.unit  # no socket, no process (tests/guards.py)
+
 
 def test_an_alias_is_saved_used_listed_and_removed(run, scripted: Scripted, home) -> None:
     assert run("aliases", "set", "fast", "4o-mini").exit_code == 0

@@ -75,3 +75,28 @@ def test_fallback_on_output_without_a_fallback_model_is_a_usage_error_before_any
     result = run("x", "--schema", "name", "--fallback-on", "output")
     assert result.exit_code == 2 and "needs a model to fall back to" in result.stderr
     assert client.requests == []
+
+
+def test_hosted_tool_the_model_lacks_is_one_error_line_exit_2_before_any_call(run, scripted):
+    client = scripted.script([])
+    result = run("x", "--hosted", "web_search", "--no-log")
+    assert result.exit_code == 2
+    line = result.stderr.strip()
+    assert line.startswith("Error: ") and "\n" not in line and "has no hosted web_search tool" in line
+    assert client.requests == []
+
+
+def test_hosted_spelling_that_is_no_tool_is_a_usage_error(run, scripted):
+    scripted.script([])
+    result = run("x", "--hosted", "browser")
+    assert result.exit_code == 2 and "not a hosted tool" in result.stderr
+
+
+def test_hosted_tool_reaches_the_call(run, scripted):
+    import chainform as cf
+
+    profile = cf.ModelProfile(name="searcher", hosted_tools=frozenset({"web_search"}))
+    client = scripted.script(["Found it."], profile=profile)
+    result = run("x", "--hosted", "web-search", "--no-log")
+    assert result.exit_code == 0, result.output
+    assert [t.kind for t in client.requests[0][1].hosted_tools] == ["web_search"]

@@ -158,6 +158,7 @@ def test_a_chat_in_a_terminal_two_turns_with_a_tool_and_a_schema_and_a_cancelled
     ]
 
 
+@pytest.mark.unit
 def test_chat_without_a_terminal_is_one_error_line(run, home: Path) -> None:
     result = run("chat", "-m", "openai/gpt-4.1-mini", input="hello\n")
     assert result.exit_code == 2
@@ -182,6 +183,7 @@ def _typed(monkeypatch: pytest.MonkeyPatch, *lines: str | type[BaseException]) -
     return shown
 
 
+@pytest.mark.unit
 def test_chat_input_multi_edit_exit_and_interrupts(monkeypatch: pytest.MonkeyPatch) -> None:
     import click
 
@@ -220,6 +222,7 @@ def chat(run, monkeypatch: pytest.MonkeyPatch):  # type: ignore[no-untyped-def]
     return session
 
 
+@pytest.mark.unit
 def test_chat_goes_on_with_a_logged_conversation_and_survives_a_failed_turn(chat, run, scripted) -> None:
     from chainform.errors import ProviderError
 
@@ -240,6 +243,7 @@ def test_chat_goes_on_with_a_logged_conversation_and_survives_a_failed_turn(chat
     assert len({c.conversation_id for c in Store().recent(None)}) == 1  # -c: the same conversation
 
 
+@pytest.mark.unit
 def test_chat_from_a_template_with_a_schema(chat, run, scripted) -> None:
     assert run("-s", "You know capitals.", "--schema", "city", "--save", "capitals").exit_code == 0
     scripted.script(['{"city": "Paris"}'])
@@ -254,4 +258,35 @@ def test_chat_from_a_template_with_a_schema(chat, run, scripted) -> None:
         missing.exit_code == 2
         and missing.stderr.count("Error:") == 1
         and "no template 'nosuch'" in missing.stderr
+    )
+
+
+@pytest.mark.unit
+def test_chat_fragments_go_with_the_first_message_and_every_turn_s_system(
+    chat, scripted, tmp_path: Path
+) -> None:
+    import sqlite3
+
+    notes, style = tmp_path / "notes.txt", tmp_path / "style.txt"
+    notes.write_text("We ship on Friday.")
+    style.write_text("Answer in French.")
+    scripted.script(["Vendredi.", "Oui."])
+    result = chat("-s", "Be terse.", "-f", str(notes), "--sf", str(style), typed="When?\nSure?\n")
+    assert result.exit_code == 0, result.output
+    first, second = ([(m.role, m.text) for m in request[0]] for request in scripted.client.requests)
+    assert first == [
+        ("system", "Be terse."),
+        ("system", "Answer in French."),
+        ("user", "We ship on Friday.When?"),
+    ]
+    assert second == [*first, ("assistant", "Vendredi."), ("user", "Sure?")]
+    with sqlite3.connect(Store().path) as db:
+        texts = sorted(row[0] for row in db.execute("SELECT content FROM fragments"))
+        links = db.execute("SELECT COUNT(*) FROM response_fragments").fetchone()[0]
+    assert texts == ["Answer in French.", "We ship on Friday."] and links == 4  # each text once, sent 4 times
+    directory = chat("-f", str(tmp_path), typed="x\n")
+    assert (
+        directory.exit_code == 2
+        and directory.stderr.count("Error:") == 1
+        and "is a directory" in directory.stderr
     )

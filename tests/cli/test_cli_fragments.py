@@ -25,6 +25,7 @@ def _db() -> sqlite3.Connection:
     return sqlite3.connect(Store().path)
 
 
+@pytest.mark.unit
 def test_a_fragment_is_sent_before_the_prompt_and_logged_once(
     run, scripted: Scripted, tmp_path: Path
 ) -> None:
@@ -67,6 +68,7 @@ def test_a_fragment_is_sent_before_the_prompt_and_logged_once(
         assert db.execute("SELECT COUNT(*) FROM fragments").fetchone()[0] == 0  # gone with its calls
 
 
+@pytest.mark.unit
 def test_a_system_fragment_joins_the_system_prompt(run, scripted: Scripted, tmp_path: Path) -> None:
     style = tmp_path / "style.md"
     style.write_text("Answer in French.")
@@ -84,6 +86,7 @@ def test_a_system_fragment_joins_the_system_prompt(run, scripted: Scripted, tmp_
         assert db.execute("SELECT content FROM fragments").fetchall() == [("Answer in French.",)]
 
 
+@pytest.mark.unit
 def test_a_template_keeps_its_fragments(run, scripted: Scripted, tmp_path: Path) -> None:
     notes = tmp_path / "notes.txt"
     notes.write_text(NOTES)
@@ -150,6 +153,7 @@ def test_a_url_fragment_that_redirects_to_a_private_address_is_refused(
     assert scripted.client.requests[0][0][-1].contents[0].text == "internal secret"  # type: ignore[union-attr]
 
 
+@pytest.mark.unit
 @pytest.mark.parametrize(
     ("make", "why"),
     [
@@ -177,6 +181,7 @@ def test_bad_fragments_are_one_error_line(run, scripted: Scripted, tmp_path: Pat
     assert scripted.client.requests == []  # type: ignore[union-attr]
 
 
+@pytest.mark.unit
 def test_fragments_show_of_an_unknown_or_malformed_id(run) -> None:
     for value, why in (("abcd", "no logged fragment"), ("xyz", "is not a fragment id")):
         result = run("fragments", "show", value)

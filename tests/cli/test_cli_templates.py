@@ -11,6 +11,8 @@ from cli_helpers import Scripted
 from chainform.store import Store
 from chainform.testing import tool_call
 
+pytestmark = pytest.mark.unit  # no socket, no process (tests/guards.py)
+
 
 def _sent(scripted: Scripted, n: int = -1):
     assert scripted.client is not None

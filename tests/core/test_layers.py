@@ -7,9 +7,14 @@ import only hides a circle from the interpreter; a reader still has to go back a
 from __future__ import annotations
 
 import ast
+import functools
 from pathlib import Path
 
+import pytest
+
 import chainform
+
+pytestmark = pytest.mark.unit  # no socket, no process (tests/guards.py)
 
 SRC = Path(chainform.__file__).parent.parent
 
@@ -91,9 +96,15 @@ def imports(name: str, path: Path, known: set[str]) -> set[str]:
     return found
 
 
-def graph() -> dict[str, set[str]]:
+@functools.cache
+def _graph() -> dict[str, frozenset[str]]:
     found = modules()
-    return {name: imports(name, path, set(found)) for name, path in found.items()}
+    return {name: frozenset(imports(name, path, set(found))) for name, path in found.items()}
+
+
+def graph() -> dict[str, set[str]]:
+    """src/'s import graph, parsed once per test session (each test gets its own copy)."""
+    return {name: set(targets) for name, targets in _graph().items()}
 
 
 def cycles(edges: dict[str, set[str]]) -> list[list[str]]:

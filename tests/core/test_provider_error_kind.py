@@ -7,6 +7,8 @@ import pytest
 from chainform.clients._errors import classify
 from chainform.errors import ProviderError, StreamInterruptedError
 
+pytestmark = pytest.mark.unit  # no socket, no process (tests/guards.py)
+
 
 @pytest.mark.parametrize(
     ("status", "kind"),

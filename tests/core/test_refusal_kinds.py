@@ -9,6 +9,8 @@ import pytest
 
 from chainform.clients._errors import classify, is_rejection, refuses_forced_choice
 
+pytestmark = pytest.mark.unit  # no socket, no process (tests/guards.py)
+
 LLAMA_CPP_PYTHON_500 = (
     "[{'type': 'literal_error', 'loc': ('body', 'response_format', 'type'), "
     "'msg': \"Input should be 'text' or 'json_object'\", 'input': 'json_schema'}]"

@@ -74,7 +74,7 @@ def test_json_report_show_and_compare(data, schema_file, emulator: Emulator):
     first = invoke(
         *eval_argv(data, schema_file, emulator, "--tolerance", "total=0.01", "--json", "--strategy", "native")
     )
-    assert first.exit_code == 6, first.output  # row 4 never validated: a failed row
+    assert first.exit_code == 8, first.output  # row 4 never validated: a failed row
     report = json.loads(first.stdout)
     cell = report["cells"][0]
     assert (cell["rows"], cell["rows_right"], cell["valid_rate"]) == (6, 2, 5 / 6)
@@ -193,6 +193,47 @@ def test_csv_rows_hold_their_expected_answer_as_json_text(tmp_path, schema_file,
     assert (cell["rows"], cell["rows_right"]) == (3, 2)  # rows 0 and 1 right, row 2's total 5% off
 
 
+def test_map_flags_absolute_tolerance_and_repeats_reach_the_run(data, schema_file, emulator: Emulator, home):
+    emulator.default = answer(wrong=True)
+    result = invoke(
+        *eval_argv(data, schema_file, emulator, "--json", "--strategy", "native", "--repeat", "2",
+                   "--tolerance", "total=abs:2", "--fuzzy", "vendor=0.5", "-o", "temperature", "0",
+                   "--no-log", "--rpm", "6000", "--retries", "0", "--timeout", "30", "--concurrency", "3"),
+    )  # fmt: skip
+    assert result.exit_code == 0, result.output
+    cell = json.loads(result.stdout)["cells"][0]
+    # rows 0 and 1 right in both runs (row 1's total is 0.505 off, within abs:2; row 2's 5.1 is not)
+    assert (cell["rows"], cell["rows_right"], cell["repeats"]) == (12, 4, 2)
+    assert cell["pass_at_k"]["2"] == pytest.approx(2 / 6) and cell["pass_all_k"]["2"] == pytest.approx(2 / 6)
+    assert len(emulator.requests) == 12 + 2 * 2  # row 4 (never JSON) is asked again twice in each run
+    assert {r.json["temperature"] for r in emulator.requests} == {0}
+    assert cell["calls_per_row"] == {}  # --no-log: nothing logged, so no calls to count
+    assert not (home / "logs.db").exists()
+    table = invoke(*eval_argv(data, schema_file, emulator, "--strategy", "native", "--repeat", "2", "--resume",
+                              "--tolerance", "total=abs:2", "--fuzzy", "vendor=0.5"))  # fmt: skip
+    assert table.exit_code == 0 and "agree 83.3%" in table.stdout  # row 4 failed: its runs agree on nothing
+    assert len(emulator.requests) == 16  # --resume sent nothing again
+
+
+@pytest.mark.parametrize(
+    ("extra", "message"),
+    [
+        (
+            ("--tolerance", "total=absolute:1"),
+            "Error: Invalid value for --tolerance: 'total=absolute:1': give",
+        ),
+        (
+            ("--fuzzy", "vendor=2"),
+            "Error: Invalid value for --fuzzy: 'vendor=2': give R or FIELD=R with R from 0",
+        ),
+        (("--fuzzy", "total=0.9"), "Error: --fuzzy names 'total', which is not a string field"),
+    ],
+)
+def test_bad_tolerances_and_fuzzy_thresholds_are_usage_errors(data, schema_file, emulator, extra, message):
+    result = invoke(*eval_argv(data, schema_file, emulator, *extra))
+    assert result.exit_code == 2 and message in result.stderr, result.stderr
+
+
 def test_jsonl_bad_expected_values_are_refused_naming_the_row(tmp_path, schema_file, emulator: Emulator):
     for name, text in {
         "nan": '{"text": "invoice 0", "expected": {"total": NaN}}\n',
@@ -213,7 +254,7 @@ def test_a_jsonl_expected_string_is_not_read_again_as_json(tmp_path, emulator: E
     argv = eval_argv(path, Path(tmp_path / "s.json"), emulator, "--json")
     (tmp_path / "s.json").write_text('{"type": "string"}')
     result = invoke(*[a if a != PROMPT else "Say {text}" for a in argv])
-    assert result.exit_code == 6, result.output  # the row failed (exit codes: ROWS_FAILED)
+    assert result.exit_code == 8, result.output  # the row failed (exit codes: ROWS_FAILED)
     row = json.loads(result.stdout)["results"][0]["rows"][0]
     assert row["expected"] == "2024"
 
@@ -282,7 +323,7 @@ def test_a_failing_call_is_sent_three_times_not_nine_and_its_retries_are_shown(
     path.write_text(json.dumps(rows()[0]) + "\n")
     emulator.default = lambda request: Fault(429, retry_after=0)
     result = invoke(*eval_argv(path, schema_file, emulator, "--json"))
-    assert result.exit_code == 6, result.output  # the row failed (exit codes: ROWS_FAILED)
+    assert result.exit_code == 8, result.output  # the row failed (exit codes: ROWS_FAILED)
     assert len(emulator.requests) == 3  # the map's two retries; the SDK's own are off
     cell = json.loads(result.stdout)["cells"][0]
     assert cell["calls_per_row"] == {"chain": 1.0, "resent": 2.0} and cell["errors"] == {"provider": 1}
@@ -298,3 +339,28 @@ def test_duplicate_ids_are_refused_before_any_call_naming_both_lines(tmp_path, s
     [line] = result.output.strip().splitlines()
     assert line.startswith("Error: ") and "lines 2 and 3" in line and "'id'" in line
     assert emulator.requests == []
+
+
+def test_the_ci_gate_fails_under_its_floors_with_the_figures_and_a_cost_stop_has_its_own_code(
+    data, schema_file, emulator: Emulator
+):
+    emulator.default = answer(wrong=True)  # total right in 4 of 6 rows
+    argv = eval_argv(data, schema_file, emulator, "--tolerance", "total=0.01", "--json")
+    below = invoke(*argv, "--fail-under", "total=0.9", "--fail-under", "date=0.5")
+    assert below.exit_code == 6, below.output
+    assert json.loads(below.stdout)["cells"][0]["rows"] == 6  # the report is printed all the same
+    assert below.stderr.strip().splitlines() == [
+        f"eval: below --fail-under: {MODEL} / auto: field 'total' accuracy 66.7% < 90.0%"
+    ]
+    eval_id = json.loads(below.stdout)["eval_id"]
+    assert invoke("show", eval_id, "--fail-under", "total=0.6").exit_code == 0
+    overall = invoke("show", eval_id, "--fail-under", "0.99")
+    assert overall.exit_code == 6 and "field accuracy" in overall.stderr
+    sent = len(emulator.requests)
+    for bad in (("--fail-under", "totl=0.9"), ("--fail-under", "1.5"), ("--fail-under", "=0.5")):
+        refused = invoke(*argv, *bad)
+        assert refused.exit_code == 2 and "--fail-under" in refused.stderr, refused.output
+    assert len(emulator.requests) == sent
+    capped = invoke(*argv, "--max-cost", "0.0000001", "--fail-under", "0.1")
+    assert capped.exit_code == 7, capped.output
+    assert "--max-cost stopped eval" in capped.stderr and "--resume with a higher cap" in capped.stderr

@@ -6,6 +6,7 @@ from __future__ import annotations
 import pytest
 
 from chainform.evals import EvalInputError, Options, compile_plan, score
+from chainform.evals._leaves import Tolerance
 from chainform.evals._score import _greedy, assign
 
 pytestmark = pytest.mark.unit  # no socket, no process (tests/guards.py)
@@ -176,6 +177,34 @@ def test_precision_and_recall_when_nothing_was_answered_or_expected():
     assert (nothing_at_all.precision, nothing_at_all.recall) == (1.0, 1.0)
     extra = FieldFigures(0, 1, tp=0, fp=3, fn=0, is_array=True)
     assert (extra.precision, extra.recall) == (0.0, 0.0)
+
+
+def test_absolute_tolerances_and_per_field_fuzzy_thresholds():
+    p = plan(
+        {"total": {"type": "number"}, "tax": {"type": "number"}, "fee": {"type": "number"}},
+        tolerance={"total": "abs:0.01", "tax": "rel:0.1"},
+        default_tolerance="abs:2",
+    )
+    e = {"total": 1000.0, "tax": 10.0, "fee": 0.0}
+    assert statuses(p, e, {"total": 1000.01, "tax": 11.0, "fee": 2.0}) == dict.fromkeys(e, "right")
+    # 1% of 1000 would allow 10, but this tolerance is absolute; a relative one of 0 allows nothing
+    assert statuses(p, e, {"total": 1000.02, "tax": 11.01, "fee": -2.5}) == dict.fromkeys(e, "wrong")
+    both = plan({"total": {"type": "number"}}, tolerance={"total": Tolerance(0.01, 0.5)})
+    assert statuses(both, {"total": 10.0}, {"total": 10.4}) == {"total": "right"}  # absolute allows more
+    assert statuses(both, {"total": 100.0}, {"total": 100.9}) == {"total": "right"}  # relative does
+    fuzzy = plan(
+        {"name": {"type": "string"}, "city": {"type": "string"}},
+        fuzzy=0.95,
+        fuzzy_fields={"name": 0.8},
+    )
+    answer = {"name": "Acme Ltd.", "city": "Romee"}
+    assert statuses(fuzzy, {"name": "Acme Ltd", "city": "Rome"}, answer) == {"name": "right", "city": "wrong"}
+    with pytest.raises(EvalInputError, match="give REL, rel:REL or abs:ABS"):
+        plan({"total": {"type": "number"}}, tolerance={"total": "absolute:1"})
+    with pytest.raises(EvalInputError, match="--fuzzy names 'total', which is not a string field"):
+        plan({"total": {"type": "number"}}, fuzzy_fields={"total": 0.5})
+    with pytest.raises(EvalInputError, match="fuzzy threshold of 'name' 2"):
+        plan({"name": {"type": "string"}}, fuzzy_fields={"name": 2})
 
 
 def item_plan():

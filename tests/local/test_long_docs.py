@@ -9,9 +9,6 @@ from pathlib import Path
 from typing import Any
 
 import jsonschema
-import pytest
-
-pytestmark = pytest.mark.unit  # no socket, no process (tests/guards.py)
 
 ROOT = Path(__file__).resolve().parents[2]
 sys.path[:0] = [str(ROOT / "scripts"), str(ROOT / "bench")]

@@ -96,7 +96,7 @@ def test_resume_retries_error_rows_and_keep_errors_does_not(tmp_path, tools_file
     out = tmp_path / "out.jsonl"
     emulator.default = failing(3, 11, 17)
     first = invoke(*map_argv(inp, out, emulator.base_url, tools_file, "--retries", "0"))
-    assert first.exit_code == 6, first.output  # rows failed (docs/cli.md#exit-codes)
+    assert first.exit_code == 8, first.output  # rows failed (docs/cli.md#exit-codes)
     assert "17 ok, 3 failed" in first.stderr
     errors = {line["_map"]["key"] for line in read_lines(out) if "error" in line}
     assert errors == {"3", "11", "17"}
@@ -109,7 +109,7 @@ def test_resume_retries_error_rows_and_keep_errors_does_not(tmp_path, tools_file
     assert {line["_map"]["key"] for line in read_lines(out) if "error" in line} == errors
 
     retried = invoke(*map_argv(inp, out, emulator.base_url, tools_file, "--resume", "--retries", "0"))
-    assert retried.exit_code == 6, retried.output  # row 11 failed again
+    assert retried.exit_code == 8, retried.output  # row 11 failed again
     assert "17 already done, 3 earlier errors retried" in retried.stderr
     assert len(emulator.requests) - before == 2 + 1 + 2  # rows 3 and 17: 2 calls each; 11 fails at once
     lines = read_lines(out)

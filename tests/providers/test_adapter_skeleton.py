@@ -30,6 +30,8 @@ from chainform.types import (
     ToolMode,
 )
 
+pytestmark = pytest.mark.unit  # no socket, no process (tests/guards.py)
+
 SECRET = "sk-skeleton-0123456789"
 PROFILES = {
     "fake-1": ModelProfile(

@@ -7,6 +7,8 @@ import pytest
 
 import chainform as cf
 
+pytestmark = pytest.mark.unit  # no socket, no process (tests/guards.py)
+
 
 def profile_of(name: str, **settings: object) -> cf.types.ModelProfile:
     return cf.get_model(name, key="sk-test", **settings).client.profile

@@ -34,7 +34,14 @@ from chainform.pricing import Meter
 from chainform.store import CallRecord, LogBusy, ToolCallRecord, ToolResultRecord, schema_id
 from chainform.store._attachments import Attached, url_key
 from chainform.store._serialize import to_jsonable
-from chainform.types import ChatOptions, ChatResponse, FunctionResultContent, Message, UsageDetails
+from chainform.types import (
+    ChatOptions,
+    ChatResponse,
+    FunctionResultContent,
+    Message,
+    ServerToolContent,
+    UsageDetails,
+)
 
 if TYPE_CHECKING:
     from chainform.store import Store
@@ -160,6 +167,7 @@ class CallRunner:
             raise
         if not stream:
             tap.whole(response)
+        count_hosted_calls(response)
         parsed = None if value is NOT_FINAL or not strategy.validates else plain_data(value)
         self._record(purpose, ctx.messages, options, response, started, str(error) if error else None, parsed)
         final = value is not NOT_FINAL and strategy.answers
@@ -208,6 +216,26 @@ class CallRunner:
             record = log_record(self.logger, call, seq, started_at)
             call.response_id = record.id
             await self.logger.log(record)
+
+
+HOSTED_CALLS = frozenset(
+    {"server_tool_use", "web_search_call", "file_search_call", "code_interpreter_call", "executable_code"}
+)
+"""The ServerToolContent kinds that are a hosted tool's call (the others are results)."""
+
+
+def count_hosted_calls(response: ChatResponse) -> None:
+    """Count the hosted tools' calls of a response in its usage (`hosted_tool_calls`), so that
+    they are summed per chain and model like tokens and kept in the log's `additional_counts`."""
+    calls = sum(
+        1
+        for message in response.messages
+        for content in message.contents
+        if isinstance(content, ServerToolContent) and content.kind in HOSTED_CALLS
+    )
+    if calls:
+        counted = UsageDetails(additional_counts={"hosted_tool_calls": calls})
+        response.usage_details = counted + response.usage_details
 
 
 def log_record(log: ChainLogger, call: ModelCall, seq: int, created_at: float) -> CallRecord:

@@ -140,7 +140,8 @@ class ChainRun(CallRunner):
             if self.req.output is None:
                 outcome = await self._plain(transcript)
             else:
-                has_tools, requested = bool(self.tools), self.req.strategy
+                has_tools = bool(self.tools or self.req.options.hosted_tools)
+                requested = self.req.strategy
                 outcome = await self.answer(transcript, has_tools=has_tools, requested=requested)
             return self._result(transcript, outcome)
         except ChainformError as exc:
@@ -305,7 +306,8 @@ class ChainRun(CallRunner):
         answers_chain = purpose != "format"  # the loop's messages are the chain's transcript
         while True:
             last = turns >= limit - 1
-            options = strategy.options(self.req.options, offered, last=last, force=force)
+            base = self.req.options if tools else self.req.options.replace(hosted_tools=None)
+            options = strategy.options(base, offered, last=last, force=force)
             response, value, error = await self.call(transcript, options, strategy, purpose)
             if _cut(response, strategy):  # never parsed, repaired or re-asked with the same limit
                 self._grow_limit(response, options, purpose)

@@ -55,6 +55,23 @@ HELP = (
 @click.option(
     "-t", "--template", "template_name", help="Start from the saved template NAME (its prompt is not sent)."
 )
+@click.option(
+    "-f",
+    "--fragment",
+    "fragment_values",
+    multiple=True,
+    help="Text sent with the first message: a file, URL or fragment id.",
+)
+@click.option(
+    "--sf",
+    "--system-fragment",
+    "system_fragment_values",
+    multiple=True,
+    help="Like -f, in the system prompt of every turn.",
+)
+@click.option(
+    "--allow-private-urls", is_flag=True, help="Let -f/--sf download from private or loopback addresses."
+)
 @click.option("--td", "--tools-debug", "tools_debug", is_flag=True, help="Show each tool call and result.")
 @click.option("-c", "--continue", "continue_", is_flag=True, help="Go on with the most recent conversation.")
 @click.option("--cid", "--conversation", "cid", help="Go on with the conversation with this id.")
@@ -73,6 +90,9 @@ def chat_command(
     strategy: str,
     option_pairs: tuple[tuple[str, str], ...],
     template_name: str | None,
+    fragment_values: tuple[str, ...],
+    system_fragment_values: tuple[str, ...],
+    allow_private_urls: bool,
     tools_debug: bool,
     continue_: bool,
     cid: str | None,
@@ -82,11 +102,13 @@ def chat_command(
     provider_settings: dict[str, Any],
 ) -> None:
     """Chat with a model in the terminal: one conversation, tools and a schema on every turn."""
+    from chainform.cli._fragments import resolve_fragment
     from chainform.cli._models import default_model
     from chainform.cli._prompt import _conversation, open_log, parse_options, resolve_model
     from chainform.cli._schemas import resolve_cli_schema
     from chainform.cli._templates import Template, load_template
     from chainform.cli._tools import cli_tools
+    from chainform.store import message_with
 
     if not _stdin_is_terminal():
         raise InputError(
@@ -101,13 +123,24 @@ def chat_command(
     tools: list[Any] = cli_tools(
         (*template.tools, *tool_names), (*template.functions, *functions), python_isolation=python_isolation
     )
-    store = open_log(required=not no_log or continue_ or cid is not None, wanted=schema is not None)
+    fragment_values = (*template.fragments, *fragment_values)
+    system_fragment_values = (*template.system_fragments, *system_fragment_values)
+    store = open_log(
+        required=not no_log or continue_ or cid is not None,
+        wanted=schema is not None or bool(fragment_values or system_fragment_values),
+    )
     output: OutputSpec | None = None
     if schema is not None:
         output = resolve_cli_schema(schema, store=store)
     elif template.schema is not None:
         output = template.output()
+    fragments = [resolve_fragment(v, store, allow_private_urls=allow_private_urls) for v in fragment_values]
+    system_fragments = [
+        resolve_fragment(v, store, allow_private_urls=allow_private_urls) for v in system_fragment_values
+    ]
     conversation_id, history = _conversation(store, continue_, cid)
+    if system_fragments:  # in the history, so every turn sends it (and the log keeps it once)
+        history = [message_with(system_fragments, None, role="system"), *history]
     name = model_name or template.model or default_model()
     model = resolve_model(name, key=key, base_url=base_url, **provider_settings)
     if store is not None:
@@ -128,7 +161,9 @@ def chat_command(
         if text is None:
             break
         if text:
-            _turn(conversation, text, settings, tools_debug=tools_debug, as_json=output is not None)
+            sent = message_with(fragments, text) if fragments else text  # -f: with the first message
+            fragments = []
+            _turn(conversation, sent, settings, tools_debug=tools_debug, as_json=output is not None)
 
 
 def _read_message() -> str | None:
@@ -163,7 +198,7 @@ def _read_message() -> str | None:
 
 
 def _turn(
-    conversation: Conversation, text: str, settings: dict[str, Any], *, tools_debug: bool, as_json: bool
+    conversation: Conversation, text: Any, settings: dict[str, Any], *, tools_debug: bool, as_json: bool
 ) -> None:
     """One chain of the conversation, streamed; Ctrl-C cancels it and the session goes on."""
     from chainform.cli._output import format_json

@@ -5,6 +5,7 @@ every row is scored against the row's expected answer. `eval show ID` renders a 
 
 from __future__ import annotations
 
+import itertools
 import json
 from collections.abc import Iterable, Iterator
 from decimal import Decimal
@@ -16,7 +17,14 @@ import click_default_group
 
 from chainform.cli._exit import ExitCode, exit_with
 from chainform.cli._failures import Allowance, Failures, allow_failures_option, check_fields
-from chainform.cli._options import STRATEGY_CHOICES, count_option, model_options_option
+from chainform.cli._money import apply_price, money_options
+from chainform.cli._options import (
+    STRATEGY_CHOICES,
+    count_option,
+    model_options_option,
+    provider_options,
+    rate_options,
+)
 from chainform.cli._output import shorten
 from chainform.cli._prompt import FALLBACK_HELP, parse_options
 
@@ -47,23 +55,90 @@ def _bad_input(exc: Exception) -> click.exceptions.Exit:
     return exit_with(ExitCode.USAGE)
 
 
-def _tolerances(pairs: tuple[str, ...]) -> tuple[dict[str, float], float]:
-    """`FIELD=REL` pairs, and a bare `REL` as the default for every number field."""
-    per_field: dict[str, float] = {}
-    default = 0.0
+def _tolerances(pairs: tuple[str, ...]) -> tuple[dict[str, Any], Any]:
+    """`FIELD=TOL` pairs, and a bare `TOL` as the default for every number field; a TOL is
+    relative (`0.01`) or absolute (`abs:0.01`); two for one field allow what either allows."""
+    from chainform.evals import Tolerance
+
+    per_field: dict[str, Tolerance] = {}
+    default = Tolerance()
     for pair in pairs:
-        name, sep, value = pair.rpartition("=")
+        name, sep, value = pair.partition("=") if "=" in pair else ("", "", pair)
         try:
-            number = float(value)
+            tolerance = Tolerance.parse(value)
         except ValueError:
             raise click.BadParameter(
-                f"{pair!r}: give FIELD=REL or REL, e.g. total=0.01", param_hint="--tolerance"
+                f"{pair!r}: give FIELD=TOL or TOL, a relative one (total=0.01) or an absolute one "
+                "(total=abs:0.01)",
+                param_hint="--tolerance",
             ) from None
         if sep:
-            per_field[name] = number
+            per_field[name] = per_field[name] | tolerance if name in per_field else tolerance
         else:
-            default = number
+            default = default | tolerance
     return per_field, default
+
+
+def _ratios(values: tuple[str, ...], option: str, example: str) -> dict[str, float]:
+    """`R` and `FIELD=R` values of `option`, R from 0 to 1: by field, a bare R under the key `*`."""
+    out: dict[str, float] = {}
+    for value in values:
+        name, sep, text = value.rpartition("=")
+        try:
+            number = float(text)
+        except ValueError:
+            number = -1.0
+        if not 0 <= number <= 1 or (sep and not name):
+            raise click.BadParameter(
+                f"{value!r}: give R or FIELD=R with R from 0 to 1, e.g. {example}", param_hint=option
+            )
+        out[name if sep else "*"] = number
+    return out
+
+
+def _fuzzy(values: tuple[str, ...]) -> float | dict[str, float] | None:
+    """`--fuzzy R` (every string field) and `--fuzzy FIELD=R` (that field): a rapidfuzz ratio."""
+    per_field = _ratios(values, "--fuzzy", "0.9 or vendor=0.8")
+    if list(per_field) == ["*"]:
+        return per_field["*"]
+    return per_field or None
+
+
+def _floors(specs: tuple[str, ...]) -> tuple[float | None, dict[str, float]]:
+    """`--fail-under` values: a bare `R` (every cell's field accuracy) and `FIELD=R` pairs."""
+    per_field = _ratios(specs, "--fail-under", "0.9 or total=0.95")
+    return per_field.pop("*", None), per_field
+
+
+def fail_under_option(command: Any) -> Any:
+    return click.option(
+        "--fail-under",
+        "fail_under",
+        multiple=True,
+        metavar="[FIELD=]R",
+        help="CI gate: exit 6 when a cell's field accuracy (or FIELD's) is below R (0..1); repeatable.",
+    )(command)
+
+
+def gate(report: Any, fail_under: tuple[str, ...]) -> None:
+    """Exit 7 when --max-cost left rows unrun, else 6 when a figure is below its --fail-under floor
+    (each shortfall on its own stderr line); return when neither."""
+    overall, per_field = _floors(fail_under)
+    problems = report.shortfalls(field_accuracy=overall) if overall is not None else []
+    if per_field:
+        problems += report.shortfalls(field_accuracy=per_field)
+    for problem in problems:
+        click.echo(f"eval: below --fail-under: {problem}", err=True)
+    if report.stopped_by_cost:
+        not_run = sum(c.n - len(c.ran) for c in report.cells)
+        click.echo(
+            f"eval: --max-cost stopped eval {report.eval_id} with {not_run} rows not run; "
+            "--resume with a higher cap runs them",
+            err=True,
+        )
+        raise exit_with(ExitCode.COST_CAP)
+    if problems:
+        raise exit_with(ExitCode.BELOW_FLOOR)
 
 
 @eval_group.command(name="run")
@@ -93,16 +168,27 @@ def _tolerances(pairs: tuple[str, ...]) -> tuple[dict[str, float], float]:
     show_default=True,
     help="The field of each row holding its expected answer.",
 )
+@click.option(
+    "--expected-tools",
+    default="expected_tools",
+    show_default=True,
+    help="The field of each row holding its expected tool calls (a list, or {sequence|set|counts: ...}).",
+)
 @click.option("--id-field", help="Key rows by this field (default: the row's position).")
 @click.option(
     "--tolerance",
     "tolerances",
     multiple=True,
-    metavar="FIELD=REL",
-    help="Relative tolerance of a number field (a bare REL: every number field); repeatable.",
+    metavar="FIELD=TOL",
+    help="Tolerance of a number field: relative (total=0.01) or absolute (total=abs:0.01); a bare TOL: "
+    "every number field; repeatable.",
 )
 @click.option(
-    "--fuzzy", type=click.FloatRange(0, 1), help="A string is right at this rapidfuzz ratio (0..1) too."
+    "--fuzzy",
+    "fuzzy_values",
+    multiple=True,
+    metavar="[FIELD=]R",
+    help="A string is also right at this rapidfuzz ratio (0..1): every string field, or FIELD=R; repeatable.",
 )
 @click.option(
     "--judge", help="A model that decides the free-text fields the rules score wrong (off by default)."
@@ -113,23 +199,31 @@ def _tolerances(pairs: tuple[str, ...]) -> tuple[dict[str, float], float]:
     multiple=True,
     help="A free-text field for --judge (default: all); repeatable.",
 )
+@fail_under_option
 @click.option("--json", "as_json", is_flag=True, help="Print the report as JSON.")
 @click.option(
     "--html", "html_path", type=click.Path(dir_okay=False), help="Write a self-contained HTML report here."
 )
 @click.option("--resume", is_flag=True, help="Continue the newest eval of this data with these settings.")
-@count_option("--concurrency", minimum=1, default=8, help="Rows at once, per cell.")
+@count_option(
+    "--repeat", minimum=1, default=1, help="Runs of each row: the report adds pass@k, pass^k and agreement."
+)
+@count_option("--concurrency", minimum=1, default=8, help="Rows at once, over every cell.")
+@rate_options("per cell")
 @count_option(
     "--max-rows", minimum=1, default=100_000, help="Most rows DATA may hold (more: refused before any call)."
 )
 @click.option("--limit", type=click.IntRange(min=1), help="Use only the first N rows of DATA.")
 @allow_failures_option
+@money_options("Stop starting rows once the eval has cost this (USD); --resume runs the rest.")
+@click.option("-T", "--tool", "tool_names", multiple=True, help="Tool by name; repeatable.")
+@click.option("--functions", multiple=True, help="Python file or code whose functions become tools.")
 @model_options_option
 @click.option(
-    "--max-cost",
-    type=click.FloatRange(min=0, min_open=True),
-    metavar="USD",
-    help="Stop starting rows once the eval has cost this; --resume runs the rest.",
+    "-n",
+    "--no-log",
+    is_flag=True,
+    help="Do not write the chains to the log (the report then has no calls or latency).",
 )
 @click.option("--fallback", multiple=True, help=FALLBACK_HELP)
 @click.option("--batch", is_flag=True, help="Send each cell's rows through the provider's batch API.")
@@ -143,6 +237,7 @@ def _tolerances(pairs: tuple[str, ...]) -> tuple[dict[str, float], float]:
 @click.option("-s", "--system", help="System prompt.")
 @click.option("--key", help="API key (else environment, else `chainform keys set`).")
 @click.option("--base-url", help="Provider endpoint (OpenAI-compatible servers, proxies).")
+@provider_options
 def eval_run(
     data: str,
     schema: str,
@@ -150,20 +245,30 @@ def eval_run(
     models: tuple[str, ...],
     strategies: tuple[str, ...],
     expected: str,
+    expected_tools: str,
     id_field: str | None,
     tolerances: tuple[str, ...],
-    fuzzy: float | None,
+    fuzzy_values: tuple[str, ...],
     judge: str | None,
     judge_fields: tuple[str, ...],
+    fail_under: tuple[str, ...],
     as_json: bool,
     html_path: str | None,
     resume: bool,
+    repeat: int,
     concurrency: int,
+    rpm: float | None,
+    tpm: float | None,
+    retries: int,
     max_rows: int,
     limit: int | None,
     allowance: Allowance,
+    price: tuple[Decimal, Decimal] | None,
+    max_cost: Decimal | None,
+    tool_names: tuple[str, ...],
+    functions: tuple[str, ...],
     option_pairs: tuple[tuple[str, str], ...],
-    max_cost: float | None,
+    no_log: bool,
     fallback: tuple[str, ...],
     batch: bool,
     attach_field: str | None,
@@ -171,10 +276,9 @@ def eval_run(
     system: str | None,
     key: str | None,
     base_url: str | None,
+    provider_settings: dict[str, Any],
 ) -> None:
     """Score every model x strategy x prompt on DATA (JSONL or CSV rows, each with its expected answer)."""
-    import itertools
-
     from chainform._map._inputs import format_of, read_file
     from chainform.errors import SchemaError
     from chainform.evals import EvalInputError, EvalInterruptedError, evaluate
@@ -192,27 +296,45 @@ def eval_run(
         except MapInputError as exc:
             raise _bad_input(exc) from None
     per_field, default = _tolerances(tolerances)
-    options: dict[str, Any] = {"concurrency": concurrency, "system": system}
+    fuzzy = _fuzzy(fuzzy_values)
+    options: dict[str, Any] = {
+        "concurrency": concurrency,
+        "system": system,
+        "requests_per_minute": rpm,
+        "tokens_per_minute": tpm,
+        "retries": retries,
+        "log": not no_log,
+    }
+    if tool_names or functions:
+        from chainform.cli._tools import cli_tools
+
+        options["tools"] = cli_tools(tool_names, functions)
     if option_pairs:
         options["options"] = parse_options(option_pairs)
+    if price is not None:
+        for name in models:
+            apply_price(name, price)
+
+    _floors(fail_under)  # a bad floor is a usage error before any call
+    if batch:
+        options["batch"] = True
+    if attach_field is not None:
+        options |= {"attach": attach_field, "attach_base": Path(data).resolve().parent}
+    model_options: dict[str, Any] = {"key": key, "base_url": base_url, **provider_settings}
+    if fallback:
+        model_options["fallback"] = list(fallback)
     items = read_file(data, fmt)
     if (fmt or format_of(data)) == "csv":
         items = json_cells(items, expected)
     if limit is not None:
         items = itertools.islice(items, limit)
     items = check_fields(prompts, items, ignore=expected)  # a field the first row lacks: refused now
-    if batch:
-        options["batch"] = True
-    if attach_field is not None:
-        options |= {"attach": attach_field, "attach_base": Path(data).resolve().parent}
-    model_options: dict[str, Any] = {"key": key, "base_url": base_url}
-    if fallback:
-        model_options["fallback"] = list(fallback)
     from chainform.cli._eval_progress import EvalBars, load_step
     from chainform.models import get_model
 
     try:
         spec = resolve_schema(schema)
+        _check_floor_fields(spec, fail_under)
         for name in dict.fromkeys(models):  # an in-process model loads as a step, before the bars
             load_step("eval", name, get_model(name, **model_options).client)
         with EvalBars() as bars:
@@ -223,16 +345,18 @@ def eval_run(
                 models=list(models),
                 strategies=list(strategies) or ["auto"],
                 expected=expected,
+                expected_tools=expected_tools,
                 id_field=id_field,
                 tolerance=per_field,
                 default_tolerance=default,
                 fuzzy=fuzzy,
                 resume=resume,
                 max_rows=max_rows,
-                max_cost=Decimal(str(max_cost)) if max_cost is not None else None,
+                max_cost=max_cost,
                 model_options=model_options,
                 judge=judge,
                 judge_fields=list(judge_fields) or None,
+                repeat=repeat,
                 progress=bars,
                 **options,
             )
@@ -247,7 +371,26 @@ def eval_run(
         for row in cell.rows:
             if row.error is not None and row.error_phase != "not-run":  # not run: --max-cost, for --resume
                 failures.add(row.error_phase or "internal", shorten(row.error, 120))
-    failures.finish("eval", sum(len(cell.rows) for cell in report.cells), allowance)
+    total = sum(len(cell.rows) for cell in report.cells)
+    if fail_under:  # the floors decide: a failed row already counts as wrong in their figures
+        failures.say("eval", total)
+    gate(report, fail_under)
+    if not fail_under:
+        failures.finish("eval", total, allowance)
+
+
+def _check_floor_fields(schema: Any, fail_under: tuple[str, ...]) -> None:
+    """A --fail-under FIELD the report will not have is bad input, refused before any call."""
+    from chainform.evals import EvalInputError, compile_plan
+    from chainform.evals._plan import field_paths
+
+    _overall, per_field = _floors(fail_under)
+    paths = field_paths(compile_plan(schema))
+    for name in per_field:
+        if name not in paths:
+            raise EvalInputError(
+                f"--fail-under names {name!r}, which is no field of the report (fields: {', '.join(paths)})"
+            )
 
 
 def json_cells(rows: Iterable[Any], expected: str) -> Iterator[Any]:
@@ -346,19 +489,25 @@ def eval_list(count: int, as_json: bool) -> None:
 
 @eval_group.command(name="show")
 @click.argument("eval_id", metavar="ID")
+@fail_under_option
 @click.option("--json", "as_json", is_flag=True, help="Print the report as JSON.")
 @click.option(
     "--html", "html_path", type=click.Path(dir_okay=False), help="Write a self-contained HTML report here."
 )
-def eval_show(eval_id: str, as_json: bool, html_path: str | None) -> None:
+def eval_show(eval_id: str, fail_under: tuple[str, ...], as_json: bool, html_path: str | None) -> None:
     """Render a kept eval report again (ID: the id an eval printed, or a unique prefix)."""
     from chainform.evals import EvalInputError, load_report
 
+    _floors(fail_under)
+    if html_path is not None:
+        writable(html_path, "--html")
     try:
         report = load_report(eval_id)
+        _check_floor_fields(report.schema, fail_under)
     except EvalInputError as exc:
         raise _bad_input(exc) from None
     _show(report, as_json, html_path)
+    gate(report, fail_under)
 
 
 def _cell(ref: str) -> tuple[str, Any]:

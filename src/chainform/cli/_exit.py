@@ -18,7 +18,9 @@ class ExitCode(enum.IntEnum):
     PROVIDER = 3
     STRUCTURED = 4
     CHAIN = 5
-    ROWS_FAILED = 6
+    BELOW_FLOOR = 6
+    COST_CAP = 7
+    ROWS_FAILED = 8
     INTERRUPTED = 130
 
 
@@ -34,6 +36,7 @@ def exit_code_for(exc: BaseException) -> ExitCode:
         | StoreError
         | errors.HomeError
         | errors.AttachmentError
+        | errors.HostedToolError
         | errors.PricingError,
     ):
         return ExitCode.USAGE

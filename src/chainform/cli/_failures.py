@@ -88,12 +88,15 @@ class Failures:
     def text(self) -> str:
         return "; ".join(f"{kind} {n} (e.g. {self.first[kind]})" for kind, n in self.kinds.most_common())
 
+    def say(self, command: str, total: int) -> None:
+        """One stderr line: how many rows failed, by kind (nothing when none did)."""
+        if self.count:
+            click.echo(f"{command}: {self.count} of {total} rows failed: {self.text()}", err=True)
+
     def finish(self, command: str, total: int, allowance: Allowance) -> None:
         """Say what failed (stderr) and end with ROWS_FAILED when more failed than `allowance`."""
-        if not self.count:
-            return
-        click.echo(f"{command}: {self.count} of {total} rows failed: {self.text()}", err=True)
-        if allowance.allows(self.count, total):
+        self.say(command, total)
+        if not self.count or allowance.allows(self.count, total):
             return
         click.echo(
             f"{command}: exit {int(ExitCode.ROWS_FAILED)}: more rows failed than --allow-failures {allowance} allows",

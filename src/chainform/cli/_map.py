@@ -31,6 +31,7 @@ from chainform.cli._options import (
     model_options_option,
     otel_option,
     provider_options,
+    rate_options,
     start_tracing,
     strategy_option,
 )
@@ -106,14 +107,7 @@ ATTACH_HELP = (
 )
 @click.option("--limit", type=click.IntRange(min=1), help="Run only the first N rows of INPUT.")
 @allow_failures_option
-@click.option("--rpm", type=click.FloatRange(min=0, min_open=True), help="Requests per minute, all workers.")
-@click.option("--tpm", type=click.FloatRange(min=0, min_open=True), help="Tokens per minute, all workers.")
-@count_option(
-    "--retries",
-    minimum=0,
-    default=2,
-    help="Retries of one model call after a 429, 5xx, timeout or dropped connection.",
-)
+@rate_options("all workers")
 @click.option("--id-field", help="Key rows by this field (default: the row's position).")
 @click.option(
     "--resume",

@@ -167,3 +167,23 @@ def start_tracing(flag: bool) -> None:
     except TracingSetupError as exc:
         raise click.UsageError(str(exc)) from None
     click.get_current_context().call_on_close(stop)
+
+
+def rate_options(per: str) -> Callable[[F], F]:
+    """`--rpm`, `--tpm` (shared by `per`, e.g. "all workers") and `--retries` of one model call."""
+
+    def add(command: F) -> F:
+        command = count_option(
+            "--retries",
+            minimum=0,
+            default=2,
+            help="Retries of one model call after a 429, 5xx, timeout or dropped connection.",
+        )(command)
+        command = click.option(
+            "--tpm", type=click.FloatRange(min=0, min_open=True), help=f"Tokens per minute, {per}."
+        )(command)
+        return click.option(
+            "--rpm", type=click.FloatRange(min=0, min_open=True), help=f"Requests per minute, {per}."
+        )(command)
+
+    return add

@@ -110,6 +110,18 @@ def check_retry_max_tokens(retry_max_tokens: int | None, options: dict[str, Any]
         raise click.BadParameter(str(exc).replace("retry_max_tokens", "--retry-max-tokens", 1)) from None
 
 
+def hosted_values(specs: tuple[str, ...]) -> tuple[Any, ...]:
+    """`--hosted KIND` (repeatable) as hosted tool objects; a name that is none is a usage error."""
+    if not specs:
+        return ()
+    from chainform.types import hosted_tool
+
+    try:
+        return tuple(hosted_tool(spec) for spec in specs)
+    except ValueError as exc:
+        raise click.BadParameter(str(exc), param_hint="--hosted") from None
+
+
 def check_stop_at(stop_at: tuple[str, ...], tools: list[Any], *, mcp: bool) -> None:
     """`--stop-at` naming a tool not offered is a usage error before any call (an MCP server's
     tools are known only when the chain starts: the chain checks those then)."""
@@ -267,6 +279,15 @@ def open_log(*, required: bool, wanted: bool) -> Store | None:
 )
 @click.option("--mcp", "mcp_values", multiple=True, help=MCP_HELP)
 @click.option(
+    "--hosted",
+    "hosted",
+    multiple=True,
+    metavar="TOOL",
+    callback=lambda ctx, param, value: hosted_values(value),
+    help="A tool the provider runs itself: web_search, code_execution, url_context or "
+    "file_search:STORE_ID; repeatable (which model has which: docs/providers.md).",
+)
+@click.option(
     "--stop-at",
     "stop_at",
     multiple=True,
@@ -353,6 +374,7 @@ def prompt_command(
     python_isolation: str,
     functions: tuple[str, ...],
     mcp_values: tuple[str, ...],
+    hosted: tuple[Any, ...],
     stop_at: tuple[str, ...],
     chain_limit: int,
     strategy: str,
@@ -434,6 +456,7 @@ def prompt_command(
     tools: list[Any] = cli_tools(tool_names, functions, python_isolation=python_isolation)
     check_stop_at(stop_at, tools, mcp=bool(mcp_values))
     tools += mcp_servers(mcp_values)
+    tools += hosted
     fragment_values = (*template.fragments, *fragment_values)
     system_fragment_values = (*template.system_fragments, *system_fragment_values)
     store = open_log(

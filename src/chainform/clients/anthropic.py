@@ -103,9 +103,12 @@ class AnthropicWire:
         return request
 
     def _tools(self, options: types.ChatOptions) -> dict[str, Any]:
+        hosted = [_hosted(t) for t in options.hosted_tools or ()]
+        betas = sorted({b for t in options.hosted_tools or () if (b := _BETAS.get(t.kind))})
+        extra: dict[str, Any] = {"extra_headers": {"anthropic-beta": ",".join(betas)}} if betas else {}
         mode = _wire.tool_mode(options)
         if mode is None or not options.tools:
-            return {}
+            return {"tools": hosted, **extra} if hosted else {}
         tools = [
             {
                 "name": t.name,
@@ -123,7 +126,7 @@ class AnthropicWire:
             choice = {"type": "auto"}
         if options.allow_multiple_tool_calls is False and mode.mode != "none":
             choice["disable_parallel_tool_use"] = True
-        return {"tools": tools, "tool_choice": choice}
+        return {"tools": [*tools, *hosted], "tool_choice": choice, **extra}
 
     def _output_format(self, options: types.ChatOptions) -> dict[str, Any] | None:
         fmt = options.response_format
@@ -354,3 +357,26 @@ def create_client(model: str, **kwargs: Any) -> AnthropicClient:
     return PROVIDERS[PROVIDER].connect(
         AnthropicClient, _sdk, model, adapter_options=("default_max_tokens",), **kwargs
     )
+
+
+_BETAS = {"code_execution": "code-execution-2025-08-25", "url_context": "web-fetch-2025-09-10"}
+"""The beta header each hosted tool needs (web search needs none)."""
+
+
+def _hosted(tool: types.HostedTool) -> dict[str, Any]:
+    """A hosted tool as a Messages API server tool: web_search, code_execution, web_fetch."""
+    spec: dict[str, Any]
+    if isinstance(tool, types.WebSearch):
+        spec = {"type": "web_search_20250305", "name": "web_search"}
+        if tool.allowed_domains:
+            spec["allowed_domains"] = list(tool.allowed_domains)
+    elif isinstance(tool, types.CodeExecution):
+        return {"type": "code_execution_20250825", "name": "code_execution"}
+    elif isinstance(tool, types.URLContext):
+        spec = {"type": "web_fetch_20250910", "name": "web_fetch"}
+    else:
+        raise UnsupportedOptionError(f"Anthropic has no {tool.kind} tool", provider=PROVIDER)
+    max_uses = getattr(tool, "max_uses", None)
+    if max_uses is not None:
+        spec["max_uses"] = max_uses
+    return spec

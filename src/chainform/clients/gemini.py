@@ -132,9 +132,10 @@ class GeminiWire:
         return {"model": model, "contents": _contents(rest, self.media_part), "config": config}
 
     def _tools(self, options: types.ChatOptions, legacy: bool) -> dict[str, Any]:
+        hosted = [_hosted(t) for t in options.hosted_tools or ()]
         mode = _wire.tool_mode(options)
         if mode is None or not options.tools:
-            return {}
+            return {"tools": hosted} if hosted else {}
         field = "parameters" if legacy else "parameters_json_schema"
         declarations = [
             {
@@ -148,7 +149,7 @@ class GeminiWire:
         if mode.mode == "required" and mode.function_name:
             calling["allowed_function_names"] = [mode.function_name]
         return {
-            "tools": [{"function_declarations": declarations}],
+            "tools": [{"function_declarations": declarations}, *hosted],
             "tool_config": {"function_calling_config": calling},
         }
 
@@ -362,3 +363,13 @@ def create_client(model: str, **kwargs: Any) -> GeminiClient:
     """An adapter for `model`; keyword arguments beyond key, base_url, max_retries, timeout, profile
     and middleware go to the SDK (`retry_initial_delay`, `retry_jitter`, `HttpOptions` fields)."""
     return PROVIDERS[PROVIDER].connect(GeminiClient, _sdk, model, **kwargs)
+
+
+def _hosted(tool: types.HostedTool) -> dict[str, Any]:
+    """A hosted tool as a Gemini tool: google_search, code_execution, url_context, file_search."""
+    if isinstance(tool, types.FileSearch):
+        spec: dict[str, Any] = {"file_search_store_names": list(tool.store_ids)}
+        if tool.max_results is not None:
+            spec["top_k"] = tool.max_results
+        return {"file_search": spec}
+    return {{"web_search": "google_search"}.get(tool.kind, tool.kind): {}}

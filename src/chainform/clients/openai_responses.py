@@ -18,7 +18,7 @@ from chainform.clients._openai import ClientSettings, make_settings, reject_unsu
 from chainform.clients._wire import StreamState, openai_key
 from chainform.clients.base import Middleware
 from chainform.clients.profiles.openai import responses_profile
-from chainform.errors import ChainformError
+from chainform.errors import ChainformError, UnsupportedOptionError
 
 _INCOMPLETE = {
     "max_output_tokens": types.FinishReason.LENGTH,
@@ -81,6 +81,8 @@ class ResponsesWire:
             ]
             if options.allow_multiple_tool_calls is not None and e.profile.supports_parallel_tool_calls:
                 body["parallel_tool_calls"] = options.allow_multiple_tool_calls
+        if options.hosted_tools:
+            body.setdefault("tools", []).extend(_hosted(t) for t in options.hosted_tools)
         mode = options.tool_mode
         if mode is not None and (options.tools or mode.mode == "none"):
             body["tool_choice"] = (
@@ -327,3 +329,20 @@ def create_client(model: str, *, provider: str = "openai", **kwargs: Any) -> Ope
     profile, middleware = kwargs.pop("profile", None), kwargs.pop("middleware", ())
     resolved = make_settings(provider, responses=True, **kwargs)
     return OpenAIResponsesClient(model, settings=resolved, profile=profile, middleware=middleware)
+
+
+def _hosted(tool: types.HostedTool) -> dict[str, Any]:
+    """A hosted tool as a Responses tool: web_search, code_interpreter, file_search."""
+    if isinstance(tool, types.WebSearch):
+        spec: dict[str, Any] = {"type": "web_search"}
+        if tool.allowed_domains:
+            spec["filters"] = {"allowed_domains": list(tool.allowed_domains)}
+        return spec
+    if isinstance(tool, types.CodeExecution):
+        return {"type": "code_interpreter", "container": {"type": "auto"}}
+    if isinstance(tool, types.FileSearch):
+        spec = {"type": "file_search", "vector_store_ids": list(tool.store_ids)}
+        if tool.max_results is not None:
+            spec["max_num_results"] = tool.max_results
+        return spec
+    raise UnsupportedOptionError(f"OpenAI's Responses API has no {tool.kind} tool", provider="openai")

@@ -6,6 +6,7 @@ from __future__ import annotations
 from chainform.evals._errors import EvalInputError, EvalInterruptedError
 from chainform.evals._eval_report import EvalReport
 from chainform.evals._keep import load_report
+from chainform.evals._leaves import Tolerance
 from chainform.evals._plan import Options, Scorer, compile_plan
 from chainform.evals._report import Cell, FieldFigures, RowResult
 from chainform.evals._run import MAX_ROWS, evaluate
@@ -22,6 +23,7 @@ __all__ = [
     "Outcome",
     "RowResult",
     "Scorer",
+    "Tolerance",
     "compile_plan",
     "evaluate",
     "load_report",

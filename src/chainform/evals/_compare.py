@@ -59,8 +59,8 @@ def compare(
     expected answer unless `force` (then `expected_differ` names the rows whose answers differ).
     `labels` name the cells in the result (default: their names)."""
     label_a, label_b = labels or (a.name, b.name)
-    right_a = {row.key: row.right for row in a.rows}
-    right_b = {row.key: row.right for row in b.rows}
+    right_a = {row.label: row.right for row in a.rows}  # each run of a row apart
+    right_b = {row.label: row.right for row in b.rows}
     if set(right_a) != set(right_b):
         raise EvalInputError(
             f"{label_a} and {label_b} did not score the same rows; compare cells of the same data"

@@ -10,7 +10,7 @@ from typing import Any
 from chainform.evals._eval_report import EvalReport
 from chainform.evals._plan import Leaf, compile_plan, walk
 from chainform.evals._report import Cell, value_at
-from chainform.evals._table import COLUMNS, cell_texts, field_text, money, percent
+from chainform.evals._table import cell_texts, columns, field_text, money, percent, tool_lines
 
 MAX_WRONG_ROWS = 200
 """Wrong rows listed per cell at most (the rest are counted)."""
@@ -34,6 +34,7 @@ def html(report: EvalReport) -> str:
         "<h2>Field accuracy</h2>",
         *(_field_bars(cell) for cell in report.cells),
         *_confusions(report),
+        *_tool_mistakes(report.cells),
         "<h2>Wrong rows</h2>",
         *(_wrong_rows(cell) for cell in report.cells),
         "</body></html>",
@@ -74,9 +75,10 @@ _COLOURS = ("#1f77b4", "#d62728", "#2ca02c", "#ff7f0e", "#9467bd", "#8c564b", "#
 
 
 def _cells_table(cells: list[Cell]) -> str:
-    head = "".join(f"<th>{escape(h)}</th>" for h in (*COLUMNS, "run id"))
+    head = "".join(f"<th>{escape(h)}</th>" for h in (*columns(cells), "run id"))
+    repeats = max((cell.repeats for cell in cells), default=1)
     rows = [
-        "<tr>" + "".join(f"<td>{escape(v)}</td>" for v in (*cell_texts(cell), cell.run_id)) + "</tr>"
+        "<tr>" + "".join(f"<td>{escape(v)}</td>" for v in (*cell_texts(cell, repeats), cell.run_id)) + "</tr>"
         for cell in cells
     ]
     return f"<table id='cells'><tr>{head}</tr>{''.join(rows)}</table>"
@@ -84,6 +86,7 @@ def _cells_table(cells: list[Cell]) -> str:
 
 def _field_bars(cell: Cell) -> str:
     figures = cell.fields()
+    agreement = cell.agreement() if cell.repeats > 1 else {}
     bar_width, line = 300, 20
     bars = []
     for index, (path, f) in enumerate(figures.items()):
@@ -91,7 +94,7 @@ def _field_bars(cell: Cell) -> str:
         bars.append(
             f"<text x='0' y='{y + 14}' font-size='12'>{escape(path)}</text>"
             f"<rect x='180' y='{y + 3}' width='{bar_width * f.accuracy:.1f}' height='14' fill='#1f77b4'/>"
-            f"<text x='{185 + bar_width}' y='{y + 14}' font-size='12'>{field_text(f)}</text>"
+            f"<text x='{185 + bar_width}' y='{y + 14}' font-size='12'>{escape(field_text(f, agreement.get(path)))}</text>"
         )
     height = max(len(figures), 1) * line
     return (
@@ -133,6 +136,19 @@ def _confusions(report: EvalReport) -> list[str]:
     return out
 
 
+def _tool_mistakes(cells: list[Cell]) -> list[str]:
+    """Per cell with expected tool calls: the tools wrongly called and the calls missed, counted."""
+    lines = [(cell, tool_lines(cell)) for cell in cells]
+    if not any(found for _, found in lines):
+        return []
+    out = ["<h2>Tool calls</h2>"]
+    for cell, found in lines:
+        if found:
+            items = "".join(f"<li>{escape(line)}</li>" for line in found)
+            out.append(f"<h3>{escape(cell.name)}</h3><ul class='tools'>{items}</ul>")
+    return out
+
+
 def _text(value: Any) -> str:
     return "null" if value is None else str(value)
 
@@ -146,7 +162,7 @@ def _wrong_rows(cell: Cell) -> str:
         if row.conversation_id:
             calls = f"<code>{escape(row.conversation_id)}</code>: {calls}"
         error = f" <span class='bad'>{escape(row.error)}</span>" if row.error else ""
-        items.append(f"<tr><td>{escape(row.key)}</td><td>{escape(fields)}{error}</td><td>{calls}</td></tr>")
+        items.append(f"<tr><td>{escape(row.label)}</td><td>{escape(fields)}{error}</td><td>{calls}</td></tr>")
     more = f"<p>and {len(wrong) - MAX_WRONG_ROWS} more</p>" if len(wrong) > MAX_WRONG_ROWS else ""
     return (
         f"<h3>{escape(cell.name)}: {len(wrong)} wrong</h3><table class='wrong'><tr><th>row</th>"

@@ -16,7 +16,7 @@ from decimal import Decimal
 from pathlib import Path
 from typing import Any
 
-from chainform.evals._cells import read_lines, run_map
+from chainform.evals._cells import MapJob, read_lines
 from chainform.evals._errors import EvalInputError
 from chainform.evals._plan import Leaf, Node, walk
 from chainform.evals._report import Cell, value_at
@@ -48,12 +48,11 @@ def free_text_fields(plan: Node, wanted: Sequence[str] | None) -> list[str]:
     return list(wanted)
 
 
-def judge_cell(model: Any, path: Path, cell: Cell, fields: Sequence[str], *, resume: bool, budget: Any,
-               **map_options: Any) -> None:  # fmt: skip
-    """Ask `model` about each wrong free-text field of the cell's rows; apply its verdicts."""
+def judge_job(model: Any, path: Path, cell: Cell, fields: Sequence[str], **map_options: Any) -> MapJob:
+    """The judge's map run over each wrong free-text field of the cell's rows."""
     items = [
         (
-            f"{row.key}{_SEP}{name}",
+            f"{row.run_key}{_SEP}{name}",
             {
                 "field": name,
                 "expected": value_at(row.expected, name),
@@ -64,13 +63,14 @@ def judge_cell(model: Any, path: Path, cell: Cell, fields: Sequence[str], *, res
         for name in fields
         if row.fields.get(name, Outcome("right")).status == "wrong"
     ]
-    run_map(
-        model, path, items, resume=resume, budget=budget, retry_errors=True, prompt=PROMPT, schema=SCHEMA,
-        **map_options,
-    )  # fmt: skip
-    rows = {row.key: row for row in cell.rows}
+    return MapJob(model, path, items, {"prompt": PROMPT, "schema": SCHEMA, **map_options})
+
+
+def apply_verdicts(path: Path, cell: Cell) -> None:
+    """The judge's verdicts kept in `path`, applied to the cell's rows (and its calls priced into them)."""
+    rows = {row.run_key: row for row in cell.rows}
     for key, line in read_lines(path).items():
-        row_key, _, name = key.partition(_SEP)
+        row_key, _, name = key.rpartition(_SEP)
         row = rows.get(row_key)
         if row is None:
             continue
@@ -93,4 +93,4 @@ def judge_cell(model: Any, path: Path, cell: Cell, fields: Sequence[str], *, res
             row.judged.append(name)
 
 
-__all__ = ["PROMPT", "SCHEMA", "free_text_fields", "judge_cell"]
+__all__ = ["PROMPT", "SCHEMA", "apply_verdicts", "free_text_fields", "judge_job"]

@@ -10,6 +10,7 @@ from __future__ import annotations
 import datetime as dt
 import unicodedata
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 
 Compare = Callable[[Any, Any], bool]
@@ -42,15 +43,59 @@ def exact(expected: Any, actual: Any) -> bool:
     return bool(expected == actual)
 
 
-def number(tolerance: float) -> Compare:
-    """Within `tolerance` of the expected value, relative to it: |actual - expected| <= tolerance * |expected|."""
+@dataclass(frozen=True)
+class Tolerance:
+    """How far a number may be from the expected one and still be right: within `relative` of it
+    (`|answer - expected| <= relative * |expected|`) or within `absolute` (`|answer - expected| <=
+    absolute`), whichever allows more; both 0: exact."""
+
+    relative: float = 0.0
+    absolute: float = 0.0
+
+    @classmethod
+    def parse(cls, value: float | str | Tolerance) -> Tolerance:
+        """`0.01` or `"0.01"` (relative), `"abs:0.01"` or `"rel:0.01"`; ValueError otherwise (a
+        number below 0, NaN or infinite too)."""
+        if isinstance(value, Tolerance):
+            found = value
+        elif isinstance(value, str):
+            kind, sep, number = value.strip().rpartition(":")
+            if kind not in ("", "rel", "abs") or (sep and not kind):
+                raise ValueError(f"{value!r}: give REL, rel:REL or abs:ABS, e.g. 0.01 or abs:0.5")
+            amount = float(number)
+            found = cls(absolute=amount) if kind == "abs" else cls(relative=amount)
+        elif isinstance(value, bool) or not isinstance(value, int | float):
+            raise ValueError(f"{value!r} is not a tolerance (a number, or 'abs:0.01')")
+        else:
+            found = cls(relative=float(value))
+        for amount in (found.relative, found.absolute):
+            if not 0 <= amount < float("inf"):
+                raise ValueError(f"{value!r} is not a number >= 0")
+        return found
+
+    def __or__(self, other: Tolerance) -> Tolerance:
+        """Both allowances: a number within either is right."""
+        return Tolerance(max(self.relative, other.relative), max(self.absolute, other.absolute))
+
+    def to_json(self) -> float | str:
+        """The relative number when there is no absolute part (`0.01`), else the text (`abs:0.5`)."""
+        return self.relative if not self.absolute else str(self)
+
+    def __str__(self) -> str:
+        parts = [f"{self.relative:g}"] if self.relative or not self.absolute else []
+        return "+".join(parts + ([f"abs:{self.absolute:g}"] if self.absolute else []))
+
+
+def number(tolerance: Tolerance) -> Compare:
+    """Within `tolerance` of the expected value (relative to it, or absolute)."""
 
     def compare(expected: Any, actual: Any) -> bool:
         if isinstance(actual, bool) or not isinstance(actual, int | float):
             return False
-        if tolerance == 0:
-            return bool(actual == expected)
-        return bool(abs(actual - expected) <= tolerance * abs(expected))
+        if actual == expected:
+            return True
+        gap = abs(actual - expected)
+        return bool(gap <= tolerance.absolute or gap <= tolerance.relative * abs(expected))
 
     return compare
 
@@ -121,4 +166,4 @@ def temporal(fmt: str, fallback: Compare) -> Compare:
 TEMPORAL_FORMATS = frozenset(_PARSERS)
 
 
-__all__ = ["TEMPORAL_FORMATS", "Compare", "exact", "normalise", "number", "string", "temporal"]
+__all__ = ["TEMPORAL_FORMATS", "Compare", "Tolerance", "exact", "normalise", "number", "string", "temporal"]

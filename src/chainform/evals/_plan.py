@@ -16,7 +16,7 @@ What decides how a field is scored (docs/evals.md says the same):
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from chainform.evals import _leaves
@@ -55,21 +55,28 @@ Node = Leaf | Obj | Arr
 
 @dataclass
 class Options:
-    default_tolerance: float = 0.0
-    tolerance: Mapping[str, float] = field(default_factory=dict)
+    """How fields are scored. A tolerance is a relative number (`0.01`), `"abs:0.5"` or a
+    `Tolerance`; `fuzzy` is the rapidfuzz threshold of every string field, `fuzzy_fields` one per
+    field path (over `fuzzy`)."""
+
+    default_tolerance: float | str | _leaves.Tolerance = 0.0
+    tolerance: Mapping[str, float | str | _leaves.Tolerance] = field(default_factory=dict)
     fuzzy: float | None = None
     scorers: Mapping[str, Scorer] = field(default_factory=dict)
+    fuzzy_fields: Mapping[str, float] = field(default_factory=dict)
 
 
 def compile_plan(schema: dict[str, Any], options: Options | None = None) -> Node:
     """The scorer tree of `schema`; raises EvalInputError for a tolerance or scorer naming no field
     (or a tolerance on a field that is not a number)."""
     options = options or Options()
-    for name, value in (("default tolerance", options.default_tolerance), *options.tolerance.items()):
-        if not 0 <= value < float("inf"):
-            raise EvalInputError(f"the {name} {value!r} is not a number >= 0")
-    if options.fuzzy is not None and not 0 <= options.fuzzy <= 1:
-        raise EvalInputError(f"the fuzzy threshold {options.fuzzy!r} is not between 0 and 1")
+    default = _tolerance("default tolerance", options.default_tolerance)
+    tolerances = {path: _tolerance(f"tolerance of {path!r}", t) for path, t in options.tolerance.items()}
+    for name, threshold in (("", options.fuzzy), *options.fuzzy_fields.items()):
+        if threshold is not None and not 0 <= threshold <= 1:
+            where = f" of {name!r}" if name else ""
+            raise EvalInputError(f"the fuzzy threshold{where} {threshold!r} is not between 0 and 1")
+    options = replace(options, default_tolerance=default, tolerance=tolerances)
     root = _Compiler(schema, options).node(schema, "", depth=0)
     for node in walk(root):
         if isinstance(node, Obj):
@@ -90,7 +97,22 @@ def compile_plan(schema: dict[str, Any], options: Options | None = None) -> Node
             )
         if not (isinstance(found, Leaf) and found.kind == "number"):
             raise EvalInputError(f"--tolerance names {path!r}, which is not a number field")
+    for path in options.fuzzy_fields:
+        found = known.get(path)
+        if found is None:
+            raise EvalInputError(
+                f"--fuzzy names {path!r}, which is no field of the schema ({_listing(known)})"
+            )
+        if not (isinstance(found, Leaf) and found.kind in ("string", *_leaves.TEMPORAL_FORMATS)):
+            raise EvalInputError(f"--fuzzy names {path!r}, which is not a string field")
     return root
+
+
+def _tolerance(name: str, value: float | str | _leaves.Tolerance) -> _leaves.Tolerance:
+    try:
+        return _leaves.Tolerance.parse(value)
+    except ValueError as exc:
+        raise EvalInputError(f"the {name}: {exc}") from None
 
 
 def _listing(known: Mapping[str, Node]) -> str:
@@ -147,9 +169,10 @@ class _Compiler:
     def _leaf(self, schema: dict[str, Any], path: str, kind: str | None) -> Leaf:
         if kind == "number":
             tolerance = self.options.tolerance.get(path, self.options.default_tolerance)
+            assert isinstance(tolerance, _leaves.Tolerance)  # made one by compile_plan
             return Leaf(path, _leaves.number(tolerance), "number")
         if kind == "string":
-            text = _leaves.string(self.options.fuzzy)
+            text = _leaves.string(self.options.fuzzy_fields.get(path, self.options.fuzzy))
             fmt = schema.get("format")
             if fmt in _leaves.TEMPORAL_FORMATS:
                 return Leaf(path, _leaves.temporal(fmt, text), fmt)

@@ -5,12 +5,14 @@ from its JSON says exactly what it said when it was made."""
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from dataclasses import fields as dataclass_fields
 from decimal import Decimal
 from typing import Any
 
 from chainform.evals._score import Outcome
+from chainform.evals._tools import TOOLS
 
 
 @dataclass
@@ -31,6 +33,21 @@ class RowResult:
     strategy: str | None = None
     conversation_id: str | None = None
     judged: list[str] = field(default_factory=list)  # fields the judge model found right
+    repeat: int | None = None  # which run of the row, from 0, when each row ran several times
+    agrees: dict[str, bool] = field(default_factory=dict)  # run 0: does every run give the field one value
+    tools_wrong: list[str] = field(default_factory=list)  # tools called that `expected_tools` did not want
+    tools_missed: list[str] = field(default_factory=list)  # expected tool calls not made
+
+    @property
+    def run_key(self) -> str:
+        """The key of this run in the map's files."""
+        return run_key(self.key, self.repeat)
+
+    @property
+    def label(self) -> str:
+        """The row's key, and which run of it when each row ran several times."""
+        return self.key if self.repeat is None else f"{self.key} #{self.repeat + 1}"
+
     judge_errors: list[str] = field(
         default_factory=list
     )  # "field: phase: Type: message" of failed judge calls
@@ -108,6 +125,55 @@ class Cell:
         return f"{self.model} / {self.strategy}" + (f" / {self.prompt_label}" if self.prompt_label else "")
 
     prompt_label: str = ""
+    repeats: int = 1  # runs of each row
+
+    def by_row(self) -> dict[str, list[RowResult]]:
+        """Each data row's runs, in the order of the data."""
+        out: dict[str, list[RowResult]] = {}
+        for row in self.rows:
+            out.setdefault(row.key, []).append(row)
+        return out
+
+    def pass_at(self, k: int) -> float:
+        """pass@k: the chance that at least one of k runs of a row, drawn from its `repeats` runs, is
+        right (the unbiased estimate `1 - C(n - c, k) / C(n, k)`), averaged over the rows; at k =
+        repeats, the share of rows right at least once."""
+        return self._mean_over_rows(lambda n, c: 1 - math.comb(n - c, k) / math.comb(n, k), k)
+
+    def pass_all(self, k: int) -> float:
+        """pass^k: the chance that k runs of a row, drawn from its runs, are all right
+        (`C(c, k) / C(n, k)`), averaged over the rows; at k = repeats, the share of rows always right."""
+        return self._mean_over_rows(lambda n, c: math.comb(c, k) / math.comb(n, k), k)
+
+    def _mean_over_rows(self, chance: Callable[[int, int], float], k: int) -> float:
+        runs = self.by_row()
+        if not runs or not 1 <= k <= self.repeats:
+            return 0.0
+        return sum(chance(len(r), sum(x.right for x in r)) for r in runs.values()) / len(runs)
+
+    def tool_mistakes(self) -> dict[str, dict[str, int]]:
+        """Tools wrongly called and expected calls missed, each counted over the rows (most first)."""
+        wrong: dict[str, int] = {}
+        missed: dict[str, int] = {}
+        for row in self.rows:
+            for name in row.tools_wrong:
+                wrong[name] = wrong.get(name, 0) + 1
+            for name in row.tools_missed:
+                missed[name] = missed.get(name, 0) + 1
+        return {
+            "wrongly_called": dict(sorted(wrong.items(), key=lambda kv: (-kv[1], kv[0]))),
+            "missed": dict(sorted(missed.items(), key=lambda kv: (-kv[1], kv[0]))),
+        }
+
+    def agreement(self) -> dict[str, float]:
+        """Per field: the share of rows whose runs all gave it the same value (by the field's own
+        rule, each run against the first; a run that failed agrees with nothing)."""
+        firsts = [row for row in self.rows if row.repeat == 0]
+        paths: dict[str, int] = {}
+        for row in firsts:
+            for path, same in row.agrees.items():
+                paths[path] = paths.get(path, 0) + same
+        return {path: count / len(firsts) for path, count in paths.items()} if firsts else {}
 
     @property
     def n(self) -> int:
@@ -208,35 +274,48 @@ class Cell:
     def summary(self) -> dict[str, Any]:
         """The figures of the cell (what `--json` prints per cell, beside its rows)."""
         cost, per_row, per_right = self.cost, self.cost_per_row, self.cost_per_correct_row
+        return (
+            {
+                "model": self.model,
+                "strategy": self.strategy,
+                "strategy_ran": self.strategies_ran,
+                "prompt": self.prompt,
+                "run_id": self.run_id,
+                "rows": self.n,
+                "valid_rate": self.valid_rate,
+                "rows_right": self.rows_right,
+                "right_rate": self.right_rate,
+                "field_accuracy": self.field_accuracy,
+                "fields": {
+                    path: {"accuracy": f.accuracy, "right": f.right, "total": f.total, "statuses": f.statuses}
+                    | ({"precision": f.precision, "recall": f.recall, "f1": f.f1} if f.is_array else {})
+                    for path, f in self.fields().items()
+                },
+                "calls_per_row": self.calls_per_row(),
+                "tokens": self.tokens,
+                "cost": None if cost is None else str(cost),
+                "cost_per_row": None if per_row is None else str(per_row),
+                "cost_per_correct_row": None if per_right is None else str(per_right),
+                "unpriced_rows": self.unpriced_rows,
+                "not_run": self.n - len(self.ran),
+                "latency_p50_ms": self.latency(0.5),
+                "latency_p95_ms": self.latency(0.95),
+                "errors": _count(
+                    [r.error_phase for r in self.rows if r.error_phase]
+                    + ["judge" for r in self.rows for _ in r.judge_errors]
+                ),
+            }
+            | (self._repeat_summary() if self.repeats > 1 else {})
+            | ({"tools": self.tool_mistakes()} if TOOLS in self.arrays else {})
+        )
+
+    def _repeat_summary(self) -> dict[str, Any]:
+        ks = range(1, self.repeats + 1)
         return {
-            "model": self.model,
-            "strategy": self.strategy,
-            "strategy_ran": self.strategies_ran,
-            "prompt": self.prompt,
-            "run_id": self.run_id,
-            "rows": self.n,
-            "valid_rate": self.valid_rate,
-            "rows_right": self.rows_right,
-            "right_rate": self.right_rate,
-            "field_accuracy": self.field_accuracy,
-            "fields": {
-                path: {"accuracy": f.accuracy, "right": f.right, "total": f.total, "statuses": f.statuses}
-                | ({"precision": f.precision, "recall": f.recall, "f1": f.f1} if f.is_array else {})
-                for path, f in self.fields().items()
-            },
-            "calls_per_row": self.calls_per_row(),
-            "tokens": self.tokens,
-            "cost": None if cost is None else str(cost),
-            "cost_per_row": None if per_row is None else str(per_row),
-            "cost_per_correct_row": None if per_right is None else str(per_right),
-            "unpriced_rows": self.unpriced_rows,
-            "not_run": self.n - len(self.ran),
-            "latency_p50_ms": self.latency(0.5),
-            "latency_p95_ms": self.latency(0.95),
-            "errors": _count(
-                [r.error_phase for r in self.rows if r.error_phase]
-                + ["judge" for r in self.rows for _ in r.judge_errors]
-            ),
+            "repeats": self.repeats,
+            "pass_at_k": {str(k): self.pass_at(k) for k in ks},
+            "pass_all_k": {str(k): self.pass_all(k) for k in ks},
+            "agreement": self.agreement(),
         }
 
     def to_dict(self) -> dict[str, Any]:
@@ -247,6 +326,7 @@ class Cell:
             "prompt_label": self.prompt_label,
             "run_id": self.run_id,
             "arrays": self.arrays,
+            "repeats": self.repeats,
             "rows": [r.to_dict() for r in self.rows],
         }
 
@@ -261,7 +341,16 @@ class Cell:
             rows,
             data["arrays"],
             data.get("prompt_label", ""),
+            data.get("repeats", 1),
         )
+
+
+def run_key(key: str, repeat: int | None) -> str:
+    """The map's key of one run of a row: the row's own key when each row runs once."""
+    return key if repeat is None else f"{key}{_RUN}{repeat + 1}"
+
+
+_RUN = "\x1e"  # between a row's key and its run's number
 
 
 def value_at(value: Any, path: str) -> Any:
@@ -280,4 +369,4 @@ def _count(items: Any) -> dict[str, int]:
     return out
 
 
-__all__ = ["Cell", "FieldFigures", "RowResult", "value_at"]
+__all__ = ["Cell", "FieldFigures", "RowResult", "run_key", "value_at"]

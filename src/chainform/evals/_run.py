@@ -15,14 +15,18 @@ from decimal import Decimal
 from typing import Any, Protocol
 
 from chainform.errors import ChainInterruptedError
-from chainform.evals._cells import read_lines, run_map
+from chainform.evals._cells import MapJob, read_lines, run_maps
 from chainform.evals._errors import EvalInputError, EvalInterruptedError
 from chainform.evals._eval_report import EvalReport
-from chainform.evals._judge import free_text_fields, judge_cell
+from chainform.evals._judge import apply_verdicts, free_text_fields, judge_job
 from chainform.evals._keep import eval_dir, find_resumable, kept_settings, save_report, save_spec, spent
+from chainform.evals._leaves import Tolerance
 from chainform.evals._plan import Arr, Node, Options, Scorer, compile_plan, walk
-from chainform.evals._report import Cell, RowResult
+from chainform.evals._report import Cell, RowResult, run_key
 from chainform.evals._score import ABSENT, Outcome, score
+from chainform.evals._tools import TOOLS, Call, Expectation
+from chainform.evals._tools import judge as judge_tools
+from chainform.evals._tools import parse as parse_tools
 
 MAX_ROWS = 100_000
 """Rows one eval reads at most (`max_rows`, `--max-rows`): the data is read whole, to check every
@@ -34,6 +38,7 @@ class _Row:
     key: str
     inputs: dict[str, Any]
     expected: Any
+    tools: Expectation | None = None
 
 
 def evaluate(
@@ -44,10 +49,11 @@ def evaluate(
     models: Sequence[Any],
     strategies: Sequence[str] = ("auto",),
     expected: str = "expected",
+    expected_tools: str = "expected_tools",
     id_field: str | None = None,
-    tolerance: Mapping[str, float] | None = None,
-    default_tolerance: float = 0.0,
-    fuzzy: float | None = None,
+    tolerance: Mapping[str, float | str | Tolerance] | None = None,
+    default_tolerance: float | str | Tolerance = 0.0,
+    fuzzy: float | Mapping[str, float] | None = None,
     scorers: Mapping[str, Scorer] | None = None,
     resume: bool = False,
     max_rows: int = MAX_ROWS,
@@ -55,6 +61,7 @@ def evaluate(
     model_options: Mapping[str, Any] | None = None,
     judge: Any = None,
     judge_fields: Sequence[str] | None = None,
+    repeat: int = 1,
     progress: EvalProgress | None = None,
     **map_options: Any,
 ) -> EvalReport:
@@ -62,43 +69,55 @@ def evaluate(
 
     `rows`: dicts holding the prompt's `{fields}` and the `expected` answer. `models`: names (made with
     `get_model(name, **model_options)`) or models. `prompt`: one template or several (variants).
-    `tolerance` (relative, per field path) and `default_tolerance` for numbers; `fuzzy` (0..1) a
-    rapidfuzz ratio that counts as a right string; `scorers` custom per field path. `resume=True`
+    `tolerance` (per field path) and `default_tolerance` for numbers: relative (`0.01`) or absolute
+    (`"abs:0.01"`); `fuzzy` (0..1) a rapidfuzz ratio that counts as a right string, or one per field
+    path (`{"vendor": 0.8, "*": 0.95}`, `*` for the others); `scorers` custom per field path. `resume=True`
     continues the newest eval asked with the same data and settings. `max_cost` (USD) caps the whole
     eval (rows not run are scored wrong as `not-run`; resume runs them). Other keyword arguments go to
     `model.map` (concurrency, retries, attach, attach_base, batch, system, tools, chain_limit, ...).
     `judge` (a model or its name; off by default) decides the free-text fields (`judge_fields`, else
-    every plain string field) that the rules scored wrong (see `_judge`). `progress` hears of each
-    cell as it starts and of each row as it is scored. Raises EvalInputError (bad rows, tolerance,
-    scorer, a judge with no key) before any call.
+    every plain string field) that the rules scored wrong (see `_judge`). `repeat=N` runs each row N
+    times: the report adds pass@k, pass^k and per-field agreement across the runs. `progress` hears of
+    each cell as it starts and of each row as it is scored. Raises EvalInputError (bad rows,
+    tolerance, scorer, a judge with no key) before any call.
     """
     from chainform.schema import resolve_schema
 
     spec_schema = resolve_schema(schema)
+    fuzzy_fields = dict(fuzzy) if isinstance(fuzzy, Mapping) else {}
+    default_fuzzy = fuzzy_fields.pop("*", None) if isinstance(fuzzy, Mapping) else fuzzy
     plan = compile_plan(
         spec_schema,
-        Options(default_tolerance, dict(tolerance or {}), fuzzy, dict(scorers or {})),
+        Options(default_tolerance, dict(tolerance or {}), default_fuzzy, dict(scorers or {}), fuzzy_fields),
     )
     prompts = [prompt] if isinstance(prompt, str) else list(prompt)
-    data = read_rows(rows, spec_schema, expected, id_field, max_rows, prompts)
+    data = read_rows(rows, spec_schema, expected, id_field, max_rows, prompts, expected_tools)
+    if any(row.tools is not None for row in data) and not map_options.get("log", True):
+        raise EvalInputError(
+            f"the rows' {expected_tools!r} are scored from the logged tool calls: an eval without the log cannot"
+        )
     if not prompts or not models or not strategies:
         raise EvalInputError("an eval needs at least one prompt, one model and one strategy")
+    if isinstance(repeat, bool) or not isinstance(repeat, int) or repeat < 1:
+        raise EvalInputError(f"repeat={repeat!r}: give a whole number of runs per row, at least 1")
     names = [_name(m) for m in models]
     judged = free_text_fields(plan, judge_fields) if judge is not None else []
     judge_model = _judge_model(judge, model_options or {}, names)
     built = [_model(m, model_options or {}) for m in models]  # a model with no key fails before any call
     spec = {
-        "data": _digest([(r.key, r.inputs, r.expected) for r in data]),
+        "data": _digest(
+            [(r.key, r.inputs, r.expected, *((r.tools.to_json(),) if r.tools else ())) for r in data]
+        ),
         "schema": spec_schema,
         "prompts": prompts,
         "models": names,
         "strategies": list(strategies),
         "expected": expected,
         "judge": None if judge is None else [_name(judge), judged],
-    }
+    } | ({"repeat": repeat} if repeat > 1 else {})
     scoring = {
-        "tolerance": dict(tolerance or {}),
-        "default_tolerance": default_tolerance,
+        "tolerance": {path: Tolerance.parse(t).to_json() for path, t in (tolerance or {}).items()},
+        "default_tolerance": Tolerance.parse(default_tolerance).to_json(),
         "fuzzy": fuzzy,
         "scorers": sorted(scorers or {}),
         "judge": None if judge is None else _name(judge),
@@ -124,7 +143,7 @@ def evaluate(
     try:
         cells = _run_cells(
             eval_id, data, plan, spec_schema, prompts, names, built, list(strategies), resume, budget,
-            map_options, progress,
+            map_options, repeat, progress,
         )  # fmt: skip
         _score_cells(eval_id, cells, data, plan, judge_model, judged, resume, budget, map_options)
     except (KeyboardInterrupt, ChainInterruptedError):
@@ -140,47 +159,101 @@ def evaluate(
 def _run_cells(
     eval_id: str, data: Sequence[_Row], plan: Node, schema: dict[str, Any], prompts: Sequence[str],
     names: Sequence[str], built: Sequence[Any], strategies: Sequence[str], resume: bool, budget: Any,
-    map_options: Mapping[str, Any], progress: EvalProgress | None = None,
+    map_options: Mapping[str, Any], repeat: int, progress: EvalProgress | None = None,
 ) -> list[Cell]:  # fmt: skip
-    """Run every model x strategy x prompt cell's map; the cells, with no rows scored yet."""
+    """Run every model x strategy x prompt cell's map, all at once within `concurrency` rows in
+    flight; the cells, with no rows scored yet."""
+    options = dict(map_options)
+    concurrency = options.pop("concurrency", None) or 8
     cells: list[Cell] = []
+    jobs: list[MapJob] = []
     arrays = [node.path for node in walk(plan) if isinstance(node, Arr)]
-    items = [(row.key, row.inputs) for row in data]
-    number = 0
+    if any(row.tools is not None for row in data):
+        arrays.append(TOOLS)
+    folder = eval_dir(eval_id, create=True)
+    items = [(run_key(row.key, r), row.inputs) for row, r in _runs(data, repeat)]
     for model, name in zip(built, names, strict=True):
         for strategy in strategies:
             for prompt_index, template in enumerate(prompts):
-                path = eval_dir(eval_id, create=True) / f"cell-{number}.jsonl"
-                cell = Cell(name, strategy, template, "", [], arrays)
+                asked = {**options, "prompt": template, "schema": schema, "strategy": strategy}
+                cell = Cell(name, strategy, template, "", [], arrays, repeats=repeat)
                 cell.prompt_label = f"prompt {prompt_index + 1}" if len(prompts) > 1 else ""
-                hooks = _progress_hooks(progress, number, cell.name, plan, data)
-                number += 1
-                cell.run_id = run_map(
-                    model, path, items, resume=resume, budget=budget, prompt=template, schema=schema,
-                    strategy=strategy, **hooks, **map_options,
-                )  # fmt: skip
+                hooks = _progress_hooks(progress, len(cells), cell.name, plan, data, repeat)
+                jobs.append(MapJob(model, folder / f"cell-{len(cells)}.jsonl", items, asked, **hooks))
                 cells.append(cell)
+    run_ids = run_maps(jobs, concurrency=concurrency, resume=resume, budget=budget)
+    for cell, run_id in zip(cells, run_ids, strict=True):
+        cell.run_id = run_id
     return cells
+
+
+class EvalProgress(Protocol):
+    """What an eval says while it runs (the CLI's progress bars). The cells run at once: the calls
+    of different cells interleave, and come from the eval's event loop thread."""
+
+    def cell(self, index: int, name: str, rows: int, done: int) -> None:
+        """Cell `index` starts: `rows` runs of rows in all, `done` of them already (a resume)."""
+
+    def row(self, index: int, result: RowResult) -> None:
+        """A run of a row of cell `index` finished, scored."""
+
+
+def _progress_hooks(
+    progress: EvalProgress | None, index: int, name: str, plan: Node, data: Sequence[_Row], repeat: int
+) -> dict[str, Any]:
+    """A MapJob's on_start/on_line for `progress` (nothing when there is none)."""
+    if progress is None:
+        return {}
+    runs = {run_key(row.key, r): (row, r) for row, r in _runs(data, repeat)}
+
+    def on_start(done: set[str]) -> None:
+        progress.cell(index, name, len(runs), len(done & runs.keys()))
+
+    def on_line(line: dict[str, Any]) -> None:
+        found = runs.get(str(line["_map"]["key"]))
+        if found is not None:
+            progress.row(index, _scored(plan, found[0], line, found[1]))
+
+    return {"on_start": on_start, "on_line": on_line}
+
+
+def _runs(data: Sequence[_Row], repeat: int) -> list[tuple[_Row, int | None]]:
+    """Each row with the number of its run (None when each row runs once)."""
+    return [(row, r if repeat > 1 else None) for row in data for r in range(repeat)]
 
 
 def _score_cells(
     eval_id: str, cells: Sequence[Cell], data: Sequence[_Row], plan: Node, judge_model: Any,
     judged: Sequence[str], resume: bool, budget: Any, map_options: Mapping[str, Any],
 ) -> None:  # fmt: skip
-    """Score each cell's rows from its committed lines and the log; then let the judge decide."""
-    log_reader = _LogReader(enabled=map_options.get("log", True))
+    """Score each cell's rows from its committed lines and the log; then let the judge decide (its
+    calls for every cell at once; a failed one is no verdict, so a resume asks again)."""
+    folder = eval_dir(eval_id)
+    log = map_options.get("log", True)
+    log_reader = _LogReader(enabled=log)
     try:
         for index, cell in enumerate(cells):
-            lines = read_lines(eval_dir(eval_id) / f"cell-{index}.jsonl")
-            cell.rows = [_scored(plan, row, lines.get(row.key)) for row in data]
+            lines = read_lines(folder / f"cell-{index}.jsonl")
+            runs = _runs(data, cell.repeats)
+            cell.rows = [_scored(plan, row, lines.get(run_key(row.key, r)), r) for row, r in runs]
             log_reader.fill(cell.rows)
-            if judge_model is not None and judged:
-                judge_cell(
-                    judge_model, eval_dir(eval_id) / f"judge-{index}.jsonl", cell, judged, resume=resume,
-                    budget=budget, concurrency=map_options.get("concurrency"), log=map_options.get("log", True),
-                )  # fmt: skip
+            if TOOLS in cell.arrays:
+                log_reader.trajectories(cell.rows, {row.key: row.tools for row in data})
+            if cell.repeats > 1:
+                _agreement(plan, cell)
     finally:
         log_reader.close()
+    if judge_model is None or not judged:
+        return
+    verdicts = [folder / f"judge-{index}.jsonl" for index in range(len(cells))]
+    jobs = [
+        judge_job(judge_model, path, cell, judged, log=log)
+        for path, cell in zip(verdicts, cells, strict=True)
+    ]
+    concurrency = map_options.get("concurrency") or 8
+    run_maps(jobs, concurrency=concurrency, resume=resume, retry_failed=True, budget=budget)
+    for path, cell in zip(verdicts, cells, strict=True):
+        apply_verdicts(path, cell)
 
 
 def _check_scoring(eval_id: str, scoring: dict[str, Any]) -> None:
@@ -195,35 +268,6 @@ def _check_scoring(eval_id: str, scoring: dict[str, Any]) -> None:
         )
 
 
-class EvalProgress(Protocol):
-    """What an eval says while it runs (the CLI's progress bars)."""
-
-    def cell(self, index: int, name: str, rows: int, done: int) -> None:
-        """Cell `index` starts: `rows` in all, `done` of them already (a resume)."""
-
-    def row(self, index: int, result: RowResult) -> None:
-        """A row of cell `index` finished, scored."""
-
-
-def _progress_hooks(
-    progress: EvalProgress | None, index: int, name: str, plan: Node, data: Sequence[_Row]
-) -> dict[str, Any]:
-    """run_map's on_start/on_line for `progress` (nothing when there is none)."""
-    if progress is None:
-        return {}
-    by_key = {row.key: row for row in data}
-
-    def on_start(done: set[str]) -> None:
-        progress.cell(index, name, len(data), len(done & by_key.keys()))
-
-    def on_line(line: dict[str, Any]) -> None:
-        row = by_key.get(str(line["_map"]["key"]))
-        if row is not None:
-            progress.row(index, _scored(plan, row, line))
-
-    return {"on_start": on_start, "on_line": on_line}
-
-
 def read_rows(
     rows: Iterable[Mapping[str, Any]],
     schema: dict[str, Any],
@@ -231,6 +275,7 @@ def read_rows(
     id_field: str | None,
     max_rows: int,
     prompts: Sequence[str] = (),
+    expected_tools: str = "expected_tools",
 ) -> list[_Row]:
     """The rows, each checked: a dict with its expected answer (JSON: finite numbers, at most
     MAX_DEPTH deep), valid under the schema, a unique non-null key, every field the prompts name."""
@@ -267,13 +312,19 @@ def read_rows(
         problems = [] if validator.is_valid(answer) else validate(answer, schema)
         if problems:
             raise EvalInputError(f"{name}: the expected answer does not match the schema: {problems[0]}")
-        inputs = {k: v for k, v in row.items() if k != expected}
+        tools = None
+        if row.get(expected_tools) is not None:
+            try:
+                tools = parse_tools(row[expected_tools])
+            except ValueError as exc:
+                raise EvalInputError(f"{name}: the expected tools ({expected_tools!r}): {exc}") from None
+        inputs = {k: v for k, v in row.items() if k not in (expected, expected_tools)}
         for template in prompts:
             try:
                 Row(index, key, inputs).prompt(template)
             except MapInputError as exc:
                 raise EvalInputError(f"{name}: {exc}") from None
-        out.append(_Row(key, inputs, answer))
+        out.append(_Row(key, inputs, answer, tools))
     if not out:
         raise EvalInputError("the data has no rows")
     return out
@@ -342,7 +393,13 @@ def _model(model: Any, options: Mapping[str, Any]) -> Any:
     return model
 
 
-def _scored(plan: Node, row: _Row, line: dict[str, Any] | None) -> RowResult:
+def _scored(plan: Node, row: _Row, line: dict[str, Any] | None, repeat: int | None = None) -> RowResult:
+    result = _result(plan, row, line)
+    result.repeat = repeat
+    return result
+
+
+def _result(plan: Node, row: _Row, line: dict[str, Any] | None) -> RowResult:
     if line is None:
         fields = _all_wrong(plan, row.expected, "error")
         return RowResult(
@@ -362,6 +419,22 @@ def _scored(plan: Node, row: _Row, line: dict[str, Any] | None) -> RowResult:
         result.actual = line.get("value")
         result.fields = score(plan, row.expected, result.actual)
     return result
+
+
+def _agreement(plan: Node, cell: Cell) -> None:
+    """Set each row's first run's `agrees`: per field, whether every run gave the first run's value
+    (by the field's rule: the first answer scored as the expected one); a failed run agrees with nothing."""
+    for runs in cell.by_row().values():
+        first = runs[0]
+        paths = list(first.fields)
+        if any(not run.valid for run in runs):
+            first.agrees = dict.fromkeys(paths, False)
+            continue
+        same = dict.fromkeys(paths, True)
+        for run in runs[1:]:
+            for path, outcome in score(plan, first.actual, run.actual).items():
+                same[path] = same.get(path, True) and outcome.status == "right"
+        first.agrees = same
 
 
 def _all_wrong(plan: Node, expected: Any, status: str) -> dict[str, Outcome]:
@@ -402,6 +475,30 @@ class _LogReader:
             result.latency_ms = sum(durations) if durations else None
             answered = [c.strategy for c in calls if c.strategy]
             result.strategy = answered[-1] if answered else None
+
+    def trajectories(self, results: Sequence[RowResult], expected: Mapping[str, Expectation | None]) -> None:
+        """Score each row's logged tool calls against its expected ones (a row that never ran: an error)."""
+        if self.store is None:
+            return
+        from chainform.evals._summaries import tool_calls
+        from chainform.output import OUTPUT_TOOL_NAME
+
+        made = tool_calls(
+            self.store,
+            [r.conversation_id for r in results if r.conversation_id is not None],
+            skip=OUTPUT_TOOL_NAME,
+        )
+        for result in results:
+            wanted = expected.get(result.key)
+            if wanted is None:
+                continue
+            if result.conversation_id is None:
+                result.fields[TOOLS] = Outcome("error", 0, 1, 0, 0, len(wanted.wants))
+                continue
+            calls = [Call(name, arguments) for name, arguments in made.get(result.conversation_id, [])]
+            verdict = judge_tools(wanted, calls)
+            result.fields[TOOLS] = verdict.outcome
+            result.tools_wrong, result.tools_missed = verdict.wrong, verdict.missed
 
     def close(self) -> None:
         if self.store is not None:

@@ -6,9 +6,10 @@ whole.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from chainform.store._store import Store
@@ -48,4 +49,33 @@ def call_summaries(store: Store, conversation_ids: Iterable[str]) -> dict[str, l
     return out
 
 
-__all__ = ["CallSummary", "call_summaries"]
+def tool_calls(
+    store: Store, conversation_ids: Iterable[str], *, skip: str
+) -> dict[str, list[tuple[str, Any]]]:
+    """The tool calls (name, decoded arguments) each of `conversation_ids` made, in the order made;
+    calls of the tool named `skip` (the output tool, whose arguments are the answer) left out."""
+    wanted = sorted(set(conversation_ids))
+    out: dict[str, list[tuple[str, Any]]] = {}
+    with store.read() as db:
+        for start in range(0, len(wanted), IDS_PER_QUERY):
+            batch = wanted[start : start + IDS_PER_QUERY]
+            rows = db.execute(
+                "SELECT r.conversation_id, t.name, t.arguments FROM tool_calls t JOIN responses r "
+                f"ON t.response_id = r.id WHERE r.conversation_id IN ({', '.join('?' * len(batch))}) "
+                "ORDER BY r.conversation_id, r.seq, r.rowid, t.id",
+                batch,
+            )
+            for conversation, name, arguments in rows:
+                if name != skip:
+                    out.setdefault(conversation, []).append((name, _decoded(arguments)))
+    return out
+
+
+def _decoded(arguments: str | None) -> Any:
+    try:
+        return json.loads(arguments) if arguments else {}
+    except ValueError:
+        return arguments  # not JSON: matches no expected argument
+
+
+__all__ = ["CallSummary", "call_summaries", "tool_calls"]

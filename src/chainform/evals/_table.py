@@ -8,12 +8,21 @@ from typing import Any
 
 from chainform.evals._eval_report import EvalReport
 from chainform.evals._report import Cell, FieldFigures
+from chainform.evals._tools import TOOLS
 
 COLUMNS = (
     "cell", "ran", "valid", "rows right", "field acc", "calls/row", "tokens", "cost/row",
     "cost/right row", "p50 ms", "p95 ms", "errors",
 )  # fmt: skip
 _LEFT = frozenset({"cell", "ran", "calls/row", "errors"})
+
+
+def columns(cells: list[Cell]) -> list[str]:
+    """COLUMNS, with pass@k and pass^k after `rows right` when rows ran several times (k: the runs)."""
+    k = max((cell.repeats for cell in cells), default=1)
+    extra = [f"pass@{k}", f"pass^{k}"] if k > 1 else []
+    at = COLUMNS.index("rows right") + 1
+    return [*COLUMNS[:at], *extra, *COLUMNS[at:]]
 
 
 def money(value: Decimal | None) -> str:
@@ -29,8 +38,9 @@ def ms(value: float | None) -> str:
     return "?" if value is None else f"{value:.0f}"
 
 
-def cell_texts(cell: Cell) -> list[str]:
-    """The cell's figures as the texts of COLUMNS."""
+def cell_texts(cell: Cell, repeats: int = 1) -> list[str]:
+    """The cell's figures as the texts of `columns()` (COLUMNS, and pass@k and pass^k at k = `repeats`
+    when more than 1)."""
     calls = " ".join(f"{k} {v:.2g}" for k, v in cell.calls_per_row().items()) or "?"
     errors = ", ".join(f"{k} {v}" for k, v in cell.summary()["errors"].items())
     unpriced = f" ({cell.unpriced_rows} unpriced)" if cell.unpriced_rows and cell.cost is not None else ""
@@ -39,6 +49,7 @@ def cell_texts(cell: Cell) -> list[str]:
         ",".join(cell.strategies_ran) or "?",
         percent(cell.valid_rate),
         f"{cell.rows_right}/{cell.n}",
+        *((percent(cell.pass_at(repeats)), percent(cell.pass_all(repeats))) if repeats > 1 else ()),
         percent(cell.field_accuracy),
         calls,
         str(cell.tokens),
@@ -50,11 +61,14 @@ def cell_texts(cell: Cell) -> list[str]:
     ]
 
 
-def field_text(figures: FieldFigures) -> str:
-    """Accuracy; for an array also its items' precision, recall and F1."""
+def field_text(figures: FieldFigures, agreement: float | None = None) -> str:
+    """Accuracy; for an array also its items' precision, recall and F1; with repeats, the share of
+    rows whose runs agree on it."""
     text = percent(figures.accuracy)
     if figures.is_array:
         text += f" P{figures.precision:.2f} R{figures.recall:.2f} F1 {figures.f1:.2f}"
+    if agreement is not None:
+        text += f" agree {percent(agreement)}"
     return text
 
 
@@ -63,23 +77,56 @@ def tables(report: EvalReport) -> list[Any]:
     from rich.table import Table
 
     cells = Table(title=f"eval {report.eval_id}", title_justify="left")
-    for column in COLUMNS:
+    heads = columns(report.cells)
+    for column in heads:
         cells.add_column(column, justify="left" if column in _LEFT else "right")
+    repeats = max((cell.repeats for cell in report.cells), default=1)
     for cell in report.cells:
-        cells.add_row(*cell_texts(cell))
-    fields = Table(title="field accuracy (arrays: accuracy, P/R/F1 of items)", title_justify="left")
+        cells.add_row(*cell_texts(cell, repeats))
+    title = "field accuracy (arrays: accuracy, P/R/F1 of items" + (
+        "; agree: rows whose runs all gave one value)" if repeats > 1 else ")"
+    )
+    fields = Table(title=title, title_justify="left")
     fields.add_column("field")
     for cell in report.cells:
         fields.add_column(cell.name, justify="right")
     figures = [cell.fields() for cell in report.cells]
+    agreements = [cell.agreement() if cell.repeats > 1 else {} for cell in report.cells]
     for path in figures[0] if figures else {}:
-        fields.add_row(path, *(field_text(per_cell[path]) for per_cell in figures))
+        texts = (field_text(f[path], a.get(path)) for f, a in zip(figures, agreements, strict=True))
+        fields.add_row(path, *texts)
     return [cells, fields]
+
+
+def tool_lines(cell: Cell) -> list[str]:
+    """What a cell's rows got wrong of their expected tool calls, e.g. "wrongly called: lookup 2"."""
+    if TOOLS not in cell.arrays:
+        return []
+    mistakes = cell.tool_mistakes()
+    out = []
+    for title, key in (("wrongly called", "wrongly_called"), ("missed", "missed")):
+        counts = mistakes[key]
+        out.append(f"{title}: " + (", ".join(f"{name} {n}" for name, n in counts.items()) or "none"))
+    return out
 
 
 def render(report: EvalReport, console: Any) -> None:
     for table in tables(report):
         console.print(table)
+    for cell in report.cells:
+        lines = tool_lines(cell)
+        if lines:
+            console.print(f"{cell.name}: tools " + "; ".join(lines), markup=False, highlight=False)
 
 
-__all__ = ["COLUMNS", "cell_texts", "field_text", "money", "percent", "render", "tables"]
+__all__ = [
+    "COLUMNS",
+    "cell_texts",
+    "columns",
+    "field_text",
+    "money",
+    "percent",
+    "render",
+    "tables",
+    "tool_lines",
+]

@@ -13,9 +13,10 @@ forgets.
 from __future__ import annotations
 
 import threading
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator, Mapping, Sequence
 from typing import Literal, get_args
 
+from chainform.errors import HostedToolError
 from chainform.types import ModelProfile
 
 StrategyName = Literal["native", "tool", "prompted", "deferred"]
@@ -85,6 +86,44 @@ def select_strategy(
     why = refused.get("tools_with_schema") or refused.get("tool_choice") if name == "deferred" else None
     why = why or "; ".join(refused.values())
     return StrategyChoice(name, f"{reason} (provider refused: {why})", fallback=why)
+
+
+def around_hosted(
+    profile: ModelProfile,
+    kinds: Sequence[str],
+    *,
+    has_functions: bool,
+    has_schema: bool,
+    requested: str,
+) -> str:
+    """The strategy to request for a chain offering hosted tools (`kinds`): `requested`, or
+    "deferred" where the model cannot send them with a schema (its formatting call goes without
+    tools). HostedToolError, before any call, for a tool the model does not have or a combination
+    it cannot send (function tools, or an explicit native/tool strategy)."""
+    if not kinds:
+        return requested
+    missing = sorted(set(kinds) - profile.hosted_tools)
+    if missing:
+        has = ", ".join(sorted(profile.hosted_tools)) or "none"
+        raise HostedToolError(
+            f"{profile.name!r} has no hosted {' or '.join(missing)} tool (its hosted tools: {has}); "
+            "see the support table in docs/providers.md"
+        )
+    if has_functions and not profile.hosted_with_functions:
+        raise HostedToolError(
+            f"{profile.name!r} cannot send hosted tools together with function tools in one request; "
+            "give one or the other (a Gemini 3 model can combine them)"
+        )
+    if not has_schema or profile.hosted_with_schema:
+        if requested == "tool" and not profile.hosted_with_functions:
+            raise HostedToolError(f"{profile.name!r} cannot send the output tool beside hosted tools")
+        return requested
+    if requested in ("native", "tool"):
+        raise HostedToolError(
+            f"{profile.name!r} cannot send a schema ({requested}) together with hosted tools; use "
+            "strategy auto or deferred (the schema then goes to a formatting call without tools)"
+        )
+    return "deferred" if requested == "auto" else requested
 
 
 def _pick(profile: ModelProfile, has_tools: bool, refused: Mapping[str, str]) -> tuple[StrategyName, str]:

@@ -45,6 +45,12 @@ class Meter:
         else:
             rate = self.rate if model is None or model == self.model else PRICES.rate(model)
         cost, reason = rate.cost(usage) if response is not None else (ZERO, None)
+        hosted = usage.additional_counts.get("hosted_tool_calls") if usage is not None else None
+        if hosted and cost is not None:  # billed per use beyond the tokens: never counted as 0
+            cost, reason = (
+                None,
+                f"{hosted} hosted tool call(s) (web search, code execution...) have no known price",
+            )
         if cost is None:
             self.unknown = self.unknown or reason
         else:

@@ -15,6 +15,13 @@ from chainform.types._content import UsageContent as UsageContent
 from chainform.types._content import arguments_error as arguments_error
 from chainform.types._content import encodable_text as encodable_text
 from chainform.types._content import parse_arguments as parse_arguments
+from chainform.types._hosted import HOSTED_KINDS as HOSTED_KINDS
+from chainform.types._hosted import CodeExecution as CodeExecution
+from chainform.types._hosted import FileSearch as FileSearch
+from chainform.types._hosted import HostedTool as HostedTool
+from chainform.types._hosted import URLContext as URLContext
+from chainform.types._hosted import WebSearch as WebSearch
+from chainform.types._hosted import hosted_tool as hosted_tool
 from chainform.types._messages import ChatResponse as ChatResponse
 from chainform.types._messages import ChatResponseUpdate as ChatResponseUpdate
 from chainform.types._messages import Message as Message

@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, ClassVar, Literal, Protocol, Union, runtime_checkable
 
 from chainform._dialect_names import SchemaDialect as SchemaDialect  # re-exported by chainform.types
+from chainform.types._hosted import HostedTool
 
 if TYPE_CHECKING:
     from chainform.schema.dialects import Dialect
@@ -106,6 +107,7 @@ class ChatOptions:
     temperature: float | None = field(default=None, metadata={"min": 0})
     tool_mode: ToolMode | None = None
     tools: Sequence[ToolSpec] | None = None
+    hosted_tools: Sequence[HostedTool] | None = None  # tools the provider runs itself (types/_hosted.py)
     top_k: int | None = field(default=None, metadata={"min": 1})
     top_p: float | None = field(default=None, metadata={"min": 0, "max": 1})
     # prompt caching (docs/production.md): True marks the stable prefix for providers that charge
@@ -278,6 +280,10 @@ class ModelProfile:
     context_window: int | None = None
     max_output_tokens: int | None = None
     unsupported_options: frozenset[str] = frozenset()
+    # tools the provider runs itself (types/_hosted.py) and what they combine with in one request
+    hosted_tools: frozenset[str] = frozenset()
+    hosted_with_functions: bool = False
+    hosted_with_schema: bool = False
     # what it reads beside text (images, PDFs...): everything else is converted or refused
     media: MediaSupport = MediaSupport()
 

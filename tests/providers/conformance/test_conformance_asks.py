@@ -123,3 +123,51 @@ def test_an_invalid_output_falls_over_to_the_next_model(transport: Row, emu: Emu
     assert chain.value == {"city": "Paris", "temp_c": 21}
     assert [c.model for c in chain.responses] == [transport.name] * 3 + ["ollama/llama3.2"]
     assert set(chain.usage.by_model) == {transport.name, "ollama/llama3.2"}
+
+
+HOSTED = {
+    "web_search": cf.WebSearch(max_uses=2),
+    "code_execution": cf.CodeExecution(),
+    "url_context": cf.URLContext(),
+    "file_search": cf.FileSearch(["vs_store_1"]),
+}
+# each provider's own shape of each hosted tool (a fragment of the request body, lower case, no _)
+WIRE = {
+    "openai-responses": {
+        "web_search": '"type":"websearch"',
+        "code_execution": '"type":"codeinterpreter"',
+        "file_search": '"vectorstoreids":["vsstore1"]',
+    },
+    "anthropic": {
+        "web_search": '"type":"websearch20250305","name":"websearch","maxuses":2',
+        "code_execution": '"type":"codeexecution20250825","name":"codeexecution"',
+        "url_context": '"type":"webfetch20250910","name":"webfetch"',
+    },
+    "gemini": {
+        "web_search": '"googlesearch":{}',
+        "code_execution": '"codeexecution":{}',
+        "url_context": '"urlcontext":{}',
+        "file_search": '"filesearchstorenames":["vsstore1"]',
+    },
+}
+BETA = {"code_execution": "code-execution-2025-08-25", "url_context": "web-fetch-2025-09-10"}
+
+
+@pytest.mark.parametrize("kind", list(HOSTED))
+def test_a_hosted_tool_reaches_the_request_in_the_providers_shape_or_is_refused_before_it(
+    transport: Row, emu: Emulator, kind: str
+) -> None:
+    emu.default = "Done."
+    model = transport.model(emu)
+    shape = WIRE.get(transport.transport, {}).get(kind)
+    if shape is None:
+        with pytest.raises(cf.HostedToolError, match=kind):
+            model.chain("Go.", tools=[HOSTED[kind]], log=False)
+        assert emu.requests == []
+        return
+    chain = model.chain("Go.", tools=[HOSTED[kind]], log=False)
+    assert chain.text() == "Done."
+    sent = emu.requests[0].raw_body.decode().lower().replace("_", "").replace(" ", "")
+    assert shape in sent, sent[:600]
+    if transport.transport == "anthropic" and kind in BETA:
+        assert BETA[kind] in emu.requests[0].headers.get("anthropic-beta", "")

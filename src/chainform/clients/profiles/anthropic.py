@@ -25,6 +25,10 @@ _BASE = TOOLS_ONLY.replace(
     schema_dialect="anthropic",
     context_window=200_000,
     unsupported_options=UNSUPPORTED,
+    # web_search, code_execution and web_fetch (URL context), beside function tools and a schema
+    hosted_tools=frozenset({"web_search", "code_execution", "url_context"}),
+    hosted_with_functions=True,
+    hosted_with_schema=True,
 )
 _THINKING = _BASE.replace(max_output_tokens=64_000, supports_reasoning=True)
 # Structured outputs (output_config.format, strict tools) exist from Opus 4.1 / the 4.5 generation on.

@@ -29,10 +29,15 @@ _BASE = CAPABLE.replace(
     schema_dialect="gemini",
     tool_name_pattern=r"[A-Za-z_][A-Za-z0-9_.:-]{0,63}",  # Gemini takes dots and colons
     context_window=1_048_576,
+    # google_search, code_execution, url_context and file_search; before Gemini 3 none of them
+    # goes in one request with function declarations or a response schema
+    hosted_tools=frozenset({"web_search", "code_execution", "url_context", "file_search"}),
 )
 _THINKING = _BASE.replace(supports_reasoning=True, max_output_tokens=65_536, media=_FETCHING)
 # Gemini 3 accepts a response schema together with function declarations in one request.
-_GEMINI_3 = _THINKING.replace(supports_tools_with_schema=True)
+_GEMINI_3 = _THINKING.replace(
+    supports_tools_with_schema=True, hosted_with_functions=True, hosted_with_schema=True
+)
 
 KNOWN_MODELS: dict[str, ModelProfile] = {
     **named(_BASE.replace(max_output_tokens=8192), "gemini-2.0-flash", "gemini-2.0-flash-lite"),

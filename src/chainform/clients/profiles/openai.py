@@ -101,8 +101,19 @@ def responses_profile(profile: ModelProfile) -> ModelProfile:
         media = dataclasses.replace(
             media, types=media.types | {PDF}, url_types=frozenset(fetched), max_bytes=_OPENAI_MEDIA.max_bytes
         )
+    hosted = (
+        frozenset({"web_search", "code_execution", "file_search"}) if profile.provider == "openai" else None
+    )
     return profile.replace(
-        supports_seed=False, unsupported_options=profile.unsupported_options | extra, media=media
+        supports_seed=False,
+        unsupported_options=profile.unsupported_options | extra,
+        media=media,
+        # web_search, code_interpreter and file_search, beside function tools and a text format
+        **(
+            {"hosted_tools": hosted, "hosted_with_functions": True, "hosted_with_schema": True}
+            if hosted
+            else {}
+        ),
     )
 
 

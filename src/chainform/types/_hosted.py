@@ -1,0 +1,92 @@
+"""Tools the provider runs itself (web search, code execution, URL context, file search): given in
+`tools=` beside Python tools, offered in each provider's own shape by its adapter, their calls and
+results kept as `ServerToolContent` and counted in the call's usage (`hosted_tool_calls`).
+
+Which provider and model family has which, and what each combines with (function tools, a native
+schema), is data on the `ModelProfile` (`hosted_tools`, `hosted_with_functions`,
+`hosted_with_schema`); docs/providers.md shows the table. A chain checks it before any call.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import ClassVar, Literal
+
+HostedKind = Literal["web_search", "code_execution", "url_context", "file_search"]
+HOSTED_KINDS: tuple[HostedKind, ...] = ("web_search", "code_execution", "url_context", "file_search")
+
+
+@dataclass(frozen=True)
+class HostedTool:
+    """A tool the provider runs itself; `kind` says which (one of `HOSTED_KINDS`)."""
+
+    kind: ClassVar[HostedKind]
+
+    @property
+    def name(self) -> str:
+        return self.kind
+
+
+@dataclass(frozen=True)
+class WebSearch(HostedTool):
+    """The provider searches the web (OpenAI web_search, Anthropic web_search, Gemini google_search).
+    `max_uses` caps the searches of one call where the provider can (Anthropic);
+    `allowed_domains` keeps them to those domains where it can (OpenAI, Anthropic)."""
+
+    kind: ClassVar[HostedKind] = "web_search"
+    max_uses: int | None = None
+    allowed_domains: Sequence[str] = ()
+
+
+@dataclass(frozen=True)
+class CodeExecution(HostedTool):
+    """The provider runs code in its own sandbox (OpenAI code_interpreter, Anthropic code_execution,
+    Gemini code_execution)."""
+
+    kind: ClassVar[HostedKind] = "code_execution"
+
+
+@dataclass(frozen=True)
+class URLContext(HostedTool):
+    """The provider fetches the URLs named in the prompt (Gemini url_context, Anthropic web_fetch)."""
+
+    kind: ClassVar[HostedKind] = "url_context"
+    max_uses: int | None = None
+
+
+@dataclass(frozen=True)
+class FileSearch(HostedTool):
+    """The provider searches your stores of documents (OpenAI vector stores, Gemini file search
+    stores), named by their ids."""
+
+    kind: ClassVar[HostedKind] = "file_search"
+    store_ids: Sequence[str] = field(default_factory=tuple)
+    max_results: int | None = None
+
+    def __post_init__(self) -> None:
+        if isinstance(self.store_ids, str):
+            object.__setattr__(self, "store_ids", (self.store_ids,))
+        if not self.store_ids:
+            raise ValueError("FileSearch needs the ids of the stores to search (store_ids=[...])")
+
+
+def hosted_tool(spec: str) -> HostedTool:
+    """A hosted tool from its CLI spelling: KIND (web_search, code_execution, url_context) or
+    file_search:STORE_ID[,STORE_ID...]; dashes may stand for underscores."""
+    kind, _, arg = spec.partition(":")
+    kind = kind.strip().replace("-", "_")
+    if kind == "file_search":
+        return FileSearch(tuple(s for s in arg.split(",") if s.strip()))
+    kinds: dict[str, type[HostedTool]] = {
+        "web_search": WebSearch,
+        "code_execution": CodeExecution,
+        "url_context": URLContext,
+    }
+    made = kinds.get(kind)
+    if made is None or arg:
+        raise ValueError(
+            f"{spec!r} is not a hosted tool: give web_search, code_execution, url_context or "
+            "file_search:STORE_ID"
+        )
+    return made()
