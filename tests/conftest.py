@@ -33,6 +33,20 @@ def pytest_configure(config: pytest.Config) -> None:
     config.stash[LEAKS] = Leaks()
 
 
+def pytest_sessionstart(session: pytest.Session) -> None:
+    """Start what chainform keeps for the whole process before the first test, so the leak report
+    does not charge it to that test: the sync API's event loop and its first worker thread."""
+    import chainform as cf
+    from chainform.testing import ScriptedClient, tool_call
+
+    def ping() -> str:
+        """A sync tool: runs on the loop's worker thread."""
+        return "pong"
+
+    model = cf.Model(ScriptedClient([tool_call("ping"), "ok"]))
+    model.chain("warm up", tools=[ping], log=False).text()
+
+
 @pytest.hookimpl(wrapper=True, tryfirst=True)
 def pytest_runtest_setup(item: pytest.Item) -> Iterator[None]:
     """A `unit` test runs under `UnitGuard` from its first fixture to its last teardown."""

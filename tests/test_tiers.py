@@ -23,16 +23,19 @@ import pytest
 pytestmark = pytest.mark.unit
 
 def test_connect():
-    socket.create_connection(("127.0.0.1", 9))
+    with socket.socket() as sock:
+        sock.connect(("127.0.0.1", 9))
 
 def test_bind():
-    socket.socket().bind(("127.0.0.1", 0))
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
 
 def test_swallowed():
-    try:
-        httpx.get("http://127.0.0.1:9/")
-    except Exception:
-        pass
+    with socket.socket() as sock:
+        try:
+            sock.connect(("127.0.0.1", 9))
+        except Exception:
+            pass
 
 def test_subprocess():
     subprocess.run(["true"])
@@ -45,7 +48,8 @@ def test_multiprocessing():
 
 @pytest.fixture
 def server():
-    socket.socket().bind(("127.0.0.1", 0))
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
 
 def test_in_a_fixture(server):
     pass
@@ -59,7 +63,7 @@ def test_allowed():
 """
 
 LEAKY_TESTS = """
-import subprocess, threading
+import os, subprocess, threading
 
 kept = []
 
@@ -67,7 +71,7 @@ def test_process():
     kept.append(subprocess.Popen(["sleep", "60"]))
 
 def test_file(tmp_path):
-    kept.append(open(tmp_path / "x", "w"))
+    kept.append(os.open(tmp_path / "x", os.O_WRONLY | os.O_CREAT))
 
 def test_thread():
     stop = threading.Event()
@@ -127,7 +131,9 @@ def test_what_a_test_leaves_behind_is_reported(suite: pytest.Pytester) -> None:
     leaks = lines[next(i for i, line in enumerate(lines) if "leaks:" in line) :]
     process = next(line for line in leaks if line.startswith("test_leaky.py::test_process: process "))
     os.kill(int(process.rsplit(" ", 1)[1]), signal.SIGKILL)
-    assert any(re.fullmatch(r"test_leaky.py::test_file: fd \d+ -> .*/test_file0/x", line) for line in leaks)
+    file = next(line for line in leaks if line.startswith("test_leaky.py::test_file: fd "))
+    assert re.fullmatch(r"test_leaky.py::test_file: fd \d+ -> .*/test_file0/x", file)
+    os.close(int(file.split()[2]))
     assert "test_leaky.py::test_thread: thread 'leaky'" in leaks
     assert not any("test_tidy" in line for line in leaks)
     for thread in threading.enumerate():

@@ -84,3 +84,22 @@ def test_output_without_a_fallback_model_is_refused_before_any_call():
         cf.get_model("local", fallback_on=["output"])
     with pytest.raises(ValueError, match="unknown error kind"):
         FallbackPlan.build("x", [cf.Model(ScriptedClient([]), name="y")], ["outputs"], lambda e: None)
+
+
+def test_the_next_model_spends_within_the_same_max_cost():
+    def models():
+        first = ScriptedClient(["not json", "still not", "nope"], BOTH)
+        second = ScriptedClient(['{"city": "Paris", "temp_c": 21}'], BOTH)
+        backup = cf.Model(second, name="openai/gpt-4.1")
+        plan = FallbackPlan.build("openai/gpt-4.1-mini", [backup], ["output"], lambda entry: None)
+        return cf.Model(first, name="openai/gpt-4.1-mini", fallback=plan)
+
+    chain = models().prompt("Weather?", schema=SCHEMA, max_cost=1)
+    assert chain.value == {"city": "Paris", "temp_c": 21}
+    costs = [c.usage.cost for c in chain.responses]
+    assert None not in costs and chain.usage.cost == sum(costs)
+    first_three = sum(costs[:3])
+    # a cap the first model's calls already reach: the second model is never called
+    with pytest.raises(cf.BudgetExceededError) as info:
+        models().prompt("Weather?", schema=SCHEMA, max_cost=first_three).value
+    assert [c.model for c in info.value.responses] == ["openai/gpt-4.1-mini"] * 3

@@ -366,3 +366,22 @@ def test_the_ci_gate_fails_under_its_floors_with_the_figures_and_a_cost_stop_has
     capped = invoke(*argv, "--max-cost", "0.0000001", "--fail-under", "0.1")
     assert capped.exit_code == 7, capped.output
     assert "--max-cost stopped eval" in capped.stderr and "--resume with a higher cap" in capped.stderr
+
+
+def test_the_terminal_shows_wrong_fields_and_csv_has_every_row_and_field(
+    tmp_path, data, schema_file, emulator
+):
+    emulator.default = answer(wrong=True)
+    missing = invoke(*eval_argv(data, schema_file, emulator, "--csv", str(tmp_path / "no" / "r.csv")))
+    assert missing.exit_code == 2 and "--csv" in missing.stderr and emulator.requests == []
+    out = tmp_path / "rows.csv"
+    result = invoke(*eval_argv(data, schema_file, emulator, "--tolerance", "total=0.01", "--csv", str(out)))
+    assert result.exit_code == 0, result.output
+    assert "valid acc" in result.stdout and "fields not right" in result.stdout
+    assert "102.0" in result.stdout and "107.10000000000001" in result.stdout  # expected against answered
+    assert len(out.read_text().splitlines()) == 1 + 6 * 8
+    eval_id = re.search(r"eval: (\w+) \(", result.stderr).group(1)
+    again = tmp_path / "again.csv"
+    assert (
+        invoke("show", eval_id, "--csv", str(again)).exit_code == 0 and again.read_text() == out.read_text()
+    )

@@ -78,7 +78,7 @@ def test_the_shell_block_on_the_emulator(tmp_path: Path, emulator: Emulator) -> 
         row = json.loads(line)
         answers[row["text"]] = row["expected"]
     _made, evaluated, shown, compared = run_block(commands, tmp_path, 3, model)
-    assert "3/3" in evaluated and "3/3" in shown and "rows right" in shown
+    assert "9/9" in evaluated and "9/9" in shown and "rows right" in shown  # 3 rows, 3 runs each
     assert "+0.0% of rows right" in compared
     page = (tmp_path / "report.html").read_text()
     assert "<svg id='plot'" in page

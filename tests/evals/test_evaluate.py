@@ -235,3 +235,52 @@ def test_scoring_settings_are_kept_and_a_resume_with_others_is_refused_leaving_t
                     strategies=["native"], tolerance={"total": 0.01}, resume=True)  # fmt: skip
     assert (eval_dir(first.eval_id) / "report.json").read_text() == kept and script.calls == {}
     assert load_report(first.eval_id).settings["scoring"]["fuzzy"] == 0.9
+
+
+def test_accuracy_among_valid_rows_leaves_the_failed_call_out():
+    report, _, _ = run()
+    bad, good = report.cells
+    # the five valid rows: vendor, total, currency, paid, items 4/5; date 5/5; item fields 9/10 each
+    assert bad.valid_field_accuracy == pytest.approx((4 * 0.8 + 1.0 + 0.8 + 2 * 0.9) / 8)
+    assert bad.field_accuracy < bad.valid_field_accuracy and good.valid_field_accuracy == 1.0
+    assert report.to_dict(rows=False)["cells"][0]["valid_field_accuracy"] == bad.valid_field_accuracy
+
+
+def test_wrong_fields_show_expected_against_answered_in_the_terminal_html_and_csv():
+    import csv
+    import io
+
+    from chainform.evals._csv import csv_text
+    from chainform.evals._html import html
+    from chainform.evals._table import wrong_lines
+
+    report, _, _ = run()
+    lines = wrong_lines(report)
+    assert ("bad / native", "2", "total", "wrong", "102.0", "107.10000000000001") in lines
+    by_field = {line[:3]: line for line in lines}
+    assert by_field["bad / native", "3", "items[].qty"][3] == "missing"
+    assert by_field["bad / native", "4", "*"][3] == "output"  # a failed row: one line
+    assert not [line for line in lines if line[0] == "good / native"]
+    page = html(report)
+    assert (
+        "<code>total</code> wrong: expected <code>102.0</code>, answered <code>107.10000000000001</code>"
+        in page
+    )
+    table = list(csv.DictReader(io.StringIO(csv_text(report))))
+    assert len(table) == 2 * ROWS * 8  # two cells, six rows, eight fields
+    line = next(r for r in table if r["cell"] == "bad / native" and r["row"] == "2" and r["field"] == "total")
+    assert (line["status"], line["right"], line["total"], line["expected"], line["answered"]) == (
+        "wrong", "0", "1", "102.0", "107.10000000000001",
+    )  # fmt: skip
+    failed = next(
+        r for r in table if r["cell"] == "bad / native" and r["row"] == "4" and r["field"] == "total"
+    )
+    assert failed["status"] == "error" and failed["error"].startswith("output: StructuredOutputError")
+
+
+def test_csv_cells_a_spreadsheet_would_run_are_quoted():
+    from chainform.evals._csv import _plain
+
+    assert [_plain(t) for t in ("=1+1", "+A1", "@x", "-cmd", "-5", "-0.5", "plain")] == [
+        "'=1+1", "'+A1", "'@x", "'-cmd", "-5", "-0.5", "plain",
+    ]  # fmt: skip

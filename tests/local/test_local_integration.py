@@ -1,9 +1,10 @@
-"""The real SmolLM2-135M-Instruct on both backends: a schema answer, a tool call, and a tool chain
-ending in a schema answer."""
+"""The real SmolLM2-135M-Instruct: a schema answer on both backends, then a tool call, a tool chain ending
+in a schema answer and concurrent calls on the ONNX backend."""
 
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 
 import jsonschema
 import pytest
@@ -38,18 +39,36 @@ DOG = {
 }
 
 
-@pytest.fixture(scope="module", params=["torch", "onnx"])
-def smollm2(request: pytest.FixtureRequest, smollm2_dir: object) -> LocalChatClient:
-    if request.param == "onnx":
-        prepare(backend="onnx", quiet=True)  # the int4 conversion, once per cache
-    client = LocalChatClient("smollm2", backend=request.param)
-    assert client.load().backend == request.param
-    return client
+@pytest.fixture(scope="module")
+def smollm2_on(smollm2_dir: object) -> Callable[[str], LocalChatClient]:
+    """The real model loaded on a backend, once per module and backend."""
+    loaded: dict[str, LocalChatClient] = {}
+
+    def on(backend: str) -> LocalChatClient:
+        if backend not in loaded:
+            if backend == "onnx":
+                prepare(backend="onnx", quiet=True)  # the conversion, once per cache
+            loaded[backend] = LocalChatClient("smollm2", backend=backend)
+            assert loaded[backend].load().backend == backend
+        return loaded[backend]
+
+    return on
 
 
-async def test_schema_answer(smollm2: LocalChatClient) -> None:
+@pytest.fixture(scope="module")
+def smollm2(smollm2_on: Callable[[str], LocalChatClient]) -> LocalChatClient:
+    """The model on ONNX Runtime GenAI, the backend `-m local` picks once it is prepared (README);
+    the torch backend runs the same code on the tiny model (tests/local/conftest.py, `tiny_loaded`)
+    and the real model in `test_schema_answer_on_each_backend`."""
+    return smollm2_on("onnx")
+
+
+@pytest.mark.parametrize("backend", ["torch", "onnx"])
+async def test_schema_answer_on_each_backend(
+    smollm2_on: Callable[[str], LocalChatClient], backend: str
+) -> None:
     options = ChatOptions(response_format=ResponseFormat.json_schema(DOG))
-    response = await smollm2.get_response([Message.user("Invent a dog.")], options)
+    response = await smollm2_on(backend).get_response([Message.user("Invent a dog.")], options)
     assert response.finish_reason == FinishReason.STOP
     jsonschema.validate(json.loads(response.text), DOG)
 

@@ -96,6 +96,19 @@ def _ratios(values: tuple[str, ...], option: str, example: str) -> dict[str, flo
     return out
 
 
+def _rubrics(values: tuple[str, ...]) -> dict[str, str]:
+    """`--rubric FIELD="text"` values, by field."""
+    out: dict[str, str] = {}
+    for value in values:
+        name, sep, text = value.partition("=")
+        if not sep or not name.strip() or not text.strip():
+            raise click.BadParameter(
+                f'{value!r}: give FIELD="the rubric", e.g. summary="names the product"', param_hint="--rubric"
+            )
+        out[name.strip()] = text.strip()
+    return out
+
+
 def _fuzzy(values: tuple[str, ...]) -> float | dict[str, float] | None:
     """`--fuzzy R` (every string field) and `--fuzzy FIELD=R` (that field): a rapidfuzz ratio."""
     per_field = _ratios(values, "--fuzzy", "0.9 or vendor=0.8")
@@ -200,11 +213,27 @@ def gate(report: Any, fail_under: tuple[str, ...]) -> None:
     help="A free-text field for --judge (default: all); repeatable.",
 )
 @fail_under_option
+@click.option(
+    "--rubric",
+    "rubrics",
+    multiple=True,
+    metavar='FIELD="..."',
+    help="The judge (--judge, else the first model) passes or fails a free-text FIELD on this rubric; "
+    "no expected value needed; repeatable.",
+)
+@click.option("--judge-key", help="The judge's API key (else the models' when it is of their provider).")
+@click.option(
+    "--judge-base-url", help="The judge's endpoint (else the models' when it is of their provider)."
+)
 @click.option("--json", "as_json", is_flag=True, help="Print the report as JSON.")
 @click.option(
     "--html", "html_path", type=click.Path(dir_okay=False), help="Write a self-contained HTML report here."
 )
+@click.option(
+    "--csv", "csv_path", type=click.Path(dir_okay=False), help="Write every row's every field as CSV here."
+)
 @click.option("--resume", is_flag=True, help="Continue the newest eval of this data with these settings.")
+@click.option("--retry-failed", is_flag=True, help="With --resume: run again the rows whose chain failed.")
 @count_option(
     "--repeat", minimum=1, default=1, help="Runs of each row: the report adds pass@k, pass^k and agreement."
 )
@@ -251,10 +280,15 @@ def eval_run(
     fuzzy_values: tuple[str, ...],
     judge: str | None,
     judge_fields: tuple[str, ...],
+    rubrics: tuple[str, ...],
+    judge_key: str | None,
+    judge_base_url: str | None,
     fail_under: tuple[str, ...],
     as_json: bool,
     html_path: str | None,
+    csv_path: str | None,
     resume: bool,
+    retry_failed: bool,
     repeat: int,
     concurrency: int,
     rpm: float | None,
@@ -286,8 +320,9 @@ def eval_run(
 
     if not Path(data).is_file():
         raise click.BadParameter(f"cannot read {data!r}", param_hint="DATA")
-    if html_path is not None:
-        writable(html_path, "--html")
+    for path, option in ((html_path, "--html"), (csv_path, "--csv")):
+        if path is not None:
+            writable(path, option)
     if id_field is not None:  # both line numbers, before any call
         from chainform._map._inputs import MapInputError, check_unique_ids, read_numbered
 
@@ -357,6 +392,9 @@ def eval_run(
                 judge=judge,
                 judge_fields=list(judge_fields) or None,
                 repeat=repeat,
+                retry_failed=retry_failed,
+                rubric=_rubrics(rubrics),
+                judge_options={"key": judge_key, "base_url": judge_base_url},
                 progress=bars,
                 **options,
             )
@@ -365,7 +403,7 @@ def eval_run(
     except EvalInterruptedError as exc:
         click.echo(f"eval: {exc}", err=True)
         raise exit_with(ExitCode.INTERRUPTED) from None
-    _show(report, as_json, html_path)
+    _show(report, as_json, html_path, csv_path)
     failures = Failures()
     for cell in report.cells:
         for row in cell.rows:
@@ -437,11 +475,15 @@ def write_report(path: str, text: str) -> None:
     os.replace(temp, target)
 
 
-def _show(report: Any, as_json: bool, html_path: str | None) -> None:
+def _show(report: Any, as_json: bool, html_path: str | None, csv_path: str | None = None) -> None:
     if html_path is not None:
         from chainform.evals._html import html
 
         write_report(html_path, html(report))
+    if csv_path is not None:
+        from chainform.evals._csv import csv_text
+
+        write_report(csv_path, csv_text(report))
     if as_json:
         click.echo(json.dumps(report.to_dict(), default=str))
         return
@@ -449,8 +491,9 @@ def _show(report: Any, as_json: bool, html_path: str | None) -> None:
     from chainform.evals._table import render
 
     render(report, console())
-    if html_path is not None:
-        click.echo(f"eval: report written to {html_path}", err=True)
+    for path in (html_path, csv_path):
+        if path is not None:
+            click.echo(f"eval: report written to {path}", err=True)
     click.echo(f"eval: {report.eval_id} (`chainform eval show {report.eval_id}` shows it again)", err=True)
 
 
@@ -494,16 +537,86 @@ def eval_list(count: int, as_json: bool) -> None:
 @click.option(
     "--html", "html_path", type=click.Path(dir_okay=False), help="Write a self-contained HTML report here."
 )
-def eval_show(eval_id: str, fail_under: tuple[str, ...], as_json: bool, html_path: str | None) -> None:
+@click.option(
+    "--csv", "csv_path", type=click.Path(dir_okay=False), help="Write every row's every field as CSV here."
+)
+def eval_show(
+    eval_id: str, fail_under: tuple[str, ...], as_json: bool, html_path: str | None, csv_path: str | None
+) -> None:
     """Render a kept eval report again (ID: the id an eval printed, or a unique prefix)."""
     from chainform.evals import EvalInputError, load_report
 
     _floors(fail_under)
-    if html_path is not None:
-        writable(html_path, "--html")
+    for path, option in ((html_path, "--html"), (csv_path, "--csv")):
+        if path is not None:
+            writable(path, option)
     try:
         report = load_report(eval_id)
         _check_floor_fields(report.schema, fail_under)
+    except EvalInputError as exc:
+        raise _bad_input(exc) from None
+    _show(report, as_json, html_path, csv_path)
+    gate(report, fail_under)
+
+
+@eval_group.command(name="rescore")
+@click.argument("eval_id", metavar="ID")
+@click.argument("data", metavar="[DATA]", required=False)
+@click.option(
+    "--expected", help="The field of DATA's rows holding the expected answer (default: the eval's)."
+)
+@click.option(
+    "--expected-tools",
+    default="expected_tools",
+    show_default=True,
+    help="The field of DATA's expected tool calls.",
+)
+@click.option("--format", "fmt", type=click.Choice(["jsonl", "csv"]), help="DATA format.")
+@click.option(
+    "--tolerance", "tolerances", multiple=True, metavar="FIELD=TOL", help="As for `eval run`; repeatable."
+)
+@click.option(
+    "--fuzzy", "fuzzy_values", multiple=True, metavar="[FIELD=]R", help="As for `eval run`; repeatable."
+)
+@fail_under_option
+@click.option("--json", "as_json", is_flag=True, help="Print the report as JSON.")
+@click.option(
+    "--html", "html_path", type=click.Path(dir_okay=False), help="Write a self-contained HTML report here."
+)
+def eval_rescore(
+    eval_id: str,
+    data: str | None,
+    expected: str | None,
+    expected_tools: str,
+    fmt: str | None,
+    tolerances: tuple[str, ...],
+    fuzzy_values: tuple[str, ...],
+    fail_under: tuple[str, ...],
+    as_json: bool,
+    html_path: str | None,
+) -> None:
+    """Score a kept eval's answers again, with no model call: with other --tolerance / --fuzzy, or
+    DATA holding corrected expected answers (the same rows). A new report, beside the old one."""
+    from chainform._map._inputs import format_of, read_file
+    from chainform.evals import EvalInputError, load_report, rescore
+
+    _floors(fail_under)
+    if html_path is not None:
+        writable(html_path, "--html")
+    if data is not None and not Path(data).is_file():
+        raise click.BadParameter(f"cannot read {data!r}", param_hint="DATA")
+    per_field, default = _tolerances(tolerances)
+    try:
+        _check_floor_fields(load_report(eval_id).schema, fail_under)
+        rows = None
+        if data is not None:
+            rows = read_file(data, fmt)
+            field = expected or str(load_report(eval_id).settings.get("expected", "expected"))
+            rows = json_cells(rows, field) if (fmt or format_of(data)) == "csv" else rows
+        report = rescore(
+            eval_id, rows, expected=expected, expected_tools=expected_tools, tolerance=per_field,
+            default_tolerance=default, fuzzy=_fuzzy(fuzzy_values),
+        )  # fmt: skip
     except EvalInputError as exc:
         raise _bad_input(exc) from None
     _show(report, as_json, html_path)

@@ -32,13 +32,17 @@ from chainform.cli._options import (
     otel_option,
     provider_options,
     rate_options,
+    retry_max_tokens_option,
     start_tracing,
+    stop_at_option,
     strategy_option,
 )
 from chainform.cli._prompt import (
     FALLBACK_HELP,
     FALLBACK_KINDS,
     FALLBACK_ON_HELP,
+    check_retry_max_tokens,
+    check_stop_at,
     fallback_kwargs,
     fallback_value,
     model_arguments,
@@ -108,6 +112,8 @@ ATTACH_HELP = (
 @click.option("--limit", type=click.IntRange(min=1), help="Run only the first N rows of INPUT.")
 @allow_failures_option
 @rate_options("all workers")
+@retry_max_tokens_option("a row's answer", "the row fails with phase 'truncated'")
+@stop_at_option("a row's chain", "the row's value")
 @click.option("--id-field", help="Key rows by this field (default: the row's position).")
 @click.option(
     "--resume",
@@ -173,6 +179,8 @@ def map_command(
     model_name: str | None,
     fallback: tuple[str, ...],
     fallback_on: tuple[str, ...],
+    retry_max_tokens: int | None,
+    stop_at: tuple[str, ...],
     otel: bool,
     system: str | None,
     schema: str | None,
@@ -249,6 +257,8 @@ def map_command(
     store = open_log(required=not no_log, wanted=schema is not None)  # a damaged log stops here, not per row
     spec = resolve_cli_schema(schema, store=store) if schema else None
     tools = cli_tools(tool_names, functions)
+    check_stop_at(stop_at, tools, mcp=False)
+    check_retry_max_tokens(retry_max_tokens, parse_options(option_pairs))
     name = model_name or default_model()
     if price is not None:
         apply_price(name, price)
@@ -299,6 +309,10 @@ def map_command(
     }
     if ordered:
         settings["ordered"] = True
+    if retry_max_tokens is not None:
+        settings["retry_max_tokens"] = retry_max_tokens
+    if stop_at:
+        settings["stop_at_tools"] = stop_at
     if attach_field is not None:
         base = Path(input_path).resolve().parent if input_path != "-" else Path.cwd()
         base = Path(attach_root).resolve() if attach_root is not None else base

@@ -187,3 +187,26 @@ def rate_options(per: str) -> Callable[[F], F]:
         )(command)
 
     return add
+
+
+def retry_max_tokens_option(what: str, otherwise: str) -> Callable[[F], F]:
+    """`--retry-max-tokens N`: `what` cut off at the token limit is asked once more with N."""
+    return click.option(
+        "--retry-max-tokens",
+        type=click.IntRange(min=1),
+        default=None,
+        help=f"When {what} is cut off at the token limit (--option max_tokens N), ask once more with "
+        f"this larger limit (default: {otherwise}).",
+    )
+
+
+def stop_at_option(what: str, value: str) -> Callable[[F], F]:
+    """`--stop-at TOOL` (repeatable): a call of TOOL ends the chain with its result as the value."""
+    return click.option(
+        "--stop-at",
+        "stop_at",
+        multiple=True,
+        metavar="TOOL",
+        help=f"End {what} when the model calls TOOL: its result (validated against --schema) is "
+        f"{value}, with no further model call; repeatable.",
+    )

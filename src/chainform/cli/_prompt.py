@@ -30,7 +30,9 @@ from chainform.cli._options import (
     model_options_option,
     otel_option,
     provider_options,
+    retry_max_tokens_option,
     start_tracing,
+    stop_at_option,
     strategy_option,
 )
 from chainform.cli._output import echo_json, format_json
@@ -287,14 +289,7 @@ def open_log(*, required: bool, wanted: bool) -> Store | None:
     help="A tool the provider runs itself: web_search, code_execution, url_context or "
     "file_search:STORE_ID; repeatable (which model has which: docs/providers.md).",
 )
-@click.option(
-    "--stop-at",
-    "stop_at",
-    multiple=True,
-    metavar="TOOL",
-    help="End the chain when the model calls TOOL: its result (validated against --schema) is the "
-    "answer, with no further model call; repeatable.",
-)
+@stop_at_option("the chain", "the answer")
 @chain_limit_option
 @strategy_option
 @click.option(
@@ -308,13 +303,7 @@ def open_log(*, required: bool, wanted: bool) -> Store | None:
     help="What the deferred formatting call sees.",
 )
 @count_option("--retries", minimum=0, default=2, help="Re-asks after output that fails validation.")
-@click.option(
-    "--retry-max-tokens",
-    type=click.IntRange(min=1),
-    default=None,
-    help="When an answer is cut off at the token limit (-o max_tokens), ask once more with this "
-    "larger limit (default: fail with the text so far, exit 4).",
-)
+@retry_max_tokens_option("an answer", "fail with the text so far, exit 4")
 @click.option(
     "--td", "--tools-debug", "tools_debug", is_flag=True, help="Show each tool call and result (stderr)."
 )

@@ -9,6 +9,7 @@ from chainform.evals._keep import load_report
 from chainform.evals._leaves import Tolerance
 from chainform.evals._plan import Options, Scorer, compile_plan
 from chainform.evals._report import Cell, FieldFigures, RowResult
+from chainform.evals._rescore import rescore
 from chainform.evals._run import MAX_ROWS, evaluate
 from chainform.evals._score import Outcome, score
 
@@ -27,5 +28,6 @@ __all__ = [
     "compile_plan",
     "evaluate",
     "load_report",
+    "rescore",
     "score",
 ]

@@ -9,7 +9,7 @@ from typing import Any
 
 from chainform.evals._eval_report import EvalReport
 from chainform.evals._plan import Leaf, compile_plan, walk
-from chainform.evals._report import Cell, value_at
+from chainform.evals._report import Cell, value_at, value_text, wrong_fields
 from chainform.evals._table import cell_texts, columns, field_text, money, percent, tool_lines
 
 MAX_WRONG_ROWS = 200
@@ -157,16 +157,25 @@ def _wrong_rows(cell: Cell) -> str:
     wrong = [row for row in cell.rows if not row.right]
     items = []
     for row in wrong[:MAX_WRONG_ROWS]:
-        fields = ", ".join(f"{p} {o.status}" for p, o in row.fields.items() if o.status != "right")
+        fields = "".join(
+            f"<div><code>{escape(path)}</code> {escape(status)}: expected <code>{escape(value_text(expected))}</code>, "
+            f"answered <code>{escape(value_text(answered))}</code></div>"
+            for path, status, expected, answered in ([] if row.error else wrong_fields(row))
+        )
         calls = " ".join(f"<code>{escape(c)}</code>" for c in row.call_ids) or "(no logged call)"
         if row.conversation_id:
             calls = f"<code>{escape(row.conversation_id)}</code>: {calls}"
         error = f" <span class='bad'>{escape(row.error)}</span>" if row.error else ""
-        items.append(f"<tr><td>{escape(row.label)}</td><td>{escape(fields)}{error}</td><td>{calls}</td></tr>")
+        error += "".join(
+            f"<br>rubric {escape(p)}: {escape(why)}"
+            for p, why in row.rubric.items()
+            if why.startswith("fail")
+        )
+        items.append(f"<tr><td>{escape(row.label)}</td><td>{fields}{error}</td><td>{calls}</td></tr>")
     more = f"<p>and {len(wrong) - MAX_WRONG_ROWS} more</p>" if len(wrong) > MAX_WRONG_ROWS else ""
     return (
         f"<h3>{escape(cell.name)}: {len(wrong)} wrong</h3><table class='wrong'><tr><th>row</th>"
-        f"<th>fields not right</th><th>conversation: logged call ids (<code>chainform logs --cid CONVERSATION</code>)</th></tr>{''.join(items)}</table>{more}"
+        f"<th>fields not right: expected against answered</th><th>conversation: logged call ids (<code>chainform logs --cid CONVERSATION</code>)</th></tr>{''.join(items)}</table>{more}"
     )
 
 

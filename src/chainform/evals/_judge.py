@@ -11,15 +11,14 @@ calls per row, so cost per right row includes them.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from decimal import Decimal
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
 from chainform.evals._cells import MapJob, read_lines
 from chainform.evals._errors import EvalInputError
 from chainform.evals._plan import Leaf, Node, walk
-from chainform.evals._report import Cell, value_at
+from chainform.evals._report import Cell, RowResult, value_at
 from chainform.evals._score import Outcome
 
 PROMPT = (
@@ -35,15 +34,16 @@ SCHEMA: dict[str, Any] = {
 _SEP = "\x1f"  # between a row's key and a field's path in a judge row's key
 
 
-def free_text_fields(plan: Node, wanted: Sequence[str] | None) -> list[str]:
-    """The string fields (no format, no enum, outside arrays) the judge reads: all, or `wanted`."""
+def free_text_fields(plan: Node, wanted: Sequence[str] | None, option: str = "--judge-field") -> list[str]:
+    """The string fields (no format, no enum, outside arrays) the judge reads: all, or `wanted`
+    (one that is none of them is refused, naming `option`)."""
     free = [n.path for n in walk(plan) if isinstance(n, Leaf) and n.kind == "string" and "[]" not in n.path]
     if wanted is None:
         return free
     for path in wanted:
         if path not in free:
             raise EvalInputError(
-                f"--judge-field names {path!r}, which is no free-text field (free-text fields: {', '.join(free)})"
+                f"{option} names {path!r}, which is no free-text field (free-text fields: {', '.join(free)})"
             )
     return list(wanted)
 
@@ -66,26 +66,17 @@ def judge_job(model: Any, path: Path, cell: Cell, fields: Sequence[str], **map_o
     return MapJob(model, path, items, {"prompt": PROMPT, "schema": SCHEMA, **map_options})
 
 
-def apply_verdicts(path: Path, cell: Cell) -> None:
-    """The judge's verdicts kept in `path`, applied to the cell's rows (and its calls priced into them)."""
+def apply_verdicts(path: Path, cell: Cell, still: Callable[[RowResult, str], bool] | None = None) -> None:
+    """The judge's verdicts kept in `path`, applied to the cell's rows (and its calls priced into
+    them); with `still`, only those of which `still(row, field)` says they still hold (a rescore)."""
     rows = {row.run_key: row for row in cell.rows}
     for key, line in read_lines(path).items():
         row_key, _, name = key.rpartition(_SEP)
         row = rows.get(row_key)
-        if row is None:
+        if row is None or (still is not None and not still(row, name)):
             continue
-        meta = line["_map"]
-        row.calls["judge"] = row.calls.get("judge", 0) + 1
-        row.tokens += int(meta.get("tokens") or 0)
-        cost = meta.get("cost")
-        row.cost = None if row.cost is None or cost is None else str(Decimal(row.cost) + Decimal(cost))
-        if meta.get("retried"):
-            row.calls["resent"] = row.calls.get("resent", 0) + int(meta["retried"])
+        row.charge(line["_map"], name, line.get("error"))
         if "error" in line:  # no verdict: the field stays as the rules scored it, the failure counted
-            error = line["error"]
-            row.judge_errors.append(
-                f"{name}: {error.get('phase')}: {error.get('type')}: {error.get('message')}"
-            )
             continue
         value = line.get("value")
         if isinstance(value, dict) and value.get("same") is True:

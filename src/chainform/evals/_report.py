@@ -37,6 +37,24 @@ class RowResult:
     agrees: dict[str, bool] = field(default_factory=dict)  # run 0: does every run give the field one value
     tools_wrong: list[str] = field(default_factory=list)  # tools called that `expected_tools` did not want
     tools_missed: list[str] = field(default_factory=list)  # expected tool calls not made
+    expected_tools: Any = None  # the row's expected tool calls (`_tools.Expectation.to_json()`), if any
+    rubric: dict[str, str] = field(
+        default_factory=dict
+    )  # field: "pass: reason" / "fail: reason" of the judge
+
+    def charge(self, meta: dict[str, Any], name: str, error: dict[str, Any] | None) -> None:
+        """Add one judge call (a map line's `_map` meta) to the row: counted, its tokens and cost
+        added; a failed one (`error`) named in `judge_errors` under the field `name`."""
+        self.calls["judge"] = self.calls.get("judge", 0) + 1
+        self.tokens += int(meta.get("tokens") or 0)
+        cost = meta.get("cost")
+        self.cost = None if self.cost is None or cost is None else str(Decimal(self.cost) + Decimal(cost))
+        if meta.get("retried"):
+            self.calls["resent"] = self.calls.get("resent", 0) + int(meta["retried"])
+        if error is not None:
+            self.judge_errors.append(
+                f"{name}: {error.get('phase')}: {error.get('type')}: {error.get('message')}"
+            )
 
     @property
     def run_key(self) -> str:
@@ -48,9 +66,8 @@ class RowResult:
         """The row's key, and which run of it when each row ran several times."""
         return self.key if self.repeat is None else f"{self.key} #{self.repeat + 1}"
 
-    judge_errors: list[str] = field(
-        default_factory=list
-    )  # "field: phase: Type: message" of failed judge calls
+    # "field: phase: Type: message" of each failed judge call
+    judge_errors: list[str] = field(default_factory=list)
 
     @property
     def valid(self) -> bool:
@@ -191,10 +208,13 @@ class Cell:
     def right_rate(self) -> float:
         return self.rows_right / self.n if self.n else 0.0
 
-    def fields(self) -> dict[str, FieldFigures]:
+    def fields(self, *, valid_only: bool = False) -> dict[str, FieldFigures]:
+        """Each field's figures over the rows (`valid_only`: over the rows with a valid answer)."""
         sums: dict[str, list[int]] = {}  # path: right, total, tp, fp, fn
         statuses: dict[str, dict[str, int]] = {}
         for row in self.rows:
+            if valid_only and not row.valid:
+                continue
             for path, (status, right, total, tp, fp, fn) in row.fields.items():
                 acc = sums.get(path)
                 if acc is None:
@@ -217,6 +237,13 @@ class Cell:
         """The mean of the fields' accuracies: each field counts once, however many items it has."""
         figures = self.fields()
         return sum(f.accuracy for f in figures.values()) / len(figures) if figures else 0.0
+
+    @property
+    def valid_field_accuracy(self) -> float | None:
+        """`field_accuracy` over the rows with a valid answer only: how right the answers are, apart
+        from the calls that failed (None when no row has one)."""
+        figures = self.fields(valid_only=True)
+        return sum(f.accuracy for f in figures.values()) / len(figures) if figures else None
 
     def calls_per_row(self) -> dict[str, float]:
         counts: dict[str, int] = {}
@@ -286,6 +313,7 @@ class Cell:
                 "rows_right": self.rows_right,
                 "right_rate": self.right_rate,
                 "field_accuracy": self.field_accuracy,
+                "valid_field_accuracy": self.valid_field_accuracy,
                 "fields": {
                     path: {"accuracy": f.accuracy, "right": f.right, "total": f.total, "statuses": f.statuses}
                     | ({"precision": f.precision, "recall": f.recall, "f1": f.f1} if f.is_array else {})
@@ -345,6 +373,26 @@ class Cell:
         )
 
 
+def wrong_fields(row: RowResult) -> list[tuple[str, str, Any, Any]]:
+    """The row's fields not right: (path, status, expected, answered); an item field
+    (`items[].qty`) shows its array's values (`items`)."""
+    out = []
+    for path, outcome in row.fields.items():
+        if outcome.status == "right":
+            continue
+        whole = path.split("[]", 1)[0]
+        out.append((path, outcome.status, value_at(row.expected, whole), value_at(row.actual, whole)))
+    return out
+
+
+def value_text(value: Any, limit: int = 200) -> str:
+    """A value as short JSON text for a report (cut at `limit` characters, marked with an ellipsis)."""
+    import json
+
+    text = json.dumps(value, ensure_ascii=False, default=str)
+    return text if len(text) <= limit else text[: limit - 1] + "\u2026"
+
+
 def run_key(key: str, repeat: int | None) -> str:
     """The map's key of one run of a row: the row's own key when each row runs once."""
     return key if repeat is None else f"{key}{_RUN}{repeat + 1}"
@@ -355,6 +403,8 @@ _RUN = "\x1e"  # between a row's key and its run's number
 
 def value_at(value: Any, path: str) -> Any:
     """The value at a dotted path of nested objects (None where there is none)."""
+    if path == "value" and not isinstance(value, dict):  # a schema whose root is not an object
+        return value
     for part in path.split("."):
         if not isinstance(value, dict):
             return None
@@ -369,4 +419,4 @@ def _count(items: Any) -> dict[str, int]:
     return out
 
 
-__all__ = ["Cell", "FieldFigures", "RowResult", "run_key", "value_at"]
+__all__ = ["Cell", "FieldFigures", "RowResult", "run_key", "value_at", "value_text", "wrong_fields"]

@@ -12,6 +12,7 @@ import math
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from decimal import Decimal
+from pathlib import Path
 from typing import Any, Protocol
 
 from chainform.errors import ChainInterruptedError
@@ -23,6 +24,7 @@ from chainform.evals._keep import eval_dir, find_resumable, kept_settings, save_
 from chainform.evals._leaves import Tolerance
 from chainform.evals._plan import Arr, Node, Options, Scorer, compile_plan, walk
 from chainform.evals._report import Cell, RowResult, run_key
+from chainform.evals._rubric import apply_rubric, optional_in, rubric_job
 from chainform.evals._score import ABSENT, Outcome, score
 from chainform.evals._tools import TOOLS, Call, Expectation
 from chainform.evals._tools import judge as judge_tools
@@ -63,6 +65,9 @@ def evaluate(
     judge_fields: Sequence[str] | None = None,
     repeat: int = 1,
     progress: EvalProgress | None = None,
+    retry_failed: bool = False,
+    rubric: Mapping[str, str] | None = None,
+    judge_options: Mapping[str, Any] | None = None,
     **map_options: Any,
 ) -> EvalReport:
     """Run and score every cell; the report is also kept (`chainform eval show ID`).
@@ -77,52 +82,68 @@ def evaluate(
     `model.map` (concurrency, retries, attach, attach_base, batch, system, tools, chain_limit, ...).
     `judge` (a model or its name; off by default) decides the free-text fields (`judge_fields`, else
     every plain string field) that the rules scored wrong (see `_judge`). `repeat=N` runs each row N
-    times: the report adds pass@k, pass^k and per-field agreement across the runs. `progress` hears of
-    each cell as it starts and of each row as it is scored. Raises EvalInputError (bad rows,
-    tolerance, scorer, a judge with no key) before any call.
+    times: the report adds pass@k, pass^k and per-field agreement across the runs. `retry_failed=True`
+    (with `resume=True`) runs again the rows whose chain failed. `rubric` ({field: rubric text}) has
+    the judge (else the first model) pass or fail a free-text field on the rubric, with no expected
+    value (see `_rubric`); `judge_options` (`key`, `base_url`) are the judge's own, else a judge of
+    a model's provider gets the models'. Raises EvalInputError
+    (bad rows, tolerance, scorer, a judge with no key) before any call. `progress` hears of each
+    cell as it starts and of each row as it is scored.
     """
     from chainform.schema import resolve_schema
 
     spec_schema = resolve_schema(schema)
-    fuzzy_fields = dict(fuzzy) if isinstance(fuzzy, Mapping) else {}
-    default_fuzzy = fuzzy_fields.pop("*", None) if isinstance(fuzzy, Mapping) else fuzzy
-    plan = compile_plan(
-        spec_schema,
-        Options(default_tolerance, dict(tolerance or {}), default_fuzzy, dict(scorers or {}), fuzzy_fields),
-    )
+    plan = compile_plan(spec_schema, scoring_options(tolerance, default_tolerance, fuzzy, scorers))
     prompts = [prompt] if isinstance(prompt, str) else list(prompt)
-    data = read_rows(rows, spec_schema, expected, id_field, max_rows, prompts, expected_tools)
+    rubric = dict(rubric or {})
+    graded = free_text_fields(plan, list(rubric), "--rubric") if rubric else []
+    for name, text in rubric.items():
+        if not isinstance(text, str) or not text.strip():
+            raise EvalInputError(f"--rubric {name}: give the rubric's text, e.g. {name}='names the product'")
+    checked = (
+        optional_in(spec_schema, graded) if graded else spec_schema
+    )  # rubric fields need no expected value
+    data = read_rows(rows, checked, expected, id_field, max_rows, prompts, expected_tools)
     if any(row.tools is not None for row in data) and not map_options.get("log", True):
         raise EvalInputError(
             f"the rows' {expected_tools!r} are scored from the logged tool calls: an eval without the log cannot"
         )
     if not prompts or not models or not strategies:
         raise EvalInputError("an eval needs at least one prompt, one model and one strategy")
+    if retry_failed and not resume:
+        raise EvalInputError("retrying the failed rows is part of a resume: give resume=True (--resume)")
     if isinstance(repeat, bool) or not isinstance(repeat, int) or repeat < 1:
         raise EvalInputError(f"repeat={repeat!r}: give a whole number of runs per row, at least 1")
     names = [_name(m) for m in models]
     judged = free_text_fields(plan, judge_fields) if judge is not None else []
-    judge_model = _judge_model(judge, model_options or {}, names)
+    judged = [name for name in judged if name not in rubric]  # a rubric field is judged on its rubric
+    if rubric and judge is None:
+        judge = models[0]  # no judge named: the (first) model judges its own rubric fields
+    judge_model = _judge_model(judge, model_options or {}, names, judge_options or {})
     built = [_model(m, model_options or {}) for m in models]  # a model with no key fails before any call
-    spec = {
-        "data": _digest(
-            [(r.key, r.inputs, r.expected, *((r.tools.to_json(),) if r.tools else ())) for r in data]
-        ),
-        "schema": spec_schema,
-        "prompts": prompts,
-        "models": names,
-        "strategies": list(strategies),
-        "expected": expected,
-        "judge": None if judge is None else [_name(judge), judged],
-    } | ({"repeat": repeat} if repeat > 1 else {})
-    scoring = {
-        "tolerance": {path: Tolerance.parse(t).to_json() for path, t in (tolerance or {}).items()},
-        "default_tolerance": Tolerance.parse(default_tolerance).to_json(),
-        "fuzzy": fuzzy,
-        "scorers": sorted(scorers or {}),
-        "judge": None if judge is None else _name(judge),
-        "judge_fields": judged,
-    }
+    spec = (
+        {
+            "data": _digest(
+                [(r.key, r.inputs, r.expected, *((r.tools.to_json(),) if r.tools else ())) for r in data]
+            ),
+            "schema": spec_schema,
+            "prompts": prompts,
+            "models": names,
+            "strategies": list(strategies),
+            "expected": expected,
+            "judge": None if judge is None else [_name(judge), judged],
+        }
+        | ({"repeat": repeat} if repeat > 1 else {})
+        | ({"rubric": rubric} if rubric else {})
+    )
+    scoring = (
+        scoring_settings(tolerance, default_tolerance, fuzzy, scorers)
+        | {
+            "judge": None if judge is None else _name(judge),
+            "judge_fields": judged,
+        }
+        | ({"rubric": rubric} if rubric else {})
+    )
     eval_id = find_resumable(spec) if resume else None
     if resume and eval_id is None:
         raise EvalInputError("no earlier eval of this data with these settings to resume")
@@ -143,9 +164,9 @@ def evaluate(
     try:
         cells = _run_cells(
             eval_id, data, plan, spec_schema, prompts, names, built, list(strategies), resume, budget,
-            map_options, repeat, progress,
+            map_options, repeat, retry_failed, progress,
         )  # fmt: skip
-        _score_cells(eval_id, cells, data, plan, judge_model, judged, resume, budget, map_options)
+        _score_cells(eval_id, cells, data, plan, judge_model, judged, resume, budget, map_options, rubric)
     except (KeyboardInterrupt, ChainInterruptedError):
         raise EvalInterruptedError(eval_id) from None
     settings = {"expected": expected, "prompts": prompts, "id_field": id_field, "scoring": scoring}
@@ -159,7 +180,8 @@ def evaluate(
 def _run_cells(
     eval_id: str, data: Sequence[_Row], plan: Node, schema: dict[str, Any], prompts: Sequence[str],
     names: Sequence[str], built: Sequence[Any], strategies: Sequence[str], resume: bool, budget: Any,
-    map_options: Mapping[str, Any], repeat: int, progress: EvalProgress | None = None,
+    map_options: Mapping[str, Any], repeat: int, retry_failed: bool = False,
+    progress: EvalProgress | None = None,
 ) -> list[Cell]:  # fmt: skip
     """Run every model x strategy x prompt cell's map, all at once within `concurrency` rows in
     flight; the cells, with no rows scored yet."""
@@ -181,7 +203,7 @@ def _run_cells(
                 hooks = _progress_hooks(progress, len(cells), cell.name, plan, data, repeat)
                 jobs.append(MapJob(model, folder / f"cell-{len(cells)}.jsonl", items, asked, **hooks))
                 cells.append(cell)
-    run_ids = run_maps(jobs, concurrency=concurrency, resume=resume, budget=budget)
+    run_ids = run_maps(jobs, concurrency=concurrency, resume=resume, retry_failed=retry_failed, budget=budget)
     for cell, run_id in zip(cells, run_ids, strict=True):
         cell.run_id = run_id
     return cells
@@ -217,6 +239,33 @@ def _progress_hooks(
     return {"on_start": on_start, "on_line": on_line}
 
 
+def scoring_options(
+    tolerance: Mapping[str, float | str | Tolerance] | None,
+    default_tolerance: float | str | Tolerance,
+    fuzzy: float | Mapping[str, float] | None,
+    scorers: Mapping[str, Scorer] | None,
+) -> Options:
+    """The Options of `evaluate`'s scoring arguments (`fuzzy` by field: `*` for the others)."""
+    fuzzy_fields = dict(fuzzy) if isinstance(fuzzy, Mapping) else {}
+    default_fuzzy = fuzzy_fields.pop("*", None) if isinstance(fuzzy, Mapping) else fuzzy
+    return Options(default_tolerance, dict(tolerance or {}), default_fuzzy, dict(scorers or {}), fuzzy_fields)
+
+
+def scoring_settings(
+    tolerance: Mapping[str, float | str | Tolerance] | None,
+    default_tolerance: float | str | Tolerance,
+    fuzzy: float | Mapping[str, float] | None,
+    scorers: Mapping[str, Scorer] | None,
+) -> dict[str, Any]:
+    """The scoring arguments as the report keeps them (JSON; after `compile_plan` has checked them)."""
+    return {
+        "tolerance": {path: Tolerance.parse(t).to_json() for path, t in (tolerance or {}).items()},
+        "default_tolerance": Tolerance.parse(default_tolerance).to_json(),
+        "fuzzy": fuzzy,
+        "scorers": sorted(scorers or {}),
+    }
+
+
 def _runs(data: Sequence[_Row], repeat: int) -> list[tuple[_Row, int | None]]:
     """Each row with the number of its run (None when each row runs once)."""
     return [(row, r if repeat > 1 else None) for row in data for r in range(repeat)]
@@ -225,11 +274,35 @@ def _runs(data: Sequence[_Row], repeat: int) -> list[tuple[_Row, int | None]]:
 def _score_cells(
     eval_id: str, cells: Sequence[Cell], data: Sequence[_Row], plan: Node, judge_model: Any,
     judged: Sequence[str], resume: bool, budget: Any, map_options: Mapping[str, Any],
+    rubric: Mapping[str, str],
 ) -> None:  # fmt: skip
     """Score each cell's rows from its committed lines and the log; then let the judge decide (its
     calls for every cell at once; a failed one is no verdict, so a resume asks again)."""
     folder = eval_dir(eval_id)
     log = map_options.get("log", True)
+    score_rows(folder, cells, data, plan, log=log)
+    concurrency = map_options.get("concurrency") or 8
+    steps: list[tuple[str, Any, Any]] = []  # (file name, the cell's map job, how its lines apply)
+    if judge_model is not None and judged:
+        steps.append(("judge", lambda p, c: judge_job(judge_model, p, c, judged, log=log), apply_verdicts))
+    if rubric:
+        steps.append(
+            (
+                "rubric",
+                lambda p, c: rubric_job(judge_model, p, c, rubric, log=log),
+                lambda p, c: apply_rubric(p, c, rubric),
+            )
+        )
+    for name, job, apply in steps:
+        paths = [folder / f"{name}-{index}.jsonl" for index in range(len(cells))]
+        jobs = [job(path, cell) for path, cell in zip(paths, cells, strict=True)]
+        run_maps(jobs, concurrency=concurrency, resume=resume, retry_failed=True, budget=budget)
+        for path, cell in zip(paths, cells, strict=True):
+            apply(path, cell)
+
+
+def score_rows(folder: Path, cells: Sequence[Cell], data: Sequence[_Row], plan: Node, *, log: bool) -> None:
+    """Score each cell's rows from its committed lines in `folder` and the log's calls (no model call)."""
     log_reader = _LogReader(enabled=log)
     try:
         for index, cell in enumerate(cells):
@@ -243,17 +316,6 @@ def _score_cells(
                 _agreement(plan, cell)
     finally:
         log_reader.close()
-    if judge_model is None or not judged:
-        return
-    verdicts = [folder / f"judge-{index}.jsonl" for index in range(len(cells))]
-    jobs = [
-        judge_job(judge_model, path, cell, judged, log=log)
-        for path, cell in zip(verdicts, cells, strict=True)
-    ]
-    concurrency = map_options.get("concurrency") or 8
-    run_maps(jobs, concurrency=concurrency, resume=resume, retry_failed=True, budget=budget)
-    for path, cell in zip(verdicts, cells, strict=True):
-        apply_verdicts(path, cell)
 
 
 def _check_scoring(eval_id: str, scoring: dict[str, Any]) -> None:
@@ -359,10 +421,10 @@ def _name(model: Any) -> str:
     return model if isinstance(model, str) else str(getattr(model, "name", model))
 
 
-def _judge_model(judge: Any, options: Mapping[str, Any], names: Sequence[str]) -> Any:
-    """The judge, made before any call: one of the same provider as a model evaluated (`openai/...`
-    both) is given the models' key and base URL; one with no key is bad input (exit 2), not a
-    failed row."""
+def _judge_model(judge: Any, options: Mapping[str, Any], names: Sequence[str], own: Mapping[str, Any]) -> Any:
+    """The judge, made before any call: with its `own` key and base URL where given, else one of the
+    same provider as a model evaluated (`openai/...` both) is given the models' key and base URL;
+    one with no key is bad input (exit 2), not a failed row."""
     if judge is None:
         return None
     from chainform.errors import MissingKeyError
@@ -370,6 +432,7 @@ def _judge_model(judge: Any, options: Mapping[str, Any], names: Sequence[str]) -
     shared = {}
     if isinstance(judge, str) and _provider(judge) in {_provider(name) for name in names}:
         shared = {k: options[k] for k in ("key", "base_url") if options.get(k) is not None}
+    shared |= {k: v for k, v in own.items() if v is not None}
     try:
         return _model(judge, shared)
     except MissingKeyError as exc:
@@ -396,6 +459,7 @@ def _model(model: Any, options: Mapping[str, Any]) -> Any:
 def _scored(plan: Node, row: _Row, line: dict[str, Any] | None, repeat: int | None = None) -> RowResult:
     result = _result(plan, row, line)
     result.repeat = repeat
+    result.expected_tools = row.tools.to_json() if row.tools is not None else None
     return result
 
 
@@ -426,7 +490,7 @@ def _agreement(plan: Node, cell: Cell) -> None:
     (by the field's rule: the first answer scored as the expected one); a failed run agrees with nothing."""
     for runs in cell.by_row().values():
         first = runs[0]
-        paths = list(first.fields)
+        paths = [path for path in first.fields if path != TOOLS]  # the answer's fields
         if any(not run.valid for run in runs):
             first.agrees = dict.fromkeys(paths, False)
             continue
@@ -505,4 +569,13 @@ class _LogReader:
             self.store.close()
 
 
-__all__ = ["MAX_ROWS", "EvalProgress", "evaluate", "not_json", "read_rows"]
+__all__ = [
+    "MAX_ROWS",
+    "EvalProgress",
+    "evaluate",
+    "not_json",
+    "read_rows",
+    "score_rows",
+    "scoring_options",
+    "scoring_settings",
+]

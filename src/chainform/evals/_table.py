@@ -7,11 +7,11 @@ from decimal import Decimal
 from typing import Any
 
 from chainform.evals._eval_report import EvalReport
-from chainform.evals._report import Cell, FieldFigures
+from chainform.evals._report import Cell, FieldFigures, value_text, wrong_fields
 from chainform.evals._tools import TOOLS
 
 COLUMNS = (
-    "cell", "ran", "valid", "rows right", "field acc", "calls/row", "tokens", "cost/row",
+    "cell", "ran", "valid", "rows right", "field acc", "valid acc", "calls/row", "tokens", "cost/row",
     "cost/right row", "p50 ms", "p95 ms", "errors",
 )  # fmt: skip
 _LEFT = frozenset({"cell", "ran", "calls/row", "errors"})
@@ -51,6 +51,7 @@ def cell_texts(cell: Cell, repeats: int = 1) -> list[str]:
         f"{cell.rows_right}/{cell.n}",
         *((percent(cell.pass_at(repeats)), percent(cell.pass_all(repeats))) if repeats > 1 else ()),
         percent(cell.field_accuracy),
+        "?" if cell.valid_field_accuracy is None else percent(cell.valid_field_accuracy),
         calls,
         str(cell.tokens),
         money(cell.cost_per_row) + unpriced,
@@ -72,9 +73,35 @@ def field_text(figures: FieldFigures, agreement: float | None = None) -> str:
     return text
 
 
+MAX_WRONG_SHOWN = 30
+"""Lines of the terminal's table of wrong fields at most (`--csv`, `--html`: every one)."""
+
+
+def safe(text: str) -> str:
+    """`text` as a terminal can print it: characters UTF-8 cannot encode (lone surrogates) escaped."""
+    return text.encode("utf-8", "backslashreplace").decode("utf-8")
+
+
+def wrong_lines(report: EvalReport) -> list[tuple[str, str, str, str, str, str]]:
+    """Every field not right, as (cell, row, field, status, expected, answered) texts; a row whose
+    chain failed is one line (field `*`, its error as the answer)."""
+    out = []
+    for cell in report.cells:
+        for row in cell.rows:
+            if row.error is not None:
+                out.append((cell.name, row.label, "*", row.error_phase or "error", "", row.error))
+                continue
+            for path, status, expected, answered in wrong_fields(row):
+                out.append(
+                    (cell.name, row.label, path, status, value_text(expected, 60), value_text(answered, 60))
+                )
+    return out
+
+
 def tables(report: EvalReport) -> list[Any]:
-    """The cells table, then the per-field table."""
+    """The cells table, the per-field table, then the fields not right (expected against answered)."""
     from rich.table import Table
+    from rich.text import Text
 
     cells = Table(title=f"eval {report.eval_id}", title_justify="left")
     heads = columns(report.cells)
@@ -95,7 +122,20 @@ def tables(report: EvalReport) -> list[Any]:
     for path in figures[0] if figures else {}:
         texts = (field_text(f[path], a.get(path)) for f, a in zip(figures, agreements, strict=True))
         fields.add_row(path, *texts)
-    return [cells, fields]
+    lines = wrong_lines(report)
+    if not lines:
+        return [cells, fields]
+    shown = (
+        f"first {MAX_WRONG_SHOWN} of {len(lines)}; --csv or --html: all"
+        if len(lines) > MAX_WRONG_SHOWN
+        else ""
+    )
+    wrong = Table(title=f"fields not right{f' ({shown})' if shown else ''}", title_justify="left")
+    for column in ("cell", "row", "field", "status", "expected", "answered"):
+        wrong.add_column(column)
+    for line in lines[:MAX_WRONG_SHOWN]:
+        wrong.add_row(*(Text(safe(text)) for text in line))  # model output: never read as markup
+    return [cells, fields, wrong]
 
 
 def tool_lines(cell: Cell) -> list[str]:
@@ -121,12 +161,15 @@ def render(report: EvalReport, console: Any) -> None:
 
 __all__ = [
     "COLUMNS",
+    "MAX_WRONG_SHOWN",
     "cell_texts",
     "columns",
     "field_text",
     "money",
     "percent",
     "render",
+    "safe",
     "tables",
     "tool_lines",
+    "wrong_lines",
 ]
