@@ -206,7 +206,7 @@ def local(tasks: int, max_tokens: int) -> tuple[list[dict[str, Any]], dict[str, 
     runs = []
     for task in TASKS[:tasks]:
         for strategy in STRATEGIES:
-            runs.append(run_chain(model, task, strategy, chain_limit=3, retries=1))
+            runs.append(run_chain(model, task, strategy, chain_limit=3, validation_retries=1))
     return runs, {
         "tasks": tasks,
         "max_output_tokens": max_tokens,

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Install chainform with every extra into ./.venv (if needed) and run the whole test suite.
 # Usage: bash scripts/test.sh [--stress] [pytest args...]
-# The tests run in parallel (pytest-xdist): one worker per core, at most 8; CHAINFORM_TEST_WORKERS=N
+# The tests run in parallel (pytest-xdist): one worker per logical CPU, at most 8; CHAINFORM_TEST_WORKERS=N
 # picks N (0: in this process), as do pytest's own -n/--numprocesses and -p no:xdist. A worker that dies
 # fails its test and the run. `-m unit` runs the unit tier alone (docs/testing.md, "Test tiers").
 # --stress: run it with two busy processes beside it (each spins one CPU), stopped when this script
@@ -31,7 +31,7 @@ if [ "$(cat .venv/.chainform-installed 2>/dev/null)" != "$stamp" ]; then
   pip_install -e '.[all,dev]'
   echo "$stamp" > .venv/.chainform-installed
 fi
-parallel=(-n "${CHAINFORM_TEST_WORKERS:-auto}" --maxprocesses 8 --dist loadgroup)
+parallel=(-n "${CHAINFORM_TEST_WORKERS:-logical}" --maxprocesses 8 --dist loadgroup)
 for arg in "$@"; do
   case "$arg" in
     # chosen by the caller, or a listing of the tests (no workers needed), or a debugger

@@ -20,10 +20,13 @@ _PUBLIC: dict[str, tuple[str, ...]] = {
     # module: the names `chainform` gives from it (the one list; __all__ and the lookup derive from it)
     "chainform.agents": ("Agent",),
     "chainform.output.strategies._context": ("ContextPolicy",),
-    "chainform.chain._events": ("ChainEvent",),
+    "chainform.chain._events": ("ChainEvent", "FellBack"),
     "chainform.chain._records": ("ChainUsage",),
     "chainform.chain._calls": ("ModelCall",),
     "chainform.chain._tools": ("CancelToolCall", "Final"),
+    "chainform.chain._approval": ("ChainWaitingError", "PendingCall"),
+    "chainform.chain._spec": ("ChainSpec", "SpecError"),
+    "chainform.durable": ("Approved", "Denied", "ResumeError", "aresume", "resume"),
     "chainform.clients.base": ("BaseChatClient", "CallContext", "ChatClient"),
     "chainform.clients.registry": ("ModelInfo", "list_models", "register_alias"),
     "chainform.errors": (
@@ -132,9 +135,14 @@ if TYPE_CHECKING:  # what type checkers and editors see: the same names, importe
     from chainform import pricing as pricing
     from chainform import tools as tools
     from chainform.agents import Agent as Agent
+    from chainform.chain._approval import ChainWaitingError as ChainWaitingError
+    from chainform.chain._approval import PendingCall as PendingCall
     from chainform.chain._calls import ModelCall as ModelCall
     from chainform.chain._events import ChainEvent as ChainEvent
+    from chainform.chain._events import FellBack as FellBack
     from chainform.chain._records import ChainUsage as ChainUsage
+    from chainform.chain._spec import ChainSpec as ChainSpec
+    from chainform.chain._spec import SpecError as SpecError
     from chainform.chain._tools import CancelToolCall as CancelToolCall
     from chainform.chain._tools import Final as Final
     from chainform.clients.base import BaseChatClient as BaseChatClient
@@ -143,6 +151,11 @@ if TYPE_CHECKING:  # what type checkers and editors see: the same names, importe
     from chainform.clients.registry import ModelInfo as ModelInfo
     from chainform.clients.registry import list_models as list_models
     from chainform.clients.registry import register_alias as register_alias
+    from chainform.durable import Approved as Approved
+    from chainform.durable import Denied as Denied
+    from chainform.durable import ResumeError as ResumeError
+    from chainform.durable import aresume as aresume
+    from chainform.durable import resume as resume
     from chainform.errors import AllModelsFailedError as AllModelsFailedError
     from chainform.errors import AttachmentError as AttachmentError
     from chainform.errors import Attempt as Attempt

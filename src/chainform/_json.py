@@ -119,20 +119,26 @@ def _load(text: str, *, partial: bool | Literal["trailing-strings"]) -> Any:
 
 def check_depth(value: Any, text: str) -> None:
     """Raise JSONLimitError when `value` nests deeper than MAX_DEPTH (cheap when `text` cannot)."""
-    if text.count("[") + text.count("{") <= MAX_DEPTH:
-        return
-    level: list[Any] = [value] if isinstance(value, dict | list) else []
+    if text.count("[") + text.count("{") > MAX_DEPTH and too_deep(value):
+        raise JSONLimitError(f"JSON nested more than {MAX_DEPTH} levels deep")
+
+
+def too_deep(value: Any, limit: int = MAX_DEPTH) -> bool:
+    """Whether `value` (dicts, lists and tuples within each other) nests deeper than `limit`;
+    walked level by level, so a value of any depth is measured without recursion."""
+    level: list[Any] = [value] if isinstance(value, dict | list | tuple) else []
     depth = 1
     while level:
-        if depth > MAX_DEPTH:
-            raise JSONLimitError(f"JSON nested more than {MAX_DEPTH} levels deep")
+        if depth > limit:
+            return True
         level = [
             child
             for item in level
             for child in (item.values() if isinstance(item, dict) else item)
-            if isinstance(child, dict | list)
+            if isinstance(child, dict | list | tuple)
         ]
         depth += 1
+    return False
 
 
 def copy_json(value: Any) -> Any:

@@ -14,6 +14,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from chainform import _lineage
+from chainform.chain._spec import validation_retries_of
 from chainform.chain._tools import is_tool_source
 from chainform.errors import (
     ChainformError,
@@ -56,7 +57,8 @@ class Agent:
         output_schema: Any = None,
         strategy: str = "auto",
         chain_limit: int = 5,
-        retries: int = 2,
+        validation_retries: int | None = None,
+        retries: int | None = None,
     ) -> None:
         if isinstance(model, str):
             from chainform.models import get_model
@@ -71,7 +73,7 @@ class Agent:
         self.output_schema = output_schema
         self.strategy = strategy
         self.chain_limit = chain_limit
-        self.retries = retries
+        self.validation_retries = validation_retries_of(validation_retries, retries)
         self._tool = Tool.from_schema(name, description, self.parameters, self._call)
         self._twin: AsyncModel | None = None
 
@@ -111,7 +113,7 @@ class Agent:
             "schema": self.output_schema,
             "strategy": self.strategy,
             "chain_limit": self.chain_limit,
-            "retries": self.retries,
+            "validation_retries": self.validation_retries,
         }
 
     def run(self, input: Any, *, attachments: Sequence[Any] | None = None, convert: bool = True) -> Any:

@@ -6,17 +6,22 @@ import asyncio
 import contextlib
 import warnings
 from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, replace
 from typing import Any, Generic, TypeVar
 
 from chainform import _sync
 from chainform._map._api import amap, map_sync
+from chainform.chain._approval import Approval
 from chainform.chain._attachments import PendingPrompt, Prepared, PromptInput, prepare_request, user_prompt
 from chainform.chain._calls import ChainLogger
-from chainform.chain._engine import ChainRequest, ChainRun, traced, unknown_stop_tools
+from chainform.chain._engine import Bound, ChainRun, traced, unknown_stop_tools
 from chainform.chain._events import EventLog
 from chainform.chain._fallback import FallbackKind, FallbackPlan
 from chainform.chain._history import history_after
+from chainform.chain._journal import Journal, ResumeError
+from chainform.chain._lock import ChainLock
 from chainform.chain._records import ChainResult
+from chainform.chain._spec import ChainSpec, validation_retries_of
 from chainform.chain._tools import AfterCall, BeforeCall, is_tool_source, normalize_tools
 from chainform.clients.base import ChatClient
 from chainform.errors import HomeError, PricingError
@@ -80,7 +85,7 @@ class _Base(Generic[R]):
 
     # -- chains -----------------------------------------------------------------------------
 
-    def _response_of(self, factory: RunFactory) -> R:
+    def _response_of(self, factory: RunFactory, chain_id: str | None = None) -> R:
         raise NotImplementedError
 
     def chain(
@@ -92,7 +97,7 @@ class _Base(Generic[R]):
         schema: Any = None,
         strategy: str = "auto",
         chain_limit: int = 5,
-        retries: int = 2,
+        validation_retries: int | None = None,
         before_call: BeforeCall | None = None,
         after_call: AfterCall | None = None,
         format_prompt: str | None = None,
@@ -109,6 +114,8 @@ class _Base(Generic[R]):
         max_cost: Cost | None = None,
         retry_max_tokens: int | None = None,
         stop_at_tools: Sequence[str] = (),
+        requires_approval: Sequence[str] = (),
+        retries: int | None = None,
     ) -> R:
         """Run a tool chain whose final answer matches `schema` (when given); see docs/strategies.md.
 
@@ -119,6 +126,10 @@ class _Base(Generic[R]):
         model has none or cannot combine them (docs/providers.md).
         A call of a tool named in `stop_at_tools` (or a tool returning `cf.Final(value)`) ends the
         chain: its result, validated against `schema`, is the value (`chain.ended_by` names it).
+        `validation_retries`: re-asks after output that fails validation (`retries` is its old,
+        deprecated name). `requires_approval`: names of tools whose calls end the chain as
+        "waiting" until a person approves them (`cf.resume`, docs/durable.md); a Tool can also be
+        marked itself (`tool.requires_approval = True`).
 
         `attachments` (or Attachments in `prompt=[...]`) are made ready for this model before
         anything is sent: as they are, or converted locally (docs/attachments.md). `max_cost` (USD)
@@ -161,57 +172,33 @@ class _Base(Generic[R]):
                     "the tokens, and chainform has no price for them"
                 )
             chat_options = chat_options.replace(hosted_tools=hosted)
+        live_tools = offered
         stop_at = frozenset([stop_at_tools] if isinstance(stop_at_tools, str) else stop_at_tools)
         if not sources:  # with MCP servers, their tools are known when the chain starts
-            unknown_stop_tools(stop_at, {t.name: t for t in offered})
-        request = ChainRequest(
+            unknown_stop_tools(stop_at, {t.name: t for t in live_tools})
+        spec = ChainSpec.build(
+            self.name,
             prompt=message if isinstance(message, Message) else None,
             system=system,
-            tools=offered,
+            history=history,
+            tools=live_tools,
             output=OutputSpec.from_user(schema) if schema is not None else None,
             strategy=strategy,
             chain_limit=chain_limit,
-            retries=retries,
-            before_call=before_call,
-            after_call=after_call,
+            validation_retries=validation_retries_of(validation_retries, retries),
+            max_cost=max_cost,
+            format_context=format_context,
             format_prompt=format_prompt,
-            format_context=ContextPolicy.parse(format_context),
             options=chat_options,
             stream=stream,
-            history=list(history),
-            max_cost=max_cost,
+            fallbacks=[m.name for m in self.fallback.models] if self.fallback is not None else (),
+            requires_approval=requires_approval,
             retry_max_tokens=retry_max_tokens,
             stop_at_tools=stop_at,
         )
-        if sources:
-            return self._response_of(
-                lambda events: self._leased(sources, request, conversation_id, log, events, pending)
-            )
-        return self._response_of(
-            lambda events: self._run_logged(request, conversation_id, log, events, pending)
-        )
-
-    async def _leased(
-        self,
-        sources: list[Any],
-        request: ChainRequest,
-        conversation_id: str | None,
-        log: bool,
-        events: EventLog,
-        pending: PendingPrompt | None,
-    ) -> ChainResult:
-        """Run a chain whose tools include MCP servers: their sessions stay open for the chain."""
-        leased: list[Any] = []
-        try:
-            for source in sources:
-                offered: list[Any] = await asyncio.to_thread(source.acquire)
-                leased.append(source)
-                request.tools = normalize_tools([*request.tools, *offered])
-            return await self._run_logged(request, conversation_id, log, events, pending)
-        finally:
-            events.close()
-            for source in leased:
-                await asyncio.to_thread(source.release)
+        bound = Bound(live_tools, before_call, after_call, sources)
+        run = Launch(spec, bound, conversation_id or new_id(), new_id(), log)
+        return self._response_of(lambda events: self._run_logged(run, events, pending), run.chain_id)
 
     def prompt(
         self,
@@ -220,16 +207,17 @@ class _Base(Generic[R]):
         system: str | None = None,
         schema: Any = None,
         options: ChatOptions | dict[str, Any] | None = None,
-        retries: int = 2,
+        validation_retries: int | None = None,
         stream: bool = True,
         log: bool = True,
+        retries: int | None = None,
         **attaching: Any,
     ) -> R:
         """A single call (no tools); with a schema, validated and retried like a chain.
         `attachments=`, `convert=`, `allow_private_urls=`, `attachments_store=` as for `chain`."""
         return self.chain(
-            prompt, system=system, schema=schema, options=options, retries=retries, stream=stream, log=log,
-            **attaching,
+            prompt, system=system, schema=schema, options=options, stream=stream, log=log,
+            validation_retries=validation_retries_of(validation_retries, retries, stacklevel=4), **attaching,
         )  # fmt: skip
 
     # -- logging ----------------------------------------------------------------------------
@@ -246,12 +234,12 @@ class _Base(Generic[R]):
                 self._store = Store(self._log_path)
             except Exception as exc:  # logging must never break a chain; say so once
                 self._store_failed = True
-                way_on = "" if isinstance(exc, HomeError) else " (move the file aside, or pass log=False)"
+                way_on = "" if isinstance(exc, HomeError) else " (pass log=False to run without it)"
                 warnings.warn(f"chainform: logging disabled: {exc}{way_on}", stacklevel=3)
         return self._store
 
     def _logger(
-        self, request: ChainRequest, prepared: Prepared | None, conversation_id: str, chain_id: str
+        self, spec: ChainSpec, prepared: Prepared | None, conversation_id: str, chain_id: str
     ) -> ChainLogger | None:
         store = self._open_store()
         if store is None or not logging_enabled():
@@ -261,48 +249,90 @@ class _Base(Generic[R]):
             conversation_id=conversation_id,
             chain_id=chain_id,
             model=self.name,
-            prompt=prepared.text if prepared else unmarked_text(request.prompt) if request.prompt else None,
-            system=request.system,
-            schema=request.output.schema if request.output else None,
-            format_context_policy=request.format_context.name,
+            prompt=prepared.text if prepared else unmarked_text(spec.prompt) if spec.prompt else None,
+            system=spec.system,
+            schema=spec.output.schema if spec.output else None,
+            format_context_policy=spec.formatting.policy.name,
             attachments=prepared.attachments if prepared else (),
             attachments_store=prepared.store if prepared else "copy",
         )
 
     async def _run_logged(
-        self,
-        request: ChainRequest,
-        conversation_id: str | None,
-        log: bool,
-        events: EventLog,
-        pending: PendingPrompt | None = None,
+        self, launch: Launch, events: EventLog, pending: PendingPrompt | None = None
     ) -> ChainResult:
-        """Run a chain, each call committed to the log as it finishes (chain/_calls.py)."""
-        prepared = await prepare_request(request, pending, self.profile, events)  # before any call
-        conversation_id, chain_id = conversation_id or new_id(), new_id()
-        run = ChainRun(
-            self.client,
-            request,
-            profile=self.profile,
-            model_name=self.name,
-            conversation_id=conversation_id,
-            chain_id=chain_id,
-            events=events,
-            logger=self._logger(request, prepared, conversation_id, chain_id) if log else None,
-            refusals=self.refusals,
-            fallback=self.fallback,
-        )
-        result = await traced(run)
+        """Run a chain, each call committed to the log as it arrives (chain/_calls.py). Tools
+        from MCP servers (`bound.sources`) are listed once their sessions are open, and the
+        sessions stay open for the chain. A logged chain holds its lock (chain/_lock.py) while it
+        runs: a resume elsewhere is refused meanwhile."""
+        spec, conversation_id, chain_id = launch.spec, launch.conversation_id, launch.chain_id
+        tools: list[Any] = list(launch.bound.tools)
+        leased: list[Any] = []
+        logger = None
+        lock = None
+        try:
+            prepared = await prepare_request(pending, self.profile, events)  # before any call
+            if prepared is not None:
+                spec = replace(spec, prompt=prepared.message)
+            for source in launch.bound.sources:
+                offered: list[Any] = await asyncio.to_thread(source.acquire)
+                leased.append(source)
+                tools = normalize_tools([*tools, *offered])
+            if leased:
+                spec = spec.with_tools(tools)
+            logger = self._logger(spec, prepared, conversation_id, chain_id) if launch.log else None
+            if logger is not None and launch.lock is None:
+                lock = ChainLock(logger.store.path, chain_id)
+                if not lock.acquire():  # a new id: only a resume elsewhere of this very chain
+                    raise ResumeError(f"chain {chain_id} is running in another process")
+            run = ChainRun(
+                self.client,
+                spec,
+                tools=tools,
+                before_call=launch.bound.before_call,
+                after_call=launch.bound.after_call,
+                profile=self.profile,
+                model_name=self.name,
+                conversation_id=conversation_id,
+                chain_id=chain_id,
+                events=events,
+                logger=logger,
+                refusals=self.refusals,
+                fallback=self.fallback,
+                journal=launch.journal,
+                approvals=launch.approvals,
+            )
+            result = await traced(run)
+        finally:
+            if lock is not None:
+                lock.release()
+            events.close()
+            for source in leased:
+                await asyncio.to_thread(source.release)
         if prepared is not None:
             result.attachments = prepared.conversions
         return result
 
 
+@dataclass(frozen=True)
+class Launch:
+    """One chain to run: its spec, what is bound to it, its ids; a resumed chain's journal
+    (its log, replayed) and the approvals a person gave for its pending tool calls."""
+
+    spec: ChainSpec
+    bound: Bound
+    conversation_id: str
+    chain_id: str
+    log: bool = True
+    journal: Journal | None = None
+    approvals: dict[str, Approval] | None = None
+    lock: ChainLock | None = None  # held by the caller (a resume) already
+
+
 class Model(_Base[ChainResponse]):
     """A model you can prompt or run tool chains on. `cf.get_model(name)` builds one from a name."""
 
-    def _response_of(self, factory: RunFactory) -> ChainResponse:
-        return ChainResponse(factory)
+    def _response_of(self, factory: RunFactory, chain_id: str | None = None) -> ChainResponse:
+        return ChainResponse(factory, chain_id)
 
     def close(self) -> None:
         """Close the provider's connections and the log's (`with cf.get_model(...) as model:`)."""
@@ -325,8 +355,8 @@ class Model(_Base[ChainResponse]):
 class AsyncModel(_Base[AsyncChainResponse]):
     """The awaitable twin of Model: `chain(...)` returns an AsyncChainResponse."""
 
-    def _response_of(self, factory: RunFactory) -> AsyncChainResponse:
-        return AsyncChainResponse(factory)
+    def _response_of(self, factory: RunFactory, chain_id: str | None = None) -> AsyncChainResponse:
+        return AsyncChainResponse(factory, chain_id)
 
     async def __aenter__(self) -> AsyncModel:
         return self

@@ -10,6 +10,7 @@ from typing import Any
 
 from chainform import _sync
 from chainform._lineage import AgentRun
+from chainform.chain._approval import ChainWaitingError, PendingCall
 from chainform.chain._calls import ModelCall
 from chainform.chain._events import ChainEvent, EventLog, FinalText, PartialObjects
 from chainform.chain._records import ChainResult, ChainUsage
@@ -56,6 +57,21 @@ class _ResultView:
         return self._finished().attachments
 
     @property
+    def status(self) -> str:
+        """ "done", "waiting" (tool calls wait for approval: `pending`), "failed" or "interrupted"."""
+        try:
+            return self._finished().status
+        except (asyncio.CancelledError, KeyboardInterrupt, ChainInterruptedError):
+            return "interrupted"
+        except Exception:
+            return "failed"
+
+    @property
+    def pending(self) -> list[PendingCall]:
+        """The tool calls a waiting chain waits on (id, tool, arguments); [] otherwise."""
+        return self._finished().pending
+
+    @property
     def strategy(self) -> StrategyChoice | None:
         return self._finished().strategy
 
@@ -94,7 +110,8 @@ class _ResultView:
 class ChainResponse(_ResultView):
     """A chain running on chainform's background loop. Iterate for text chunks as they arrive."""
 
-    def __init__(self, factory: RunFactory) -> None:
+    def __init__(self, factory: RunFactory, chain_id: str | None = None) -> None:
+        self.chain_id = chain_id  # the chain's id in the log (`cf.resume`, `chainform resume`)
         self._events = EventLog()
         self._result = None
         self._error = None
@@ -171,7 +188,7 @@ class ChainResponse(_ResultView):
 
     def text(self) -> str:
         """The final answer's text (canonical JSON when a schema was given)."""
-        return self._finished().text
+        return _done(self._finished()).text
 
     @property
     def value(self) -> Any:
@@ -179,7 +196,7 @@ class ChainResponse(_ResultView):
         return self.get_value()
 
     def get_value(self) -> Any:
-        result = self._finished()
+        result = _done(self._finished())
         if not result.has_value:
             raise ValueError("this chain had no schema; use .text() or .json()")
         return result.value
@@ -192,7 +209,8 @@ class ChainResponse(_ResultView):
 class AsyncChainResponse(_ResultView):
     """The async twin: `async for chunk in r`, `await r.text()`, `await r.get_value()`, `await r`."""
 
-    def __init__(self, factory: RunFactory) -> None:
+    def __init__(self, factory: RunFactory, chain_id: str | None = None) -> None:
+        self.chain_id = chain_id  # the chain's id in the log (`cf.resume`, `chainform resume`)
         self._factory = factory
         self._events = EventLog()
         self._result = None
@@ -257,17 +275,24 @@ class AsyncChainResponse(_ResultView):
                 yield event.value
 
     async def text(self) -> str:
-        return (await self._wait(result_only=True)).text
+        return _done(await self._wait(result_only=True)).text
 
     async def get_value(self) -> Any:
-        result = await self._wait(result_only=True)
+        result = _done(await self._wait(result_only=True))
         if not result.has_value:
             raise ValueError("this chain had no schema; use await .text()")
         return result.value
 
     @property
     def value(self) -> Any:
-        result = self._finished()
+        result = _done(self._finished())
         if not result.has_value:
             raise ValueError("this chain had no schema; use await .text()")
         return result.value
+
+
+def _done(result: ChainResult) -> ChainResult:
+    """`result`, unless the chain waits for approval (ChainWaitingError: it has no answer yet)."""
+    if result.status == "waiting":
+        raise ChainWaitingError(result.chain_id, result.pending)
+    return result

@@ -243,7 +243,7 @@ def test_format_prompt_override_and_context_policies():
 
 def test_formatting_failure_is_distinct_and_carries_context():
     m = model_for(["The answer is Rome.", "still not json", "nope"])
-    chain = m.chain("x", tools=[get_weather], schema=Answer, strategy="deferred", retries=1)
+    chain = m.chain("x", tools=[get_weather], schema=Answer, strategy="deferred", validation_retries=1)
     with pytest.raises(cf.FormattingError) as info:
         chain.value
     assert "The answer is Rome." in info.value.context
@@ -464,7 +464,7 @@ async def test_async_parallel_async_tools_and_conversation():
 async def test_async_partial_and_errors():
     model = cf.AsyncModel(ScriptedClient(["no json", "still none"], BOTH))
     chain = (
-        model.prompt("x", schema=Answer, retries=0) if False else model.chain("x", schema=Answer, retries=1)
+        model.prompt("x", schema=Answer, validation_retries=0) if False else model.chain("x", schema=Answer, validation_retries=1)
     )
     with pytest.raises(cf.StructuredOutputError):
         await chain.get_value()
@@ -490,7 +490,7 @@ def test_every_call_is_logged_including_format_and_failures(tmp_path):
 
     failing = model_for(["bad", "bad"])
     with pytest.raises(cf.StructuredOutputError):
-        failing.prompt("x", schema=Answer, retries=1).value
+        failing.prompt("x", schema=Answer, validation_retries=1).value
     assert len(Store().recent(20)) == 5
 
 
@@ -561,26 +561,35 @@ def test_an_empty_answer_with_tools_offered_is_asked_again_with_tools_off():
 @pytest.mark.parametrize("strategy", ["native", "tool", "prompted", "deferred"])
 def test_a_chain_leaves_the_callers_request_and_options_as_they_were(strategy):
     """The engine copies what it changes (the cache key, the prompt's schema instructions, a
-    strategy's options): the ChainRequest and ChatOptions handed to it are equal before and after,
+    strategy's options): the ChainSpec and ChatOptions handed to it are equal before and after,
     and so are the history's messages."""
     import asyncio
     import copy
 
-    from chainform.chain._engine import ChainRequest, ChainRun
+    from chainform.chain._engine import ChainRun
     from chainform.chain._events import EventLog
+    from chainform.chain._spec import ChainSpec
     from chainform.chain._tools import normalize_tools
     from chainform.output import OutputSpec
 
     options = cf.ChatOptions(temperature=0.5, seed=7)
     history = [cf.Message.system("Be brief."), cf.Message.user("Hi"), cf.Message.assistant("Hello")]
-    request = ChainRequest(
-        cf.Message.user("Weather in Paris?"),
+    tools = normalize_tools([get_weather])
+    request = ChainSpec.build(
+        "both",
+        prompt=cf.Message.user("Weather in Paris?"),
         system="You answer with data.",
-        tools=normalize_tools([get_weather]),
+        history=history,
+        tools=tools,
         output=OutputSpec.from_user(Answer),
         strategy=strategy,
+        chain_limit=5,
+        validation_retries=2,
+        max_cost=None,
+        format_context="compact",
+        format_prompt=None,
         options=options,
-        history=history,
+        stream=True,
     )
     before, options_before, history_before = (
         copy.copy(request),
@@ -598,6 +607,7 @@ def test_a_chain_leaves_the_callers_request_and_options_as_they_were(strategy):
     run = ChainRun(
         client,
         request,
+        tools=tools,
         profile=BOTH,
         model_name="both",
         conversation_id="c1",
@@ -608,4 +618,5 @@ def test_a_chain_leaves_the_callers_request_and_options_as_they_were(strategy):
     assert result.value.temp_c == 21.5
     assert request == before and request.options is options
     assert options == options_before and options.cache_key is None
-    assert request.history == history_before and request.history is history
+    assert list(request.history) == history_before
+    assert all(a is b for a, b in zip(request.history, history, strict=True))

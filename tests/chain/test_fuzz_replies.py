@@ -198,7 +198,7 @@ def run_case(case: Case, store: Store) -> str | None:
         tools=[lookup],
         schema=Answer,
         strategy=case.strategy,
-        retries=case.retries,
+        validation_retries=case.retries,
         chain_limit=3,
         conversation_id=cid,
     )
@@ -292,7 +292,7 @@ def run_wire_case(emu: Any, rng: random.Random, store: Store) -> str | None:
         name, base_url=emu.base_url + path, key=key, max_retries=0, timeout=(read, read), **settings
     )
     cid = new_id()
-    chain = model.chain("Weather in Rome?", schema=Answer, conversation_id=cid, retries=0)
+    chain = model.chain("Weather in Rome?", schema=Answer, conversation_id=cid, validation_retries=0)
     try:
         if streamed:
             for _ in chain:

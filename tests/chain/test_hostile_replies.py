@@ -71,7 +71,7 @@ def test_deferred_formatting_call_with_deep_reply_is_retried():
 
 def test_deep_replies_until_retries_run_out_end_in_structured_output_error():
     client = ScriptedClient([DEEP, DEEP], NATIVE)
-    chain = cf.Model(client).prompt("x", schema=Answer, retries=1)
+    chain = cf.Model(client).prompt("x", schema=Answer, validation_retries=1)
     with pytest.raises(cf.StructuredOutputError) as info:
         chain.value
     assert len(info.value.responses) == 2

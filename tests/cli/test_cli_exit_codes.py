@@ -1,5 +1,5 @@
 """Exit codes: docs/cli.md's one table is the code's ExitCode; `map` and `eval` exit ROWS_FAILED
-(8) when rows failed, with the failures by kind on stderr, unless `--allow-failures` accepts them;
+(9) when rows failed, with the failures by kind on stderr, unless `--allow-failures` accepts them;
 a template naming a field the first row lacks is refused before any call."""
 
 from __future__ import annotations
@@ -87,7 +87,7 @@ def run_map(rows_file: Path, *extra: str) -> Result:
 def test_map_exits_rows_failed_with_the_failures_by_kind(monkeypatch, rows_file) -> None:
     scripted_map(monkeypatch, ["ok", down(), down(), "ok"])
     result = run_map(rows_file)
-    assert result.exit_code == ExitCode.ROWS_FAILED == 8, result.output
+    assert result.exit_code == ExitCode.ROWS_FAILED == 9, result.output
     assert "2 ok, 2 failed" in result.stderr
     assert "map: 2 of 4 rows failed: provider 2 (e.g. ProviderError:" in result.stderr
     assert "--allow-failures 0" in result.stderr and "Traceback" not in result.stderr
@@ -95,7 +95,7 @@ def test_map_exits_rows_failed_with_the_failures_by_kind(monkeypatch, rows_file)
 
 @pytest.mark.parametrize(
     ("allowance", "code"),
-    [("2", 0), ("1", 8), ("50%", 0), ("0.5", 0), ("0.25", 8), ("49%", 8)],
+    [("2", 0), ("1", 9), ("50%", 0), ("0.5", 0), ("0.25", 9), ("49%", 9)],
 )
 def test_allow_failures_takes_a_count_or_a_ratio(monkeypatch, rows_file, allowance: str, code: int) -> None:
     scripted_map(monkeypatch, ["ok", down(), down(), "ok"])
@@ -163,7 +163,7 @@ def test_eval_exits_rows_failed_when_a_chain_failed(monkeypatch, eval_data) -> N
     refused = ProviderError("bad request", status=400, provider="openai")  # not retried
     scripted_eval(monkeypatch, ['{"n": 0}', refused, '{"n": 5}'])
     result = run_eval(eval_data, "--json")
-    assert result.exit_code == 8, result.output
+    assert result.exit_code == 9, result.output
     assert json.loads(result.stdout)["cells"][0]["rows"] == 3  # the report is printed first
     assert "eval: 1 of 3 rows failed: provider 1" in result.stderr  # a wrong answer is no failure
     accepted = run_eval(eval_data, "--resume", "--json", "--allow-failures", "1")

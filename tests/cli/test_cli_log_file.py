@@ -9,6 +9,7 @@ import os
 import sqlite3
 import subprocess
 import sys
+import urllib.parse
 import urllib.request
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -155,3 +156,35 @@ def test_a_bad_log_timeout_is_one_error_line(run, scripted, monkeypatch) -> None
     scripted.script(["never sent"])
     monkeypatch.setenv("CHAINFORM_LOG_TIMEOUT", "soon")
     assert "CHAINFORM_LOG_TIMEOUT" in _one_error_line(run("prompt", "hi"))
+
+
+def test_datasette_finds_the_search_index_of_a_log_upgraded_from_version_9(home: Path) -> None:
+    import time
+
+    from chainform.store._migrations import migrate
+
+    home.mkdir(parents=True, exist_ok=True)
+    path = home / "logs.db"
+    with contextlib.closing(sqlite3.connect(path, isolation_level=None)) as db:  # a log of version 9
+        db.execute("BEGIN")
+        migrate(db, upto=9)
+        db.execute("INSERT INTO conversations VALUES ('c1', 'm', NULL, ?)", (time.time(),))
+        for rid, text in (("r1", "pelicans glide"), ("r2", "東京都に行く"), ("r3", "herons wade")):
+            db.execute(
+                """INSERT INTO responses (id, conversation_id, chain_id, seq, purpose, model, prompt,
+                   text, created_at) VALUES (?, 'c1', 'k1', 0, 'chain', 'm', 'q', ?, ?)""",
+                (rid, text, time.time()),
+            )
+        db.execute("COMMIT")
+    Store(path).check()  # any command migrates it
+    with _datasette(home) as base:
+        for search, ids in (("pelicans", ["r1"]), ("東京都", ["r2"]), ("wade", ["r3"])):
+            query = urllib.parse.urlencode({"_search": search, "_shape": "array"})
+            with urllib.request.urlopen(f"{base}/logs/responses.json?{query}", timeout=10) as answer:
+                assert [row["id"] for row in json.load(answer)] == ids, search
+
+
+def test_an_empty_search_is_one_error_line(run, home: Path) -> None:
+    Store(home / "logs.db").check()
+    line = _one_error_line(run("logs", "-q", ""))
+    assert "search is empty" in line

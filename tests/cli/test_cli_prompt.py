@@ -152,7 +152,7 @@ def test_cli_prompt_chain_limit_retries_format_options(run, scripted: Scripted) 
         "full",
         "--format-prompt",
         "Make JSON. {schema} {context}",
-        "--retries",
+        "--validation-retries",
         "0",
     )
     assert result.exit_code == 0, result.stderr
@@ -168,11 +168,19 @@ def test_cli_prompt_retries_then_structured_error(run, scripted: Scripted) -> No
         ["not json", "still not", "nope"],
         profile=ModelProfile(supports_json_schema=False, supports_tools=False),
     )
-    result = run("x", "--schema", "n int", "--retries", "1")
+    result = run("x", "--schema", "n int", "--validation-retries", "1")
     assert result.exit_code == 4
     assert result.stderr.startswith("Error:") and result.stderr.count("\n") == 1
     assert scripted.client.remaining == 1
     assert [r.purpose for r in reversed(Store().recent(None))] == ["chain", "retry"]
+
+
+def test_cli_prompt_old_retries_spelling_warns(run, scripted: Scripted) -> None:
+    """--retries is the old name of --validation-retries: it works, with a warning; both: exit 2."""
+    scripted.script(["not json", '{"n": 1}'])
+    result = run("x", "--schema", "n int", "--retries", "1")
+    assert result.exit_code == 0 and "Warning: --retries is now --validation-retries" in result.stderr
+    assert run("x", "--schema", "n int", "--retries", "1", "--validation-retries", "1").exit_code == 2
 
 
 def test_cli_prompt_options(run, scripted: Scripted) -> None:

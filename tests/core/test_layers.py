@@ -22,7 +22,7 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
     # top to bottom; a module may import its own layer and the layers below it, never one above.
     # A module belongs to the longest prefix that names it (a package covers its submodules).
     ("cli", ("chainform.cli",)),
-    ("public surface", ("chainform", "chainform.ray", "chainform.evals")),
+    ("public surface", ("chainform", "chainform.ray", "chainform.evals", "chainform.durable")),
     ("agents", ("chainform.agents",)),
     ("models", ("chainform.models",)),
     ("map", ("chainform.map", "chainform._map")),

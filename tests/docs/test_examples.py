@@ -34,7 +34,7 @@ import pytest
 
 import chainform
 from chainform.testing import tool_call
-from chainform.testing.emulator import Emulator, Reply
+from chainform.testing.emulator import DropConnection, Emulator, Reply
 
 ROOT = Path(__file__).resolve().parents[2]
 FILES = Path(__file__).resolve().parent / "files"
@@ -112,9 +112,12 @@ def _param(block: Block) -> Any:
 
 def _reply(item: Any) -> Any:
     """One emulator reply from the note's JSON: text, {"tool", "args"}, {"json"}, {"cut": text}
-    (an answer stopped at the token limit) or a list (one turn)."""
+    (an answer stopped at the token limit), {"drop": text, "after": N} (a stream of `text` whose
+    connection breaks after N events) or a list (one turn)."""
     if isinstance(item, dict) and "cut" in item:
         return Reply([item["cut"]], finish_reason="length")
+    if isinstance(item, dict) and "drop" in item:
+        return DropConnection(after_events=item["after"], reply=item["drop"])
     if isinstance(item, list):
         return [_reply(part) for part in item]
     if isinstance(item, dict) and "tool" in item:

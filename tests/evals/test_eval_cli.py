@@ -74,7 +74,7 @@ def test_json_report_show_and_compare(data, schema_file, emulator: Emulator):
     first = invoke(
         *eval_argv(data, schema_file, emulator, "--tolerance", "total=0.01", "--json", "--strategy", "native")
     )
-    assert first.exit_code == 8, first.output  # row 4 never validated: a failed row
+    assert first.exit_code == 9, first.output  # row 4 never validated: a failed row
     report = json.loads(first.stdout)
     cell = report["cells"][0]
     assert (cell["rows"], cell["rows_right"], cell["valid_rate"]) == (6, 2, 5 / 6)
@@ -198,9 +198,9 @@ def test_map_flags_absolute_tolerance_and_repeats_reach_the_run(data, schema_fil
     result = invoke(
         *eval_argv(data, schema_file, emulator, "--json", "--strategy", "native", "--repeat", "2",
                    "--tolerance", "total=abs:2", "--fuzzy", "vendor=0.5", "-o", "temperature", "0",
-                   "--no-log", "--rpm", "6000", "--retries", "0", "--timeout", "30", "--concurrency", "3"),
+                   "--no-log", "--rpm", "6000", "--transport-retries", "0", "--timeout", "30", "--concurrency", "3"),
     )  # fmt: skip
-    assert result.exit_code == 8, result.output  # row 4 failed in both runs (ROWS_FAILED)
+    assert result.exit_code == 9, result.output  # row 4 failed in both runs (ROWS_FAILED)
     cell = json.loads(result.stdout)["cells"][0]
     # rows 0 and 1 right in both runs (row 1's total is 0.505 off, within abs:2; row 2's 5.1 is not)
     assert (cell["rows"], cell["rows_right"], cell["repeats"]) == (12, 4, 2)
@@ -211,7 +211,7 @@ def test_map_flags_absolute_tolerance_and_repeats_reach_the_run(data, schema_fil
     assert not (home / "logs.db").exists()
     table = invoke(*eval_argv(data, schema_file, emulator, "--strategy", "native", "--repeat", "2", "--resume",
                               "--tolerance", "total=abs:2", "--fuzzy", "vendor=0.5"))  # fmt: skip
-    assert table.exit_code == 8 and "agree 83.3%" in table.stdout  # row 4 failed: its runs agree on nothing
+    assert table.exit_code == 9 and "agree 83.3%" in table.stdout  # row 4 failed: its runs agree on nothing
     assert len(emulator.requests) == 16  # --resume sent nothing again
 
 
@@ -254,7 +254,7 @@ def test_a_jsonl_expected_string_is_not_read_again_as_json(tmp_path, emulator: E
     argv = eval_argv(path, Path(tmp_path / "s.json"), emulator, "--json")
     (tmp_path / "s.json").write_text('{"type": "string"}')
     result = invoke(*[a if a != PROMPT else "Say {text}" for a in argv])
-    assert result.exit_code == 8, result.output  # the row failed (exit codes: ROWS_FAILED)
+    assert result.exit_code == 9, result.output  # the row failed (exit codes: ROWS_FAILED)
     row = json.loads(result.stdout)["results"][0]["rows"][0]
     assert row["expected"] == "2024"
 
@@ -323,7 +323,7 @@ def test_a_failing_call_is_sent_three_times_not_nine_and_its_retries_are_shown(
     path.write_text(json.dumps(rows()[0]) + "\n")
     emulator.default = lambda request: Fault(429, retry_after=0)
     result = invoke(*eval_argv(path, schema_file, emulator, "--json"))
-    assert result.exit_code == 8, result.output  # the row failed (exit codes: ROWS_FAILED)
+    assert result.exit_code == 9, result.output  # the row failed (exit codes: ROWS_FAILED)
     assert len(emulator.requests) == 3  # the map's two retries; the SDK's own are off
     cell = json.loads(result.stdout)["cells"][0]
     assert cell["calls_per_row"] == {"chain": 1.0, "resent": 2.0} and cell["errors"] == {"provider": 1}
@@ -376,7 +376,7 @@ def test_the_terminal_shows_wrong_fields_and_csv_has_every_row_and_field(
     assert missing.exit_code == 2 and "--csv" in missing.stderr and emulator.requests == []
     out = tmp_path / "rows.csv"
     result = invoke(*eval_argv(data, schema_file, emulator, "--tolerance", "total=0.01", "--csv", str(out)))
-    assert result.exit_code == 8, result.output  # row 4 failed (ROWS_FAILED); the report is shown all the same
+    assert result.exit_code == 9, result.output  # row 4 failed (ROWS_FAILED); the report is shown all the same
     assert "valid acc" in result.stdout and "fields not right" in result.stdout
     assert "102.0" in result.stdout and "107.10000000000001" in result.stdout  # expected against answered
     assert len(out.read_text().splitlines()) == 1 + 6 * 8
@@ -385,3 +385,24 @@ def test_the_terminal_shows_wrong_fields_and_csv_has_every_row_and_field(
     assert (
         invoke("show", eval_id, "--csv", str(again)).exit_code == 0 and again.read_text() == out.read_text()
     )
+
+
+def test_a_rubric_judge_with_its_own_key_and_endpoint(data, schema_file, emulator: Emulator):
+    def reply(request: RecordedRequest) -> str:
+        if "Judge one field" in json.dumps(request.json):
+            return json.dumps({"pass": True, "reason": "reads like a shop"})
+        return answer(wrong=False)(request)
+
+    emulator.default = reply
+    result = invoke(
+        *eval_argv(data, schema_file, emulator, "--json", "--strategy", "native", "--rubric",
+                   "vendor=names a shop", "--judge", MODEL, "--judge-key", "sk-judge",
+                   "--judge-base-url", emulator.base_url + "/v1"),
+    )  # fmt: skip
+    assert result.exit_code == 0, result.output
+    keys = [
+        (r.headers.get("authorization"), "Judge one field" in json.dumps(r.json)) for r in emulator.requests
+    ]
+    assert sorted(set(keys)) == [("Bearer sk-judge", True), ("Bearer sk-test", False)]
+    cell = json.loads(result.stdout)["cells"][0]
+    assert cell["rows_right"] == 6 and cell["calls_per_row"]["judge"] == 1.0

@@ -85,3 +85,14 @@ def test_a_bad_rubric_flag_is_a_usage_error(tmp_path):
               "--key", "sk-test", "--rubric", "summary"],
     )  # fmt: skip
     assert result.exit_code == 2 and 'give FIELD="the rubric"' in result.stderr
+
+
+def test_a_failed_rubric_field_shows_the_judges_reason():
+    from chainform.evals._report import wrong_fields
+
+    judge, _ = judging()
+    report = cf.evaluate(ROWS, schema=SCHEMA, prompt="{text}", models=[answering()], judge=judge,
+                         rubric=RUBRIC, concurrency=1)  # fmt: skip
+    assert wrong_fields(report.cells[0].rows[1]) == [
+        ("summary", "wrong", "fail: no colour named", "It is large.")
+    ]

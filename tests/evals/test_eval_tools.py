@@ -113,3 +113,15 @@ def test_expected_tools_need_the_log():
     with pytest.raises(EvalInputError, match="scored from the logged tool calls"):
         cf.evaluate(ROWS, schema="answer int", prompt="{text}", models=[scripted], tools=[add], log=False)
     assert scripted.client.requests == []
+
+
+def test_a_wrong_trajectory_shows_its_expected_calls_against_the_mistakes():
+    from chainform.evals._report import wrong_fields
+
+    report = cf.evaluate(ROWS, schema="answer int", prompt="{text}", models=[model()], tools=[add, lookup],
+                         strategies=["native"], concurrency=2)  # fmt: skip
+    row = next(r for r in report.cells[0].rows if r.key == "3")
+    assert wrong_fields(row) == [
+        (TOOLS, "wrong", {"set": [{"name": "lookup", "arguments": {"city": "Paris"}}]},
+         {"wrongly called": ["lookup"], "missed": ['lookup({"city": "Paris"})']}),
+    ]  # fmt: skip

@@ -73,6 +73,17 @@ async def test_schema_answer_on_each_backend(
     jsonschema.validate(json.loads(response.text), DOG)
 
 
+@pytest.mark.parametrize("backend", ["torch", "onnx"])
+async def test_a_plain_answer_ends_at_the_models_end_token_on_each_backend(
+    smollm2_on: Callable[[str], LocalChatClient], backend: str
+) -> None:
+    """Without a schema, the answer ends where the model writes its end token (greedy: the same every run)."""
+    options = ChatOptions(max_output_tokens=64)
+    response = await smollm2_on(backend).get_response([Message.user("Say hello.")], options)
+    assert response.finish_reason == FinishReason.STOP
+    assert response.text.strip()
+
+
 async def test_tool_call(smollm2: LocalChatClient) -> None:
     response = await smollm2.get_response(
         [Message.user("What is the weather in Paris?")], ChatOptions(tools=[WEATHER])

@@ -191,7 +191,7 @@ def test_errored_and_expired_rows_go_into_the_next_batch(api):
 @ALL
 def test_rows_past_their_retries_are_typed_row_errors(api):
     with Emulator(default=failing_once((3, Fault(500)), (4, Expired()))) as emu:
-        results = {r.key: r for r in run(emu, 6, api, retries=0)}
+        results = {r.key: r for r in run(emu, 6, api, transport_retries=0)}
     assert len(results) == 6
     assert {k for k, r in results.items() if not r.ok} == {"3", "4"}
     errored, expired = results["3"].error.exception, results["4"].error.exception
@@ -207,7 +207,7 @@ def test_unknown_and_duplicate_custom_ids_in_results_are_row_errors_never_lost_o
 
     with Emulator(default=answer) as emu:
         emu.batches.rewrite = tamper
-        results = run(emu, 8, api, retries=0)
+        results = run(emu, 8, api, transport_retries=0)
     keys = Counter(r.key for r in results)
     assert sorted(keys, key=int) == [str(n) for n in range(8)] and set(keys.values()) == {1}
     failed = [r for r in results if not r.ok]
@@ -221,7 +221,7 @@ def test_a_failed_batch_is_retried_then_its_rows_fail(api):
         emu.batches.fail_next = 1
         assert all(r.ok for r in run(emu, 3, api))
         emu.batches.fail_next = 5
-        results = run(emu, 3, api, retries=0)
+        results = run(emu, 3, api, transport_retries=0)
     assert all(not r.ok and "no result for" in r.error.message for r in results)
 
 
@@ -589,7 +589,7 @@ def test_recovery_never_adopts_another_runs_batch_of_the_same_size(api, monkeypa
     def run_x(emu: Emulator) -> list[Any]:
         model = api.model_at(emu)
         return list(
-            model.map(rows(2), prompt="Extract: {text}", batch=True, batch_poll=0, retries=0, run_id="x")
+            model.map(rows(2), prompt="Extract: {text}", batch=True, batch_poll=0, transport_retries=0, run_id="x")
         )
 
     with Emulator(default=echo) as emu:

@@ -41,7 +41,7 @@ def test_a_batch_map_status_found_is_still_on_trial_when_the_run_resumes(api):
         status = CliRunner().invoke(cli, ["map", "status", "x", *where(api, emu)])
         assert status.exit_code == 0 and foreign in status.output, status.output
         assert batches_of(store, "x")[0].status == ADOPTED
-        results = run(emu, 2, api, run_id="x", retries=0)
+        results = run(emu, 2, api, run_id="x", transport_retries=0)
         assert_resumed_on_its_own(results, emu, store, foreign)
 
 
@@ -50,12 +50,12 @@ def test_a_run_left_while_polling_an_adopted_batch_resumes_with_the_trial_and_ca
     with Emulator(default=answer) as emu, Store() as store:
         emu.batches.hold = True
         foreign = left_intent_and_another_runs_batch(api, emu, store)
-        left = run(emu, 2, api, run_id="x", retries=0, batch_poll=0.01, batch_wait=0.2)
+        left = run(emu, 2, api, run_id="x", transport_retries=0, batch_poll=0.01, batch_wait=0.2)
         assert all(not r.ok and "--batch-wait" in r.error.message for r in left)  # polled y's, then gave up
         assert batches_of(store, "x")[0].status == ADOPTED
         cancel = CliRunner().invoke(cli, ["map", "cancel", "x", *where(api, emu)])
         assert cancel.exit_code == 0 and "cancel it at the provider" in cancel.stderr, cancel.output
         assert emu.batches.batches[foreign].body["processing_status"] == "in_progress"  # y's goes on
         emu.batches.hold = False
-        results = run(emu, 2, api, run_id="x", retries=0)
+        results = run(emu, 2, api, run_id="x", transport_retries=0)
         assert_resumed_on_its_own(results, emu, store, foreign)

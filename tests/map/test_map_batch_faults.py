@@ -51,7 +51,7 @@ def run(emu: Emulator, count: int, api: Api, **kwargs: Any) -> list[Any]:
 def test_a_429_on_create_and_a_500_on_retrieve_are_retried_as_retries_says(api):
     with Emulator(default=answer) as emu:
         emu.batches.http_faults = [("create", 429), ("retrieve", 500)]
-        results = run(emu, 3, api, retries=1)
+        results = run(emu, 3, api, transport_retries=1)
         assert emu.batches.http_faults == []  # both were met
     assert len(results) == 3 and all(r.ok for r in results), [r.error for r in results]
 
@@ -60,7 +60,7 @@ def test_a_429_on_create_and_a_500_on_retrieve_are_retried_as_retries_says(api):
 def test_past_its_retries_a_batch_api_fault_is_a_typed_provider_error_not_internal(api):
     with Emulator(default=answer) as emu:
         emu.batches.http_faults = [("create", 503)]
-        results = run(emu, 2, api, retries=0)
+        results = run(emu, 2, api, transport_retries=0)
     assert len(results) == 2
     for r in results:
         assert not r.ok and r.error.phase == "provider" and isinstance(r.error.exception, ProviderError)
@@ -93,9 +93,9 @@ def test_a_cut_short_or_non_object_line_fails_only_its_row_and_is_sent_again(api
             key="k",
             **({"profile": "openai"} if "openai" in api.model else {}),
         )
-        once = {r.key: r for r in model.map(rows(5), prompt="{text}", batch=True, batch_poll=0, retries=0)}
+        once = {r.key: r for r in model.map(rows(5), prompt="{text}", batch=True, batch_poll=0, transport_retries=0)}
         emu.batches.raw_output = damage_first_file(5)
-        again = list(model.map(rows(5), prompt="{text}", batch=True, batch_poll=0, retries=1))
+        again = list(model.map(rows(5), prompt="{text}", batch=True, batch_poll=0, transport_retries=1))
         created = len(emu.batches.created)
     failed = {k for k, r in once.items() if not r.ok}
     assert len(failed) == 2 and all(r.text == f"done {k}" for k, r in once.items() if r.ok)
@@ -115,7 +115,7 @@ def test_a_repeated_custom_id_is_sent_again_and_counted(api):
     seen: list[Any] = []
     with Emulator(default=answer) as emu:
         emu.batches.rewrite = repeat_once
-        results = run(emu, 4, api, retries=1, on_batch=lambda stats: seen.append(stats.duplicate_ids))
+        results = run(emu, 4, api, transport_retries=1, on_batch=lambda stats: seen.append(stats.duplicate_ids))
     assert all(r.ok for r in results) and len(results) == 4
     assert max(seen) == 1
 
@@ -235,7 +235,7 @@ def test_ctrl_c_names_the_run_and_a_cancel_during_a_live_run_sends_nothing_again
 def test_results_files_that_are_never_readable_end_in_row_errors_after_the_retries(api):
     with Emulator(default=answer) as emu:
         emu.batches.raw_output = lambda data: b"not json\n" * 3
-        results = run(emu, 2, api, retries=1)
+        results = run(emu, 2, api, transport_retries=1)
         created = len(emu.batches.created)
     assert created == 2 and len(results) == 2  # a first batch and one retry, then no more
     assert all(not r.ok and isinstance(r.error.exception, BatchError) for r in results)

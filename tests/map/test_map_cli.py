@@ -95,8 +95,8 @@ def test_resume_retries_error_rows_and_keep_errors_does_not(tmp_path, tools_file
     inp = write_orders(tmp_path / "in.jsonl", 20)
     out = tmp_path / "out.jsonl"
     emulator.default = failing(3, 11, 17)
-    first = invoke(*map_argv(inp, out, emulator.base_url, tools_file, "--retries", "0"))
-    assert first.exit_code == 8, first.output  # rows failed (docs/cli.md#exit-codes)
+    first = invoke(*map_argv(inp, out, emulator.base_url, tools_file, "--transport-retries", "0"))
+    assert first.exit_code == 9, first.output  # rows failed (ROWS_FAILED)
     assert "17 ok, 3 failed" in first.stderr
     errors = {line["_map"]["key"] for line in read_lines(out) if "error" in line}
     assert errors == {"3", "11", "17"}
@@ -108,8 +108,10 @@ def test_resume_retries_error_rows_and_keep_errors_does_not(tmp_path, tools_file
     assert len(emulator.requests) == before and "20 already done" in kept.stderr
     assert {line["_map"]["key"] for line in read_lines(out) if "error" in line} == errors
 
-    retried = invoke(*map_argv(inp, out, emulator.base_url, tools_file, "--resume", "--retries", "0"))
-    assert retried.exit_code == 8, retried.output  # row 11 failed again
+    retried = invoke(
+        *map_argv(inp, out, emulator.base_url, tools_file, "--resume", "--transport-retries", "0")
+    )
+    assert retried.exit_code == 9, retried.output  # row 11 failed again
     assert "17 already done, 3 earlier errors retried" in retried.stderr
     assert len(emulator.requests) - before == 2 + 1 + 2  # rows 3 and 17: 2 calls each; 11 fails at once
     lines = read_lines(out)
@@ -136,7 +138,7 @@ def test_killed_mid_run_then_resume_yields_each_row_exactly_once(
     # the CLI stuck (its 8 requests in flight held), however slow the machine is.
     gate = held_rows(failing(*range(3, count, 10)), order_number, 40)
     emulator.default, emulator.record = gate, False
-    argv = map_argv(inp, out, emulator.base_url, tools_file, "--concurrency", "8", "--retries", "0")
+    argv = map_argv(inp, out, emulator.base_url, tools_file, "--concurrency", "8", "--transport-retries", "0")
     proc = start_cli(argv)
     gate.wait(proc, 8, lambda: out.exists() and out.read_text().count("\n") >= 20)
     proc.send_signal(stop)

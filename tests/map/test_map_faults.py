@@ -47,7 +47,7 @@ async def test_429_500_and_dropped_connections_end_as_retried_successes(emulator
         Fault(429, retry_after=0.1),
     )
     emulator.default = answer_with_tool
-    results = await run(emulator, 40, concurrency=8, retries=3)
+    results = await run(emulator, 40, concurrency=8, transport_retries=3)
     assert emulator.remaining == 0
     assert sorted(r.index for r in results) == list(range(40))
     for r in results:
@@ -62,7 +62,7 @@ async def test_a_row_that_keeps_failing_is_recorded_with_its_phase_and_others_fi
         return answer_with_tool(request)
 
     emulator.default = answer
-    results = await run(emulator, 20, concurrency=4, retries=1)
+    results = await run(emulator, 20, concurrency=4, transport_retries=1)
     broken = [r for r in emulator.requests if "order 7" in r.raw_body.decode()]
     by_index = {r.index: r for r in results}
     assert sorted(by_index) == list(range(20))
@@ -85,7 +85,7 @@ async def test_a_stalled_call_times_out_and_the_row_is_retried(emulator: Emulato
     results = [
         r
         async for r in model.amap(
-            rows, prompt="Extract: {text}", schema=SCHEMA, tools=[lookup], log=False, concurrency=2, retries=2
+            rows, prompt="Extract: {text}", schema=SCHEMA, tools=[lookup], log=False, concurrency=2, transport_retries=2
         )
     ]
     assert emulator.remaining == 0

@@ -56,7 +56,7 @@ def test_binary_stdin_runs_every_readable_line(tmp_path, monkeypatch) -> None:
     scripted_map(monkeypatch)
     out = tmp_path / "out.jsonl"
     result = invoke("-", "-o", str(out), "-m", "scripted", "-n", input=b"one\n\xff\xfe\x00bin\nthree\n")
-    assert result.exit_code == 8, result.output  # a row failed
+    assert result.exit_code == 9, result.output  # a row failed
     lines = sorted(read_lines(out), key=lambda x: x["_map"]["index"])
     assert [x.get("value") for x in lines] == ["seen: one", None, "seen: three"]
     assert (
@@ -71,7 +71,7 @@ def test_missing_csv_column_and_json_null_are_input_errors_not_none(tmp_path, mo
     csv_in.write_text("name,city,extra\nann,Paris,x\nbob\ncid,Rome,y,\n")  # bob lacks city; cid: empty extra
     out = tmp_path / "out.jsonl"
     result = invoke(str(csv_in), "-o", str(out), "-m", "scripted", "-n", "--prompt", "{name} in {city}")
-    assert result.exit_code == 8, result.output  # a row failed
+    assert result.exit_code == 9, result.output  # a row failed
     lines = sorted(read_lines(out), key=lambda x: x["_map"]["index"])
     assert [x.get("value") for x in lines] == ["seen: ann in Paris", None, "seen: cid in Rome"]
     assert "names 'city', which this row does not have" in lines[1]["error"]["message"]
@@ -174,3 +174,62 @@ def test_the_library_refuses_a_list_with_one_id_twice_and_fails_a_streamed_repea
     results = sorted(model.map(iter(items), prompt="{text}", id_field="id", log=False), key=lambda r: r.index)
     assert [r.error is None for r in results] == [True, True, False]
     assert "is also row 1's" in str(results[2].error)
+
+
+def _fail_writes_to(path) -> None:
+    """From now on, this process's writes to `path` fail with a real OS error: the descriptor that
+    has it open for appending is swapped (dup2) for one opened read only (works as root, unlike a mode)."""
+    import os
+
+    fds = os.listdir("/proc/self/fd")
+    [fd] = [int(fd) for fd in fds if os.path.realpath(f"/proc/self/fd/{fd}") == str(path.resolve())]
+    read_only = os.open(path, os.O_RDONLY)
+    os.dup2(read_only, fd)
+    os.close(read_only)
+
+
+def test_an_output_that_cannot_be_written_mid_run_names_the_file_the_error_and_the_resume(
+    tmp_path, monkeypatch
+) -> None:
+    inp, out = tmp_path / "in.jsonl", tmp_path / "out.jsonl"
+    inp.write_text("".join(f'{{"text": "row {n}"}}\n' for n in range(6)))
+
+    broken: list[str] = []
+
+    def answer(messages, options) -> str:
+        if messages[-1].text == "row 3" and not broken:  # rows 0-2 are written: OUT goes bad mid-run
+            broken.append("once")
+            _fail_writes_to(out)
+        return "seen: " + messages[-1].text
+
+    client = ScriptedClient([answer] * 10)
+    monkeypatch.setattr("chainform.cli._map.map_model", lambda name, **kw: cf.AsyncModel(client, name="s"))
+    argv = [str(inp), "-o", str(out), "-m", "s", "--prompt", "{text}", "-n", "--concurrency", "1"]
+    result = CliRunner().invoke(cli, ["map", *argv])
+    assert result.exit_code == 1, result.output
+    [line] = [x for x in result.output.splitlines() if x.startswith("Error:")]
+    assert f"cannot write the output {out}" in line and "OSError: Bad file descriptor" in line
+    assert "3 finished rows" in line and f"chainform map {inp} -o {out} ... --resume" in line
+    assert len(read_lines(out)) == 3  # what was written is kept: a resume runs the rest
+    result = CliRunner().invoke(cli, ["map", *argv, "--resume"])
+    assert result.exit_code == 0, result.output
+    assert sorted(x["value"] for x in read_lines(out)) == [f"seen: row {n}" for n in range(6)]
+
+
+def test_an_output_folder_that_cannot_take_a_resume_names_the_file_and_the_error(
+    tmp_path, monkeypatch
+) -> None:
+    from chainform._map._jsonl import JsonlSink, MapWriteError
+
+    out = tmp_path / "out.jsonl"
+    out.write_text('{"_map": {"run": "r", "key": "0"}, "error": {"kind": "x"}}\n')
+    sink = JsonlSink(out)
+    monkeypatch.setattr(
+        "chainform._map._jsonl.os.fsync",
+        lambda fd: (_ for _ in ()).throw(OSError(28, "No space left on device")),
+    )
+    with pytest.raises(
+        MapWriteError, match=r"cannot write the output .*out.jsonl \(OSError: No space left on device"
+    ):
+        sink.prepare(resume=True)
+    assert out.read_text().count("\n") == 1  # the file is as it was

@@ -88,7 +88,7 @@ def test_transient_faults_are_retried_and_exhausted_ones_recorded():
         ProviderError("down", status=503)
     ] * 2
     client = ScriptedClient(script)
-    results = list(Model(client, name="s").map(["a", "b"], concurrency=1, retries=2, ordered=True, log=False))
+    results = list(Model(client, name="s").map(["a", "b"], concurrency=1, transport_retries=2, ordered=True, log=False))
     assert results[0].ok and results[0].text == "echo a"
     assert results[1].error.phase == "provider" and results[1].error.to_dict()["status"] == 503
     assert len(client.requests) == 5  # 1 retry for row a, 1 + 2 retries for row b

@@ -120,3 +120,32 @@ def test_a_lock_holder_killed_with_sigkill_leaves_no_obstacle_and_an_ended_run_n
     with holding("run", "r1", "map run r1"):  # the kernel released the dead holder's lock
         assert lock_path("run", "r1").exists()
     assert not lock_path("run", "r1").exists()
+
+
+def test_one_output_file_has_one_writer_whatever_the_home(
+    tmp_path: Path, emulator: Emulator, held_rows: Any, home: Path
+) -> None:
+    import os
+
+    gate = held_rows(answer_text, order_number, 3)  # rows 3.. wait: the first run is mid-way
+    emulator.default = gate
+    inp, out = write_orders(tmp_path / "in.jsonl", 8), tmp_path / "out.jsonl"
+    argv = map_argv(inp, out, emulator.base_url, None, "--concurrency", "2")
+    first = start_cli(argv)
+    other = {**os.environ, "CHAINFORM_HOME": str(tmp_path / "other-home")}  # its own log and locks
+    try:
+        gate.wait(first, 2, lambda: out.exists() and len(out.read_text().splitlines()) == 3)
+        for extra in (["--resume"], []):
+            again = start_cli([*argv, *extra], env=other)
+            _, err = again.communicate(timeout=120)
+            assert again.returncode == 2, err
+            [line] = [x for x in err.splitlines() if x.startswith("Error:")]
+            assert "being written by another chainform process" in line and f"process {first.pid}" in line
+            assert "Traceback" not in err
+    finally:
+        gate.release()
+    _, err = first.communicate(timeout=120)
+    assert first.returncode == 0, err
+    assert sorted(int(line["_map"]["key"]) for line in read_lines(out)) == list(range(8))  # each once
+    assert len(emulator.requests) == 8  # no row paid twice
+    assert not (tmp_path / ".out.jsonl.lock").exists()  # an ended run leaves no lock file

@@ -129,7 +129,7 @@ def test_bad_fallback_lists_fail_before_any_call(emulator: Emulator, monkeypatch
 def test_a_map_finishes_on_the_second_model(emulator: Emulator, tmp_path: Path) -> None:
     emulator.add(*[Fault(500), Fault(500), '{"n": 1}'] * 2)  # each row: the SDK's retry, then the second
     model = _models(emulator)
-    results = list(model.map(["one", "two"], schema="n int", concurrency=1, retries=0))
+    results = list(model.map(["one", "two"], schema="n int", concurrency=1, transport_retries=0))
     assert [r.data for r in results] == [{"n": 1}, {"n": 1}]
     with Store() as store:
         rows = store.recent(n=None)
@@ -154,7 +154,7 @@ def test_cli_prompt_and_map_take_fallbacks(
     rows, out = tmp_path / "in.txt", tmp_path / "out.jsonl"
     rows.write_text("one\ntwo\n")
     emulator.add(*[Fault(500), '{"n": 2}'] * 2)
-    argv = ["map", str(rows), "-o", str(out), *first, "--schema", "n int", "--retries", "0"]
+    argv = ["map", str(rows), "-o", str(out), *first, "--schema", "n int", "--transport-retries", "0"]
     done = CliRunner().invoke(cli, [*argv, "--concurrency", "1", "--fallback", "ollama/llama3.2"])
     assert done.exit_code == 0, done.output
     lines = [json.loads(line) for line in out.read_text().splitlines()]
@@ -243,3 +243,31 @@ def test_a_library_chain_with_max_cost_and_an_unpriced_fallback_is_refused_befor
     with pytest.raises(cf.errors.PricingError, match="vllm/my-model"):
         model.chain("Hi?", max_cost=1)
     assert emulator.requests == []
+
+
+def test_a_stream_that_falls_over_says_so_and_its_partials_start_over(emulator: Emulator) -> None:
+    emulator.add(DropConnection(after_events=3, reply='{"city": "Rome and more"}'), '{"city": "Paris"}')
+    url = emulator.base_url + "/v1"
+    second = cf.get_model("openai/gpt-4.1", key="k", base_url=url, max_retries=0, profile="openai")
+    model = cf.get_model(FIRST, key="k", base_url=url, max_retries=0, profile="openai", fallback=[second])
+    chain = model.chain("city?", schema="city str")
+    events = list(chain.events())
+    from chainform.schema.partial import PartialJSON
+
+    [at] = [n for n, e in enumerate(events) if e.kind == "fallback"]
+    switch = events[at]
+    assert (switch.value.failed, switch.value.model) == (FIRST, "openai/gpt-4.1")
+    assert switch.value.error.kind == "connection" and "openai/gpt-4.1 answers from here" in switch.text
+    assert events[at - 1].kind == "call_end" and "failed" in events[at - 1].text  # A's call closed first
+    fed = PartialJSON()  # A's partials are those of its chunks as they came, none made at its end:
+    grown = [fed.feed(e.text) for e in events[:at] if e.kind == "text"]  # its cut-short JSON is
+    assert [e.value for e in events[:at] if e.kind == "partial"] == [
+        v for v in grown if v is not None
+    ]  # never finished
+    after = events[at + 1 :]
+    assert json.loads("".join(e.text for e in after if e.kind == "text")) == {"city": "Paris"}
+    fed = PartialJSON()  # B's partials start over: those of B's chunks alone, from the first
+    grown = [fed.feed(e.text) for e in after if e.kind == "text"]
+    assert [e.value for e in after if e.kind == "partial"] == [v for v in grown if v is not None]
+    assert [e.value for e in after if e.kind == "partial"][-1] == {"city": "Paris"}
+    assert list(chain.partial())[-1] == {"city": "Paris"}

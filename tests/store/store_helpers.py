@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import sqlite3
 import time
+from pathlib import Path
 from typing import Any
 
 from chainform.store import CallRecord
+from chainform.store._migrations import migrate
 from chainform.types import Message, UsageDetails
 
 
@@ -30,3 +33,13 @@ def make_record(**overrides: Any) -> CallRecord:
     )
     values.update(overrides)
     return CallRecord(**values)
+
+
+def old_log(path: Path, version: int) -> sqlite3.Connection:
+    """A log as the migrations up to `version` made it, in an open transaction that already holds
+    conversation 'c1' (model 'old-model'): the caller adds its rows, then commits."""
+    db = sqlite3.connect(path, isolation_level=None)
+    db.execute("BEGIN")
+    migrate(db, upto=version)
+    db.execute("INSERT INTO conversations VALUES ('c1', 'old-model', NULL, ?)", (time.time(),))
+    return db

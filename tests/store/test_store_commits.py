@@ -237,7 +237,10 @@ def test_ctrl_c_during_a_chain_keeps_the_calls_that_finished(home: Path) -> None
     proc.send_signal(signal.SIGINT)
     _, err = proc.communicate(timeout=60)
     assert proc.returncode != 0 and "KeyboardInterrupt" in err
-    # the first call (its tool ran) finished before Ctrl-C: it was committed when the second started
-    [row] = Store().recent(None)
-    assert row.seq == 0 and [c.name for c in row.tool_calls] == ["lookup"]
-    assert [r.output for r in row.tool_results] == ["Paris"]
+    # both calls were committed as they arrived, before their tools ran; the first tool's result
+    # when it returned; the second tool never returned
+    second, first = Store().recent(None)
+    assert first.seq == 0 and [c.name for c in first.tool_calls] == ["lookup"]
+    assert [r.output for r in first.tool_results] == ["Paris"]
+    assert second.seq == 1 and [c.name for c in second.tool_calls] == ["wait_forever"]
+    assert second.tool_results == []

@@ -126,7 +126,7 @@ def test_store_like_fallback_search(store: Store) -> None:
     store.write_calls([make_record(prompt="100% cotton", text="a_b", seq=1)])
     store.write_calls([make_record(prompt="cotton 100", text="ab", seq=2)])
     store.recent(1)
-    store._fts = False  # what a SQLite build without FTS5 gets
+    store._fts = None  # what a SQLite build without FTS5 gets
     assert [r.seq for r in store.recent(None, query="100%")] == [1]
     assert [r.seq for r in store.recent(None, query="a_b")] == [1]
     assert [r.seq for r in store.recent(None, query="COTTON")] == [2, 1]

@@ -8,6 +8,7 @@ import time
 from pathlib import Path
 
 import pytest
+from store_helpers import old_log
 
 from chainform.store import Store, StoreError
 from chainform.store._migrations import MIGRATIONS, migrate, user_version
@@ -16,10 +17,7 @@ pytestmark = pytest.mark.unit  # no socket, no process (tests/guards.py)
 
 
 def _old_database(path: Path, version: int) -> None:
-    db = sqlite3.connect(path, isolation_level=None)
-    db.execute("BEGIN")
-    migrate(db, upto=version)
-    db.execute("INSERT INTO conversations VALUES ('c1', 'old-model', NULL, ?)", (time.time(),))
+    db = old_log(path, version)
     db.execute(
         """INSERT INTO responses (id, conversation_id, chain_id, seq, purpose, model, prompt, messages,
            options, text, created_at) VALUES ('r1', 'c1', 'k1', 0, 'chain', 'old-model',
@@ -59,10 +57,7 @@ def test_store_migrates_older_schema(tmp_path: Path, version: int) -> None:
 
 def test_a_log_from_before_attachments_keeps_its_inline_bytes_and_takes_new_files(tmp_path: Path) -> None:
     path = tmp_path / "old.db"
-    db = sqlite3.connect(path, isolation_level=None)
-    db.execute("BEGIN")
-    migrate(db, upto=5)
-    db.execute("INSERT INTO conversations VALUES ('c1', 'old-model', NULL, ?)", (time.time(),))
+    db = old_log(path, 5)
     inline = [{"role": "user", "contents": [{"type": "data", "data": "aGk=", "media_type": "text/plain"}]}]
     db.execute(
         """INSERT INTO responses (id, conversation_id, chain_id, seq, purpose, model, messages, options,

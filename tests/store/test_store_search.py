@@ -8,7 +8,7 @@ import time
 from pathlib import Path
 
 import pytest
-from store_helpers import make_record
+from store_helpers import make_record, old_log
 
 from chainform.store import Store, StoreError
 from chainform.store._migrations import migrate
@@ -108,3 +108,85 @@ def test_an_older_index_moves_to_the_triggers_and_finds_every_row(tmp_path: Path
                 r[0] for r in db.execute("SELECT name FROM sqlite_master WHERE type IN ('trigger', 'table')")
             }
         assert {"responses_fts_insert", "responses_fts_delete"} <= names and "fts_progress" not in names
+
+
+TEXTS = [
+    "a * star",
+    "a - dash",
+    "100% sure",
+    "snake_case",
+    "it's",
+    "back\\slash",
+    "x^2",
+    "party 🎉 time",
+    "東京都に行く",
+    "plain foo here",
+    "foobar only",
+    "nothing special",
+]
+
+
+@pytest.fixture
+def searched(store: Store) -> Store:
+    for seq, text in enumerate(TEXTS):
+        store.write_calls([make_record(prompt="q", text=text, seq=seq, chain_id=f"k{seq}")])
+    return store
+
+
+def _found(store: Store, query: str) -> list[str]:
+    return sorted(r.text for r in store.recent(None, query=query))
+
+
+@pytest.mark.parametrize(
+    ("query", "texts"),
+    [
+        ("*", ["a * star"]),
+        ("-", ["a - dash"]),  # a lone '-' is a term, not a NOT
+        ("%", ["100% sure"]),
+        ("_", ["snake_case"]),
+        ("'", ["it's"]),
+        ("\\", ["back\\slash"]),
+        ("^", ["x^2"]),
+        ("🎉", ["party 🎉 time"]),
+        ("東京", ["東京都に行く"]),  # 2 characters: scanned
+        ("東京都", ["東京都に行く"]),  # 3 or more: the trigram index
+        ("に行く", ["東京都に行く"]),
+        ("foo", ["foobar only", "plain foo here"]),  # a substring, as grep finds it
+        ("foo -bar", ["plain foo here"]),  # -bar: not containing bar
+        ("-foo", [t for t in sorted(TEXTS) if "foo" not in t]),
+        ("100%", ["100% sure"]),
+        ('"quoted', []),  # FTS syntax is never parsed
+    ],
+)
+def test_each_kind_of_query_finds_what_is_there(searched: Store, query: str, texts: list[str]) -> None:
+    assert _found(searched, query) == sorted(texts)
+
+
+def test_an_empty_query_is_refused(searched: Store) -> None:
+    for query in ("", "   "):
+        with pytest.raises(StoreError, match="search is empty"):
+            searched.recent(None, query=query)
+
+
+def test_the_index_is_of_trigrams_and_declared_for_datasette(store: Store) -> None:
+    store.check()
+    with store.read() as db:
+        [sql] = db.execute("SELECT sql FROM sqlite_master WHERE name = 'responses_fts'").fetchone()
+    assert "tokenize='trigram'" in sql and 'content="responses"' in sql  # this SQLite has trigram
+    assert store._fts == "trigram"
+
+
+def test_a_log_of_version_9_moves_to_the_trigram_index(tmp_path: Path) -> None:
+    path = tmp_path / "v9.db"
+    db = old_log(path, 9)
+    db.execute(
+        """INSERT INTO responses (id, conversation_id, chain_id, seq, purpose, model, prompt, text,
+           created_at) VALUES ('r1', 'c1', 'k1', 0, 'chain', 'm', 'q', '東京都に行く', ?)""",
+        (time.time(),),
+    )
+    db.execute("COMMIT")
+    db.close()
+    with Store(path) as store:
+        assert [r.id for r in store.recent(None, query="東京都")] == ["r1"]
+        _check_index(store)
+        assert _indexed(store) == 1

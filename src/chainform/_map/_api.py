@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import functools
+import warnings
 from collections.abc import (
     AsyncGenerator,
     AsyncIterable,
@@ -49,7 +50,7 @@ def amap(
     concurrency: int | None = None,
     requests_per_minute: float | None = None,
     tokens_per_minute: float | None = None,
-    retries: int = 2,
+    transport_retries: int | None = None,
     on_error: OnError = "record",
     log: bool = True,
     ordered: bool = False,
@@ -63,6 +64,7 @@ def amap(
     on_batch: Callable[[Any], None] | None = None,
     batch_poll: float = 5.0,
     batch_wait: float | None = None,
+    retries: int | None = None,
     **chain_options: Any,
 ) -> AsyncGenerator[MapResult, None]:
     """Run a chain for every input and yield a MapResult per row as it finishes.
@@ -72,8 +74,9 @@ def amap(
     They are read lazily; memory does not grow with their number. `concurrency` workers (8; a
     batch run: 50,000, the rows of one round) share
     `requests_per_minute` / `tokens_per_minute`; a 429 pauses them all for its Retry-After.
-    `retries`: re-tries of one model call after a transient failure (429, 5xx, timeout, dropped
-    connection). `on_error="record"` puts a typed `RowError` on the row; "raise" stops the run.
+    `transport_retries` (2): re-tries of one model call after a transient failure (429, 5xx, timeout,
+    dropped connection; `retries` is its old, deprecated name; re-asks after output that fails
+    validation are the chain's `validation_retries`). `on_error="record"` puts a typed `RowError` on the row; "raise" stops the run.
     `ordered=True` yields in input order. `id_field` keys rows by a field (else by position; a
     list with one id twice raises MapInputError before any row, a lazy source fails the repeat);
     `attach` names a field of path(s) or URL(s) (comma-separated) each row attaches, paths taken
@@ -88,6 +91,13 @@ def amap(
     """
     from chainform._map._run import MapRun
 
+    if retries is not None:
+        warnings.warn(
+            "map's retries= is now transport_retries= (re-tries after a transient failure)",
+            DeprecationWarning,
+            stacklevel=3,
+        )
+        transport_retries = retries if transport_retries is None else transport_retries
     if on_error not in ("record", "raise"):
         raise ValueError("on_error must be 'record' or 'raise'")
     if prompt is not None:
@@ -111,7 +121,7 @@ def amap(
         schema=schema,
         requests_per_minute=requests_per_minute,
         tokens_per_minute=tokens_per_minute,
-        retries=retries,
+        retries=2 if transport_retries is None else transport_retries,
         on_error=on_error,
         log=log,
         run_id=run_id,

@@ -30,6 +30,11 @@ class MapOutputError(ChainformError):
     """OUT.jsonl cannot be resumed (a damaged line) or would be overwritten without --resume."""
 
 
+class MapWriteError(MapOutputError):
+    """OUT.jsonl could not be written (a full disk, a read-only file or folder, ...): the message
+    names the file, the error's type and how to resume once it can be written."""
+
+
 def line_for(result: MapResult, run_id: str, record: dict[str, Any]) -> dict[str, Any]:
     """The output line: the input row, then `value` or `error`, then `_map` bookkeeping."""
     out = dict(record)
@@ -55,8 +60,10 @@ def line_for(result: MapResult, run_id: str, record: dict[str, Any]) -> dict[str
 class JsonlSink:
     """Appends finished rows to OUT.jsonl; `prepare(resume=True)` reads back which keys are done."""
 
-    def __init__(self, path: str | Path) -> None:
+    def __init__(self, path: str | Path, resume_hint: str = "run the same command with --resume") -> None:
         self.path = Path(path)
+        self.resume_hint = resume_hint  # how to go on once the file can be written again
+        self.written = 0  # lines appended by this run
         self.done: set[str] = set()
         self.run_id: str | None = None
         self.failed_before = 0  # error rows kept as done (retry_errors=False)
@@ -66,7 +73,24 @@ class JsonlSink:
     def prepare(self, *, resume: bool, retry_errors: bool = True) -> None:
         """Scan an existing file (resume) or refuse to overwrite one; then open for appending.
 
-        With `retry_errors` the rows that ended in an error are not done: their lines go."""
+        With `retry_errors` the rows that ended in an error are not done: their lines go.
+        A file that cannot be read or written raises MapWriteError."""
+        try:
+            self._prepare(resume=resume, retry_errors=retry_errors)
+        except OSError as exc:
+            raise self._failed(exc) from None
+
+    def _failed(self, exc: OSError) -> MapWriteError:
+        what = exc.strerror or str(exc)
+        if exc.filename is not None and str(exc.filename) != str(self.path):
+            what += f": {exc.filename}"  # e.g. the copy a resume rewrites OUT through
+        kept = len(self.done) + self.written
+        return MapWriteError(
+            f"cannot write the output {self.path} ({type(exc).__name__}: {what}); it keeps the {kept} "
+            f"finished row{'s' if kept != 1 else ''} written before: once it can be written, {self.resume_hint}"
+        )
+
+    def _prepare(self, *, resume: bool, retry_errors: bool) -> None:
         if self.path.is_dir():
             raise MapOutputError(f"{self.path} is a directory: give a file, e.g. {self.path / 'out.jsonl'}")
         if self.path.exists() and self.path.stat().st_size > 0:
@@ -138,13 +162,18 @@ class JsonlSink:
             text = json.dumps(to_jsonable_python(line, fallback=str), ensure_ascii=False) + "\n"
             data = text.encode("utf-8", "backslashreplace")
         view = memoryview(data)
-        while view:
-            view = view[os.write(self._fd, view) :]
+        try:
+            while view:
+                view = view[os.write(self._fd, view) :]
+        except OSError as exc:  # a torn line is cut off by the resume: that row runs again
+            raise self._failed(exc) from None
+        self.written += 1
 
     def close(self) -> None:
         if self._fd is not None:
-            os.close(self._fd)
-            self._fd = None
+            fd, self._fd = self._fd, None
+            with contextlib.suppress(OSError):  # nothing is buffered: every line went out in commit
+                os.close(fd)
 
 
 def _sync_dir(path: Path) -> None:

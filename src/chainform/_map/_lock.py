@@ -1,14 +1,16 @@
-"""One writer per map run: an exclusive `flock` on a file beside the log, per run id and per OUT.
+"""One writer per map run: an exclusive `flock` on a lock file, per run id and per OUT.
 
 Two processes resuming one run would write every row twice and could submit a batch twice; a
 resume rewriting OUT (dropping its error lines) while another run appends to it loses committed
-lines. So a run holds, for as long as it runs, a lock named after its run id (and the CLI one
-named after its OUT file), in `<chainform home>/locks/`. The kernel releases a lock when its
-process ends, however it ends (kill -9 included): a stale lock file is never an obstacle (a run
-that ends removes its file while still holding the lock; one that opened the removed file opens
-anew). A
-second writer gets `MapLockedError` at once (the CLI: one `Error:` line, exit 2), before it has
-read, rewritten or sent anything.
+lines. So a run holds, for as long as it runs, a lock named after its run id, in
+`<chainform home>/locks/`, and the CLI one beside its OUT file (`.out.jsonl.lock`): OUT's lock
+belongs to the file, so two runs with different homes (CHAINFORM_HOME) are still one file's two
+writers. The lock is on a file of its own, not on OUT: a resume replaces OUT (`os.replace`), and a
+lock on the old file would guard nothing. The kernel releases a lock when its process ends,
+however it ends (kill -9 included): a stale lock file is never an obstacle (a run that ends removes
+its file while still holding the lock; one that opened the removed file opens anew). A second
+writer gets `MapLockedError` at once (the CLI: one `Error:` line, exit 2), before it has read,
+rewritten or sent anything.
 
 Within one process a name is held once and counted (the CLI locks the run, then the library's
 run takes the same lock): `flock` locks belong to an open file, so a second open would block.
@@ -52,11 +54,23 @@ def lock_path(kind: str, name: str) -> Path:
     return _lock_dir() / f"{kind}-{name}.lock"
 
 
+def beside(output: Path) -> Path:
+    """The lock file of an output file: hidden, in the same folder, whatever the home."""
+    return output.parent / f".{output.name}.lock"
+
+
 @contextlib.contextmanager
 def holding(kind: str, name: str, what: str) -> Iterator[None]:
     """Hold the lock of `name` while the block runs; MapLockedError naming `what` (the run or the
     file) and the holder's pid when another process holds it."""
-    path = str(lock_path(kind, name))
+    with holding_file(lock_path(kind, name), what):
+        yield
+
+
+@contextlib.contextmanager
+def holding_file(lock: Path, what: str) -> Iterator[None]:
+    """Hold the lock file `lock` (made if missing) while the block runs, as `holding`."""
+    path = str(lock)
     _acquire(path, what)
     try:
         yield
@@ -84,7 +98,12 @@ def _acquire(path: str, what: str) -> None:
 def _locked(path: str, what: str) -> int | None:
     """The descriptor of `path`, flocked; None when the file it opened was released and removed
     meanwhile (its lock would guard nothing); MapLockedError when another process holds it."""
-    fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o600)
+    try:
+        fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o600)
+    except OSError as exc:
+        raise MapLockedError(
+            f"cannot make the lock file of {what}, {path}: {type(exc).__name__}: {exc.strerror}"
+        ) from None
     try:
         fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
     except BlockingIOError:
@@ -117,4 +136,4 @@ def _release(path: str) -> None:
         os.close(fd)  # closing the only descriptor releases the flock
 
 
-__all__ = ["MapLockedError", "holding", "lock_path"]
+__all__ = ["MapLockedError", "beside", "holding", "holding_file", "lock_path"]

@@ -6,6 +6,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from chainform._map._inputs import MapInputError
+from chainform.chain._approval import ChainWaitingError
 from chainform.chain._records import ChainUsage
 from chainform.errors import (
     ChainError,
@@ -18,6 +19,7 @@ from chainform.errors import (
 )
 
 _PHASES: tuple[tuple[type[BaseException], str], ...] = (
+    (ChainWaitingError, "waiting"),  # not a failure: `chainform resume` goes on with the row's chain
     (MapInputError, "input"),
     (ProviderError, "provider"),
     (TruncatedOutputError, "truncated"),
@@ -31,8 +33,9 @@ _PHASES: tuple[tuple[type[BaseException], str], ...] = (
 
 @dataclass
 class RowError:
-    """Why a row failed: the `phase` (input, provider, truncated, output, format, tool, guardrail,
-    chain, internal), the error's type name and message, and the exception itself."""
+    """Why a row has no value: the `phase` (input, provider, truncated, output, format, tool,
+    guardrail, chain, internal; or "waiting": its chain waits for approval, the message names the
+    chain and how to resume it), the error's type name and message, and the exception itself."""
 
     phase: str
     type: str
@@ -71,6 +74,13 @@ class MapResult:
     @property
     def ok(self) -> bool:
         return self.error is None
+
+    @property
+    def status(self) -> str:
+        """ "done", "waiting" (its chain waits for approval: `chainform resume`) or "failed"."""
+        if self.error is None:
+            return "done"
+        return "waiting" if self.error.phase == "waiting" else "failed"
 
 
 __all__ = ["MapResult", "RowError"]

@@ -20,6 +20,7 @@ from chainform._map._gate import GatedClient, GateStats, RateGate
 from chainform._map._inputs import Row
 from chainform._map._pool import Pool
 from chainform._map._results import MapResult, RowError
+from chainform.chain._approval import ChainWaitingError
 from chainform.chain._calls import naming as _naming
 from chainform.chain._tools import normalize_tools
 from chainform.errors import BatchError, ChainInterruptedError
@@ -273,6 +274,8 @@ class MapRun:
                     **self.chain_options,
                 )
                 done = (await response)._finished()  # one wait; the rest is read from the result
+            if done.status == "waiting":  # the row's tool calls wait for approval: not failed
+                raise ChainWaitingError(done.chain_id, done.pending)
             result.text = done.text
             if self.schema is not None:
                 result.value, result.data = done.value, done.data

@@ -20,7 +20,7 @@ import logging
 import threading
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
-from typing import Any, Protocol
+from typing import Any
 
 from chainform.chain._events import ChainEvent, EventLog
 from chainform.documents import Conversion, prepare_parts
@@ -190,26 +190,18 @@ def _joined(parts: list[Content]) -> list[Content]:
     return out
 
 
-class _Request(Protocol):
-    """A ChainRequest as this step sees it (the engine imports this module, not the reverse)."""
-
-    prompt: Message | None
-
-
 async def prepare_request(
-    request: _Request, pending: PendingPrompt | None, profile: ModelProfile, events: EventLog
+    pending: PendingPrompt | None, profile: ModelProfile, events: EventLog
 ) -> Prepared | None:
-    """Prepare a chain's pending prompt (when it has one) into `request.prompt`; on failure the
-    chain's events are closed (no call was made) and the error raised."""
+    """Prepare a chain's pending prompt (when it has one): its message becomes the spec's prompt.
+    On failure the chain's events are closed (no call was made) and the error raised."""
     if pending is None:
         return None
     try:
-        prepared = await prepare_prompt(pending, profile, events)
+        return await prepare_prompt(pending, profile, events)
     except BaseException:
         events.close()
         raise
-    request.prompt = prepared.message
-    return prepared
 
 
 async def tool_files(

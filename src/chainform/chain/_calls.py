@@ -1,11 +1,12 @@
 """One model call of a chain: streamed into the event log, validated in the middleware, logged.
 
-A call is logged once its tool results are known: when the next call starts, or the chain ends
-(`log_finished`, awaited then). The engine builds its CallRecord (`log_record`) and the chain's
-`ChainLogger` commits it before the chain goes on (at once when the log is free; on a worker
-thread, the event loop going on meanwhile, when another writer holds it), so a chain killed
-midway keeps every finished call, and a chain returns once all of its calls are in the log's
-tables. A failed write only warns: the log must never cost the user their answer. A caller that
+A call is logged the moment it returns (or raises), before its tools run: the engine builds its
+CallRecord (`log_record`) and the chain's `ChainLogger` commits it before the chain goes on (at
+once when the log is free; on a worker thread, the event loop going on meanwhile, when another
+writer holds it); each tool result is added when it returns (`log_results`). A chain killed
+midway keeps every call it paid for and every tool result it got, and a chain returns once all
+of them are in the log's tables. A resumed chain (`journal`, chain/_journal.py) is served the
+calls its log holds instead of sending them again. A failed write only warns: the log must never cost the user their answer. A caller that
 runs many chains (model.map) names each chain's conversation through `naming`: the name rides on
 the chain's own rows.
 
@@ -16,8 +17,8 @@ plumbing every turn shares, whatever the strategy.
 from __future__ import annotations
 
 import asyncio
+import functools
 import time
-import warnings
 from collections.abc import Sequence
 from contextvars import ContextVar
 from dataclasses import dataclass, field
@@ -26,12 +27,21 @@ from typing import TYPE_CHECKING, Any
 
 from chainform import _lineage, _trace
 from chainform.chain._events import CallTap, ChainEvent, EventLog
+from chainform.chain._journal import Journal, failure_of, raise_failure, response_of
 from chainform.clients.base import BaseChatClient, CallContext, ChatClient, validate
 from chainform.errors import ProviderError, StructuredOutputGenerationError
 from chainform.output._select import Refusals, StrategyChoice
 from chainform.output.strategies import NOT_FINAL, Strategy
 from chainform.pricing import Meter
-from chainform.store import CallRecord, LogBusy, ToolCallRecord, ToolResultRecord, schema_id
+from chainform.store import (
+    CallRecord,
+    ChainRow,
+    ChainStatus,
+    LogBusy,
+    ToolCallRecord,
+    ToolResultRecord,
+    schema_id,
+)
 from chainform.store._attachments import Attached, url_key
 from chainform.store._serialize import to_jsonable
 from chainform.types import (
@@ -44,6 +54,7 @@ from chainform.types import (
 )
 
 if TYPE_CHECKING:
+    from chainform.chain._spec import ChainSpec
     from chainform.store import Store
 
 Purpose = str  # "chain" | "retry" | "format"
@@ -66,6 +77,7 @@ class ModelCall:
     format_context: str | None = None
     model: str | None = None  # the model that made the call (a fallback's name when one answered)
     failed: str | None = None  # the type of the error the call raised (None: it returned)
+    failure: dict[str, Any] | None = None  # what it raised, as the log keeps it (chain/_journal.py)
     priced: UsageDetails | None = None  # the usage with its cost, once the engine priced the call
     ended_by: str | None = None  # the tool whose result ended the chain (stop_at_tools, cf.Final)
 
@@ -100,8 +112,10 @@ class CallRunner:
         stream: bool,
         logger: ChainLogger | None,
         meter: Meter | None = None,
+        journal: Journal | None = None,
     ) -> None:
         self.client = client
+        self.journal = journal  # a resumed chain's logged calls, replayed instead of sent
         self.meter = meter  # prices each call (its usage.cost) and holds the chain to max_cost
         self.events = events
         self.refusals = refusals
@@ -116,8 +130,8 @@ class CallRunner:
     async def call(
         self, messages: list[Message], options: ChatOptions, strategy: Strategy, purpose: str
     ) -> tuple[ChatResponse, Any, StructuredOutputGenerationError | None]:
-        """One model call; returns (response, value or NOT_FINAL, validation error)."""
-        await self.log_finished()  # the calls before this one have their tool results
+        """One model call; returns (response, value or NOT_FINAL, validation error). The call is
+        in the log when this returns or raises."""
         if self.meter is not None:
             self.meter.check(self.calls)  # a capped chain ends between calls
         stream = self.stream and self.events.streamed
@@ -129,6 +143,8 @@ class CallRunner:
                 raise
             self.refusals.remember("streamed_tools", exc.provider_message[:200])
             return await self._call(messages, options, strategy, purpose, False)
+        finally:
+            await self.log_finished()  # committed before its tools run
 
     async def _call(
         self, messages: list[Message], options: ChatOptions, strategy: Strategy, purpose: str, stream: bool
@@ -144,8 +160,14 @@ class CallRunner:
         )
         started = time.perf_counter()
         error: StructuredOutputGenerationError | None = None
+        logged = self.journal.call(len(self.calls), purpose) if self.journal is not None else None
         try:
-            if isinstance(self.client, BaseChatClient):
+            if logged is not None:  # a resumed chain: the log's answer, not a new request
+                if logged.failure is not None or (logged.error and not logged.text and not logged.tool_calls):
+                    raise_failure(logged)
+                response = ctx.response = response_of(logged)
+                validate(ctx, response)
+            elif isinstance(self.client, BaseChatClient):
                 response = await self.client.call(ctx)
             else:  # a bare ChatClient: no middleware, the same validation
                 response = ctx.response = await self.client.get_response(ctx.messages, options)
@@ -159,17 +181,21 @@ class CallRunner:
         except Exception as exc:  # a broken stream's partial response keeps the text that arrived
             partial = getattr(exc, "partial_response", None)
             kind = type(exc).__name__
-            self._record(purpose, ctx.messages, options, partial, started, f"{kind}: {exc}", failed=kind)
+            self._record(
+                purpose, ctx.messages, options, partial, started, f"{kind}: {exc}", failed=kind,
+                failure=failure_of(exc), logged=logged,
+            )  # fmt: skip
             # the call's streamed text (if any) is not the answer: readers close it (a fallback
             # model's answer starts afresh, its JSON never glued to this one's)
             failed = f"{self.model_name or 'the model'} failed: {kind}"
             self.events.append(ChainEvent("call_end", text=failed, value=False, purpose=purpose))
             raise
-        if not stream:
+        if not stream or logged is not None:
             tap.whole(response)
         count_hosted_calls(response)
         parsed = None if value is NOT_FINAL or not strategy.validates else plain_data(value)
-        self._record(purpose, ctx.messages, options, response, started, str(error) if error else None, parsed)
+        text = str(error) if error else None
+        self._record(purpose, ctx.messages, options, response, started, text, parsed, logged=logged)
         final = value is not NOT_FINAL and strategy.answers
         self.events.append(ChainEvent("call_end", value=final, purpose=purpose))
         return response, value, error
@@ -184,7 +210,11 @@ class CallRunner:
         error: str | None,
         parsed: Any = None,
         failed: str | None = None,
+        failure: dict[str, Any] | None = None,
+        logged: CallRecord | None = None,
     ) -> None:
+        """Keep the call (`calls`) and queue it for the log; a replayed call (`logged`) is kept
+        with its logged id, usage and cost, and is not logged again."""
         call = ModelCall(
             purpose,
             messages,
@@ -197,7 +227,17 @@ class CallRunner:
             format_context=self.format_context if purpose in ("format", "retry") else None,
             model=self.model_name,
             failed=failed,
+            failure=failure,
         )
+        if logged is not None:
+            call.response_id, call.model, call.duration_ms = (
+                logged.id,
+                logged.model,
+                logged.duration_ms or 0.0,
+            )
+            call.priced = logged.usage
+            self.calls.append(call)
+            return
         if self.meter is not None:
             call.priced = self.meter.priced(response, call.model)
         if _trace.hooks is not None:
@@ -207,8 +247,8 @@ class CallRunner:
         self.calls.append(call)
 
     async def log_finished(self) -> None:
-        """Commit the calls not logged yet (their tool results are known): at the start of each
-        call, and when the chain ends. Each call's `response_id` becomes its record's id."""
+        """Commit the calls not logged yet: as each call returns, and when the chain ends. Each
+        call's `response_id` becomes its record's id."""
         unlogged, self._unlogged = self._unlogged, []
         if self.logger is None:
             return
@@ -275,6 +315,7 @@ def log_record(log: ChainLogger, call: ModelCall, seq: int, created_at: float) -
         ],
         format_context=call.format_context,
         format_context_policy=log.policy if call.format_context else None,
+        failure=call.failure,
         parent_conversation_id=link.parent_conversation_id if link else None,
         parent_chain_id=link.parent_chain_id if link else None,
         parent_tool_call_id=link.parent_call_id if link else None,
@@ -356,17 +397,43 @@ class ChainLogger:
                 out[key] = to_jsonable(value)
         return out
 
+    async def begin(self, spec: ChainSpec) -> None:
+        """Record the chain in the `chains` table (status "running") before its first call."""
+        row = ChainRow(self.chain_id, self.conversation_id, self.model, spec.to_json())
+        await self._write("the chain", self.store.begin_chain, row)
+
+    async def end(self, status: ChainStatus, *, error: str | None, pending: list[dict[str, Any]]) -> None:
+        """Record how the chain ended (done, failed, interrupted, waiting with its pending calls)."""
+        write = functools.partial(self.store.set_chain_status, error=error, pending=pending)
+        await self._write("the chain's status", write, self.chain_id, status)
+
+    async def mark_ended(self, response_id: str, tool: str, parsed: Any) -> None:
+        """Record on a logged call that its tool's result ended the chain (and the value)."""
+        await self._write("the chain's end", self.store.mark_ended, response_id, tool, parsed)
+
     async def log(self, record: CallRecord) -> None:
-        """Commit `record` (with the chain's attached files); return once it is committed. It is
-        committed at once on the event loop's thread when the log is free, else on a worker thread
-        that waits for the lock while the loop goes on. A write that fails warns and is dropped."""
+        """Commit `record` (with the chain's attached files); return once it is committed."""
+        await self._write("a model call", self.store.write_calls, [record], self.attached)
+
+    async def log_results(self, response_id: str | None, results: Sequence[FunctionResultContent]) -> None:
+        """Add tool results to their logged call, as they return."""
+        if response_id is None:  # the call itself could not be logged
+            return
+        rows = [(r.call_id, r.name or "", r.result_text(), r.error) for r in results]
+        await self._write("a tool result", self.store.write_tool_results, response_id, rows)
+
+    async def _write(self, what: str, write: Any, *args: Any) -> None:
+        """Run a store write at once on the event loop's thread when the log is free, else on a
+        worker thread that waits for the lock while the loop goes on. A write that fails is dropped
+        and counted: the store tells how many writes it lost, and why, in one warning (on close, or
+        at exit); the log must never cost the user their answer."""
         try:
             try:
-                self.store.write_calls([record], self.attached, wait=False)
+                write(*args, wait=False)
             except LogBusy:
-                await asyncio.to_thread(self.store.write_calls, [record], self.attached)
+                await asyncio.to_thread(functools.partial(write, *args))
         except Exception as exc:  # never lose the chain's result because the log failed
-            warnings.warn(f"chainform: could not log a model call: {exc}", stacklevel=2)
+            self.store.unlogged.add(exc, calls=1 if what == "a model call" else 0)
 
 
 def _attached(attachment: Any, conversion: Any, store: str) -> Attached:

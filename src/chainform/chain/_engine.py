@@ -17,22 +17,27 @@ to it, and (when tracing is on, chainform.instrument) its span.
 
 from __future__ import annotations
 
+import asyncio
 import json
 from contextlib import nullcontext
 from dataclasses import dataclass, field, replace
 from typing import Any
 
 from chainform import _lineage, _trace
+from chainform.chain._approval import Approval, ChainWaiting, Denied, PendingCall, decided
 from chainform.chain._attachments import for_profile, tool_files
-from chainform.chain._calls import CallRunner, ChainLogger, plain_data
-from chainform.chain._events import ChainEvent, EventLog
+from chainform.chain._calls import CallRunner, ChainLogger, ModelCall, plain_data
+from chainform.chain._events import ChainEvent, EventLog, FellBack
 from chainform.chain._fallback import Candidate, FallbackPlan, Route
+from chainform.chain._journal import Journal
 from chainform.chain._records import ChainResult
+from chainform.chain._spec import ChainSpec
 from chainform.chain._tools import AfterCall, BeforeCall, Final, run_calls
 from chainform.clients.base import ChatClient
 from chainform.errors import (
     Attempt,
     ChainformError,
+    ChainInterruptedError,
     FormattingError,
     ProviderError,
     StructuredOutputError,
@@ -40,11 +45,12 @@ from chainform.errors import (
     TruncatedOutputError,
     UnknownToolError,
 )
-from chainform.output import OUTPUT_TOOL_NAME, OutputSpec, StrategyChoice, select_strategy
+from chainform.output import OUTPUT_TOOL_NAME, StrategyChoice, select_strategy
 from chainform.output._select import Refusals
 from chainform.output.strategies import NOT_FINAL, Outcome, Plain, Settings, Strategy, build
-from chainform.output.strategies._context import ContextPolicy, Formatting, answered, final_answer
-from chainform.pricing import Cost, Meter, as_cost
+from chainform.output.strategies._context import Formatting, answered, final_answer
+from chainform.pricing import Meter
+from chainform.store import ChainStatus
 from chainform.types import (
     ChatOptions,
     ChatResponse,
@@ -60,41 +66,29 @@ from chainform.types import (
 _REFUSALS = ("tools_with_schema_rejected", "response_format_rejected")
 
 
-@dataclass
-class ChainRequest:
-    """A chain's inputs, already normalised by the Model layer."""
+@dataclass(frozen=True)
+class Bound:
+    """What a run binds beside its spec, because it is code, not data: the tools' Python objects,
+    the before/after hooks, and tool sources (MCP servers) whose sessions stay open for the chain."""
 
-    prompt: Message | None
-    system: str | None = None
     tools: list[Any] = field(default_factory=list)
-    output: OutputSpec | None = None
-    strategy: str = "auto"
-    chain_limit: int = 5
-    retries: int = 2
     before_call: BeforeCall | None = None
     after_call: AfterCall | None = None
-    format_prompt: str | None = None
-    format_context: ContextPolicy = field(default_factory=ContextPolicy)
-    options: ChatOptions = field(default_factory=ChatOptions)
-    stream: bool = True
-    history: list[Message] = field(default_factory=list)
-    max_cost: Cost | None = None  # USD; the chain ends between calls once its calls cost this
-    retry_max_tokens: int | None = None  # a cut-off answer is asked again once with this limit
-    stop_at_tools: frozenset[str] = frozenset()  # a call of one of these ends the chain with its result
-
-    def __post_init__(self) -> None:
-        if self.max_cost is not None:  # checked when the chain is asked for, not when it runs
-            self.max_cost = as_cost(self.max_cost)
+    sources: list[Any] = field(default_factory=list)
 
 
 class ChainRun(CallRunner):
-    """One execution of a ChainRequest against a client."""
+    """One execution of a ChainSpec against a client. The spec is data; what is not (the tools'
+    code, the before/after hooks) is bound here."""
 
     def __init__(
         self,
         client: ChatClient,
-        request: ChainRequest,
+        spec: ChainSpec,
         *,
+        tools: list[Any],
+        before_call: BeforeCall | None = None,
+        after_call: AfterCall | None = None,
         profile: ModelProfile,
         model_name: str,
         conversation_id: str,
@@ -103,19 +97,20 @@ class ChainRun(CallRunner):
         logger: ChainLogger | None = None,
         refusals: Refusals | None = None,
         fallback: FallbackPlan | None = None,
+        journal: Journal | None = None,
+        approvals: dict[str, Approval] | None = None,
     ) -> None:
-        if request.chain_limit < 1:
-            raise ValueError("chain_limit must be at least 1")
-        if request.retries < 0:
-            raise ValueError("retries cannot be negative")
         memory = refusals if refusals is not None else Refusals()
-        meter = Meter(model_name, request.max_cost)
-        super().__init__(client, events, memory, stream=request.stream, logger=logger, meter=meter)
-        if (
-            request.options.cache_key is None
-        ):  # one conversation's requests share a cache (clients/_wire.py `openai_key`)
-            request = replace(request, options=request.options.replace(cache_key=conversation_id))
-        self.req = request  # the caller's request is never changed: a copy where it differs
+        meter = Meter(model_name, spec.limits.max_cost)
+        super().__init__(
+            client, events, memory, stream=spec.stream, logger=logger, meter=meter, journal=journal
+        )
+        self.spec = spec
+        self.approvals = {k: decided(v) for k, v in (approvals or {}).items()}
+        # one conversation's requests share a cache (clients/_wire.py `openai_key`)
+        cache_key = spec.options.cache_key or conversation_id
+        self.options = spec.options.replace(cache_key=cache_key)  # the spec itself is never changed
+        self.before_call, self.after_call = before_call, after_call
         self.profile = profile
         self.model_name = model_name
         self.route = (
@@ -125,31 +120,52 @@ class ChainRun(CallRunner):
         )
         self.conversation_id = conversation_id
         self.chain_id = chain_id
-        self.tools = {t.name: t for t in request.tools}
+        self.tools = {t.name: t for t in tools}
         self.attempts: list[Attempt] = []
         self.answer_from: int | None = None  # transcript index of the current model's failed answers
-        self.settings = Settings(
-            self.refusals, request.chain_limit, request.format_context, request.format_prompt
-        )
+        self._finals: set[str] = set()  # call ids whose tool returned cf.Final
+        formatting = spec.formatting
+        self.settings = Settings(self.refusals, spec.limits.chain_limit, formatting.policy, formatting.prompt)
 
     async def run(self) -> ChainResult:
-        messages = [Message.system(self.req.system)] if self.req.system else []
-        transcript = [*messages, *self.req.history, *([self.req.prompt] if self.req.prompt else [])]
+        spec = self.spec
+        messages = [Message.system(spec.system)] if spec.system else []
+        transcript = [*messages, *spec.history, *([spec.prompt] if spec.prompt else [])]
+        status: ChainStatus = "failed"
+        error: str | None = None
+        pending: list[PendingCall] = []
         try:
-            unknown_stop_tools(self.req.stop_at_tools, self.tools)  # MCP tools are known only now
-            if self.req.output is None:
-                outcome = await self._plain(transcript)
-            else:
-                has_tools = bool(self.tools or self.req.options.hosted_tools)
-                requested = self.req.strategy
-                outcome = await self.answer(transcript, has_tools=has_tools, requested=requested)
+            unknown_stop_tools(frozenset(spec.stop_at_tools), self.tools)  # MCP tools are known only now
+            if self.logger is not None:
+                await self.logger.begin(spec)
+            try:
+                if spec.output is None:
+                    outcome = await self._plain(transcript)
+                else:
+                    has_tools = bool(self.tools or self.options.hosted_tools)
+                    requested = spec.strategy
+                    outcome = await self.answer(transcript, has_tools=has_tools, requested=requested)
+            except ChainWaiting as waiting:
+                status, pending = "waiting", waiting.pending
+                return self._result(transcript, Outcome(), status="waiting", pending=pending)
+            status = "done"
             return self._result(transcript, outcome)
         except ChainformError as exc:
             if not exc.responses:
                 exc.responses = list(self.calls)
+            status = "interrupted" if isinstance(exc, ChainInterruptedError) else "failed"
+            error = f"{type(exc).__name__}: {exc}"
+            raise
+        except (asyncio.CancelledError, KeyboardInterrupt):
+            status = "interrupted"
+            raise
+        except Exception as exc:
+            error = f"{type(exc).__name__}: {exc}"
             raise
         finally:
-            await self.log_finished()  # the last call, once its chain is done with it
+            await self.log_finished()  # the last call, if it was not logged yet
+            if self.logger is not None:
+                await self.logger.end(status, error=error, pending=[p.to_dict() for p in pending])
             self.events.close()
 
     # -- choosing a strategy, and falling back when the provider refuses it ---------------------
@@ -158,12 +174,12 @@ class ChainRun(CallRunner):
         self, transcript: list[Message], *, has_tools: bool, requested: str, purpose: str = "chain"
     ) -> Outcome:
         """Run the strategy the decision table picks; on a refusal, remember it and pick again."""
-        assert self.req.output is not None
+        assert self.spec.output is not None
         choice = select_strategy(
             self.profile, has_tools=has_tools, requested=requested, refusals=self.refusals
         )
         while True:
-            strategy = build(choice, self.req.output, self.profile, self.settings)
+            strategy = build(choice, self.spec.output, self.profile, self.settings)
             if purpose == "chain":
                 self.choice = choice
             strategy.prepare(transcript)
@@ -272,7 +288,7 @@ class ChainRun(CallRunner):
             del transcript[self.answer_from :]
             self.answer_from = None
         _close_calls(transcript)
-        await self._switch(after, transcript)
+        await self._switch(after, transcript, exc)
         return True
 
     async def _fall_over(self, exc: ProviderError, transcript: list[Message]) -> bool:
@@ -281,10 +297,17 @@ class ChainRun(CallRunner):
         after = self.route.after(exc) if self.route is not None else None
         if after is None:
             return False
-        await self._switch(after, transcript)
+        await self._switch(after, transcript, exc)
         return True
 
-    async def _switch(self, after: Candidate, transcript: list[Message]) -> None:
+    async def _switch(self, after: Candidate, transcript: list[Message], exc: Exception) -> None:
+        """Go on with `after`; the stream's readers are told (a `fallback` event): the text since the
+        last answer was the failed model's."""
+        failed = self.model_name or "the model"
+        kind = getattr(exc, "kind", None)
+        why = f"{type(exc).__name__}" + (f" ({kind})" if kind else "")
+        note = f"{failed} failed: {why}; {after.name} answers from here"
+        self.events.append(ChainEvent("fallback", note, value=FellBack(failed, exc, after.name)))
         self.client, self.profile, self.model_name = after.client, after.profile, after.name
         self.refusals = after.refusals
         self.settings = replace(self.settings, refusals=after.refusals)
@@ -292,7 +315,9 @@ class ChainRun(CallRunner):
 
     def turns_left(self) -> int:
         """Chain turns left; a call that raised (e.g. before a fallback model took over) takes none."""
-        return self.req.chain_limit - sum(1 for c in self.calls if c.purpose == "chain" and not c.failed)
+        return self.spec.limits.chain_limit - sum(
+            1 for c in self.calls if c.purpose == "chain" and not c.failed
+        )
 
     # -- the turn loop --------------------------------------------------------------------------
 
@@ -302,11 +327,11 @@ class ChainRun(CallRunner):
         """call -> run tools -> extract -> validate -> feed back, until an answer (or the limit)."""
         offered = list(self.tools.values()) if tools else []
         limit = self.turns_left() if tools else 1
-        turns, retries_left, force = 0, self.req.retries, False
+        turns, retries_left, force = 0, self.spec.limits.validation_retries, False
         answers_chain = purpose != "format"  # the loop's messages are the chain's transcript
         while True:
             last = turns >= limit - 1
-            base = self.req.options if tools else self.req.options.replace(hosted_tools=None)
+            base = self.options if tools else self.options.replace(hosted_tools=None)
             options = strategy.options(base, offered, last=last, force=force)
             response, value, error = await self.call(transcript, options, strategy, purpose)
             if _cut(response, strategy):  # never parsed, repaired or re-asked with the same limit
@@ -323,7 +348,7 @@ class ChainRun(CallRunner):
                     self.answer_from = None
                 ending = await self._run_tools(calls, transcript)
                 if ending is not None:
-                    ended = self._tool_answer(ending, transcript)
+                    ended = await self._tool_answer(ending, transcript)
                     if ended is not None:
                         return ended
                     if retries_left == 0:
@@ -371,9 +396,9 @@ class ChainRun(CallRunner):
         """A call stopped at the output token limit: raise TruncatedOutputError, or (once, when
         `retry_max_tokens` allows it) raise the chain's limit so the call is made again."""
         limit = options.max_output_tokens
-        grow = self.req.retry_max_tokens
+        grow = self.spec.limits.retry_max_tokens
         if grow is not None and (limit is None or grow > limit):
-            self.req = replace(self.req, options=self.req.options.replace(max_output_tokens=grow))
+            self.options = self.options.replace(max_output_tokens=grow)
             return
         cut = [c for c in response.function_calls if c.name != OUTPUT_TOOL_NAME]
         part = "tool arguments" if cut else "formatting" if purpose == "format" else "answer"
@@ -401,47 +426,95 @@ class ChainRun(CallRunner):
     async def _run_tools(
         self, calls: list[FunctionCallContent], transcript: list[Message]
     ) -> FunctionResultContent | None:
-        """Run a turn's calls; the first result that ends the chain (a `stop_at_tools` tool's, or
-        a `cf.Final`), if any."""
+        """Run a turn's calls, each result logged as it returns; the first result that ends the
+        chain (a `stop_at_tools` tool's, or a `cf.Final`), if any. A resumed chain takes the
+        results its log holds instead of running those tools again. Calls that need approval and
+        have none end the chain as waiting (ChainWaiting), once the turn's other calls ran."""
+        made_by = self.calls[-1] if self.calls else None
+        seq = len(self.calls) - 1
+        logged_end = self.journal.ended_by(seq) if self.journal is not None else None
+        known: dict[str, FunctionResultContent] = {}
+        to_run: list[FunctionCallContent] = []
+        pending: list[PendingCall] = []
         for call in calls:
             self.events.append(ChainEvent("tool_call", value=call, purpose="chain"))
-        results = await run_calls(
-            calls,
+            logged = (
+                self.journal.result(seq, call.call_id, decode=call.name == logged_end)
+                if self.journal
+                else None
+            )
+            if logged is not None:
+                known[call.call_id] = logged
+                if made_by is not None:
+                    made_by.tool_results.append(logged)
+                continue
+            if not self.spec.needs_approval(call.name):
+                to_run.append(call)
+                continue
+            decision = self.approvals.get(call.call_id)
+            if decision is None:
+                pending.append(PendingCall(call.call_id, call.name, call.arguments))
+            elif isinstance(decision, Denied):
+                why = f"Denied by a person: {decision.reason}" if decision.reason else "Denied by a person."
+                known[call.call_id] = denied = FunctionResultContent(call.call_id, error=why, name=call.name)
+                await self._logged_result(made_by, denied)
+            elif decision.arguments is not None:
+                to_run.append(
+                    FunctionCallContent(call.call_id, call.name, decision.arguments, None, call.index)
+                )
+            else:
+                to_run.append(call)
+        ran = await run_calls(
+            to_run,
             self.tools,
-            before_call=self.req.before_call,
-            after_call=self.req.after_call,
+            before_call=self.before_call,
+            after_call=self.after_call,
             restore_arguments=self._restore_tool_arguments,
+            on_result=lambda result: self._logged_result(made_by, result),
         )
+        known.update((r.call_id, r) for r in ran)
+        if pending:
+            raise ChainWaiting(pending)
+        results = [known[c.call_id] for c in calls]
         ending: FunctionResultContent | None = None
-        for i, result in enumerate(results):
-            final = isinstance(result.result, Final)
-            if final:  # unwrapped: the transcript, the log and the events hold the value itself
-                results[i] = result = replace(result, result=result.result.value)
-            ends = final or result.name in self.req.stop_at_tools
-            if ending is None and result.error is None and ends:
+        for result in results:
+            ends = result.name == logged_end or result.name in self.spec.stop_at_tools
+            if ending is None and result.error is None and (ends or result.call_id in self._finals):
                 ending = result
         files = await tool_files(results, self.profile, self.events)  # tools that returned files
         for result in results:
             self.events.append(ChainEvent("tool_result", value=result, purpose="chain"))
-        if self.calls:
-            self.calls[-1].tool_results.extend(results)
         transcript.append(Message(Role.TOOL, list(results)))
         if files is not None:
             transcript.append(files)
         return ending
 
-    def _tool_answer(self, result: FunctionResultContent, transcript: list[Message]) -> Outcome | None:
+    async def _logged_result(
+        self, made_by: ModelCall | None, result: FunctionResultContent
+    ) -> FunctionResultContent:
+        """A tool result as it returns: a `cf.Final` unwrapped (the transcript, the log and the
+        events hold the value itself), kept with the call that asked for it, and logged now."""
+        if isinstance(result.result, Final):
+            self._finals.add(result.call_id)
+            result = replace(result, result=result.result.value)
+        if made_by is not None:
+            made_by.tool_results.append(result)
+            if self.logger is not None:
+                await self.logger.log_results(made_by.response_id, [result])
+        return result
+
+    async def _tool_answer(self, result: FunctionResultContent, transcript: list[Message]) -> Outcome | None:
         """A tool's result as the chain's value, validated against the schema (as it is without
         one); None when it fails validation: the tool's result in the transcript becomes the error,
         so the model reads it (a re-ask)."""
         name = result.name or ""
-        if self.req.output is None:
+        if self.spec.output is None:
             value = result.result
         else:
             data = plain_data(result.result)
             raw = data if isinstance(data, str) else json.dumps(data, ensure_ascii=False, default=str)
             try:
-                value = self.req.output.check(data, raw_text=raw)
+                value = self.spec.output.check(data, raw_text=raw)
             except StructuredOutputGenerationError as exc:
                 message = (
                     f"the result of {name} is meant to be the final answer but does not match the "
@@ -457,9 +530,12 @@ class ChainRun(CallRunner):
                 ]
                 return None
         if self.calls:
-            self.calls[-1].ended_by = name
-            if self.req.output is not None:
-                self.calls[-1].parsed = plain_data(value)
+            ended = self.calls[-1]
+            ended.ended_by = name
+            if self.spec.output is not None:
+                ended.parsed = plain_data(value)
+            if self.logger is not None and ended.response_id is not None:  # logged before its tools ran
+                await self.logger.mark_ended(ended.response_id, name, ended.parsed)
         return Outcome(value, ended_by=name)
 
     def _restore_tool_arguments(self, tool: Any, arguments: dict[str, Any]) -> dict[str, Any]:
@@ -468,7 +544,14 @@ class ChainRun(CallRunner):
 
     # -- result ---------------------------------------------------------------------------------
 
-    def _result(self, transcript: list[Message], outcome: Outcome) -> ChainResult:
+    def _result(
+        self,
+        transcript: list[Message],
+        outcome: Outcome,
+        *,
+        status: ChainStatus = "done",
+        pending: list[PendingCall] | None = None,
+    ) -> ChainResult:
         result = ChainResult(
             text=outcome.value if isinstance(outcome.value, str) else final_answer(transcript) or "",
             calls=self.calls,
@@ -477,16 +560,18 @@ class ChainRun(CallRunner):
             transcript=transcript,
             conversation_id=self.conversation_id,
             chain_id=self.chain_id,
-            prompt=self.req.prompt,
+            prompt=self.spec.prompt,
             cut_off=outcome.cut_off,
             ended_by=outcome.ended_by,
+            status=status,
+            pending=pending or [],
         )
-        if self.req.output is None and outcome.ended_by is not None:  # a tool's value, as it is
+        if self.spec.output is None and outcome.ended_by is not None:  # a tool's value, as it is
             result.has_value, result.value = True, outcome.value
             result.data = plain_data(outcome.value)
             if not isinstance(outcome.value, str):
                 result.text = json.dumps(result.data, ensure_ascii=False, default=str)
-        if self.req.output is not None:
+        if self.spec.output is not None and status == "done":
             result.has_value, result.value = True, outcome.value
             result.data = plain_data(outcome.value)
             result.text = json.dumps(result.data, ensure_ascii=False)

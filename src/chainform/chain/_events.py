@@ -17,7 +17,7 @@ from chainform.output import OUTPUT_TOOL_NAME, OutputSpec
 from chainform.schema.partial import PartialJSON
 from chainform.types import ChatResponse, ChatResponseUpdate, FunctionCallContent, TextContent
 
-EventKind = Literal["text", "partial", "tool_call", "tool_result", "call_end", "attachment"]
+EventKind = Literal["text", "partial", "tool_call", "tool_result", "call_end", "attachment", "fallback"]
 
 
 @dataclass(frozen=True)
@@ -28,6 +28,9 @@ class ChainEvent:
     a call that failed (its text, if any, cut short) closes with `text` saying so ("MODEL failed: KIND").
     `attachment` (before any call) says how an attachment reached the model (`value`: a
     documents.Conversion; `text`: "receipt.png: OCR, 14 lines").
+    `fallback` follows a failed call's `call_end` when the chain goes on with the next model
+    (`value`: a `FellBack`; `text`: "MODEL failed: KIND; NEXT answers from here"): the text streamed
+    since the last answer is not the answer, and partial objects start over.
     A `text` event that builds a structured answer carries its `JsonSource` as `value`.
     """
 
@@ -35,6 +38,15 @@ class ChainEvent:
     text: str = ""
     value: Any = None
     purpose: str = "chain"
+
+
+@dataclass(frozen=True)
+class FellBack:
+    """A chain's switch to its next fallback model: the model that failed, why, and the next one."""
+
+    failed: str
+    error: Exception
+    model: str
 
 
 @dataclass(frozen=True)

@@ -9,6 +9,7 @@ from decimal import Decimal
 from typing import Any
 
 from chainform._lineage import AgentRun
+from chainform.chain._approval import PendingCall
 from chainform.chain._calls import ModelCall
 from chainform.documents import Conversion
 from chainform.output import StrategyChoice
@@ -89,3 +90,5 @@ class ChainResult:
     prompt: Message | None = None
     agent_runs: list[AgentRun] = field(default_factory=list)  # subagents this chain called
     attachments: list[Conversion] = field(default_factory=list)  # how each attachment reached the model
+    status: str = "done"  # "done", or "waiting": tool calls wait for approval (`pending`)
+    pending: list[PendingCall] = field(default_factory=list)

@@ -10,6 +10,7 @@ from dataclasses import dataclass
 from typing import Any, Union
 
 from chainform import _trace
+from chainform._json import MAX_DEPTH, too_deep
 from chainform._lineage import current_tool_call
 from chainform.errors import ChainInterruptedError, ToolDefinitionError, UnknownToolError
 from chainform.keys import scrub
@@ -129,8 +130,11 @@ async def run_call(
         result = FunctionResultContent(call.call_id, error=error, name=call.name)
     except KeyboardInterrupt:
         raise _interrupted(call) from None
-    # Defence in depth: a key that reached a tool's output never reaches the model or the log.
     final = isinstance(result.result, Final)
+    if too_deep(result.result.value if final else result.result):  # every walker after this recurses
+        error = f"the tool's result is nested more than {MAX_DEPTH} levels deep; it was not sent"
+        result, final = FunctionResultContent(call.call_id, error=error, name=call.name), False
+    # Defence in depth: a key that reached a tool's output never reaches the model or the log.
     value = scrub(result.result.value if final else result.result)
     result = FunctionResultContent(
         call.call_id, Final(value) if final else value, scrub(result.error), call.name
@@ -156,19 +160,16 @@ async def run_calls(
     before_call: BeforeCall | None,
     after_call: AfterCall | None,
     restore_arguments: Callable[[Any, dict[str, Any]], dict[str, Any]],
+    on_result: Callable[[FunctionResultContent], Awaitable[FunctionResultContent]] | None = None,
 ) -> list[FunctionResultContent]:
-    """A turn's calls run concurrently (sync tools in threads); results keep the calls' order."""
-    return list(
-        await asyncio.gather(
-            *(
-                run_call(
-                    c,
-                    tools,
-                    before_call=before_call,
-                    after_call=after_call,
-                    restore_arguments=restore_arguments,
-                )
-                for c in calls
-            )
+    """A turn's calls run concurrently (sync tools in threads); results keep the calls' order.
+    `on_result` is awaited with each result as it returns (the engine logs it then) and gives
+    the result kept."""
+
+    async def one(call: FunctionCallContent) -> FunctionResultContent:
+        result = await run_call(
+            call, tools, before_call=before_call, after_call=after_call, restore_arguments=restore_arguments
         )
-    )
+        return result if on_result is None else await on_result(result)
+
+    return list(await asyncio.gather(*(one(c) for c in calls)))

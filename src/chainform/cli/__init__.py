@@ -18,6 +18,7 @@ from chainform.cli._mcp import mcp_group
 from chainform.cli._models import models_command
 from chainform.cli._money import logs_cost
 from chainform.cli._prompt import prompt_command
+from chainform.cli._resume import resume_command
 from chainform.cli._schemas import schemas_command
 from chainform.cli._templates import templates_command
 from chainform.cli._tools import tools_command
@@ -35,6 +36,7 @@ for _command in (
     map_command,
     mcp_group,
     eval_group,
+    resume_command,
     aliases_command,
     templates_command,
     chat_command,

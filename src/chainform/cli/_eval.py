@@ -293,7 +293,7 @@ def eval_run(
     concurrency: int,
     rpm: float | None,
     tpm: float | None,
-    retries: int,
+    transport_retries: int,
     max_rows: int,
     limit: int | None,
     allowance: Allowance,
@@ -337,7 +337,7 @@ def eval_run(
         "system": system,
         "requests_per_minute": rpm,
         "tokens_per_minute": tpm,
-        "retries": retries,
+        "transport_retries": transport_retries,
         "log": not no_log,
     }
     if tool_names or functions:

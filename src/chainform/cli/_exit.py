@@ -20,13 +20,17 @@ class ExitCode(enum.IntEnum):
     CHAIN = 5
     BELOW_FLOOR = 6
     COST_CAP = 7
-    ROWS_FAILED = 8
+    WAITING = 8
+    ROWS_FAILED = 9
     INTERRUPTED = 130
 
 
 def exit_code_for(exc: BaseException) -> ExitCode:
     """The exit code that names the phase which failed."""
     from chainform import errors
+    from chainform.chain._approval import ChainWaitingError
+    from chainform.chain._journal import ResumeError
+    from chainform.chain._spec import SpecError
     from chainform.store import StoreError
 
     if isinstance(
@@ -37,9 +41,13 @@ def exit_code_for(exc: BaseException) -> ExitCode:
         | errors.HomeError
         | errors.AttachmentError
         | errors.HostedToolError
-        | errors.PricingError,
+        | errors.PricingError
+        | ResumeError
+        | SpecError,
     ):
         return ExitCode.USAGE
+    if isinstance(exc, ChainWaitingError):
+        return ExitCode.WAITING
     if isinstance(exc, errors.ProviderError | errors.MissingKeyError | errors.ModelNotFoundError):
         return ExitCode.PROVIDER
     if isinstance(exc, errors.StructuredOutputError | errors.FormattingError):

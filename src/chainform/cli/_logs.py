@@ -8,6 +8,7 @@ from __future__ import annotations
 import datetime as dt
 import json
 import re
+import time
 from typing import TYPE_CHECKING, Any
 
 import click
@@ -19,7 +20,7 @@ from chainform.cli._output import echo_json, shorten
 if TYPE_CHECKING:
     from pathlib import Path
 
-    from chainform.store import CallRecord
+    from chainform.store import CallRecord, ChainRow, Store
 
 
 def _usage_line(row: CallRecord) -> str:
@@ -144,6 +145,11 @@ def _list_options(command: F) -> F:
         click.option(
             "--tree", is_flag=True, help="Conversations with the subagent conversations they started, nested."
         ),
+        click.option(
+            "--unfinished",
+            is_flag=True,
+            help="Chains that did not end (running, interrupted, waiting for approval), with the command that resumes each.",
+        ),
     ]
     for decorator in reversed(decorators):
         command = decorator(command)
@@ -215,11 +221,15 @@ def show_logs(
     format_context: bool,
     usage: bool,
     tree: bool,
+    unfinished: bool,
 ) -> None:
     """`logs` with its options: the matching calls, oldest first."""
     from chainform.store import Store, schema_id
 
     store = Store()
+    if unfinished:
+        _unfinished(store, count, as_json)
+        return
     if current:
         conversation = conversation or store.last_conversation_id()
         if conversation is None:
@@ -296,6 +306,34 @@ def short_line(row: CallRecord) -> str:
     )
 
 
+def _unfinished(store: Store, count: int, as_json: bool) -> None:
+    """`logs --unfinished`: chains that did not end, newest first. A "running" chain no process
+    holds (its lock is free: killed outright) is shown as "stopped": resume it."""
+    from chainform.chain._lock import ChainLock
+
+    rows = store.unfinished_chains(count or None)
+    shown: list[tuple[ChainRow, str]] = []
+    for row in rows:
+        state: str = row.status
+        if state == "running" and not ChainLock(store.path, row.id).held_elsewhere():
+            state = "stopped"
+        shown.append((row, state))
+    if as_json:
+        echo_json([{**row.to_dict(), "state": state} for row, state in shown])
+        return
+    if not shown:
+        click.echo(f"No unfinished chain in {store.path}.", err=True)
+        return
+    for row, state in shown:
+        when = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(row.created_at))
+        line = f"{row.id}  {when}  {state:<11}  {row.model}"
+        if row.pending:
+            line += "  waits for: " + ", ".join(f"{p['tool']} ({p['id']})" for p in row.pending)
+        click.echo(line)
+        if state != "running":
+            click.echo(f"  resume: chainform resume {row.id}")
+
+
 def _say_none(path: Path, *, filtered: bool = False) -> None:
     """Tell (on stderr, so a pipe reads nothing) that there is no call to show, and why that may be."""
     from chainform.store import logging_enabled
@@ -321,6 +359,26 @@ def logs_backup(path: str) -> None:
 
     with Store() as store:
         click.echo(f"Backed up {store.path} to {store.backup(path)}")
+
+
+@logs_command.command(name="repair")
+@click.option("--force", is_flag=True, help="Rebuild the log even when it is not damaged.")
+def logs_repair(force: bool) -> None:
+    """Save what SQLite can read of a damaged log into a new log; the damaged one is kept beside it."""
+    from chainform.store import default_path, repair
+
+    done = repair(default_path(), force=force)
+    if done.intact and not done.kept:
+        click.echo(f"The log at {done.path} is not damaged (PRAGMA quick_check: ok); nothing to repair.")
+        return
+    calls = done.rows.get("responses", 0)
+    click.echo(
+        f"Saved {calls} call{'s' if calls != 1 else ''} in {done.rows.get('conversations', 0)} conversations "
+        f"into a new log at {done.path}"
+        + (f"; {done.skipped} unreadable rows (or runs of rows) left behind" if done.skipped else "")
+        + "."
+    )
+    click.echo("The damaged log is kept as " + ", ".join(str(p) for p in done.kept) + ".")
 
 
 def _timestamp(value: str) -> float:
@@ -373,8 +431,9 @@ def logs_on() -> None:
 @logs_command.command(name="status")
 def logs_status() -> None:
     """Say whether logging is on, where the log is and how much it holds."""
-    from chainform.store import Store, logging_enabled
+    from chainform.store import Store, lock_timeout, logging_enabled
 
+    lock_timeout()  # a bad CHAINFORM_LOG_TIMEOUT is refused here as by every command (exit 2)
     with Store() as store:
         click.echo(f"Logging is {'on' if logging_enabled() else 'off'}.")
         click.echo(f"Log: {store.path}")

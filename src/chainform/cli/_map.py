@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import contextlib
 import itertools
+import shlex
 from collections.abc import Iterator
 from contextlib import aclosing
 from decimal import Decimal
@@ -192,7 +193,7 @@ def map_command(
     allowance: Allowance,
     rpm: float | None,
     tpm: float | None,
-    retries: int,
+    transport_retries: int,
     id_field: str | None,
     resume: bool,
     keep_errors: bool,
@@ -277,12 +278,13 @@ def map_command(
         )
         if store is not None:
             model.log_to(store)  # the command's one log
-    sink = JsonlSink(output)
+    again = shlex.join(["chainform", "map", input_path, "-o", output])
+    sink = JsonlSink(output, f"run the same command with --resume ({again} ... --resume)")
     if keep_errors and not resume:
         raise click.UsageError("--keep-errors only applies with --resume")
     locks = contextlib.ExitStack()  # one writer per OUT and per run, held until the command ends
     click.get_current_context().call_on_close(locks.close)
-    _lock(locks, "out", str(Path(output).resolve()), output)
+    _lock(locks, "out", output, output)  # beside OUT: one writer whatever CHAINFORM_HOME
     try:
         sink.prepare(resume=resume, retry_errors=not keep_errors)
     except MapOutputError as exc:
@@ -300,7 +302,7 @@ def map_command(
         "concurrency": concurrency,
         "requests_per_minute": rpm,
         "tokens_per_minute": tpm,
-        "retries": retries,
+        "transport_retries": transport_retries,
         "log": not no_log,
         "run_id": run_id,
         "strategy": strategy,
@@ -395,11 +397,15 @@ def _budget(names: tuple[str, ...], max_cost: Decimal | None, ray_address: str |
 
 
 def _lock(locks: contextlib.ExitStack, kind: str, name: str, what: str) -> None:
-    """Hold the lock of `name` until the command ends; a usage error when another process has it."""
-    from chainform._map._lock import MapLockedError, holding
+    """Hold the lock of a run id (`kind` "run") or of an output file ("out", its lock file beside
+    it) until the command ends; a usage error when another process has it."""
+    from chainform._map._lock import MapLockedError, beside, holding, holding_file
 
     try:
-        locks.enter_context(holding(kind, name, what))
+        held = (
+            holding_file(beside(Path(name).resolve()), what) if kind == "out" else holding(kind, name, what)
+        )
+        locks.enter_context(held)
     except MapLockedError as exc:
         raise click.UsageError(str(exc)) from None
 

@@ -74,7 +74,9 @@ class Tracker:
 
     def add(self, result: MapResult) -> None:
         self.done += 1
-        if result.error is not None:
+        if (
+            result.error is not None and result.error.phase != "waiting"
+        ):  # waiting: `chainform resume`, no failure
             self.failed += 1
             self.failures.add(
                 result.error.phase, shorten(f"{result.error.type}: {result.error.message}", 120)

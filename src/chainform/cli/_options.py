@@ -30,6 +30,39 @@ def count_option(*decls: str, minimum: int, default: int, help: str | None = Non
     )
 
 
+def renamed_count_option(new: str, old: str, *, minimum: int, default: int, help: str) -> Callable[[F], F]:
+    """A count option `new` whose former spelling `old` still works, hidden, with a warning on
+    stderr (the value lands in `new`'s parameter; both at once is a usage error)."""
+    dest = new.lstrip("-").replace("-", "_")
+
+    def take_new(ctx: click.Context, param: click.Parameter, value: int | None) -> int:
+        earlier = ctx.params.get(dest)  # the old spelling, when given before it on the line
+        if value is not None and earlier is not None:
+            raise click.UsageError(f"give {new} or {old}, not both")
+        if value is not None:
+            return value
+        return earlier if earlier is not None else default
+
+    def take_old(ctx: click.Context, param: click.Parameter, value: int | None) -> None:
+        if value is None:
+            return
+        if ctx.params.get(dest) is not None:
+            raise click.UsageError(f"give {new} or {old}, not both")
+        click.echo(f"Warning: {old} is now {new}", err=True)
+        ctx.params[dest] = value
+
+    def decorate(f: F) -> F:
+        f = click.option(
+            old, type=click.IntRange(min=minimum), hidden=True, expose_value=False, callback=take_old
+        )(f)
+        return click.option(
+            new, dest, type=click.IntRange(min=minimum), default=None, callback=take_new,
+            help=f"{help} [default: {default}]",
+        )(f)  # fmt: skip
+
+    return decorate
+
+
 def choice_option(
     *decls: str, choices: Sequence[str], default: str, help: str | None = None
 ) -> Callable[[F], F]:
@@ -170,10 +203,12 @@ def start_tracing(flag: bool) -> None:
 
 
 def rate_options(per: str) -> Callable[[F], F]:
-    """`--rpm`, `--tpm` (shared by `per`, e.g. "all workers") and `--retries` of one model call."""
+    """`--rpm`, `--tpm` (shared by `per`, e.g. "all workers") and `--transport-retries` of one
+    model call (`--retries`, its old name, warns)."""
 
     def add(command: F) -> F:
-        command = count_option(
+        command = renamed_count_option(
+            "--transport-retries",
             "--retries",
             minimum=0,
             default=2,

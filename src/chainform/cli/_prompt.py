@@ -19,17 +19,18 @@ import click
 
 from chainform.cli._attach import attachment_options, attachments_from_cli
 from chainform.cli._fragments import fragment_value, resolve_fragment
+from chainform.cli._group import EXIT_WAITING
 from chainform.cli._money import apply_price, money_options
 from chainform.cli._options import (
     CONTEXT_CHOICES,
     OPTION_ALIASES,
     chain_limit_option,
     choice_option,
-    count_option,
     model_option,
     model_options_option,
     otel_option,
     provider_options,
+    renamed_count_option,
     retry_max_tokens_option,
     start_tracing,
     stop_at_option,
@@ -38,11 +39,12 @@ from chainform.cli._options import (
 from chainform.cli._output import echo_json, format_json
 from chainform.cli._show import Approver, show_tool_event, summary, usage_text
 from chainform.cli._templates import Template, functions_value, load_template, save_template
-from chainform.cli._tools import MCP_HELP, python_isolation_option
+from chainform.cli._tools import chain_tool_options
 from chainform.errors import ProviderErrorKind
 
 if TYPE_CHECKING:
     from chainform.models import Model
+    from chainform.response import ChainResponse
     from chainform.store import Store
 
 
@@ -238,7 +240,6 @@ def open_log(*, required: bool, wanted: bool) -> Store | None:
     if not (required or wanted):
         return None
     from chainform.store import Store, StoreError
-    from chainform.store._store import LogDamagedError
 
     store = Store()
     try:
@@ -246,12 +247,8 @@ def open_log(*, required: bool, wanted: bool) -> Store | None:
     except StoreError as exc:
         if not required:
             return None
-        if isinstance(exc, LogDamagedError):
-            raise StoreError(f"{exc}; or run with --no-log") from None
-        raise StoreError(
-            f"{exc}. Move the file aside (e.g. mv '{store.path}' '{store.path}.bad'; a new log "
-            "is created) or run with --no-log."
-        ) from None
+        raise StoreError(f"{exc}; or run with --no-log") from None  # the error says the way on for its cause
+    click.get_current_context().call_on_close(store.close)  # calls it could not log: one warning
     return store
 
 
@@ -269,17 +266,7 @@ def open_log(*, required: bool, wanted: bool) -> Store | None:
     help="Output schema: JSON, a .json file, the concise DSL ('name, age int') or a saved schema id.",
 )
 @click.option("--schema-multi", help="Like --schema, but the answer is a list of such objects under 'items'.")
-@click.option(
-    "-T", "--tool", "tool_names", multiple=True, help="Tool by name (see `chainform tools`); repeatable."
-)
-@python_isolation_option(
-    "How the python tool confines code: every OS guard available, all of them or refuse, "
-    "or a plain process (see `chainform tools`)."
-)
-@click.option(
-    "--functions", multiple=True, help="Python file or code whose public functions become tools; repeatable."
-)
-@click.option("--mcp", "mcp_values", multiple=True, help=MCP_HELP)
+@chain_tool_options
 @click.option(
     "--hosted",
     "hosted",
@@ -302,12 +289,25 @@ def open_log(*, required: bool, wanted: bool) -> Store | None:
     default="compact",
     help="What the deferred formatting call sees.",
 )
-@count_option("--retries", minimum=0, default=2, help="Re-asks after output that fails validation.")
+@renamed_count_option(
+    "--validation-retries",
+    "--retries",
+    minimum=0,
+    default=2,
+    help="Re-asks after output that fails validation.",
+)
 @retry_max_tokens_option("an answer", "fail with the text so far, exit 4")
 @click.option(
     "--td", "--tools-debug", "tools_debug", is_flag=True, help="Show each tool call and result (stderr)."
 )
 @click.option("--ta", "--tools-approve", "tools_approve", is_flag=True, help="Ask before each tool call.")
+@click.option(
+    "--approve-later",
+    "approve_later",
+    multiple=True,
+    metavar="TOOL",
+    help="Do not run TOOL's calls: the chain waits (exit 8) until `chainform resume ID --approve ...`; repeatable.",
+)
 @model_options_option
 @click.option("--no-stream", is_flag=True, help="Print the answer when complete instead of streaming it.")
 @click.option("-n", "--no-log", is_flag=True, help="Do not write this chain to the log.")
@@ -369,10 +369,11 @@ def prompt_command(
     strategy: str,
     format_prompt: str | None,
     format_context: str,
-    retries: int,
+    validation_retries: int,
     retry_max_tokens: int | None,
     tools_debug: bool,
     tools_approve: bool,
+    approve_later: tuple[str, ...],
     option_pairs: tuple[tuple[str, str], ...],
     no_stream: bool,
     no_log: bool,
@@ -445,6 +446,9 @@ def prompt_command(
     tools: list[Any] = cli_tools(tool_names, functions, python_isolation=python_isolation)
     check_stop_at(stop_at, tools, mcp=bool(mcp_values))
     tools += mcp_servers(mcp_values)
+    unknown = sorted(set(approve_later) - {t.name for t in tools if hasattr(t, "name")})
+    if unknown and not mcp_values:  # an MCP server's tools are listed once the chain starts
+        raise click.BadParameter(f"no tool named {', '.join(unknown)} is given", param_hint="--approve-later")
     tools += hosted
     fragment_values = (*template.fragments, *fragment_values)
     system_fragment_values = (*template.system_fragments, *system_fragment_values)
@@ -491,7 +495,7 @@ def prompt_command(
         schema=output,
         strategy=strategy,
         chain_limit=chain_limit,
-        retries=retries,
+        validation_retries=validation_retries,
         before_call=Approver() if tools_approve else None,
         format_prompt=format_prompt,
         format_context=format_context,
@@ -501,11 +505,81 @@ def prompt_command(
         conversation_id=conversation_id,
         history=history,
         max_cost=max_cost,
+        requires_approval=approve_later,
         retry_max_tokens=retry_max_tokens,
         stop_at_tools=stop_at,
         **attach.chain_kwargs(),
     )
-    stream_text = not (as_json or output is not None or no_stream)
+    show_chain(
+        response,
+        store=store,
+        has_schema=output is not None,
+        as_json=as_json,
+        no_stream=no_stream,
+        tools_debug=tools_debug,
+        show_usage=show_usage,
+        fallbacks=len(fallback),
+    )
+
+
+def show_chain(
+    response: ChainResponse,
+    *,
+    store: Store | None,
+    has_schema: bool,
+    as_json: bool,
+    no_stream: bool,
+    tools_debug: bool,
+    show_usage: bool,
+    fallbacks: int,
+) -> None:
+    """Print a chain as it runs and its answer (`prompt` and `resume`). A chain that waits for
+    approval prints its pending calls as JSON (stdout) and how to resume it (stderr), exit 8;
+    Ctrl-C marks the chain interrupted and prints the command that resumes it (exit 130)."""
+    from chainform.errors import ChainInterruptedError
+
+    try:
+        _follow(response, has_schema, as_json, no_stream, tools_debug, fallbacks)
+    except (KeyboardInterrupt, ChainInterruptedError) as exc:
+        if store is not None and response.chain_id is not None:
+            if isinstance(exc, KeyboardInterrupt):  # the chain's own thread may not get to say so
+                with contextlib.suppress(Exception):  # the process ends now: its lock goes with it
+                    store.set_chain_status(response.chain_id, "interrupted", error="KeyboardInterrupt")
+            click.echo(f"Resume with: chainform resume {response.chain_id}", err=True)
+        raise
+    if response.status == "waiting":
+        echo_json([p.to_dict() for p in response.pending])
+        ids = " ".join(p.id for p in response.pending)
+        click.echo(f"Chain {response.chain_id} waits for approval of: {ids}", err=True)
+        click.echo(
+            f"Resume with: chainform resume {response.chain_id} --approve all (or --approve CALL / --deny CALL[=reason])",
+            err=True,
+        )
+        raise click.exceptions.Exit(EXIT_WAITING)
+    if as_json:
+        echo_json(summary(response, has_schema))
+    elif has_schema:
+        click.echo(format_json(response.json()))
+    elif no_stream:
+        click.echo(response.text())
+    if tools_debug and response.strategy is not None and has_schema:
+        choice = response.strategy
+        click.echo(f"Strategy: {choice.name} ({choice.reason})", err=True)
+    if show_usage:
+        usage = response.usage
+        click.echo(usage_text(usage, usage.by_purpose), err=True)
+
+
+def _follow(
+    response: ChainResponse,
+    has_schema: bool,
+    as_json: bool,
+    no_stream: bool,
+    tools_debug: bool,
+    fallbacks: int,
+) -> None:
+    """Stream the chain's text (no schema) and tool activity (`--td`) while it runs."""
+    stream_text = not (as_json or has_schema or no_stream)
     printed = ""  # the last chunk printed: does the output end with a newline?
     cut = False  # text of the call under way was printed
     switches = 0  # calls that failed: the models fallen back from
@@ -520,24 +594,12 @@ def prompt_command(
             if event.text and cut:  # a call failed mid-answer: what follows (a fallback's) starts over
                 click.echo()
                 printed = ""
-                if switches < len(fallback):
+                if switches < fallbacks:
                     click.echo(f"[{event.text}; the answer starts again from the fallback model]", err=True)
             switches += bool(event.text)
             cut = False
-    if as_json:
-        echo_json(summary(response, output is not None))
-    elif output is not None:
-        click.echo(format_json(response.json()))
-    elif not stream_text:
-        click.echo(response.text())
-    elif printed and not printed.endswith("\n"):
+    if stream_text and printed and not printed.endswith("\n"):
         click.echo()
-    if tools_debug and response.strategy is not None and output is not None:
-        choice = response.strategy
-        click.echo(f"Strategy: {choice.name} ({choice.reason})", err=True)
-    if show_usage:
-        usage = response.usage
-        click.echo(usage_text(usage, usage.by_purpose), err=True)
 
 
 def _save_template(

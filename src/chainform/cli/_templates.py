@@ -11,7 +11,6 @@ prompt given on the line (or stdin). Anything given on the line wins over the te
 
 from __future__ import annotations
 
-import json
 import re
 import string
 from dataclasses import asdict, dataclass, field
@@ -55,12 +54,18 @@ class Template:
 
     def checked_options(self) -> dict[str, Any]:
         """The template's options, checked as `-o` checks them (a hand-edited file may hold anything)."""
+        from chainform.cli._options import OPTION_ALIASES
         from chainform.types._options import check_option
 
-        try:
-            return {key: check_option(key, value) for key, value in self.options.items()}
-        except ValueError as exc:
-            raise TemplateError(f"the template's options: {exc}") from None
+        checked: dict[str, Any] = {}
+        for written, value in self.options.items():
+            key = OPTION_ALIASES.get(written, written)  # `max_tokens`, `stop` as `-o` takes them
+            try:
+                checked[key] = check_option(key, value)
+            except ValueError as exc:
+                why = str(exc).replace(key, written, 1)
+                raise TemplateError(f"the template's options: {why}") from None
+        return checked
 
     def output(self) -> Any:
         """The template's schema as the chain takes it (an OutputSpec; SchemaError when it is bad)."""
@@ -111,23 +116,27 @@ def _path(name: str) -> Path:
 
 
 def load_template(name: str) -> Template:
-    """The template saved as NAME; a missing or unreadable one is a TemplateError."""
+    """The template saved as NAME; a missing or unreadable one is a TemplateError. The file may have
+    been edited by hand: it must be a regular file (a FIFO or a link to a device is refused, never
+    waited on or read forever) of JSON within the parser's depth limit."""
+    from chainform._json import load_json
+    from chainform.errors import AttachmentError
+    from chainform.types._attachment import read_regular
+
     path = _path(name)
-    try:
-        if path.stat().st_size > MAX_TEMPLATE_BYTES:
-            raise TemplateError(f"the template {name!r} ({path}) is larger than {MAX_TEMPLATE_BYTES} bytes")
-        text = path.read_text(encoding="utf-8")
-    except FileNotFoundError:
+    if not path.exists() and not path.is_symlink():
         known = ", ".join(sorted(p.stem for p in templates_dir().glob("*.json"))) or "none saved yet"
-        raise TemplateError(
-            f"no template {name!r} (templates: {known}; save one with --save {name})"
-        ) from None
-    except (OSError, UnicodeDecodeError) as exc:
-        raise TemplateError(f"the template {name!r} ({path}) cannot be read: {exc}") from None
+        raise TemplateError(f"no template {name!r} (templates: {known}; save one with --save {name})")
+    try:
+        text = read_regular(path, MAX_TEMPLATE_BYTES, f"the template {name!r} ({path})").decode("utf-8")
+    except AttachmentError as exc:  # its advice (content=, -a -) is for attachments, not templates
+        raise TemplateError(str(exc).split("; give", 1)[0]) from None
+    except UnicodeDecodeError as exc:
+        raise TemplateError(f"the template {name!r} ({path}) is not UTF-8 text: {exc}") from None
     from pydantic import TypeAdapter, ValidationError  # not at import: `chainform --help` stays light
 
     try:
-        return TypeAdapter(Template).validate_python(json.loads(text))
+        return TypeAdapter(Template).validate_python(load_json(text))
     except ValidationError as exc:
         error = exc.errors()[0]
         where = f" at {'.'.join(str(p) for p in error['loc'])}" if error["loc"] else ""

@@ -39,6 +39,26 @@ def python_isolation_option(help: str) -> Callable[[F], F]:
     )
 
 
+ISOLATION_HELP = (
+    "How the python tool confines code: every OS guard available, all of them or refuse, "
+    "or a plain process (see `chainform tools`)."
+)
+
+
+def chain_tool_options(command: F) -> F:
+    """A chain's tools: `-T`, `--python-isolation`, `--functions`, `--mcp` (prompt and resume)."""
+    command = click.option("--mcp", "mcp_values", multiple=True, help=MCP_HELP)(command)
+    command = click.option(
+        "--functions",
+        multiple=True,
+        help="Python file or code whose public functions become tools; repeatable.",
+    )(command)
+    command = python_isolation_option(ISOLATION_HELP)(command)
+    return click.option(
+        "-T", "--tool", "tool_names", multiple=True, help="Tool by name (see `chainform tools`); repeatable."
+    )(command)
+
+
 def mcp_servers(values: tuple[str, ...]) -> list[Any]:
     """One MCPServer per `--mcp` value (URLs speak streamable HTTP, anything else is a command)."""
     if not values:

@@ -63,6 +63,10 @@ def aliases() -> dict[str, str]:
     return {**_ALIASES, **user_aliases()}
 
 
+MAX_ALIASES_BYTES = 1_000_000
+"""An aliases file larger than this is refused (it is names, not data)."""
+
+
 def user_aliases_path() -> Path:
     """`<chainform home>/aliases.json`: the aliases `chainform aliases set` saved."""
     from chainform._paths import home_path
@@ -72,16 +76,21 @@ def user_aliases_path() -> Path:
 
 def user_aliases() -> dict[str, str]:
     """The user's saved aliases (alias -> model name); none when the file does not exist."""
+    from chainform.errors import AttachmentError
+    from chainform.types._attachment import read_regular
+
     path = user_aliases_path()
-    try:
-        text = path.read_text(encoding="utf-8")
-    except FileNotFoundError:
+    if not path.exists() and not path.is_symlink():
         return {}
-    except OSError as exc:
-        raise ModelNotFoundError(f"the aliases file {path} cannot be read: {exc.strerror}") from None
+    try:  # a file edited by hand: a FIFO or a link to a device is refused, never waited on
+        text = read_regular(path, MAX_ALIASES_BYTES, f"the aliases file {path}").decode("utf-8")
+    except AttachmentError as exc:
+        raise ModelNotFoundError(f"{str(exc).split('; give', 1)[0]}; fix or delete it") from None
+    except UnicodeDecodeError:
+        text = ""
     try:
         data = json.loads(text)
-    except ValueError:
+    except (ValueError, RecursionError):
         data = None
     if not isinstance(data, dict) or not all(isinstance(v, str) for v in data.values()):
         raise ModelNotFoundError(

@@ -109,7 +109,7 @@ async def _run_one(
     from chainform.map import amap
     from chainform.store import new_id
 
-    sink = JsonlSink(job.path)
+    sink = JsonlSink(job.path, "run the eval again with --resume (`evaluate(..., resume=True)`)")
     sink.prepare(resume=resume, retry_errors=retry_failed)
     run_id = sink.run_id or new_id()
     todo = [{**fields, KEY: key} for key, fields in job.items if key not in sink.done]

@@ -17,7 +17,8 @@ HEADER = (
     "expected", "answered", "error",
 )  # fmt: skip
 
-_FORMULA = re.compile(r"[=+@\t\r]|-(?![\d.])")
+_FORMULA = re.compile(r"[=+\-@\t\r]")
+_NUMBER = re.compile(r"-(?:\d+\.?\d*|\.\d+)(?:[eE][+-]?\d+)?")
 
 
 def csv_text(report: EvalReport) -> str:
@@ -42,7 +43,9 @@ def csv_text(report: EvalReport) -> str:
 
 
 def _plain(text: str) -> str:
-    return "'" + text if _FORMULA.match(text) else text
+    """`text` with a leading `'` where a spreadsheet would read it as a formula: `-2+3+cmd|...` is
+    one, so a leading `-` is left alone only on a number."""
+    return "'" + text if _FORMULA.match(text) and not _NUMBER.fullmatch(text) else text
 
 
 __all__ = ["HEADER", "csv_text"]

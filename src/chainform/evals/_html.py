@@ -166,11 +166,6 @@ def _wrong_rows(cell: Cell) -> str:
         if row.conversation_id:
             calls = f"<code>{escape(row.conversation_id)}</code>: {calls}"
         error = f" <span class='bad'>{escape(row.error)}</span>" if row.error else ""
-        error += "".join(
-            f"<br>rubric {escape(p)}: {escape(why)}"
-            for p, why in row.rubric.items()
-            if why.startswith("fail")
-        )
         items.append(f"<tr><td>{escape(row.label)}</td><td>{fields}{error}</td><td>{calls}</td></tr>")
     more = f"<p>and {len(wrong) - MAX_WRONG_ROWS} more</p>" if len(wrong) > MAX_WRONG_ROWS else ""
     return (

@@ -375,13 +375,19 @@ class Cell:
 
 def wrong_fields(row: RowResult) -> list[tuple[str, str, Any, Any]]:
     """The row's fields not right: (path, status, expected, answered); an item field
-    (`items[].qty`) shows its array's values (`items`)."""
+    (`items[].qty`) shows its array's values (`items`), a rubric field the judge's reason as the
+    expected side, the trajectory its expected calls against those wrongly made and missed."""
     out = []
     for path, outcome in row.fields.items():
         if outcome.status == "right":
             continue
+        if path == TOOLS:  # the expected calls, against what was wrongly called and missed
+            answered = {"wrongly called": row.tools_wrong, "missed": row.tools_missed}
+            out.append((path, outcome.status, row.expected_tools, answered))
+            continue
         whole = path.split("[]", 1)[0]
-        out.append((path, outcome.status, value_at(row.expected, whole), value_at(row.actual, whole)))
+        expected = row.rubric.get(path, value_at(row.expected, whole))  # a rubric field: the judge's reason
+        out.append((path, outcome.status, expected, value_at(row.actual, whole)))
     return out
 
 

@@ -48,6 +48,10 @@ def _search_index_kept_by_triggers(db: sqlite3.Connection) -> None:
         )
     except sqlite3.OperationalError:  # no such module: fts5
         return
+    _index_rows_and_keep_by_triggers(db)
+
+
+def _index_rows_and_keep_by_triggers(db: sqlite3.Connection) -> None:
     _script(
         db,
         """
@@ -61,6 +65,26 @@ def _search_index_kept_by_triggers(db: sqlite3.Connection) -> None:
         END;
         """,
     )
+
+
+def _search_index_of_trigrams(db: sqlite3.Connection) -> None:
+    """The full-text index made again: of trigrams (any script, CJK too, and punctuation are found
+    as substrings; a SQLite before 3.34 lacks the tokenizer and keeps a word index), and declared
+    with `content="responses"` in double quotes, the form Datasette looks for to offer `_search=`
+    on `responses` (migration 9's single quotes hid it). Kept by the same triggers."""
+    db.execute("DROP TRIGGER IF EXISTS responses_fts_insert")
+    db.execute("DROP TRIGGER IF EXISTS responses_fts_delete")
+    db.execute("DROP TABLE IF EXISTS responses_fts")
+    for tokenize in (", tokenize='trigram'", ""):
+        try:
+            db.execute(
+                "CREATE VIRTUAL TABLE responses_fts "
+                f'USING fts5(prompt, text, content="responses", content_rowid="rowid"{tokenize})'
+            )
+        except sqlite3.OperationalError:  # no such tokenizer: trigram; no such module: fts5
+            continue
+        _index_rows_and_keep_by_triggers(db)
+        return
 
 
 MIGRATIONS: list[Migration] = [
@@ -224,6 +248,26 @@ MIGRATIONS: list[Migration] = [
             PRIMARY KEY (response_id, sha256)
         );
         CREATE INDEX response_fragments_fragment ON response_fragments(sha256);
+        """,
+    # 12: the full-text index of trigrams, declared so that Datasette finds it.
+    _search_index_of_trigrams,
+    # 13: chains as data (store/_chains.py): each chain's spec (chain/_spec.py, JSON), its status
+    # (running, done, failed, interrupted, waiting) and the tool calls it waits on; and, for a call
+    # that raised, what it raised (a resume replays it: chain/_journal.py).
+    """
+        CREATE TABLE chains (
+            id TEXT PRIMARY KEY,
+            conversation_id TEXT NOT NULL,
+            model TEXT NOT NULL,
+            spec TEXT NOT NULL,
+            status TEXT NOT NULL,
+            pending TEXT,
+            error TEXT,
+            created_at REAL NOT NULL,
+            updated_at REAL NOT NULL
+        );
+        CREATE INDEX chains_status ON chains(status);
+        ALTER TABLE responses ADD COLUMN failure TEXT;
         """,
 ]
 

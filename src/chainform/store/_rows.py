@@ -8,6 +8,7 @@ versioned with the database: a field added here is a column or table added by a 
 from __future__ import annotations
 
 import json
+import re
 import sqlite3
 import time
 from collections.abc import Sequence
@@ -66,8 +67,8 @@ class ToolResultRecord:
 class CallRecord(BaseModel):
     """One model call of a chain (failures, retries and the formatting call included).
 
-    The engine builds it when the call's tool results are known and commits it before the next
-    call starts; `Store.recent` reads it back, and `to_dict()` is what `chainform logs --json` prints.
+    The engine commits it the moment the call returns (or raises), before its tools run; each
+    tool result is added when it returns (`Store.write_tool_results`); `Store.recent` reads it back, and `to_dict()` is what `chainform logs --json` prints.
     """
 
     model_config = ConfigDict(populate_by_name=True, ser_json_bytes="base64", val_json_bytes="base64")
@@ -104,6 +105,7 @@ class CallRecord(BaseModel):
     parent_tool_call_id: str | None = None
     agent_name: str | None = None
     attachments: list[AttachmentRecord] = Field(default_factory=list)  # files the call sent (stored once)
+    failure: dict[str, Any] | None = None  # a call that raised: its type, kind, status and message
 
     @property
     def schema(self) -> dict[str, Any] | None:  # type: ignore[override]
@@ -120,7 +122,7 @@ RESPONSE_COLUMNS = (
     "messages", "options", "schema_id", "text", "parsed", "input_tokens", "output_tokens",
     "total_tokens", "additional_counts", "duration_ms", "created_at", "error",
     "parent_conversation_id", "parent_chain_id", "parent_tool_call_id", "agent_name", "cost",
-    "finish_reason", "ended_by",
+    "finish_reason", "ended_by", "failure",
 )  # fmt: skip
 
 _INSERT_RESPONSE = (
@@ -240,6 +242,7 @@ def _response_rows(rows: Rows, record: CallRecord, sid: str | None, blobs: Blobs
         "total_tokens": usage.total_tokens if usage else None,
         "additional_counts": dumps(usage.additional_counts) if usage and usage.additional_counts else None,
         "cost": str(usage.cost) if usage is not None and usage.cost is not None else None,
+        "failure": dumps(record.failure) if record.failure is not None else None,
     }  # the other columns are the record's fields of the same name
     row = tuple(encoded[c] if c in encoded else getattr(record, c) for c in RESPONSE_COLUMNS)
     rows.setdefault("responses", []).append(row)
@@ -274,7 +277,7 @@ def read_call(db: sqlite3.Connection, row: tuple[Any, ...], *, read_refs: bool =
         restore_fragments(db, restore(db, stored, read_refs=read_refs)) if stored else None
     )
     data["attachments"] = of_call(db, rid)
-    for key in ("options", "schema", "parsed"):
+    for key in ("options", "schema", "parsed", "failure"):
         data[key] = json.loads(data[key]) if data[key] is not None else None
     data["options"] = data["options"] or {}
     data["tool_calls"] = [
@@ -303,16 +306,15 @@ def filters(
     chain_id: str | None = None,
     schema_id: str | None = None,
     before: float | None = None,
-    query: str = "",
-    fts: bool = False,
+    query: str | None = None,
+    index: str | None = None,
     models: Sequence[str] = (),
     since: float | None = None,
     with_tools: bool = False,
     runs: Sequence[str] = (),
 ) -> tuple[list[str], list[Any]]:
     """WHERE clauses (all must hold) over `responses r` and their arguments, for reads and deletes.
-    Every word of `query` must occur in the prompt or text: found through the full-text index
-    (`responses_fts`, migration 9) when `fts`, else with LIKE."""
+    `query`: see `search`; `index`: the log's full-text index ("trigram", "words" or None)."""
     clauses: list[str] = []
     args: list[Any] = []
 
@@ -348,11 +350,61 @@ def filters(
             + ")",
             *(value for run in runs for value in (len(f"map {run} "), f"map {run} ")),
         )
-    words = query.split()
-    if words and fts:  # each word quoted: user text is never parsed as FTS syntax (AND/OR/NEAR, quotes)
-        match = " ".join('"' + w.replace('"', '""') + '"' for w in words)
-        add("r.rowid IN (SELECT rowid FROM responses_fts WHERE responses_fts MATCH ?)", match)
-    for word in [] if fts else words:
-        pattern = "%" + word.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_") + "%"
-        add("(r.prompt LIKE ? ESCAPE '\\' OR r.text LIKE ? ESCAPE '\\')", pattern, pattern)
+    if query is not None:
+        for clause, values in search(query, index):
+            add(clause, *values)
     return clauses, args
+
+
+def search(query: str, index: str | None) -> list[tuple[str, list[Any]]]:
+    """The clauses of a search: every whitespace-separated term must occur in the prompt or the
+    text (as a substring, case-insensitive for ASCII; with a "words" index a word term matches
+    whole words), and a term written `-term` must not (a lone `-` is a term like any other).
+
+    A term goes through the full-text index when the index answers it exactly: the trigram index
+    (`responses_fts`, migration 12) any term of 3 characters or more that holds a letter or digit,
+    a word index (a SQLite without the trigram tokenizer) a plain ASCII word. Other terms (only
+    punctuation or emoji, CJK shorter than 3 characters, ...) are a plain substring scan: LIKE with
+    its wildcards escaped, newest rows first, stopping at the requested count. Each term is quoted:
+    user text is never parsed as FTS syntax (AND/OR/NEAR, quotes). An empty query, one of more than
+    MAX_SEARCH_TERMS terms (SQLite's expression depth) and text SQLite cannot take (a NUL, a lone
+    surrogate) are refused."""
+    terms = query.split()
+    if not terms:
+        raise StoreError("the search is empty: give the words to look for (-q WORDS)")
+    if len(terms) > MAX_SEARCH_TERMS:
+        raise StoreError(f"the search has {len(terms):,} terms; give at most {MAX_SEARCH_TERMS}")
+    if "\x00" in query or (not query.isascii() and not _encodable(query)):
+        raise StoreError("the search holds a NUL or bytes that are not UTF-8 text; give words")
+    out: list[tuple[str, list[Any]]] = []
+    for term in terms:
+        negate = len(term) > 1 and term.startswith("-")
+        term = term[1:] if negate else term
+        if _indexed(term, index):
+            found = "r.rowid IN (SELECT rowid FROM responses_fts WHERE responses_fts MATCH ?)"
+            out.append((found, ['"' + term.replace('"', '""') + '"']))
+        else:
+            pattern = "%" + term.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_") + "%"
+            found = "(COALESCE(r.prompt, '') LIKE ? ESCAPE '\\' OR r.text LIKE ? ESCAPE '\\')"
+            out.append((found, [pattern, pattern]))
+        if negate:
+            out[-1] = (f"NOT {out[-1][0]}", out[-1][1])
+    return out
+
+
+MAX_SEARCH_TERMS = 100
+"""The most terms one search takes (each is a clause; SQLite refuses an expression 1000 deep)."""
+
+
+def _encodable(text: str) -> bool:
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
+
+
+def _indexed(term: str, index: str | None) -> bool:
+    if index == "trigram":
+        return len(term) >= 3 and re.search(r"\w", term) is not None
+    return index == "words" and re.fullmatch(r"\w+", term, re.ASCII) is not None

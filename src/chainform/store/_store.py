@@ -21,6 +21,7 @@ import os
 import sqlite3
 import threading
 import time
+import weakref
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -29,7 +30,17 @@ from typing import Any, TypeVar
 
 from chainform._paths import create_private, default_path
 from chainform.errors import StoreError
+from chainform.store import _chains
+from chainform.store._advice import (
+    LogLockedError,
+    LogSettingError,
+    Unlogged,
+    as_store_error,
+    check_intact,
+    holders,
+)
 from chainform.store._attachments import ORPHAN_FILES, Attached
+from chainform.store._chains import ChainRow, ChainStatus
 from chainform.store._fragments import ORPHAN_FRAGMENTS, Fragment
 from chainform.store._fragments import find as find_fragments
 from chainform.store._fragments import listing as fragment_listing
@@ -50,9 +61,9 @@ def lock_timeout() -> float:
     try:
         value = float(text)
     except ValueError:
-        raise StoreError(f"CHAINFORM_LOG_TIMEOUT is {text!r}, not a number of seconds") from None
+        raise LogSettingError(f"CHAINFORM_LOG_TIMEOUT is {text!r}, not a number of seconds") from None
     if not 0 <= value <= 3600:
-        raise StoreError(f"CHAINFORM_LOG_TIMEOUT is {text}; give 0 to 3600 seconds")
+        raise LogSettingError(f"CHAINFORM_LOG_TIMEOUT is {text}; give 0 to 3600 seconds")
     return value
 
 
@@ -76,34 +87,6 @@ class _Undo(Exception):
     """Raised inside a write transaction to roll it back (`Store.check`)."""
 
 
-class LogDamagedError(StoreError):
-    """The log database has damaged pages; the message says how to keep what it holds."""
-
-    def __init__(self, path: Path, detail: str) -> None:
-        self.path = path
-        super().__init__(
-            f"the log at {path} is damaged ({detail}); keep what it holds with `chainform logs backup "
-            "FILE`, then move it aside (a fresh log is created)"
-        )
-
-
-def check_intact(db: sqlite3.Connection, path: Path) -> None:
-    """Raise LogDamagedError unless the file passes `PRAGMA quick_check`."""
-    try:
-        problems = [row[0] for row in db.execute("PRAGMA quick_check(3)").fetchall()]
-    except sqlite3.DatabaseError as exc:
-        raise LogDamagedError(path, str(exc)) from None
-    if problems != ["ok"]:
-        raise LogDamagedError(path, "; ".join(problems))
-
-
-def as_store_error(exc: sqlite3.Error, path: Path, doing: str) -> StoreError:
-    """A SQLite error met while using the log: a damaged file says so (and the way on)."""
-    if isinstance(exc, sqlite3.DatabaseError) and "malformed" in str(exc):
-        return LogDamagedError(path, str(exc))
-    return StoreError(f"{doing} ({path}): {exc}")
-
-
 def _is_busy(exc: sqlite3.OperationalError) -> bool:
     text = str(exc).lower()
     return "locked" in text or "busy" in text
@@ -117,8 +100,10 @@ class Store:
         self._db: sqlite3.Connection | None = None
         self._pid = 0
         self._lock = threading.RLock()  # one connection, used by the caller's and worker threads
-        self._fts = False
+        self._fts: str | None = None  # the full-text index: "trigram", "words" (older SQLite) or none
         self._timeout_s = DEFAULT_TIMEOUT_S
+        self.unlogged = Unlogged()  # calls that could not be written: one warning on close or at exit
+        weakref.finalize(self, self.unlogged.report)
 
     # -- connection -------------------------------------------------------------------------
 
@@ -138,7 +123,10 @@ class Store:
                 self.path, timeout=self._timeout_s, isolation_level=None, check_same_thread=False
             )
         except (OSError, sqlite3.Error) as exc:
-            raise StoreError(f"cannot open the log at {self.path}: {exc}") from exc
+            raise StoreError(
+                f"cannot open the log at {self.path}: {exc}; it must be a file this user can read and "
+                "write: move what is there aside, with its -wal and -shm files if any (a new log is created)"
+            ) from exc
         self._db, self._pid = db, os.getpid()
         try:
             self._retry(lambda: db.execute("PRAGMA journal_mode = WAL").fetchone())
@@ -152,8 +140,8 @@ class Store:
                 )
             if user_version(db) < len(MIGRATIONS):
                 self.write(migrate)
-            fts = db.execute("SELECT 1 FROM sqlite_master WHERE name = 'responses_fts'").fetchone()
-            self._fts = fts is not None  # no FTS5 in the SQLite that made the log: search with LIKE
+            fts = db.execute("SELECT sql FROM sqlite_master WHERE name = 'responses_fts'").fetchone()
+            self._fts = None if fts is None else "trigram" if "trigram" in fts[0] else "words"  # None: LIKE
             spool = Path(f"{self.path}{SPOOL}")  # what chainform 0.x left beside the tables, if anything
             if spool.exists() or db.execute("SELECT 1 FROM journal LIMIT 1").fetchone() is not None:
                 drain_legacy(db, spool, self.write)
@@ -177,7 +165,9 @@ class Store:
             self.write(write_and_undo)
 
     def close(self) -> None:
-        """Close the connection (the store reopens on use)."""
+        """Close the connection (the store reopens on use); the calls that could not be logged
+        since the last close are told in one warning."""
+        self.unlogged.report()
         with self._lock:
             if (open_db := self._open_here()) is not None:
                 open_db.close()
@@ -199,12 +189,9 @@ class Store:
                 return fn()
             except sqlite3.OperationalError as exc:
                 if not _is_busy(exc):
-                    raise StoreError(f"log database error ({self.path}): {exc}") from exc
+                    raise as_store_error(exc, self.path, "log database error") from exc
                 if time.monotonic() >= deadline:
-                    raise StoreError(
-                        f"the log at {self.path} is locked by another process (waited {self._timeout_s:g} s; "
-                        "CHAINFORM_LOG_TIMEOUT sets how long)"
-                    ) from exc
+                    raise LogLockedError(self.path, self._timeout_s, holders(self.path)) from exc
                 time.sleep(delay)
                 delay = min(delay * 2, 0.5)
 
@@ -278,6 +265,46 @@ class Store:
         rows = rows_of(records, attached)
         self.write(lambda db: write_rows(db, rows), wait=wait)
 
+    def write_tool_results(
+        self, response_id: str, results: Sequence[tuple[str, str, str, str | None]], *, wait: bool = True
+    ) -> None:
+        """Add tool results (call_id, name, output, error) to a committed call, as they return."""
+        self.write(lambda db: _chains.add_tool_results(db, response_id, list(results)), wait=wait)
+
+    def mark_ended(self, response_id: str, tool: str, parsed: Any, *, wait: bool = True) -> None:
+        """Record on a committed call that its tool's result ended the chain (`ended_by`) and the
+        value it gave (`parsed`): the call was committed before its tools ran."""
+        self.write(lambda db: _chains.mark_ended(db, response_id, tool, parsed), wait=wait)
+
+    # -- chains (store/_chains.py) ----------------------------------------------------------
+
+    def begin_chain(self, row: ChainRow, *, wait: bool = True) -> None:
+        """Record a chain that starts (status "running"; a resumed chain keeps its row)."""
+        self.write(lambda db: _chains.begin(db, row), wait=wait)
+
+    def set_chain_status(
+        self,
+        chain_id: str,
+        status: ChainStatus,
+        *,
+        error: str | None = None,
+        pending: list[dict[str, Any]] | None = None,
+        wait: bool = True,
+    ) -> None:
+        self.write(
+            lambda db: _chains.set_status(db, chain_id, status, error=error, pending=pending), wait=wait
+        )
+
+    def chains(self, id_or_prefix: str) -> list[ChainRow]:
+        """The logged chains whose id is `id_or_prefix` or starts with it."""
+        with self.read() as db:
+            return _chains.read(db, id_or_prefix)
+
+    def unfinished_chains(self, limit: int | None = None) -> list[ChainRow]:
+        """Chains that did not end (running, interrupted, waiting), newest first."""
+        with self.read() as db:
+            return _chains.unfinished(db, limit)
+
     # -- maintenance ------------------------------------------------------------------------
 
     def backup(self, target: Path | str) -> Path:
@@ -285,14 +312,23 @@ class Store:
         target = Path(target)
         if target.exists():
             raise StoreError(f"{target} exists; give a new file name")
+        timeout = lock_timeout()
         with contextlib.suppress(StoreError), self._lock:  # an old spool drained first (store/_legacy.py),
             self._connect()  # unless the log is damaged: it is copied as it is, the way to keep it
         try:
             target.parent.mkdir(parents=True, exist_ok=True)
-            source = sqlite3.connect(self.path, timeout=lock_timeout())
+            mode = self.path.stat().st_mode & 0o777  # the copy is as private as the log
+            fd = os.open(target, os.O_CREAT | os.O_EXCL | os.O_WRONLY, mode)
+        except OSError as exc:
+            raise StoreError(f"cannot back up the log to {target}: {exc}") from exc
+        try:
+            os.fchmod(fd, mode)  # whatever the umask
+            os.close(fd)
+            source = sqlite3.connect(self.path, timeout=timeout)
             with contextlib.closing(source), contextlib.closing(sqlite3.connect(target)) as out:
                 source.backup(out)
         except (OSError, sqlite3.Error) as exc:
+            target.unlink(missing_ok=True)  # no half copy left to be taken for a backup
             raise StoreError(f"cannot back up the log to {target}: {exc}") from exc
         return target
 
@@ -323,6 +359,9 @@ class Store:
                 db.execute(f"DELETE FROM {table} WHERE response_id IN ({selected})", args)
             count = db.execute(f"DELETE FROM responses WHERE id IN ({selected})", args).rowcount
             db.execute("DELETE FROM conversations WHERE id NOT IN (SELECT conversation_id FROM responses)")
+            db.execute(  # an ended chain none of whose calls is left
+                "DELETE FROM chains WHERE status IN ('done', 'failed') AND id NOT IN (SELECT chain_id FROM responses)"
+            )
             db.execute(
                 "DELETE FROM schemas WHERE id NOT IN (SELECT schema_id FROM responses WHERE schema_id IS NOT NULL)"
             )
@@ -405,7 +444,8 @@ class Store:
         `models`: calls of any of these models; `since`: logged at or after this Unix time; `with_tools`: the
         calls of chains that called a tool; `runs`: the calls of these map runs (by run id).
 
-        `query` is full-text search over prompts and response texts (all words must occur);
+        `query` searches prompts and response texts: every term must occur, a `-term` must not
+        (store/_rows.py `search`; an empty query raises StoreError);
         `schema_id` may be a unique prefix. A file logged as a reference (`attachments_store="ref"`)
         is never opened unless `read_refs` (a replay that sends it again): its message part is left
         empty and the call's `attachments` carry its sha256, type, size and path.
@@ -415,8 +455,8 @@ class Store:
                 conversation_id=conversation_id,
                 chain_id=chain_id,
                 schema_id=schema_id,
-                query=query or "",
-                fts=self._fts,
+                query=query,
+                index=self._fts,
                 models=models,
                 since=since,
                 with_tools=with_tools,

@@ -60,7 +60,11 @@ class Tool:
 
     `invoke` validates the model's arguments against the signature and converts them into the
     annotated types (``Path``, enums, dataclasses, pydantic models, datetimes...) before calling.
+    `requires_approval = True` makes a chain stop before running it, waiting for a person
+    (docs/durable.md).
     """
+
+    requires_approval: bool = False
 
     def __init__(self, spec: Spec, *, name: str | None = None, description: str | None = None) -> None:
         self._spec = spec

@@ -38,6 +38,10 @@ class WebSearch(HostedTool):
     max_uses: int | None = None
     allowed_domains: Sequence[str] = ()
 
+    def __post_init__(self) -> None:
+        _check_count("max_uses", self.max_uses)
+        object.__setattr__(self, "allowed_domains", _names("allowed_domains", self.allowed_domains))
+
 
 @dataclass(frozen=True)
 class CodeExecution(HostedTool):
@@ -54,6 +58,9 @@ class URLContext(HostedTool):
     kind: ClassVar[HostedKind] = "url_context"
     max_uses: int | None = None
 
+    def __post_init__(self) -> None:
+        _check_count("max_uses", self.max_uses)
+
 
 @dataclass(frozen=True)
 class FileSearch(HostedTool):
@@ -65,10 +72,24 @@ class FileSearch(HostedTool):
     max_results: int | None = None
 
     def __post_init__(self) -> None:
-        if isinstance(self.store_ids, str):
-            object.__setattr__(self, "store_ids", (self.store_ids,))
+        object.__setattr__(self, "store_ids", _names("store_ids", self.store_ids))
         if not self.store_ids:
             raise ValueError("FileSearch needs the ids of the stores to search (store_ids=[...])")
+        _check_count("max_results", self.max_results)
+
+
+def _names(field_name: str, value: str | Sequence[str]) -> tuple[str, ...]:
+    """One name or several as a tuple: a lone string is one name, never its characters (the
+    adapters send `list(value)`); each must be a non-empty string."""
+    names = (value,) if isinstance(value, str) else tuple(value)
+    if not all(isinstance(name, str) and name.strip() for name in names):
+        raise ValueError(f"{field_name} must be non-empty strings, got {value!r}")
+    return names
+
+
+def _check_count(field_name: str, value: int | None) -> None:
+    if value is not None and (isinstance(value, bool) or not isinstance(value, int) or value < 1):
+        raise ValueError(f"{field_name} must be a whole number of at least 1 (or None), got {value!r}")
 
 
 def hosted_tool(spec: str) -> HostedTool:

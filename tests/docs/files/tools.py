@@ -9,3 +9,8 @@ def get_weather(city: str) -> dict:  # City name, e.g. "Paris"
 def lookup_order(order_id: int) -> dict:
     "The order with this id, from the shop's database."
     return {"id": order_id, "total": 9.5}
+
+
+def refund(order_id: int, amount: float) -> dict:
+    "Refund an order (the docs mark it --approve-later: a person decides)."
+    return {"order_id": order_id, "refunded": amount}
