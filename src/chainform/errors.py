@@ -57,7 +57,11 @@ class ModelNotFoundError(ChainformError, LookupError):
 
 
 class MissingKeyError(ChainformError):
-    """The provider needs an API key and none was found (argument, environment or keys file)."""
+    """The provider needs an API key and none was found (argument, environment or keys file).
+    `key_name` (the keys file's name for it) and `env_var` say where one would be read, when known."""
+
+    key_name: str | None = None
+    env_var: str | None = None
 
 
 ProviderErrorKind = Literal[

@@ -222,4 +222,6 @@ def require_key(name: str, *, explicit: str | None = None, env_var: str | None =
         return value
     ways = [f"set the {env_var} environment variable"] if env_var else []
     ways += [f"run `chainform keys set {name}`", "or pass key=... to get_model()"]
-    raise MissingKeyError(f"No API key for {name!r}: " + ", ".join(ways) + ".")
+    error = MissingKeyError(f"No API key for {name!r}: " + ", ".join(ways) + ".")
+    error.key_name, error.env_var = name, env_var
+    raise error

@@ -73,7 +73,7 @@ def test_cli_no_prompt(run) -> None:
 )
 def test_cli_error_exit_codes(run, scripted: Scripted, error: BaseException, code: int) -> None:
     scripted.script([error])
-    line = _one_line_error(CliRunner().invoke(cli, ["hello"]), code)
+    line = _one_line_error(CliRunner().invoke(cli, ["prompt", "hello"]), code)
     assert line.startswith("Error: ")
 
 
@@ -81,14 +81,14 @@ def test_cli_failed_chain_is_logged(run, scripted: Scripted) -> None:
     from chainform.store import Store
 
     scripted.script([ProviderError("down", status=503)])
-    CliRunner().invoke(cli, ["hello"])
+    CliRunner().invoke(cli, ["prompt", "hello"])
     [row] = Store().recent()
     assert row.error and "down" in row.error
 
 
 def test_cli_debug_shows_traceback(run, scripted: Scripted) -> None:
     scripted.script([RuntimeError("surprise")])
-    result = CliRunner().invoke(cli, ["hello", "--debug"])
+    result = CliRunner().invoke(cli, ["prompt", "hello", "--debug"])
     assert result.exit_code != 0 and isinstance(result.exception, RuntimeError)
 
 
@@ -136,7 +136,7 @@ try:
     main()
 except SystemExit:
     pass
-warnings.warn("chainform: the python tool runs with isolation partial", RuntimeWarning)
+warnings.warn("chainform: could not log a model call: the disk is full", RuntimeWarning)
 """
 
 
@@ -148,8 +148,8 @@ def test_the_command_says_a_warning_in_one_line_and_debug_keeps_the_source(tmp_p
         )
         return done.stderr
 
-    assert stderr() == "Warning: the python tool runs with isolation partial\n"
+    assert stderr() == "Warning: could not log a model call: the disk is full\n"
     full = stderr("--debug")
-    assert "RuntimeWarning: chainform: the python tool runs with isolation partial" in full
+    assert "RuntimeWarning: chainform: could not log a model call: the disk is full" in full
     assert full.startswith("<string>:9: ")  # Python's form names the file and line
     assert stderr(debug="1") == full

@@ -45,7 +45,7 @@ def test_deeply_nested_replies_end_in_exit_4_with_every_call_logged(run, scripte
 def test_lone_surrogate_answer_is_printed_escaped_and_logged(run, scripted: Scripted, home, schema) -> None:
     reply = json.dumps({"name": "a\ud800b"}) if schema else "a\ud800b"
     scripted.script([reply])
-    result = run("x", *(["--schema", schema] if schema else []))
+    result = run("prompt", "x", *(["--schema", schema] if schema else []))
     assert result.exit_code == 0, result.stderr
     assert "a\\ud800b" in result.stdout
     (row,) = logged(home)
@@ -73,7 +73,7 @@ def test_invalid_utf8_arguments_are_usage_errors(run, scripted: Scripted, home, 
 
 def test_invalid_utf8_on_stdin_is_a_usage_error(scripted: Scripted, home) -> None:
     scripted.script(["ok"])
-    result = CliRunner().invoke(cli, ["question"], input=b"caf\xe9 \xff\n")
+    result = CliRunner().invoke(cli, ["prompt", "question"], input=b"caf\xe9 \xff\n")
     assert "stdin is not valid UTF-8" in one_line(result, 2)
     assert scripted.client.requests == [] and logged(home) == []
 
@@ -106,7 +106,7 @@ def test_unusable_log_is_found_before_the_model_is_called(run, scripted: Scripte
         db.write_bytes(b"this is not a database" * 100)
     else:
         db.mkdir()
-    line = one_line(run("x"), 2)
+    line = one_line(run("prompt", "x"), 2)
     assert str(db) in line and "--no-log" in line and "move" in line and "-wal and -shm" in line
     assert scripted.client.requests == []
     result = run("x", "--no-log")  # the way on that the message names
@@ -123,7 +123,7 @@ def test_non_finite_numeric_options_are_usage_errors(run, scripted: Scripted, pa
 def test_interrupted_stream_keeps_its_partial_text_in_the_log(run, scripted: Scripted, home) -> None:
     arrived = cf.ChatResponse([cf.Message.assistant("half an answ")])
     scripted.script([cf.StreamInterruptedError("stream broke", partial_response=arrived)])
-    one_line(run("x"), 3)
+    one_line(run("prompt", "x"), 3)
     (row,) = logged(home)
     assert row.text == "half an answ" and "stream broke" in row.error
 
@@ -150,7 +150,7 @@ def test_a_schema_nested_too_deep_is_a_usage_error_and_nothing_is_sent(
     assert "nested more than 100 levels deep" in line
 
 
-@pytest.mark.parametrize("argv", [["x"], ["logs"], ["logs", "status"], ["keys", "list"]])
+@pytest.mark.parametrize("argv", [["prompt", "x"], ["logs"], ["logs", "status"], ["keys", "list"]])
 def test_home_that_is_a_file_is_one_usage_line(run, scripted: Scripted, tmp_path, monkeypatch, argv) -> None:
     blocker = tmp_path / "home-file"
     blocker.write_text("")
@@ -165,7 +165,7 @@ def test_damaged_log_is_one_line_with_the_way_on_and_backup_keeps_it(
     run, scripted: Scripted, damaged_log
 ) -> None:
     scripted.script(["ok"])
-    line = one_line(run("x"), 2)
+    line = one_line(run("prompt", "x"), 2)
     assert "is damaged" in line and "logs backup" in line and "--no-log" in line
     assert scripted.client.requests == []  # found before the model is called
     assert "is damaged" in one_line(run("logs"), 2)
@@ -174,7 +174,7 @@ def test_damaged_log_is_one_line_with_the_way_on_and_backup_keeps_it(
     result = run("logs", "backup", str(kept))
     assert result.exit_code == 0 and kept.exists()
     damaged_log.rename(damaged_log.with_name("logs.db.bad"))  # the way on: a fresh log
-    assert run("x").exit_code == 0 and len(logged(damaged_log.parent)) == 1
+    assert run("prompt", "x").exit_code == 0 and len(logged(damaged_log.parent)) == 1
 
 
 @pytest.mark.parametrize(

@@ -110,7 +110,7 @@ def test_a_log_that_is_not_sqlite_is_one_error_line(run, scripted, home: Path) -
     scripted.script(["never sent"])
     home.mkdir(parents=True, exist_ok=True)
     (home / "logs.db").write_bytes(b"these are not the pages of a database\n" * 200)
-    line = _one_error_line(run("hi"))
+    line = _one_error_line(run("prompt", "hi"))
     assert "logs.db" in line and "not a database" in line
     assert scripted.client is not None and scripted.client.requests == []
 
@@ -134,7 +134,7 @@ def read_only_log(home: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 
 def test_a_read_only_log_is_one_error_line(run, scripted, read_only_log: Path) -> None:
     scripted.script(["never sent"])
-    line = _one_error_line(run("hi"))
+    line = _one_error_line(run("prompt", "hi"))
     assert str(read_only_log) in line and "readonly" in line
     assert scripted.client is not None and scripted.client.requests == []
 
@@ -146,7 +146,7 @@ def test_a_locked_log_is_one_error_line_after_the_timeout(run, scripted, home: P
     monkeypatch.setenv("CHAINFORM_LOG_TIMEOUT", "0.3")
     with contextlib.closing(sqlite3.connect(path, isolation_level=None)) as holder:
         holder.execute("BEGIN IMMEDIATE")  # another writer holds the log's lock
-        line = _one_error_line(run("hi"))
+        line = _one_error_line(run("prompt", "hi"))
         holder.execute("ROLLBACK")
     assert "is locked by another process" in line and "CHAINFORM_LOG_TIMEOUT" in line
     assert scripted.client is not None and scripted.client.requests == []
@@ -155,7 +155,7 @@ def test_a_locked_log_is_one_error_line_after_the_timeout(run, scripted, home: P
 def test_a_bad_log_timeout_is_one_error_line(run, scripted, monkeypatch) -> None:
     scripted.script(["never sent"])
     monkeypatch.setenv("CHAINFORM_LOG_TIMEOUT", "soon")
-    assert "CHAINFORM_LOG_TIMEOUT" in _one_error_line(run("hi"))
+    assert "CHAINFORM_LOG_TIMEOUT" in _one_error_line(run("prompt", "hi"))
 
 
 def test_datasette_finds_the_search_index_of_a_log_upgraded_from_version_9(home: Path) -> None:

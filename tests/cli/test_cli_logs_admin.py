@@ -59,7 +59,7 @@ def test_cli_logs_off_on_status(run, scripted: Scripted) -> None:
     assert "Logging is off." in status
     assert Store().recent(None) == []
     run("logs", "on")
-    run("logged")
+    run("prompt", "logged")
     assert [r.prompt for r in Store().recent(None)] == ["logged"]
     assert "1 calls in 1 conversations" in run("logs", "status").stdout
 

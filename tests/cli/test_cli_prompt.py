@@ -34,9 +34,9 @@ def test_cli_prompt_explicit_subcommand_and_model_key_url(run, scripted: Scripte
 def test_cli_prompt_default_model_env_and_saved(run, scripted: Scripted, monkeypatch) -> None:
     scripted.script(["a", "b", "c"])
     assert run("models", "default", "openai/saved-model").stdout.strip() == "openai/saved-model"
-    run("x")
+    run("prompt", "x")
     monkeypatch.setenv("CHAINFORM_MODEL", "env-model")
-    run("x")
+    run("prompt", "x")
     run("x", "-m", "flag-model")
     assert [a[0] for a in scripted.asked] == ["openai/saved-model", "env-model", "flag-model"]
     monkeypatch.delenv("CHAINFORM_MODEL")
@@ -49,7 +49,7 @@ def test_cli_prompt_system_and_stdin(run, scripted: Scripted) -> None:
     messages, _ = scripted.client.requests[0]
     assert messages[0].role == "system" and messages[0].text == "Be terse."
     assert messages[-1].text == "piped text"
-    run("Summarize", input="some document\n")
+    run("prompt", "Summarize", input="some document\n")
     messages, _ = scripted.client.requests[1]
     assert messages[-1].text == "some document\n\nSummarize"
 

@@ -74,7 +74,7 @@ def test_json_report_show_and_compare(data, schema_file, emulator: Emulator):
     first = invoke(
         *eval_argv(data, schema_file, emulator, "--tolerance", "total=0.01", "--json", "--strategy", "native")
     )
-    assert first.exit_code == 0, first.output
+    assert first.exit_code == 9, first.output  # row 4 never validated: a failed row
     report = json.loads(first.stdout)
     cell = report["cells"][0]
     assert (cell["rows"], cell["rows_right"], cell["valid_rate"]) == (6, 2, 5 / 6)
@@ -200,7 +200,7 @@ def test_map_flags_absolute_tolerance_and_repeats_reach_the_run(data, schema_fil
                    "--tolerance", "total=abs:2", "--fuzzy", "vendor=0.5", "-o", "temperature", "0",
                    "--no-log", "--rpm", "6000", "--transport-retries", "0", "--timeout", "30", "--concurrency", "3"),
     )  # fmt: skip
-    assert result.exit_code == 0, result.output
+    assert result.exit_code == 9, result.output  # row 4 failed in both runs (ROWS_FAILED)
     cell = json.loads(result.stdout)["cells"][0]
     # rows 0 and 1 right in both runs (row 1's total is 0.505 off, within abs:2; row 2's 5.1 is not)
     assert (cell["rows"], cell["rows_right"], cell["repeats"]) == (12, 4, 2)
@@ -211,7 +211,7 @@ def test_map_flags_absolute_tolerance_and_repeats_reach_the_run(data, schema_fil
     assert not (home / "logs.db").exists()
     table = invoke(*eval_argv(data, schema_file, emulator, "--strategy", "native", "--repeat", "2", "--resume",
                               "--tolerance", "total=abs:2", "--fuzzy", "vendor=0.5"))  # fmt: skip
-    assert table.exit_code == 0 and "agree 83.3%" in table.stdout  # row 4 failed: its runs agree on nothing
+    assert table.exit_code == 9 and "agree 83.3%" in table.stdout  # row 4 failed: its runs agree on nothing
     assert len(emulator.requests) == 16  # --resume sent nothing again
 
 
@@ -254,7 +254,7 @@ def test_a_jsonl_expected_string_is_not_read_again_as_json(tmp_path, emulator: E
     argv = eval_argv(path, Path(tmp_path / "s.json"), emulator, "--json")
     (tmp_path / "s.json").write_text('{"type": "string"}')
     result = invoke(*[a if a != PROMPT else "Say {text}" for a in argv])
-    assert result.exit_code == 0, result.output
+    assert result.exit_code == 9, result.output  # the row failed (exit codes: ROWS_FAILED)
     row = json.loads(result.stdout)["results"][0]["rows"][0]
     assert row["expected"] == "2024"
 
@@ -323,7 +323,7 @@ def test_a_failing_call_is_sent_three_times_not_nine_and_its_retries_are_shown(
     path.write_text(json.dumps(rows()[0]) + "\n")
     emulator.default = lambda request: Fault(429, retry_after=0)
     result = invoke(*eval_argv(path, schema_file, emulator, "--json"))
-    assert result.exit_code == 0, result.output
+    assert result.exit_code == 9, result.output  # the row failed (exit codes: ROWS_FAILED)
     assert len(emulator.requests) == 3  # the map's two retries; the SDK's own are off
     cell = json.loads(result.stdout)["cells"][0]
     assert cell["calls_per_row"] == {"chain": 1.0, "resent": 2.0} and cell["errors"] == {"provider": 1}
@@ -350,7 +350,9 @@ def test_the_ci_gate_fails_under_its_floors_with_the_figures_and_a_cost_stop_has
     assert below.exit_code == 6, below.output
     assert json.loads(below.stdout)["cells"][0]["rows"] == 6  # the report is printed all the same
     assert below.stderr.strip().splitlines() == [
-        f"eval: below --fail-under: {MODEL} / auto: field 'total' accuracy 66.7% < 90.0%"
+        "eval: 1 of 6 rows failed: output 1 (e.g. output: StructuredOutputError: structured output failed after "
+        "3 attempt(s): no valid JSON found in the reply: 'no JSON …)",  # said; the floors decide the exit
+        f"eval: below --fail-under: {MODEL} / auto: field 'total' accuracy 66.7% < 90.0%",
     ]
     eval_id = json.loads(below.stdout)["eval_id"]
     assert invoke("show", eval_id, "--fail-under", "total=0.6").exit_code == 0
@@ -374,7 +376,7 @@ def test_the_terminal_shows_wrong_fields_and_csv_has_every_row_and_field(
     assert missing.exit_code == 2 and "--csv" in missing.stderr and emulator.requests == []
     out = tmp_path / "rows.csv"
     result = invoke(*eval_argv(data, schema_file, emulator, "--tolerance", "total=0.01", "--csv", str(out)))
-    assert result.exit_code == 0, result.output
+    assert result.exit_code == 9, result.output  # row 4 failed (ROWS_FAILED); the report is shown all the same
     assert "valid acc" in result.stdout and "fields not right" in result.stdout
     assert "102.0" in result.stdout and "107.10000000000001" in result.stdout  # expected against answered
     assert len(out.read_text().splitlines()) == 1 + 6 * 8

@@ -96,7 +96,7 @@ def test_resume_retries_error_rows_and_keep_errors_does_not(tmp_path, tools_file
     out = tmp_path / "out.jsonl"
     emulator.default = failing(3, 11, 17)
     first = invoke(*map_argv(inp, out, emulator.base_url, tools_file, "--transport-retries", "0"))
-    assert first.exit_code == 0, first.output
+    assert first.exit_code == 9, first.output  # rows failed (ROWS_FAILED)
     assert "17 ok, 3 failed" in first.stderr
     errors = {line["_map"]["key"] for line in read_lines(out) if "error" in line}
     assert errors == {"3", "11", "17"}
@@ -108,8 +108,10 @@ def test_resume_retries_error_rows_and_keep_errors_does_not(tmp_path, tools_file
     assert len(emulator.requests) == before and "20 already done" in kept.stderr
     assert {line["_map"]["key"] for line in read_lines(out) if "error" in line} == errors
 
-    retried = invoke(*map_argv(inp, out, emulator.base_url, tools_file, "--resume", "--transport-retries", "0"))
-    assert retried.exit_code == 0, retried.output
+    retried = invoke(
+        *map_argv(inp, out, emulator.base_url, tools_file, "--resume", "--transport-retries", "0")
+    )
+    assert retried.exit_code == 9, retried.output  # row 11 failed again
     assert "17 already done, 3 earlier errors retried" in retried.stderr
     assert len(emulator.requests) - before == 2 + 1 + 2  # rows 3 and 17: 2 calls each; 11 fails at once
     lines = read_lines(out)

@@ -56,7 +56,7 @@ def test_binary_stdin_runs_every_readable_line(tmp_path, monkeypatch) -> None:
     scripted_map(monkeypatch)
     out = tmp_path / "out.jsonl"
     result = invoke("-", "-o", str(out), "-m", "scripted", "-n", input=b"one\n\xff\xfe\x00bin\nthree\n")
-    assert result.exit_code == 0, result.output
+    assert result.exit_code == 9, result.output  # a row failed
     lines = sorted(read_lines(out), key=lambda x: x["_map"]["index"])
     assert [x.get("value") for x in lines] == ["seen: one", None, "seen: three"]
     assert (
@@ -71,7 +71,7 @@ def test_missing_csv_column_and_json_null_are_input_errors_not_none(tmp_path, mo
     csv_in.write_text("name,city,extra\nann,Paris,x\nbob\ncid,Rome,y,\n")  # bob lacks city; cid: empty extra
     out = tmp_path / "out.jsonl"
     result = invoke(str(csv_in), "-o", str(out), "-m", "scripted", "-n", "--prompt", "{name} in {city}")
-    assert result.exit_code == 0, result.output
+    assert result.exit_code == 9, result.output  # a row failed
     lines = sorted(read_lines(out), key=lambda x: x["_map"]["index"])
     assert [x.get("value") for x in lines] == ["seen: ann in Paris", None, "seen: cid in Rome"]
     assert "names 'city', which this row does not have" in lines[1]["error"]["message"]

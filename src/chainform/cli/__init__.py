@@ -3,14 +3,13 @@ never loads provider SDKs, torch or transformers (each command imports what it n
 
 from __future__ import annotations
 
-import sys
 import warnings
 
 from chainform.cli._aliases import aliases_command
 from chainform.cli._chat import chat_command
 from chainform.cli._eval import eval_group
 from chainform.cli._fragments import fragments_command
-from chainform.cli._group import cli, debug_enabled
+from chainform.cli._group import cli, warning_line
 from chainform.cli._keys import keys_command
 from chainform.cli._local import local_command
 from chainform.cli._logs import logs_command
@@ -46,22 +45,9 @@ for _command in (
     cli.add_command(_command)
 
 
-_python_format = warnings.formatwarning
-
-
-def _warning_line(
-    message: Warning | str, category: type[Warning], filename: str, lineno: int, line: str | None = None
-) -> str:
-    """A warning as one `Warning:` line: Python's default adds the file, line and source that raised
-    it, which `--debug` / `CHAINFORM_DEBUG=1` keep."""
-    if debug_enabled() or "--debug" in sys.argv[1:]:
-        return _python_format(message, category, filename, lineno, line)
-    return f"Warning: {str(message).removeprefix('chainform: ')}\n"
-
-
 def main() -> None:
     """Console-script entry point."""
-    warnings.formatwarning = _warning_line
+    warnings.formatwarning = warning_line  # also for warnings outside a command (while loading)
     cli(prog_name="chainform")
 
 

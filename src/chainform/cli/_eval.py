@@ -5,6 +5,7 @@ every row is scored against the row's expected answer. `eval show ID` renders a 
 
 from __future__ import annotations
 
+import itertools
 import json
 from collections.abc import Iterable, Iterator
 from decimal import Decimal
@@ -14,7 +15,8 @@ from typing import Any
 import click
 import click_default_group
 
-from chainform.cli._group import EXIT_BELOW_FLOOR, EXIT_COST_CAP, EXIT_INTERRUPTED, EXIT_USAGE
+from chainform.cli._exit import ExitCode, exit_with
+from chainform.cli._failures import Allowance, Failures, allow_failures_option, check_fields
 from chainform.cli._money import apply_price, money_options
 from chainform.cli._options import (
     MAX_CONCURRENCY,
@@ -24,6 +26,7 @@ from chainform.cli._options import (
     provider_options,
     rate_options,
 )
+from chainform.cli._output import shorten
 from chainform.cli._prompt import FALLBACK_HELP, parse_options
 
 
@@ -37,6 +40,7 @@ def _eval_group() -> None:
     \b
     chainform eval DATA --schema S -p 'Extract: {text}' -m A -m B --strategy native --strategy deferred
     chainform eval show ID
+    chainform eval list
     chainform eval compare ID#1 ID#2
     (`chainform eval run --help`: every option; docs/evals.md)
     """
@@ -49,7 +53,7 @@ eval_group: click.Group = click.group(name="eval", cls=_EvalGroup, default="run"
 
 def _bad_input(exc: Exception) -> click.exceptions.Exit:
     click.echo(f"Error: {' '.join(str(exc).split())}", err=True)
-    return click.exceptions.Exit(EXIT_USAGE)
+    return exit_with(ExitCode.USAGE)
 
 
 def _tolerances(pairs: tuple[str, ...]) -> tuple[dict[str, Any], Any]:
@@ -146,9 +150,9 @@ def gate(report: Any, fail_under: tuple[str, ...]) -> None:
             "--resume with a higher cap runs them",
             err=True,
         )
-        raise click.exceptions.Exit(EXIT_COST_CAP)
+        raise exit_with(ExitCode.COST_CAP)
     if problems:
-        raise click.exceptions.Exit(EXIT_BELOW_FLOOR)
+        raise exit_with(ExitCode.BELOW_FLOOR)
 
 
 @eval_group.command(name="run")
@@ -242,7 +246,11 @@ def gate(report: Any, fail_under: tuple[str, ...]) -> None:
     "--concurrency", minimum=1, maximum=MAX_CONCURRENCY, default=8, help="Rows at once, over every cell."
 )
 @rate_options("per cell")
-@count_option("--max-rows", minimum=1, default=100_000, help="Most rows read from DATA.")
+@count_option(
+    "--max-rows", minimum=1, default=100_000, help="Most rows DATA may hold (more: refused before any call)."
+)
+@click.option("--limit", type=click.IntRange(min=1), help="Use only the first N rows of DATA.")
+@allow_failures_option
 @money_options("Stop starting rows once the eval has cost this (USD); --resume runs the rest.")
 @click.option("-T", "--tool", "tool_names", multiple=True, help="Tool by name; repeatable.")
 @click.option("--functions", multiple=True, help="Python file or code whose functions become tools.")
@@ -294,6 +302,8 @@ def eval_run(
     tpm: float | None,
     transport_retries: int,
     max_rows: int,
+    limit: int | None,
+    allowance: Allowance,
     price: tuple[Decimal, Decimal] | None,
     max_cost: Decimal | None,
     tool_names: tuple[str, ...],
@@ -355,41 +365,63 @@ def eval_run(
     model_options: dict[str, Any] = {"key": key, "base_url": base_url, **provider_settings}
     if fallback:
         model_options["fallback"] = list(fallback)
+    items = read_file(data, fmt)
+    if (fmt or format_of(data)) == "csv":
+        items = json_cells(items, expected)
+    if limit is not None:
+        items = itertools.islice(items, limit)
+    items = check_fields(prompts, items, ignore=expected)  # a field the first row lacks: refused now
+    from chainform.cli._eval_progress import EvalBars, load_step
+    from chainform.models import get_model
+
     try:
         spec = resolve_schema(schema)
         _check_floor_fields(spec, fail_under)
-        rows = read_file(data, fmt)
-        report = evaluate(
-            json_cells(rows, expected) if (fmt or format_of(data)) == "csv" else rows,
-            schema=spec,
-            prompt=list(prompts),
-            models=list(models),
-            strategies=list(strategies) or ["auto"],
-            expected=expected,
-            expected_tools=expected_tools,
-            id_field=id_field,
-            tolerance=per_field,
-            default_tolerance=default,
-            fuzzy=fuzzy,
-            resume=resume,
-            max_rows=max_rows,
-            max_cost=max_cost,
-            model_options=model_options,
-            judge=judge,
-            judge_fields=list(judge_fields) or None,
-            repeat=repeat,
-            retry_failed=retry_failed,
-            rubric=_rubrics(rubrics),
-            judge_options={"key": judge_key, "base_url": judge_base_url},
-            **options,
-        )
+        for name in dict.fromkeys(models):  # an in-process model loads as a step, before the bars
+            load_step("eval", name, get_model(name, **model_options).client)
+        with EvalBars() as bars:
+            report = evaluate(
+                items,
+                schema=spec,
+                prompt=list(prompts),
+                models=list(models),
+                strategies=list(strategies) or ["auto"],
+                expected=expected,
+                expected_tools=expected_tools,
+                id_field=id_field,
+                tolerance=per_field,
+                default_tolerance=default,
+                fuzzy=fuzzy,
+                resume=resume,
+                max_rows=max_rows,
+                max_cost=max_cost,
+                model_options=model_options,
+                judge=judge,
+                judge_fields=list(judge_fields) or None,
+                repeat=repeat,
+                retry_failed=retry_failed,
+                rubric=_rubrics(rubrics),
+                judge_options={"key": judge_key, "base_url": judge_base_url},
+                progress=bars,
+                **options,
+            )
     except (EvalInputError, SchemaError) as exc:
         raise _bad_input(exc) from None
     except EvalInterruptedError as exc:
         click.echo(f"eval: {exc}", err=True)
-        raise click.exceptions.Exit(EXIT_INTERRUPTED) from None
+        raise exit_with(ExitCode.INTERRUPTED) from None
     _show(report, as_json, html_path, csv_path)
+    failures = Failures()
+    for cell in report.cells:
+        for row in cell.rows:
+            if row.error is not None and row.error_phase != "not-run":  # not run: --max-cost, for --resume
+                failures.add(row.error_phase or "internal", shorten(row.error, 120))
+    total = sum(len(cell.rows) for cell in report.cells)
+    if fail_under:  # the floors decide: a failed row already counts as wrong in their figures
+        failures.say("eval", total)
     gate(report, fail_under)
+    if not fail_under:
+        failures.finish("eval", total, allowance)
 
 
 def _check_floor_fields(schema: Any, fail_under: tuple[str, ...]) -> None:
@@ -474,6 +506,39 @@ def _show(report: Any, as_json: bool, html_path: str | None, csv_path: str | Non
         if path is not None:
             click.echo(f"eval: report written to {path}", err=True)
     click.echo(f"eval: {report.eval_id} (`chainform eval show {report.eval_id}` shows it again)", err=True)
+
+
+@eval_group.command(name="list")
+@click.option("-n", "--count", type=click.IntRange(min=0), default=0, help="The newest N evals (0: all).")
+@click.option("--json", "as_json", is_flag=True, help="Print the list as JSON.")
+def eval_list(count: int, as_json: bool) -> None:
+    """List the kept evals, newest first: id, when, and each cell's rows right."""
+    import datetime as dt
+
+    from chainform.evals import EvalInputError, load_report
+    from chainform.evals._keep import kept_evals
+
+    listed: list[dict[str, Any]] = []
+    for eval_id, when in kept_evals()[: count or None]:
+        try:
+            report = load_report(eval_id)
+        except EvalInputError as exc:  # a damaged report is listed with why, not the end of the list
+            listed.append({"id": eval_id, "when": when, "error": str(exc), "cells": []})
+            continue
+        cells = [
+            {"name": cell.name, "rows": len(cell.rows), "right": sum(row.right for row in cell.rows)}
+            for cell in report.cells
+        ]
+        listed.append({"id": eval_id, "when": when, "cells": cells})
+    if as_json:
+        click.echo(json.dumps(listed))
+        return
+    if not listed:
+        click.echo("No kept eval yet (`chainform eval DATA ...` runs one).", err=True)
+    for item in listed:
+        stamp = dt.datetime.fromtimestamp(item["when"]).strftime("%Y-%m-%dT%H:%M:%S")
+        summary = "; ".join(f"{c['name']}: {c['right']}/{c['rows']} right" for c in item["cells"])
+        click.echo(f"{item['id']}  {stamp}  {item.get('error') or summary}")
 
 
 @eval_group.command(name="show")

@@ -8,69 +8,51 @@ can tell a usage mistake from a provider outage from a schema the model never sa
 
 from __future__ import annotations
 
+import errno
+import functools
 import os
+import re
 import sys
+import warnings
 from typing import Any
 
 import click
 import click_default_group
 
 from chainform._version import __version__
+from chainform.cli._exit import ExitCode, exit_code_for, exit_with
 
-EXIT_OTHER = 1
-EXIT_USAGE = 2
-EXIT_PROVIDER = 3
-EXIT_STRUCTURED = 4
-EXIT_CHAIN = 5
-EXIT_BELOW_FLOOR = 6  # `eval --fail-under`: a figure fell below its floor
-EXIT_COST_CAP = 7  # `eval --max-cost` stopped the eval before every row ran
-EXIT_WAITING = 8  # the chain waits for a person to approve tool calls (`chainform resume`)
-EXIT_INTERRUPTED = 130
+EXIT_OTHER = ExitCode.OTHER
+EXIT_USAGE = ExitCode.USAGE
+EXIT_PROVIDER = ExitCode.PROVIDER
+EXIT_STRUCTURED = ExitCode.STRUCTURED
+EXIT_CHAIN = ExitCode.CHAIN
+EXIT_BELOW_FLOOR = ExitCode.BELOW_FLOOR
+EXIT_COST_CAP = ExitCode.COST_CAP
+EXIT_WAITING = ExitCode.WAITING
+EXIT_INTERRUPTED = ExitCode.INTERRUPTED
 
 DEFAULT_COMMAND = "prompt"
 _DEBUG_KEY = "chainform.debug"
-
-
-def exit_code_for(exc: BaseException) -> int:
-    """The exit code that names the phase which failed."""
-    from chainform import errors
-    from chainform.chain._approval import ChainWaitingError
-    from chainform.chain._journal import ResumeError
-    from chainform.chain._spec import SpecError
-    from chainform.store import StoreError
-
-    if isinstance(
-        exc,
-        errors.SchemaError
-        | click.UsageError
-        | StoreError
-        | errors.HomeError
-        | errors.AttachmentError
-        | errors.HostedToolError
-        | errors.PricingError
-        | ResumeError
-        | SpecError,
-    ):
-        return EXIT_USAGE
-    if isinstance(exc, ChainWaitingError):
-        return EXIT_WAITING
-    if isinstance(exc, errors.ProviderError | errors.MissingKeyError | errors.ModelNotFoundError):
-        return EXIT_PROVIDER
-    if isinstance(exc, errors.StructuredOutputError | errors.FormattingError):
-        return EXIT_STRUCTURED
-    if isinstance(exc, errors.ChainError | errors.ToolError | errors.GuardrailError):
-        return EXIT_CHAIN
-    if isinstance(exc, KeyboardInterrupt | errors.ChainInterruptedError):
-        return EXIT_INTERRUPTED
-    return EXIT_OTHER
+_VERBOSE_KEY = "chainform.verbose"
+_ISOLATION_SHOWN = "chainform.isolation-warning-shown"
+_ISOLATION = "chainform: the python tool runs with isolation "
+_PYTHON_FORMAT = warnings.formatwarning
+_BARE_WORD = re.compile(r"[A-Za-z][A-Za-z0-9_-]*")
 
 
 def error_line(exc: BaseException) -> str:
     """One line (no traceback) that says what failed; expected errors read as sentences."""
-    from chainform.errors import ChainformError
+    from chainform.errors import ChainformError, MissingKeyError
 
     if isinstance(exc, KeyboardInterrupt):
         return "Interrupted."
+    if isinstance(exc, MissingKeyError) and exc.key_name is not None:  # the library's names Python's way
+        env = f", set ${exc.env_var}" if exc.env_var else ""
+        return (
+            f"Error: No API key for {exc.key_name!r}: pass --key KEY{env}, "
+            f"or store one with `chainform keys set {exc.key_name}`."
+        )
     text = " ".join(str(exc).split()) or type(exc).__name__
     if isinstance(exc, ChainformError | OSError | ValueError):
         return f"Error: {text}"
@@ -94,12 +76,32 @@ class DefaultGroup(click_default_group.DefaultGroup):  # type: ignore[misc]  # u
 
     def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
         args = list(args)
-        if "--debug" in args[: args.index("--") if "--" in args else len(args)]:
-            args.remove("--debug")
-            ctx.meta[_DEBUG_KEY] = True
+        end = args.index("--") if "--" in args else len(args)
+        for flags, key in ((("--debug",), _DEBUG_KEY), (("-v", "--verbose"), _VERBOSE_KEY)):
+            for flag in flags:
+                if flag in args[:end]:
+                    args.remove(flag)
+                    end -= 1
+                    ctx.meta[key] = True
         self.default_if_no_args = not sys.stdin.isatty()  # `echo question | chainform`
+        if len(args) == 1 and _BARE_WORD.fullmatch(args[0]) and args[0] not in self.commands:
+            self._no_such_command(ctx, args[0])
         rest: list[str] = super().parse_args(ctx, args)
         return rest
+
+    def _no_such_command(self, ctx: click.Context, word: str) -> None:
+        """`chainform WORD` alone, WORD no command: a mistyped command far more often than a prompt
+        of one word, so it is refused (one line, exit 2) with the nearest command names."""
+        import difflib
+
+        names = [name for name in self.list_commands(ctx) if name != DEFAULT_COMMAND]
+        near = difflib.get_close_matches(word.lower(), names, n=3, cutoff=0.5) or names
+        click.echo(
+            f"Error: no such command {word!r} (nearest: {', '.join(near)}); "
+            f"for a one-word prompt: chainform prompt {word}, or chainform -- {word}",
+            err=True,
+        )
+        raise exit_with(ExitCode.USAGE)
 
     def format_usage(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
         formatter.write_usage(ctx.command_path, "[PROMPT] [OPTIONS] | COMMAND [ARGS]...")
@@ -110,24 +112,84 @@ class DefaultGroup(click_default_group.DefaultGroup):  # type: ignore[misc]  # u
             reconfigure = getattr(stream, "reconfigure", None)
             if reconfigure is not None:
                 reconfigure(errors="backslashreplace")
+        python_format = warnings.formatwarning
+        warnings.formatwarning = functools.partial(warning_line, ctx=ctx)  # tools warn from other threads
         try:
             return super().invoke(ctx)
         except (click.ClickException, click.exceptions.Exit, click.Abort):
             raise
+        except OSError as exc:
+            if exc.errno != errno.EPIPE or debug_enabled(ctx):
+                return self._failed(ctx, exc)
+            _quiet_stdout()  # the reader closed the pipe (`| head -1`): done, as git log is
+            raise exit_with(ExitCode.OK) from None
         except (Exception, KeyboardInterrupt) as exc:
-            if debug_enabled(ctx):
-                raise
-            if isinstance(exc, click.UsageError):
-                raise
-            click.echo(error_line(exc), err=True)
-            sys.stdout.flush()
-            raise click.exceptions.Exit(exit_code_for(exc)) from None
+            return self._failed(ctx, exc)
+        finally:
+            warnings.formatwarning = python_format
+
+    def _failed(self, ctx: click.Context, exc: BaseException) -> Any:
+        """An error as one `Error:` line and its exit code (a traceback with --debug)."""
+        if debug_enabled(ctx) or isinstance(exc, click.UsageError):
+            raise exc
+        click.echo(error_line(exc), err=True)
+        sys.stdout.flush()
+        raise exit_with(exit_code_for(exc)) from None
+
+
+def warning_line(
+    message: Warning | str,
+    category: type[Warning],
+    filename: str,
+    lineno: int,
+    line: str | None = None,
+    *,
+    ctx: click.Context | None = None,
+) -> str:
+    """A warning as one `Warning:` line: Python's default adds the file, line and source that raised
+    it, which `--debug` / `CHAINFORM_DEBUG=1` keep. The python tool's isolation warning is said once
+    per command, short (`-v`: what is missing), and not at all on a pipe unless `-v`."""
+    ctx = ctx or click.get_current_context(silent=True)
+    if debug_enabled(ctx) or "--debug" in sys.argv[1:]:
+        return _PYTHON_FORMAT(message, category, filename, lineno, line)
+    text = str(message)
+    if not text.startswith(_ISOLATION):
+        return f"Warning: {text.removeprefix('chainform: ')}\n"
+    root = ctx.find_root() if ctx is not None else None
+    verbose = bool(root and root.meta.get(_VERBOSE_KEY))
+    from chainform.cli._output import stderr_is_terminal
+
+    if (not verbose and not stderr_is_terminal()) or (root and root.meta.get(_ISOLATION_SHOWN)):
+        return ""
+    if root is not None:
+        root.meta[_ISOLATION_SHOWN] = True
+    detail = text.removeprefix(_ISOLATION)
+    if verbose:
+        return f"Warning: the python tool runs with isolation {detail}\n"
+    return f"Warning: the python tool runs with isolation {detail.split(' ', 1)[0]}, not every OS guard (-v says which)\n"
+
+
+def _quiet_stdout() -> None:
+    """After the reader of stdout went away: what is still buffered goes nowhere, so neither the
+    exit nor the interpreter's last flush reports the closed pipe."""
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        os.close(devnull)
+    except (OSError, ValueError):  # no file descriptor behind stdout (a test's captured stream)
+        pass
 
 
 @click.group(cls=DefaultGroup, context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(__version__, prog_name="chainform")
 @click.option("--debug", is_flag=True, help="Show full tracebacks on errors (works anywhere on the line).")
-def cli(debug: bool) -> None:
+@click.option(
+    "-v",
+    "--verbose",
+    is_flag=True,
+    help="Say more: warnings in full, on a pipe too (works anywhere on the line).",
+)
+def cli(debug: bool, verbose: bool) -> None:
     """Ask a model, let it call your tools, get back data that matches your schema.
 
     \b

@@ -7,9 +7,13 @@ import sys
 import click
 
 
-@click.group(name="keys")
-def keys_command() -> None:
-    """Manage stored API keys (an environment variable or --key still wins)."""
+@click.group(name="keys", invoke_without_command=True)
+@click.pass_context
+def keys_command(ctx: click.Context) -> None:
+    """Manage stored API keys (an environment variable or --key still wins); bare `keys` lists
+    the names that have a key, as `keys list` does."""
+    if ctx.invoked_subcommand is None:
+        ctx.invoke(keys_list)
 
 
 @keys_command.command(name="set")

@@ -7,12 +7,14 @@ from __future__ import annotations
 
 import datetime as dt
 import json
+import re
 import time
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import click
 
 from chainform.cli._money import cost_text
+from chainform.cli._options import F
 from chainform.cli._output import echo_json, shorten
 
 if TYPE_CHECKING:
@@ -92,38 +94,115 @@ def render(row: CallRecord, *, usage: bool, format_context: bool) -> str:
     return "\n".join(lines)
 
 
+def _list_options(command: F) -> F:
+    """The options of `logs` and `logs list` (the same command)."""
+    decorators = [
+        click.option(
+            "-n",
+            "--count",
+            type=click.IntRange(0, 2**63 - 1),  # SQLite's LIMIT is a signed 64-bit integer
+            default=3,
+            show_default=True,
+            help="How many calls (0 for all).",
+        ),
+        click.option(
+            "--json", "as_json", is_flag=True, help="Output JSON: every column, tool calls and results."
+        ),
+        click.option(
+            "-q", "--query", help="Full-text search over prompts and responses (every word must match)."
+        ),
+        click.option("--cid", "--conversation", "conversation", help="Only this conversation."),
+        click.option("-c", "--current", is_flag=True, help="Only the most recent conversation."),
+        click.option("--chain", "chain_id", help="Only this chain (every call of one prompt)."),
+        click.option(
+            "--schema", "schema", help="Only calls with this schema (id or prefix, or a schema to match)."
+        ),
+        click.option("-m", "--model", "model", help="Only calls of this model (a name or an alias)."),
+        click.option(
+            "--since", help="Only calls since a date (YYYY-MM-DD) or a span back from now (7d, 12h)."
+        ),
+        click.option("-t", "--tools", "with_tools", is_flag=True, help="Only chains that called a tool."),
+        click.option(
+            "--run", "runs", multiple=True, help="Only the calls of this map run (its run id); repeatable."
+        ),
+        click.option("--eval", "eval_id", help="Only the calls of this eval (its id or a unique prefix)."),
+        click.option(
+            "-s", "--short", is_flag=True, help="One line per call: time, model, purpose, prompt, answer."
+        ),
+        click.option("-r", "--response", is_flag=True, help="Only the latest matching call's answer."),
+        click.option(
+            "-x",
+            "--extract",
+            is_flag=True,
+            help="Only the first fenced code block of the latest matching answer.",
+        ),
+        click.option(
+            "--format-context", "format_context", is_flag=True, help="Show what each formatting call saw."
+        ),
+        click.option(
+            "-u", "--usage", is_flag=True, help="Show token usage of each call (`logs cost` sums costs)."
+        ),
+        click.option(
+            "--tree", is_flag=True, help="Conversations with the subagent conversations they started, nested."
+        ),
+        click.option(
+            "--unfinished",
+            is_flag=True,
+            help="Chains that did not end (running, interrupted, waiting for approval), with the command that resumes each.",
+        ),
+    ]
+    for decorator in reversed(decorators):
+        command = decorator(command)
+    return command
+
+
 @click.group(name="logs", invoke_without_command=True)
-@click.option(
-    "-n",
-    "--count",
-    type=click.IntRange(0, 2**63 - 1),  # SQLite's LIMIT is a signed 64-bit integer
-    default=3,
-    show_default=True,
-    help="How many calls (0 for all).",
-)
-@click.option("--json", "as_json", is_flag=True, help="Output JSON: every column, tool calls and results.")
-@click.option(
-    "-q",
-    "--query",
-    help="Search prompts and responses: every term must occur (a substring), a -TERM must not.",
-)
-@click.option("--cid", "--conversation", "conversation", help="Only this conversation.")
-@click.option("-c", "--current", is_flag=True, help="Only the most recent conversation.")
-@click.option("--chain", "chain_id", help="Only this chain (every call of one prompt).")
-@click.option("--schema", "schema", help="Only calls with this schema (id or prefix, or a schema to match).")
-@click.option("--format-context", "format_context", is_flag=True, help="Show what each formatting call saw.")
-@click.option("-u", "--usage", is_flag=True, help="Show token usage of each call (`logs cost` sums costs).")
-@click.option(
-    "--tree", is_flag=True, help="Conversations with the subagent conversations they started, nested."
-)
-@click.option(
-    "--unfinished",
-    is_flag=True,
-    help="Chains that did not end (running, interrupted, waiting for approval), with the command that resumes each.",
-)
+@_list_options
 @click.pass_context
-def logs_command(
-    ctx: click.Context,
+def logs_command(ctx: click.Context, /, **options: Any) -> None:
+    """Show logged calls, most recent last (every call of a chain: retries and formatting too);
+    `logs list` is the same."""
+    if ctx.invoked_subcommand is None:
+        show_logs(**options)
+
+
+@logs_command.command(name="list")
+@_list_options
+def logs_list(**options: Any) -> None:
+    """Show logged calls (the same as `chainform logs`)."""
+    show_logs(**options)
+
+
+def _wanted(
+    model: str | None, since: str | None, eval_id: str | None, runs: tuple[str, ...]
+) -> dict[str, Any]:
+    """The store filters of -m (an alias resolved to its model), --since and --eval / --run."""
+    out: dict[str, Any] = {"runs": list(runs)}
+    if model is not None:
+        from chainform.clients.registry import aliases
+
+        known = aliases()
+        names, current = {model}, model
+        while (target := known.get(current)) is not None and target not in names:  # an alias's model
+            names.add(target)
+            current = target
+        out["models"] = sorted(names | {alias for alias, target in known.items() if target in names})
+    if since is not None:
+        from chainform.cli._money import since_time
+
+        out["since"] = since_time(since)
+    if eval_id is not None:
+        from chainform.evals import EvalInputError, load_report
+
+        try:
+            report = load_report(eval_id)
+        except EvalInputError as exc:
+            raise click.BadParameter(str(exc), param_hint="--eval") from None
+        out["runs"] += [cell.run_id for cell in report.cells]
+    return out
+
+
+def show_logs(
     count: int,
     as_json: bool,
     query: str | None,
@@ -131,14 +210,20 @@ def logs_command(
     current: bool,
     chain_id: str | None,
     schema: str | None,
+    model: str | None,
+    since: str | None,
+    with_tools: bool,
+    runs: tuple[str, ...],
+    eval_id: str | None,
+    short: bool,
+    response: bool,
+    extract: bool,
     format_context: bool,
     usage: bool,
     tree: bool,
     unfinished: bool,
 ) -> None:
-    """Show logged calls, most recent last (every call of a chain: retries and formatting too)."""
-    if ctx.invoked_subcommand is not None:
-        return
+    """`logs` with its options: the matching calls, oldest first."""
     from chainform.store import Store, schema_id
 
     store = Store()
@@ -165,17 +250,60 @@ def logs_command(
         wanted_schema = (
             schema if found is not None else schema_id(resolve_cli_schema(schema, store=None).schema)
         )
+    filters = _wanted(model, since, eval_id, runs)
+    if (runs or eval_id) and not filters["runs"]:
+        filters["runs"] = ["-"]  # an eval of no cell: nothing matches
     rows = store.recent(
-        count or None, conversation_id=conversation, query=query, schema_id=wanted_schema, chain_id=chain_id
+        1 if response or extract else count or None,
+        conversation_id=conversation,
+        query=query,
+        schema_id=wanted_schema,
+        chain_id=chain_id,
+        with_tools=with_tools,
+        **filters,
     )
     rows.reverse()
+    filtered = any((query, conversation, chain_id, schema, model, since, with_tools, runs, eval_id))
     if as_json:
         echo_json([r.to_dict() for r in rows])  # the CallRecord as written: one shape everywhere
         return
     if not rows:
-        _say_none(store.path, filtered=any((query, conversation, chain_id, schema)))
+        _say_none(store.path, filtered=filtered)
+        return
+    if response or extract:
+        answer = rows[-1].text if rows[-1].parsed is None else json.dumps(rows[-1].parsed, ensure_ascii=False)
+        block = first_code_block(answer) if extract else answer
+        if block is None:
+            click.echo("The latest matching answer has no fenced code block.", err=True)
+            return
+        click.echo(block)
+        return
+    if short:
+        click.echo("\n".join(short_line(r) for r in rows))
         return
     click.echo("\n\n".join(render(r, usage=usage, format_context=format_context) for r in rows))
+
+
+_FENCE = re.compile(
+    r"^(?P<fence>```+|~~~+)[^\n`]*\n(?P<code>.*?)^(?P=fence)[ \t]*$", re.DOTALL | re.MULTILINE
+)
+
+
+def first_code_block(text: str) -> str | None:
+    """The content of the first fenced code block (``` or ~~~) of `text`, as llm's `-x` takes it."""
+    found = _FENCE.search(text)
+    return found.group("code").rstrip("\n") if found else None
+
+
+def short_line(row: CallRecord) -> str:
+    when = dt.datetime.fromtimestamp(row.created_at).strftime("%Y-%m-%dT%H:%M:%S")
+    answer = row.text if row.parsed is None else json.dumps(row.parsed, ensure_ascii=False)
+    tools = f" · tools {', '.join(c.name for c in row.tool_calls)}" if row.tool_calls else ""
+    error = f" · error {shorten(row.error, 80)}" if row.error else ""
+    return (
+        f"{when} · {row.model} · {row.purpose} · chain {row.chain_id[:10]}{tools}{error} · "
+        f"{shorten(row.prompt or '', 60)!r} -> {shorten(answer or '', 80)!r}"
+    )
 
 
 def _unfinished(store: Store, count: int, as_json: bool) -> None:

@@ -8,6 +8,7 @@ or `error`. The file is the run's commit record: `--resume` skips every key alre
 from __future__ import annotations
 
 import contextlib
+import itertools
 import shlex
 from collections.abc import Iterator
 from contextlib import aclosing
@@ -19,6 +20,7 @@ import click
 
 from chainform._map import MAX_WAIT
 from chainform.cli._attach import conversion_options, limit_options
+from chainform.cli._failures import Allowance, allow_failures_option, check_fields
 from chainform.cli._map_batch import MapCommand, batch_run_id, check_batch, record_batch_run
 from chainform.cli._map_progress import Tracker
 from chainform.cli._money import apply_price, money_options
@@ -28,6 +30,7 @@ from chainform.cli._options import (
     chain_limit_option,
     count_option,
     model_option,
+    model_options_option,
     otel_option,
     provider_options,
     rate_options,
@@ -85,7 +88,12 @@ ATTACH_HELP = (
 
 @click.command(name="map", cls=MapCommand)
 @click.argument("input_path", metavar="INPUT")
-@click.option("-o", "--output", required=True, help="Output JSONL: each input row plus value or error.")
+@click.option(
+    "--output",
+    required=True,
+    metavar="FILE",
+    help="Output JSONL: each input row plus value or error (the old `-o FILE` still works, deprecated).",
+)
 @click.option(
     "-p", "--prompt", "template", help="Prompt template filled from each row, e.g. 'Sum up: {text}'."
 )
@@ -100,6 +108,11 @@ ATTACH_HELP = (
 @click.option("-T", "--tool", "tool_names", multiple=True, help="Tool by name; repeatable.")
 @click.option("--functions", multiple=True, help="Python file or code whose functions become tools.")
 @count_option("--concurrency", minimum=1, maximum=MAX_CONCURRENCY, default=8, help="Rows at once.")
+@click.option(
+    "--ordered", is_flag=True, help="Write rows in input order (a slow row holds back those after it)."
+)
+@click.option("--limit", type=click.IntRange(min=1), help="Run only the first N rows of INPUT.")
+@allow_failures_option
 @rate_options("all workers")
 @retry_max_tokens_option("a row's answer", "the row fails with phase 'truncated'")
 @stop_at_option("a row's chain", "the row's value")
@@ -115,7 +128,7 @@ ATTACH_HELP = (
 @click.option("--format", "fmt", type=click.Choice(["jsonl", "csv", "lines"]), help="INPUT format.")
 @strategy_option
 @chain_limit_option
-@click.option("--option", "option_pairs", type=(str, str), multiple=True, help="Model option KEY VALUE.")
+@model_options_option
 @click.option("--key", help="API key (else environment, else `chainform keys set`).")
 @click.option("--base-url", help="Provider endpoint (OpenAI-compatible servers, proxies).")
 @provider_options
@@ -176,6 +189,9 @@ def map_command(
     tool_names: tuple[str, ...],
     functions: tuple[str, ...],
     concurrency: int,
+    ordered: bool,
+    limit: int | None,
+    allowance: Allowance,
     rpm: float | None,
     tpm: float | None,
     transport_retries: int,
@@ -236,6 +252,10 @@ def map_command(
             check_unique_ids(read_numbered(input_path, fmt), id_field, f"{input_path}: lines")
         except MapInputError as exc:
             raise click.BadParameter(str(exc), param_hint="--id-field") from None
+    items = read_file(input_path, fmt)
+    if limit is not None:
+        items = itertools.islice(items, limit)
+    items = check_fields([template], items)  # a field the first row lacks: refused before any call
     store = open_log(required=not no_log, wanted=schema is not None)  # a damaged log stops here, not per row
     spec = resolve_cli_schema(schema, store=store) if schema else None
     tools = cli_tools(tool_names, functions)
@@ -248,6 +268,8 @@ def map_command(
     start_tracing(otel)
     if fallback and ray_address is not None:
         raise click.UsageError("--fallback does not run with --ray yet")
+    if ordered and ray_address is not None:
+        raise click.UsageError("--ordered does not run with --ray")
     if attach_field is not None and ray_address is not None:
         raise click.UsageError("--attach does not run with --ray yet")
     model = None
@@ -267,12 +289,12 @@ def map_command(
     try:
         sink.prepare(resume=resume, retry_errors=not keep_errors)
     except MapOutputError as exc:
-        raise click.BadParameter(str(exc), param_hint="-o") from None
+        raise click.BadParameter(str(exc), param_hint="--output") from None
     run_id = sink.run_id or (batch_run_id(output, resume) if batch else None) or new_id()
     _lock(locks, "run", run_id, f"map run {run_id}")
     if batch:
         record_batch_run(output, run_id)
-    source = (row for row in rows(read_file(input_path, fmt), id_field) if row.key not in sink.done)
+    source = (row for row in rows(items, id_field) if row.key not in sink.done)
     settings: dict[str, Any] = {
         "prompt": template,
         "system": system,
@@ -288,6 +310,8 @@ def map_command(
         "chain_limit": chain_limit,
         "options": parse_options(option_pairs) or None,
     }
+    if ordered:
+        settings["ordered"] = True
     if retry_max_tokens is not None:
         settings["retry_max_tokens"] = retry_max_tokens
     if stop_at:
@@ -300,7 +324,9 @@ def map_command(
         settings["attach_limits"] = conversion_limits
     if budget is not None:
         settings["max_cost"] = budget
-    tracker = Tracker(count_rows(input_path, fmt), len(sink.done), sink.retried)
+    total = count_rows(input_path, fmt)
+    total = min(total, limit) if total is not None and limit is not None else total
+    tracker = Tracker(total, len(sink.done), sink.retried)
     tracker.budget = budget
     if batch:
         if ray_address is not None:
@@ -318,6 +344,10 @@ def map_command(
         sink.commit(line_for(result, run_id, record_of(result.input)))
         tracker.add(result)
 
+    if model is not None:
+        from chainform.cli._eval_progress import load_step
+
+        load_step("map", name, model.client)  # a step of its own: the bar then counts rows, not the load
     try:
         with tracker:
             if ray_address is not None:
@@ -350,6 +380,7 @@ def map_command(
     finally:
         sink.close()
     click.echo(tracker.summary(output, run_id), err=True)
+    tracker.failures.finish("map", tracker.done, allowance)
 
 
 def _budget(names: tuple[str, ...], max_cost: Decimal | None, ray_address: str | None) -> Any:

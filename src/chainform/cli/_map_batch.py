@@ -133,7 +133,9 @@ class MapCommand(click.Command):
         if args and args[0] in ("status", "cancel"):
             name = f"{info_name} {args[0]}"
             return SUBCOMMANDS[args[0]].make_context(name, list(args[1:]), parent=parent, **extra)
-        return super().make_context(info_name, args, parent=parent, **extra)
+        from chainform.cli._map_args import old_output_spelling
+
+        return super().make_context(info_name, old_output_spelling(self, list(args)), parent=parent, **extra)
 
     def invoke(self, ctx: click.Context) -> Any:
         return ctx.command.invoke(ctx) if ctx.command is not self else super().invoke(ctx)

@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
-import sys
 import time
 from decimal import Decimal
 from typing import TYPE_CHECKING, Any
 
+from chainform.cli import _output
+from chainform.cli._failures import Failures
 from chainform.cli._money import cost_text
+from chainform.cli._output import shorten
 
 if TYPE_CHECKING:
     from chainform.map import MapResult
@@ -22,6 +24,7 @@ class Tracker:
         self.retried = retried
         self.done = 0
         self.failed = 0
+        self.failures = Failures()
         self.tokens = 0
         self.cost: Decimal | None = Decimal(0)
         self.unpriced: str | None = None  # why a row's cost is unknown: said once, in the summary
@@ -32,7 +35,7 @@ class Tracker:
         self._task: Any = None
 
     def __enter__(self) -> Tracker:
-        if sys.stderr.isatty():
+        if _output.stderr_is_terminal():
             from rich.progress import BarColumn, Progress, TextColumn, TimeRemainingColumn
 
             from chainform.cli._output import console
@@ -71,7 +74,13 @@ class Tracker:
 
     def add(self, result: MapResult) -> None:
         self.done += 1
-        self.failed += result.error is not None
+        if (
+            result.error is not None and result.error.phase != "waiting"
+        ):  # waiting: `chainform resume`, no failure
+            self.failed += 1
+            self.failures.add(
+                result.error.phase, shorten(f"{result.error.type}: {result.error.message}", 120)
+            )
         self.tokens += result.usage.total_tokens or 0
         cost = result.usage.cost
         self.cost = self.cost + cost if self.cost is not None and cost is not None else None

@@ -82,7 +82,7 @@ def cost_text(cost: Decimal | None, reason: str | None = None) -> str:
     return f"cost unknown ({reason})" if reason else "cost unknown"
 
 
-def _since(value: str | None) -> float | None:
+def since_time(value: str | None) -> float | None:
     """`--since`: a date (YYYY-MM-DD[THH:MM], local time) or a span back from now (7d, 12h)."""
     if value is None:
         return None
@@ -168,7 +168,7 @@ def logs_cost(groups: tuple[str, ...], since: str | None, as_json: bool) -> None
 
     by = tuple(dict.fromkeys(groups)) or ("model",)
     with Store() as store:
-        totals = cost_totals(store, by, _since(since))
+        totals = cost_totals(store, by, since_time(since))
     if as_json:
         echo_json([t.to_dict() for t in totals])
         return

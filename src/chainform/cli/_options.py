@@ -99,7 +99,8 @@ model_options_option = click.option(
     multiple=True,
     help="Model option, e.g. -o temperature 0.2; repeatable.",
 )
-"""`-o KEY VALUE` (repeatable): the model options of a prompt or a chat, checked by `parse_options`."""
+"""`-o KEY VALUE` (repeatable): the model options of a prompt, a chat, `map` and `eval`, checked by
+`parse_options`: one spelling on every command."""
 
 strategy_option = choice_option(
     "--strategy", choices=STRATEGY_CHOICES, default="auto", help="How the schema is enforced."

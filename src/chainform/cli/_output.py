@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import errno
 import json
 import sys
 from typing import TYPE_CHECKING, Any
@@ -14,6 +15,11 @@ if TYPE_CHECKING:
 
 def stdout_is_terminal() -> bool:
     return sys.stdout.isatty()
+
+
+def stderr_is_terminal() -> bool:
+    """Whether people read stderr (progress bars, warnings said once); not a pipe or a file."""
+    return sys.stderr.isatty()
 
 
 def format_json(value: Any, *, pretty: bool | None = None) -> str:
@@ -35,8 +41,15 @@ def console(*, err: bool = False) -> Console:
     """A rich console on the current stdout/stderr (click's test runner swaps those streams)."""
     from rich.console import Console
 
+    class _Console(Console):
+        def on_broken_pipe(self) -> None:
+            """The reader went away: raised on, so the command ends as every command does then
+            (quietly, exit 0; rich's own way exits 1)."""
+            self.quiet = True
+            raise BrokenPipeError(errno.EPIPE, "Broken pipe")
+
     stream = sys.stderr if err else sys.stdout
-    return Console(
+    return _Console(
         file=stream,
         # Piped output is read by programs and greps: never truncate it to an 80-column guess.
         width=None if stream.isatty() else 200,

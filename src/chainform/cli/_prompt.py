@@ -212,6 +212,27 @@ def _conversation(store: Store | None, continue_: bool, cid: str | None) -> tupl
     return cid, history
 
 
+def conversation_settings(store: Store, cid: str) -> tuple[str | None, dict[str, Any]]:
+    """The model and model options of a conversation's latest chain call, as logged: what `-c`
+    goes on with unless `-m` is given. Options chainform sets itself, and redacted ones, are left out."""
+    from chainform.types._options import check_option
+
+    rows = [row for row in store.recent(None, conversation_id=cid) if row.purpose == "chain"]
+    if not rows:
+        return None, {}
+    logged = dict(rows[0].options)
+    logged |= logged.pop("additional_properties", None) or {}
+    options: dict[str, Any] = {}
+    for name, value in logged.items():
+        if value == "[redacted]":
+            continue
+        try:
+            options[name] = check_option(name, value)
+        except ValueError:  # tools, tool_mode, response_format...: set by the chain itself
+            continue
+    return rows[0].model, options
+
+
 def open_log(*, required: bool, wanted: bool) -> Store | None:
     """The log, checked before the model is called: an unusable file is reported with the way on,
     instead of a chain whose calls silently go unlogged. `wanted` only (a saved schema id may be
@@ -446,6 +467,9 @@ def prompt_command(
         resolve_fragment(v, store, allow_private_urls=private) for v in system_fragment_values
     ]
     conversation_id, history = _conversation(store, continue_, cid)
+    if conversation_id is not None and model_name is None and store is not None:
+        model_name, logged_options = conversation_settings(store, conversation_id)
+        options = logged_options | options  # -o given now wins over the conversation's
     from chainform.store import message_with
 
     if system_fragments:  # a system message of its own, after -s: every provider joins them

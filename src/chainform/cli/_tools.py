@@ -273,9 +273,22 @@ def load_functions(value: str) -> list[Tool]:
     "--json", "as_json", is_flag=True, help="Output names, descriptions and parameter schemas as JSON."
 )
 @click.option("--mcp", "mcp_values", multiple=True, help=MCP_HELP + " Lists its tools instead.")
-def tools_command(as_json: bool, mcp_values: tuple[str, ...]) -> None:
-    """List the tools -T can use: built-ins and installed plugins (or an MCP server's, with --mcp)."""
-    sources = mcp_sources(mcp_values) if mcp_values else all_sources()
+@click.option(
+    "--functions",
+    multiple=True,
+    help="A Python file or code: list the tools its public functions become instead; repeatable.",
+)
+def tools_command(as_json: bool, mcp_values: tuple[str, ...], functions: tuple[str, ...]) -> None:
+    """List the tools -T can use: built-ins and installed plugins (or an MCP server's, with --mcp;
+    your own functions', with --functions)."""
+    sources = [
+        ToolSource(value if value.endswith(".py") else "code", "functions", load_functions(value))
+        for value in functions
+    ]
+    if mcp_values:
+        sources += mcp_sources(mcp_values)
+    if not (functions or mcp_values):
+        sources = all_sources()
     if as_json:
         echo_json(
             [
@@ -295,9 +308,9 @@ def tools_command(as_json: bool, mcp_values: tuple[str, ...]) -> None:
     else:
         _print_table(sources)
     if mcp_values and any(s.error for s in sources):
-        from chainform.cli._group import EXIT_CHAIN
+        from chainform.cli._exit import ExitCode, exit_with
 
-        raise click.exceptions.Exit(EXIT_CHAIN)
+        raise exit_with(ExitCode.CHAIN)
 
 
 def _parameters(tool: Tool) -> str:

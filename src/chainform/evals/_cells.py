@@ -10,7 +10,7 @@ from __future__ import annotations
 import asyncio
 import json
 import threading
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterator, Callable, Sequence
 from contextlib import aclosing
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -22,12 +22,15 @@ KEY = "_chainform_eval_key"
 
 @dataclass
 class MapJob:
-    """One map run: `items` ((key, fields) pairs) on `model` into `path`, with `options` for the map."""
+    """One map run: `items` ((key, fields) pairs) on `model` into `path`, with `options` for the map;
+    `on_start(done_keys)` hears of the run before its first row, `on_line(line)` of each row committed."""
 
     model: Any
     path: Path
     items: Sequence[tuple[str, dict[str, Any]]]
     options: dict[str, Any] = field(default_factory=dict)
+    on_start: Callable[[set[str]], None] | None = None
+    on_line: Callable[[dict[str, Any]], None] | None = None
 
 
 def run_maps(
@@ -110,6 +113,8 @@ async def _run_one(
     sink.prepare(resume=resume, retry_errors=retry_failed)
     run_id = sink.run_id or new_id()
     todo = [{**fields, KEY: key} for key, fields in job.items if key not in sink.done]
+    if job.on_start is not None:
+        job.on_start(set(sink.done))
     held = 0  # slots taken for this run's rows and not yet given back
 
     async def source() -> AsyncIterator[dict[str, Any]]:
@@ -129,7 +134,10 @@ async def _run_one(
             )
             async with aclosing(results) as running:
                 async for result in running:
-                    sink.commit(line_for(result, run_id, {}))
+                    line = line_for(result, run_id, {})
+                    sink.commit(line)
+                    if job.on_line is not None:
+                        job.on_line(line)
                     held -= 1
                     slots.release()
     finally:

@@ -103,6 +103,20 @@ def load_report(eval_id: str) -> EvalReport:
         raise EvalInputError(f"{path} is not a readable eval report: {exc}") from None
 
 
+def kept_evals() -> list[tuple[str, float]]:
+    """Every eval with a kept report: (id, when its report was written), newest first."""
+    root = home_path() / "evals"
+    if not root.is_dir():
+        return []
+    found = []
+    for path in root.iterdir():
+        try:
+            found.append((path.name, (path / "report.json").stat().st_mtime))
+        except OSError:  # no report (yet): an eval killed before its first report
+            continue
+    return sorted(found, key=lambda item: item[1], reverse=True)
+
+
 def _write(path: Path, data: Any) -> None:
     """Write whole or not at all: a copy, then renamed over the old file."""
     temp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
@@ -110,4 +124,13 @@ def _write(path: Path, data: Any) -> None:
     os.replace(temp, path)
 
 
-__all__ = ["eval_dir", "find_resumable", "kept_settings", "load_report", "save_report", "save_spec", "spent"]
+__all__ = [
+    "eval_dir",
+    "find_resumable",
+    "kept_evals",
+    "kept_settings",
+    "load_report",
+    "save_report",
+    "save_spec",
+    "spent",
+]

@@ -13,7 +13,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from decimal import Decimal
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 from chainform.errors import ChainInterruptedError
 from chainform.evals._cells import MapJob, read_lines, run_maps
@@ -64,6 +64,7 @@ def evaluate(
     judge: Any = None,
     judge_fields: Sequence[str] | None = None,
     repeat: int = 1,
+    progress: EvalProgress | None = None,
     retry_failed: bool = False,
     rubric: Mapping[str, str] | None = None,
     judge_options: Mapping[str, Any] | None = None,
@@ -86,7 +87,8 @@ def evaluate(
     the judge (else the first model) pass or fail a free-text field on the rubric, with no expected
     value (see `_rubric`); `judge_options` (`key`, `base_url`) are the judge's own, else a judge of
     a model's provider gets the models'. Raises EvalInputError
-    (bad rows, tolerance, scorer, a judge with no key) before any call.
+    (bad rows, tolerance, scorer, a judge with no key) before any call. `progress` hears of each
+    cell as it starts and of each row as it is scored.
     """
     from chainform.schema import resolve_schema
 
@@ -162,7 +164,7 @@ def evaluate(
     try:
         cells = _run_cells(
             eval_id, data, plan, spec_schema, prompts, names, built, list(strategies), resume, budget,
-            map_options, repeat, retry_failed,
+            map_options, repeat, retry_failed, progress,
         )  # fmt: skip
         _score_cells(eval_id, cells, data, plan, judge_model, judged, resume, budget, map_options, rubric)
     except (KeyboardInterrupt, ChainInterruptedError):
@@ -179,6 +181,7 @@ def _run_cells(
     eval_id: str, data: Sequence[_Row], plan: Node, schema: dict[str, Any], prompts: Sequence[str],
     names: Sequence[str], built: Sequence[Any], strategies: Sequence[str], resume: bool, budget: Any,
     map_options: Mapping[str, Any], repeat: int, retry_failed: bool = False,
+    progress: EvalProgress | None = None,
 ) -> list[Cell]:  # fmt: skip
     """Run every model x strategy x prompt cell's map, all at once within `concurrency` rows in
     flight; the cells, with no rows scored yet."""
@@ -195,14 +198,45 @@ def _run_cells(
         for strategy in strategies:
             for prompt_index, template in enumerate(prompts):
                 asked = {**options, "prompt": template, "schema": schema, "strategy": strategy}
-                jobs.append(MapJob(model, folder / f"cell-{len(cells)}.jsonl", items, asked))
                 cell = Cell(name, strategy, template, "", [], arrays, repeats=repeat)
                 cell.prompt_label = f"prompt {prompt_index + 1}" if len(prompts) > 1 else ""
+                hooks = _progress_hooks(progress, len(cells), cell.name, plan, data, repeat)
+                jobs.append(MapJob(model, folder / f"cell-{len(cells)}.jsonl", items, asked, **hooks))
                 cells.append(cell)
     run_ids = run_maps(jobs, concurrency=concurrency, resume=resume, retry_failed=retry_failed, budget=budget)
     for cell, run_id in zip(cells, run_ids, strict=True):
         cell.run_id = run_id
     return cells
+
+
+class EvalProgress(Protocol):
+    """What an eval says while it runs (the CLI's progress bars). The cells run at once: the calls
+    of different cells interleave, and come from the eval's event loop thread."""
+
+    def cell(self, index: int, name: str, rows: int, done: int) -> None:
+        """Cell `index` starts: `rows` runs of rows in all, `done` of them already (a resume)."""
+
+    def row(self, index: int, result: RowResult) -> None:
+        """A run of a row of cell `index` finished, scored."""
+
+
+def _progress_hooks(
+    progress: EvalProgress | None, index: int, name: str, plan: Node, data: Sequence[_Row], repeat: int
+) -> dict[str, Any]:
+    """A MapJob's on_start/on_line for `progress` (nothing when there is none)."""
+    if progress is None:
+        return {}
+    runs = {run_key(row.key, r): (row, r) for row, r in _runs(data, repeat)}
+
+    def on_start(done: set[str]) -> None:
+        progress.cell(index, name, len(runs), len(done & runs.keys()))
+
+    def on_line(line: dict[str, Any]) -> None:
+        found = runs.get(str(line["_map"]["key"]))
+        if found is not None:
+            progress.row(index, _scored(plan, found[0], line, found[1]))
+
+    return {"on_start": on_start, "on_line": on_line}
 
 
 def scoring_options(
@@ -537,6 +571,7 @@ class _LogReader:
 
 __all__ = [
     "MAX_ROWS",
+    "EvalProgress",
     "evaluate",
     "not_json",
     "read_rows",

@@ -308,6 +308,10 @@ def filters(
     before: float | None = None,
     query: str | None = None,
     index: str | None = None,
+    models: Sequence[str] = (),
+    since: float | None = None,
+    with_tools: bool = False,
+    runs: Sequence[str] = (),
 ) -> tuple[list[str], list[Any]]:
     """WHERE clauses (all must hold) over `responses r` and their arguments, for reads and deletes.
     `query`: see `search`; `index`: the log's full-text index ("trigram", "words" or None)."""
@@ -328,6 +332,24 @@ def filters(
         add("r.schema_id >= ? AND r.schema_id < ?", schema_id.lower(), schema_id.lower() + "g")
     if before is not None:
         add("r.created_at < ?", before)
+    if models:
+        add(f"r.model IN ({', '.join('?' * len(models))})", *models)
+    if since is not None:
+        add("r.created_at >= ?", since)
+    if with_tools:  # every call of a chain in which a tool was called
+        add(
+            "r.chain_id IN (SELECT t_r.chain_id FROM tool_calls t JOIN responses t_r ON t_r.id = t.response_id)"
+        )
+    if runs:  # a map run names each row's conversation `map RUN KEY` (_map/_run.py)
+        add(
+            "("
+            + " OR ".join(
+                "r.conversation_id IN (SELECT id FROM conversations WHERE substr(name, 1, ?) = ?)"
+                for _ in runs
+            )
+            + ")",
+            *(value for run in runs for value in (len(f"map {run} "), f"map {run} ")),
+        )
     if query is not None:
         for clause, values in search(query, index):
             add(clause, *values)

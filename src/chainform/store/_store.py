@@ -434,8 +434,15 @@ class Store:
         schema_id: str | None = None,
         chain_id: str | None = None,
         read_refs: bool = False,
+        models: Sequence[str] = (),
+        since: float | None = None,
+        with_tools: bool = False,
+        runs: Sequence[str] = (),
     ) -> list[CallRecord]:
         """The `n` most recently logged calls (newest first) matching every filter; n=None: all.
+
+        `models`: calls of any of these models; `since`: logged at or after this Unix time; `with_tools`: the
+        calls of chains that called a tool; `runs`: the calls of these map runs (by run id).
 
         `query` searches prompts and response texts: every term must occur, a `-term` must not
         (store/_rows.py `search`; an empty query raises StoreError);
@@ -450,6 +457,10 @@ class Store:
                 schema_id=schema_id,
                 query=query,
                 index=self._fts,
+                models=models,
+                since=since,
+                with_tools=with_tools,
+                runs=runs,
             )
             sql = f"""SELECT {SELECT} FROM responses r
                      LEFT JOIN conversations c ON c.id = r.conversation_id
