@@ -105,3 +105,13 @@ def test_map_concurrency_past_what_the_machine_holds_is_a_usage_error(run, tmp_p
     data.write_text('{"text": "a"}\n')
     result = run("map", str(data), "-m", "4o-mini", "-p", "{text}", "--concurrency", "10000000000")
     assert result.exit_code == 2 and "--concurrency" in result.stderr, result.output
+
+
+@pytest.mark.parametrize("body", [b"", b"\xff\xfe"])
+def test_a_url_fragments_credentials_never_reach_its_error_line(monkeypatch, body: bytes) -> None:
+    from chainform.cli import _fragments
+
+    monkeypatch.setattr(_fragments, "_download", lambda url, allow_private_urls: body)
+    with pytest.raises(_fragments.FragmentError) as caught:
+        _fragments.resolve_fragment("https://ann:s3cret-pass@example.com/notes.txt", None)
+    assert "s3cret-pass" not in str(caught.value) and "example.com/notes.txt" in str(caught.value)

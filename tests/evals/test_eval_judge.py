@@ -143,3 +143,23 @@ def test_the_cli_judge_uses_key_and_base_url_its_failures_count_once_and_a_resum
         and cell["fields"]["vendor"]["right"] == 2
         and cell["fields"]["city"]["right"] == 3
     )
+
+
+def test_the_models_key_never_goes_to_a_judge_endpoint_of_its_own(monkeypatch):
+    from chainform.evals import _run
+
+    made: list[dict[str, object]] = []
+    monkeypatch.setattr(_run, "_model", lambda model, options: made.append(dict(options)) or model)
+    models = {"key": "sk-models", "base_url": "http://models.example/v1"}
+    _run._judge_model(
+        "openai/gpt-4.1", models, ["openai/gpt-4.1-mini"], {"base_url": "http://other.example/v1"}
+    )
+    assert made[-1] == {"base_url": "http://other.example/v1"}
+    _run._judge_model(
+        "openai/gpt-4.1", models, ["openai/gpt-4.1-mini"], {"base_url": "http://models.example/v1"}
+    )
+    assert made[-1] == models
+    _run._judge_model(
+        "openai/gpt-4.1", models, ["openai/gpt-4.1-mini"], {"key": "sk-judge", "base_url": None}
+    )
+    assert made[-1] == {"key": "sk-judge", "base_url": "http://models.example/v1"}

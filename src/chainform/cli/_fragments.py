@@ -37,6 +37,7 @@ class FragmentError(InputError):
 def resolve_fragment(value: str, store: Store | None, *, allow_private_urls: bool = False) -> Fragment:
     """The fragment `value` names: a file, an http(s) URL, or the id (prefix) of a logged one."""
     from chainform.errors import AttachmentError
+    from chainform.keys import redact
     from chainform.store import Fragment, StoreError, fragment_id
 
     try:
@@ -58,12 +59,13 @@ def resolve_fragment(value: str, store: Store | None, *, allow_private_urls: boo
             )
     except (AttachmentError, StoreError) as exc:
         raise FragmentError(f"fragment {exc}") from None
+    shown = redact(value)  # a URL's user:password never reaches an error line
     try:
         text = data.decode("utf-8")
     except UnicodeDecodeError as exc:
-        raise FragmentError(f"fragment {value}: not UTF-8 text (byte {exc.start})") from None
+        raise FragmentError(f"fragment {shown}: not UTF-8 text (byte {exc.start})") from None
     if not text.strip():
-        raise FragmentError(f"fragment {value}: it is empty")
+        raise FragmentError(f"fragment {shown}: it is empty")
     return Fragment(fragment_id(text), text, source)
 
 

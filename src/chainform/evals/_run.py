@@ -423,8 +423,9 @@ def _name(model: Any) -> str:
 
 def _judge_model(judge: Any, options: Mapping[str, Any], names: Sequence[str], own: Mapping[str, Any]) -> Any:
     """The judge, made before any call: with its `own` key and base URL where given, else one of the
-    same provider as a model evaluated (`openai/...` both) is given the models' key and base URL;
-    one with no key is bad input (exit 2), not a failed row."""
+    same provider as a model evaluated (`openai/...` both) is given the models' key and base URL.
+    The models' key goes only to the models' endpoint: a judge with a base URL of its own and no key
+    of its own gets none of theirs. One with no key is bad input (exit 2), not a failed row."""
     if judge is None:
         return None
     from chainform.errors import MissingKeyError
@@ -432,7 +433,10 @@ def _judge_model(judge: Any, options: Mapping[str, Any], names: Sequence[str], o
     shared = {}
     if isinstance(judge, str) and _provider(judge) in {_provider(name) for name in names}:
         shared = {k: options[k] for k in ("key", "base_url") if options.get(k) is not None}
-    shared |= {k: v for k, v in own.items() if v is not None}
+    given = {k: v for k, v in own.items() if v is not None}
+    if given.get("base_url", shared.get("base_url")) != shared.get("base_url"):
+        shared.pop("key", None)
+    shared |= given
     try:
         return _model(judge, shared)
     except MissingKeyError as exc:
