@@ -140,3 +140,35 @@ def test_what_a_test_leaves_behind_is_reported(suite: pytest.Pytester) -> None:
         if thread.name == "leaky":
             thread.stop.set()  # type: ignore[attr-defined]
             thread.join()
+
+
+def test_a_thread_an_earlier_test_left_is_not_the_unit_tests_doing() -> None:
+    import socket
+
+    from guards import UnitGuard, UnitTierViolation
+
+    def bind(results: list[str], go: threading.Event | None = None) -> None:
+        if go is not None:
+            go.wait(60)
+        try:
+            with socket.socket() as sock:
+                sock.bind(("127.0.0.1", 0))
+            results.append("bound")
+        except UnitTierViolation:
+            results.append("refused")
+
+    go, elder, young, main = threading.Event(), [], [], []
+    earlier = threading.Thread(target=bind, args=(elder, go), daemon=True)
+    earlier.start()  # alive before the guard: an earlier test's thread
+    guard = UnitGuard("test_x")
+    guard.install()
+    try:
+        go.set()
+        earlier.join(60)
+        later = threading.Thread(target=bind, args=(young,))
+        later.start()
+        later.join(60)
+        bind(main)
+    finally:
+        guard.uninstall()
+    assert (elder, young, main) == (["bound"], ["refused"], ["refused"])
