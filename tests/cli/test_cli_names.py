@@ -40,7 +40,10 @@ def test_bare_keys_lists_the_names_never_the_keys() -> None:
 def test_eval_list_lists_past_evals(monkeypatch, tmp_path: Path) -> None:
     import chainform.models
 
-    client = ScriptedClient(['{"n": 0}', '{"n": 7}'])
+    def answer(messages, options) -> str:  # row "0" right, row "1" wrong, in whatever order rows run
+        return '{"n": 0}' if messages[-1].text.strip().endswith("0") else '{"n": 7}'
+
+    client = ScriptedClient([answer, answer])
     monkeypatch.setattr(chainform.models, "get_model", lambda name, **kw: Model(client, name=name))
     data = tmp_path / "data.jsonl"
     data.write_text("".join(json.dumps({"text": f"{n}", "expected": {"n": n}}) + "\n" for n in range(2)))
