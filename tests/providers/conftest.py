@@ -3,14 +3,12 @@
 from __future__ import annotations
 
 from collections.abc import AsyncIterator, Iterator
-from types import SimpleNamespace
 
 import openai_fixtures
 import pytest
 from adapter_fixtures import OPEN
 from virtual_time import VirtualTime
 
-from chainform.clients import _timeouts
 from chainform.testing.emulator import Emulator
 
 
@@ -25,11 +23,10 @@ async def emu(emulator: Emulator) -> AsyncIterator[Emulator]:
 
 
 @pytest.fixture
-def virtual(monkeypatch: pytest.MonkeyPatch) -> Iterator[VirtualTime]:
-    """A `VirtualTime` loop (virtual_time.py) whose clock the idle clock reads too, in place of
-    time.monotonic: a paced stream's gaps and its timeouts in virtual seconds, closed after."""
+def virtual() -> Iterator[VirtualTime]:
+    """A `VirtualTime` loop (virtual_time.py); the idle clock reads the running loop's time, so a
+    paced stream's gaps and its timeouts are all in virtual seconds. Closed after."""
     loop = VirtualTime()
-    monkeypatch.setattr(_timeouts, "time", SimpleNamespace(monotonic=loop.time))
     try:
         yield loop
     finally:
