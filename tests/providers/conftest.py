@@ -7,7 +7,6 @@ from collections.abc import AsyncIterator, Iterator
 import openai_fixtures
 import pytest
 from adapter_fixtures import OPEN
-from virtual_time import VirtualTime
 
 from chainform.testing.emulator import Emulator
 
@@ -20,18 +19,6 @@ async def emu(emulator: Emulator) -> AsyncIterator[Emulator]:
     yield emulator
     while OPEN:
         await OPEN.pop().aclose()
-
-
-@pytest.fixture
-def virtual() -> Iterator[VirtualTime]:
-    """A `VirtualTime` loop (virtual_time.py); the idle clock reads the running loop's time, so a
-    paced stream's gaps and its timeouts are all in virtual seconds. Closed after."""
-    loop = VirtualTime()
-    try:
-        yield loop
-    finally:
-        loop.run_until_complete(loop.shutdown_asyncgens())
-        loop.close()
 
 
 @pytest.fixture

@@ -1,4 +1,5 @@
-"""An event loop on virtual time, for tests of chainform's idle clock (clients/_timeouts.py).
+"""An event loop on virtual time, for tests of timing behaviour: the idle clock of a provider call
+(clients/_timeouts.py), a map's rate gate and back-offs (_map/_gate.py).
 
 A stream paced in real seconds against a read timeout of a few tenths races the machine: a test
 process stalled for half a second between two events reads as a silent server. On `VirtualTime`,
