@@ -137,18 +137,12 @@ def test_a_file_the_log_lost_is_one_error_line_at_resume(home: Path, run, script
     from PIL import Image
 
     from chainform.clients.profiles import IMAGES
-    from chainform.types import ModelProfile
+    from chainform.testing import ScriptedClient
 
     functions = tmp_path / "mail.py"
     functions.write_text(FUNCTIONS)
     Image.new("RGB", (8, 8), "white").save(tmp_path / "note.png")
-    vision = ModelProfile(
-        name="scripted",
-        provider="testing",
-        supports_json_schema=True,
-        supports_tools_with_schema=True,
-        media=IMAGES,
-    )
+    vision = ScriptedClient([]).profile.replace(media=IMAGES)  # the scripted model, seeing images
     client = scripted.script([tool_call("send_mail", to="bob", body="hi"), "ok"], profile=vision)
     first = run(
         "Mail it",

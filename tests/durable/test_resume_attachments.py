@@ -17,15 +17,9 @@ from chainform.chain._spec import ChainSpec
 from chainform.clients.profiles import IMAGES
 from chainform.store import Store
 from chainform.testing import ScriptedClient, tool_call
-from chainform.types import DataContent, ModelProfile
+from chainform.types import DataContent
 
-VISION = ModelProfile(
-    name="scripted",
-    provider="testing",
-    supports_json_schema=True,
-    supports_tools_with_schema=True,
-    media=IMAGES,
-)
+VISION = ScriptedClient([]).profile.replace(media=IMAGES)  # the scripted model, seeing images
 
 
 def png() -> bytes:
