@@ -40,7 +40,7 @@ from chainform.store import (
     ToolResultRecord,
     schema_id,
 )
-from chainform.store._attachments import Attached, url_key
+from chainform.store._attachments import Attached, Blobs, url_key
 from chainform.store._serialize import to_jsonable
 from chainform.types import (
     ChatOptions,
@@ -337,9 +337,11 @@ class ChainLogger:
         return out
 
     async def begin(self, spec: ChainSpec) -> None:
-        """Record the chain in the `chains` table (status "running") before its first call."""
-        row = ChainRow(self.chain_id, self.conversation_id, self.model, spec.to_json())
-        await self._write("the chain", self.store.begin_chain, row)
+        """Record the chain in the `chains` table (status "running") before its first call, its
+        messages' files by sha256 in the attachments table (stored as the chain's files are)."""
+        blobs: Blobs = {}
+        row = ChainRow(self.chain_id, self.conversation_id, self.model, spec.to_json(blobs))
+        await self._write("the chain", self.store.begin_chain, row, self.attached, blobs)
 
     async def end(self, status: ChainStatus, *, error: str | None, pending: list[dict[str, Any]]) -> None:
         """Record how the chain ended (done, failed, interrupted, waiting with its pending calls)."""
