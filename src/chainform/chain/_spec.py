@@ -20,7 +20,7 @@ from chainform.errors import ChainformError
 from chainform.output import OutputSpec
 from chainform.output.strategies._context import ContextPolicy
 from chainform.pricing import Cost, as_cost
-from chainform.types import ChatOptions, Message
+from chainform.types import ChatOptions, HostedTool, Message
 from chainform.types._options import as_options
 
 if TYPE_CHECKING:
@@ -28,8 +28,9 @@ if TYPE_CHECKING:
 
     from chainform.store._attachments import Blobs
 
-SPEC_VERSION = 1
-"""The version a spec is written with; a log holding a newer one is refused at resume."""
+SPEC_VERSION = 2
+"""The version a spec is written with; a log holding a newer one is refused at resume.
+1: the first; 2: `hosted_tools` (a version-1 spec has none, and reads as such)."""
 
 
 class SpecError(ChainformError):
@@ -75,7 +76,8 @@ class FormatSettings:
 @dataclass(frozen=True)
 class ChainSpec:
     """What a chain is asked: prompt and history, system, tools, output, strategy, limits,
-    formatting, options, fallbacks and approvals. Immutable; `to_json()`/`from_json()` round-trip it."""
+    formatting, options (the provider-run `hosted_tools` among them), fallbacks and approvals.
+    Immutable; `to_json()`/`from_json()` round-trip it."""
 
     model: str
     prompt: Message | None = None
@@ -144,6 +146,11 @@ class ChainSpec:
         """The same spec offering `tools` (Tools): MCP servers list theirs once the chain starts."""
         return replace(self, tools=_refs(tools, self.requires_approval))
 
+    @property
+    def hosted_tools(self) -> tuple[HostedTool, ...]:
+        """The tools the provider runs itself (web search, code execution...) the chain offers."""
+        return tuple(self.options.hosted_tools or ())
+
     def needs_approval(self, tool_name: str) -> bool:
         return any(t.name == tool_name and t.requires_approval for t in self.tools) or (
             tool_name in self.requires_approval
@@ -200,6 +207,7 @@ class ChainSpec:
             "fallbacks": list(self.fallbacks),
             "requires_approval": list(self.requires_approval),
             "stop_at_tools": list(self.stop_at_tools),
+            "hosted_tools": [t.to_dict() for t in self.hosted_tools],
         }
 
     def to_json(self, blobs: Blobs | None = None) -> str:
@@ -275,7 +283,7 @@ class ChainSpec:
                 ),
                 fmt.get("prompt"),
             ),
-            options=_options(data.get("options") or {}),
+            options=_options(data.get("options") or {}, data.get("hosted_tools") or []),
             stream=bool(data.get("stream", True)),
             fallbacks=tuple(_text(f, "fallbacks") for f in data.get("fallbacks") or []),
             requires_approval=tuple(
@@ -322,6 +330,9 @@ def validation_retries_of(validation_retries: int | None, retries: int | None, *
     return 2 if validation_retries is None else validation_retries
 
 
-def _options(data: dict[str, Any]) -> ChatOptions:
+def _options(data: dict[str, Any], hosted: list[Any]) -> ChatOptions:
     extra = data.get("additional_properties") or {}
-    return as_options({**{k: v for k, v in data.items() if k != "additional_properties"}, **extra})
+    options = as_options({**{k: v for k, v in data.items() if k != "additional_properties"}, **extra})
+    if not isinstance(hosted, list):
+        raise ValueError("hosted_tools must be a list")
+    return options.replace(hosted_tools=tuple(HostedTool.from_dict(t) for t in hosted) or None)
