@@ -37,10 +37,6 @@ BEING_REMOVED = "being removed (issue 45)"
 
 ALLOWED: dict[str, str] = {
     # run data still in context variables while issue 45's RunState takes it over
-    "chain/_calls.py:naming": BEING_REMOVED,
-    "_lineage.py:current_chain": BEING_REMOVED,
-    "_lineage.py:current_tool_call": BEING_REMOVED,
-    "_lineage.py:starting_agent": BEING_REMOVED,
     "clients/_timeouts.py:_CURRENT": BEING_REMOVED,
     # process-wide facts and resources
     "_sync.py:_loop": "the one background event loop that runs sync calls, made once per process",
