@@ -2,9 +2,10 @@
 
 Rows are run with `AsyncModel.chain` (not engine internals), so the engine can change beneath.
 When logging is on, each row's conversation is named `map <run id> <key>` in the log, which ties
-every logged call back to the row (and run) that made it. The name travels with the chain's own
-records (chain/_calls.py `naming`), so it is committed in the same transaction as each of the
-row's calls: when the chain returns, its calls and its name are both in the log.
+every logged call back to the row (and run) that made it. The name is given to the row's chain
+(`conversation_name=`) and travels with its own records, so it is committed in the same
+transaction as each of the row's calls: when the chain returns, its calls and its name are both
+in the log.
 """
 
 from __future__ import annotations
@@ -21,7 +22,6 @@ from chainform._map._inputs import Row
 from chainform._map._pool import Pool
 from chainform._map._results import MapResult, RowError
 from chainform.chain._approval import ChainWaitingError
-from chainform.chain._calls import naming as _naming
 from chainform.chain._tools import normalize_tools
 from chainform.errors import BatchError, ChainInterruptedError
 from chainform.output import OutputSpec
@@ -264,7 +264,6 @@ class MapRun:
         model, gated = self._row_model(send)
         cid = _new_id()
         response = None
-        named = _naming.set((cid, f"map {self.run_id} {row.key}")) if self.log else None
         try:
             attachments = row.attachments(*self.attach)
             with _trace.map_row(self.trace, row.key):
@@ -276,6 +275,7 @@ class MapRun:
                     schema=self.schema,
                     log=self.log,
                     conversation_id=cid,
+                    conversation_name=f"map {self.run_id} {row.key}",
                     **self.chain_options,
                 )
                 done = (await response)._finished()  # one wait; the rest is read from the result
@@ -288,9 +288,6 @@ class MapRun:
             raise  # a tool's KeyboardInterrupt stops the map: this row is not written, a resume runs it
         except Exception as exc:
             result.error = RowError.of(exc)
-        finally:
-            if named is not None:
-                _naming.reset(named)
         if gated is not None:
             result.retried = gated.retried
         if response is not None:
