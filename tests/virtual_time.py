@@ -1,5 +1,7 @@
-"""An event loop on virtual time, for tests of timing behaviour: the idle clock of a provider call
-(clients/_timeouts.py), a map's rate gate and back-offs (_map/_gate.py).
+"""Event loops on a clock the test controls, for tests of timing behaviour: the idle clock of a
+provider call (clients/_timeouts.py), an SDK's own timeouts, a map's rate gate and back-offs
+(_map/_gate.py). `VirtualTime` for what runs in-process; `SkewedTime` (at the end) for a client
+on real sockets.
 
 A stream paced in real seconds against a read timeout of a few tenths races the machine: a test
 process stalled for half a second between two events reads as a silent server. On `VirtualTime`,
@@ -16,8 +18,12 @@ from __future__ import annotations
 
 import asyncio
 import selectors
-from collections.abc import Callable, Coroutine
+import threading
+from collections.abc import Callable, Coroutine, Iterator
+from contextlib import contextmanager
 from typing import Any, TypeVar
+
+from chainform.testing.emulator import Emulator
 
 T = TypeVar("T")
 
@@ -62,3 +68,70 @@ class VirtualTime(asyncio.SelectorEventLoop):
 
     def run(self, coro: Coroutine[Any, Any, T]) -> T:
         return self.run_until_complete(coro)
+
+
+class _SkewingSelector(selectors.DefaultSelector):  # type: ignore[misc, valid-type]
+    """Where the loop would wait with a move of its clock pending, makes the move instead."""
+
+    def __init__(self, loop: SkewedTime) -> None:
+        super().__init__()
+        self.loop = loop
+
+    def select(self, timeout: float | None = None) -> list[tuple[selectors.SelectorKey, int]]:
+        ready: list[tuple[selectors.SelectorKey, int]] = super().select(0)
+        if ready or timeout == 0:
+            return ready
+        if self.loop.moves:  # idle: every task waits on I/O or a timer, each timer armed
+            self.loop.skew += self.loop.moves.pop(0)
+            return []
+        return list(super().select(timeout))
+
+
+class SkewedTime(asyncio.SelectorEventLoop):
+    """A loop on real time that the test moves forward: `time()` is the monotonic clock plus every
+    move. For a client on real sockets (the loopback emulator), where virtual time cannot tell a
+    silent server from bytes still on their way: the test asks for a move once the server has gone
+    silent (`moving_on`), and the loop makes it when it next has nothing to do, when the client
+    waits for the answer with its timers armed; the timers waiting for that silence (an SDK's read
+    timeout on the loop's clock, chainform's idle clock) then fire at once instead of after their
+    real seconds. Timers fire in the order of their deadlines, as on any loop."""
+
+    def __init__(self) -> None:
+        self.skew = 0.0
+        self.moves: list[float] = []  # asked for, made when the loop is next idle
+        super().__init__(_SkewingSelector(self))
+
+    def time(self) -> float:
+        return super().time() + self.skew
+
+    def advance(self, seconds: float) -> None:
+        """Move the clock on by `seconds` when the loop is next idle (call it on the loop, e.g.
+        `call_soon_threadsafe(loop.advance, seconds)`)."""
+        self.moves.append(seconds)
+
+    def run(self, coro: Coroutine[Any, Any, T]) -> T:
+        return self.run_until_complete(coro)
+
+    @contextmanager
+    def moving_on(self, emulator: Emulator, seconds: float, *, enabled: bool = True) -> Iterator[None]:
+        """While open, each `Stall` pause the emulator begins moves this clock on by `seconds`
+        (nothing where `enabled` is false: an SDK whose timeouts are not on the loop's clock)."""
+        done = threading.Event()
+
+        def watch() -> None:
+            seen = emulator.stalls
+            while not done.is_set():
+                now = emulator.wait_for_stalls(seen + 1, timeout=0.01)  # and look at `done`
+                for _ in range(now - seen):
+                    self.call_soon_threadsafe(self.advance, seconds)
+                seen = now
+
+        watcher = threading.Thread(target=watch, name="skewed-time", daemon=True)
+        if enabled:
+            watcher.start()
+        try:
+            yield
+        finally:
+            done.set()
+            if enabled:
+                watcher.join()
