@@ -12,6 +12,16 @@ say what a block needs:
     <!-- example: skip needs a real AWS account -->
 
 Blocks without a language, or in `json`/`text`, are output or data and are not run.
+
+Each line of a bash block runs as written, but its `chainform` is the warm CLI of
+tests/cli_server.py (the `cli_bin` fixture): a process of its own per command, forked from one
+server per session that has imported the CLI and the SDKs, with the line's argv, directory,
+environment, stdin, stdout and stderr, and its exit status back to bash. A new Python process per
+line paid those imports each time, most of a short command's CPU (~125 lines across the pages);
+running the lines in this process through click's CliRunner would lose what the shell does to them
+(pipes, `$(...)`, redirections, exit codes under `set -e`). Emulator blocks get batches that are
+done at their first poll (`emulator.batches.instant`), so a `--batch` example does not wait out
+`--batch-poll`'s 5 s between polls.
 """
 
 from __future__ import annotations
