@@ -33,6 +33,7 @@ import importlib.metadata
 import io
 import marshal
 import os
+import select
 import signal
 import socket
 import struct
@@ -60,6 +61,13 @@ WARM = (
     "chainform.pricing",
     "chainform.models",
     "chainform.keys",
+    "chainform.mcp._session",
+    "chainform.mcp._serve",
+    "chainform.otel",
+    "mcp.client.stdio",
+    "mcp.server",
+    "opentelemetry.sdk.trace",
+    "opentelemetry.exporter.otlp.proto.http.trace_exporter",
     "openai",
     "anthropic",
     "google.genai",
@@ -78,7 +86,7 @@ def cli_server(folder: Path) -> Iterator[Path]:
     """A warm CLI server while the block runs; yields the folder holding its `chainform` client.
 
     The server runs in a session of its own and is ended with every process it forked, however the
-    `with` block ends.
+    `with` block ends, and on its own if this process dies first (its stdin, a pipe from here, ends).
     """
     folder.mkdir(parents=True, exist_ok=True)
     bin_dir = folder / "bin"
@@ -96,7 +104,7 @@ def cli_server(folder: Path) -> Iterator[Path]:
     with log.open("wb") as errors:
         server = subprocess.Popen(
             [sys.executable, __file__, str(address), str(bin_dir)],
-            stdin=subprocess.DEVNULL,
+            stdin=subprocess.PIPE,  # its lifeline: at EOF (this process gone, however) it ends
             stdout=subprocess.PIPE,
             stderr=errors,
             start_new_session=True,
@@ -112,8 +120,9 @@ def cli_server(folder: Path) -> Iterator[Path]:
         with contextlib.suppress(ProcessLookupError):
             os.killpg(server.pid, signal.SIGKILL)  # the server, its waiters and the commands still running
         server.wait()
-        if server.stdout is not None:
-            server.stdout.close()
+        for pipe in (server.stdin, server.stdout):
+            if pipe is not None:
+                pipe.close()
 
 
 def _only_thread() -> bool:
@@ -149,6 +158,9 @@ def serve(address: str) -> tuple[Any, list[int]]:
     sys.stdout.buffer.write(b"ready\n")
     sys.stdout.flush()
     while True:
+        ready, _, _ = select.select([listener, sys.stdin], [], [])
+        if sys.stdin in ready:  # EOF: the tests that started it are gone without stopping it
+            os.killpg(os.getpgrp(), signal.SIGKILL)
         connection, _ = listener.accept()
         with contextlib.suppress(ChildProcessError):
             while os.waitpid(-1, os.WNOHANG)[0]:  # waiters that are done
