@@ -163,6 +163,16 @@ def home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     return path
 
 
+@pytest.fixture(scope="session")
+def cli_bin(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
+    """A folder holding a `chainform` that runs each command in one warm, forking CLI server
+    (tests/cli_server.py): for tests that run many shell lines as written. Stopped after the session."""
+    from cli_server import cli_server
+
+    with cli_server(tmp_path_factory.mktemp("cli")) as folder:
+        yield folder
+
+
 @pytest.fixture
 def emulator() -> Iterator[Emulator]:
     """The loopback provider emulator (every wire format), stopped after the test."""
