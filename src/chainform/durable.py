@@ -12,7 +12,7 @@ with ResumeError, and a resume that got the lock reads the chain's row again und
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
@@ -21,10 +21,11 @@ from chainform.chain._approval import Approval, Approved, Denied, decided
 from chainform.chain._engine import Bound
 from chainform.chain._journal import Journal, ResumeError
 from chainform.chain._lock import ChainLock
-from chainform.chain._spec import ChainSpec
+from chainform.chain._spec import ChainSpec, SpecError
 from chainform.chain._tools import AfterCall, BeforeCall, normalize_tools
 from chainform.models import AsyncModel, Launch, Model, get_model
 from chainform.output import OutputSpec
+from chainform.output._select import around_hosted
 from chainform.response import AsyncChainResponse, ChainResponse
 from chainform.store import CallRecord, ChainRow, Store
 
@@ -102,6 +103,14 @@ def _start(
     """The response of the resumed chain on a `cls` model; the chain's lock is let go when it ends."""
     try:
         runner = _model(cls, ready, given, key, base_url)
+        spec = ready.spec
+        around_hosted(  # the model gone on with has the chain's hosted tools: HostedToolError now, not mid-chain
+            runner.profile,
+            [t.kind for t in spec.hosted_tools],
+            has_functions=bool(spec.tools),
+            has_schema=spec.output is not None,
+            requested=spec.strategy,
+        )
     except BaseException:
         ready.lock.release()
         raise
@@ -171,7 +180,13 @@ def _checked(
     schema: Any,
     lock: ChainLock,
 ) -> _Ready:
-    spec = ChainSpec.from_json(row.spec)
+    # a done chain sends nothing again: its files are not read
+    spec = ChainSpec.from_json(row.spec, None if row.status == "done" else _files(store, row.id))
+    unknown = sorted(set(spec.stop_at_tools) - {t.name for t in spec.tools})
+    if unknown:  # the engine would refuse it only once the chain started
+        raise SpecError(
+            f"the chain's spec is malformed (stop_at_tools names {unknown}, not tools of the chain)"
+        )
     if schema is not None:
         wanted = OutputSpec.from_user(schema)
         if spec.output is None or wanted.schema != spec.output.schema:
@@ -189,6 +204,22 @@ def _checked(
             )
     bound = [live.get(t.name) or _absent(t.name, t.description, t.parameters) for t in spec.tools]
     return _Ready(row, spec, journal, bound, _approvals(row, spec, approvals or {}), lock, store)
+
+
+def _files(store: Store, chain_id: str) -> Callable[[str], bytes]:
+    """The lookup of the files chain `chain_id`'s spec holds by sha256: ResumeError when the log
+    lacks one (removed, or logged as a reference to a file that changed or is gone)."""
+
+    def read(sha256: str) -> bytes:
+        data = store.attachment(sha256)
+        if data is None:
+            raise ResumeError(
+                f"a file the prompt of chain {chain_id} holds (sha256 {sha256[:12]}) is not in the log, or was "
+                "logged as a path that changed or is gone: the chain cannot be resumed"
+            )
+        return data
+
+    return read
 
 
 def _without_failed_tail(records: list[CallRecord]) -> list[CallRecord]:
