@@ -21,6 +21,7 @@ from chainform.chain._history import history_after
 from chainform.chain._journal import Journal, ResumeError
 from chainform.chain._lock import ChainLock
 from chainform.chain._records import ChainResult
+from chainform.chain._resume import Ready
 from chainform.chain._spec import ChainSpec, validation_retries_of
 from chainform.chain._tools import AfterCall, BeforeCall, is_tool_source, normalize_tools
 from chainform.clients.base import ChatClient
@@ -199,6 +200,29 @@ class _Base(Generic[R]):
         bound = Bound(live_tools, before_call, after_call, sources)
         run = Launch(spec, bound, conversation_id or new_id(), new_id(), log)
         return self._response_of(lambda events: self._run_logged(run, events, pending), run.chain_id)
+
+    def _resumed(
+        self, ready: Ready, before_call: BeforeCall | None = None, after_call: AfterCall | None = None
+    ) -> R:
+        """Go on with a chain checked and locked for resuming (chain/_resume.py), on this model and
+        its log: the journal replays what the log holds; the chain's lock is let go when it ends."""
+        launch = Launch(
+            ready.spec,
+            Bound(ready.tools, before_call, after_call),
+            ready.row.conversation_id,
+            ready.row.id,
+            journal=ready.journal,
+            approvals=ready.approvals,
+            lock=ready.lock,
+        )
+
+        async def run(events: EventLog) -> ChainResult:
+            try:
+                return await self._run_logged(launch, events)
+            finally:
+                ready.lock.release()
+
+        return self._response_of(run, ready.row.id)
 
     def prompt(
         self,

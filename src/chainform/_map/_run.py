@@ -22,6 +22,8 @@ from chainform._map._pool import Pool
 from chainform._map._results import MapResult, RowError
 from chainform.chain._approval import ChainWaitingError
 from chainform.chain._calls import naming as _naming
+from chainform.chain._resume import Ready
+from chainform.chain._resume import ready as resume_ready
 from chainform.chain._tools import normalize_tools
 from chainform.errors import BatchError, ChainInterruptedError
 from chainform.output import OutputSpec
@@ -59,7 +61,11 @@ class MapModel(Protocol):
 
     def _twin(self, client: Any = None) -> MapModel: ...
 
+    def _open_store(self) -> Any: ...
+
     def chain(self, *args: Any, **kwargs: Any) -> Any: ...
+
+    def _resumed(self, ready: Ready) -> Any: ...
 
 
 class SyncMapModel(Protocol):
@@ -94,8 +100,13 @@ class MapRun:
         on_batch: Any = None,
         batch_poll: float = 5.0,
         batch_wait: float | None = None,
+        resume: bool = False,
     ) -> None:
         self.model = model
+        if resume and not (log and run_id):
+            raise ValueError("resume=True goes on with a logged run: give its run_id (and log=True)")
+        self.resume = resume
+        self.logged: dict[str, tuple[str, str]] = {}  # a resumed run's rows' chains: key -> (id, status)
         self.batch = batch
         self.batch_poll = batch_poll
         self.batch_wait = batch_wait  # None: _batch.MAX_WAIT
@@ -201,6 +212,8 @@ class MapRun:
     async def _results(
         self, source: Iterable[Row] | AsyncIterable[Row], *, concurrency: int, ordered: bool
     ) -> AsyncGenerator[MapResult, None]:
+        if self.resume:
+            self._logged_chains()
         self._gated_model()
         hooks = _trace.hooks
         self.trace = hooks.map_run(getattr(self.model, "name", "model"), self.run_id) if hooks else None
@@ -221,6 +234,12 @@ class MapRun:
                 hooks.map_done(self.trace, failed)
             if self._own_store is not None:
                 self._own_store.close()
+
+    def _logged_chains(self) -> None:
+        """A resumed run's rows' chains, from the log (their conversations are named by the row)."""
+        store = self.model._open_store()
+        if store is not None:
+            self.logged = store.named_chains(f"map {self.run_id} ")
 
     async def _admit(self) -> bool:
         """Whether the next row may start under the cost cap (waits while rows in flight decide)."""
@@ -257,22 +276,32 @@ class MapRun:
             result.error = RowError.of(row.error)
             return self._settle(result)
         model, gated = self._row_model()
-        cid = _new_id()
+        logged = self.logged.pop(row.key, None)
+        go_on = logged is not None and logged[1] != "failed"  # a failed chain: the row is asked again
+        ready: Ready | None = None
         response = None
-        named = _naming.set((cid, f"map {self.run_id} {row.key}")) if self.log else None
+        named = None
+        cid = _new_id()
         try:
-            attachments = row.attachments(*self.attach)
+            if go_on:
+                assert logged is not None
+                ready = resume_ready(model._store, logged[0], self.tools or (), None, self.schema)
+                cid = ready.row.conversation_id
+            named = _naming.set((cid, f"map {self.run_id} {row.key}")) if self.log else None
             with _trace.map_row(self.trace, row.key):
-                response = model.chain(
-                    row.prompt(self.template),
-                    attachments=attachments or None,
-                    system=self.system,
-                    tools=self.tools,
-                    schema=self.schema,
-                    log=self.log,
-                    conversation_id=cid,
-                    **self.chain_options,
-                )
+                if ready is not None:  # the row's chain goes on from its log: nothing logged is redone
+                    response = model._resumed(ready)
+                else:
+                    response = model.chain(
+                        row.prompt(self.template),
+                        attachments=row.attachments(*self.attach) or None,
+                        system=self.system,
+                        tools=self.tools,
+                        schema=self.schema,
+                        log=self.log,
+                        conversation_id=cid,
+                        **self.chain_options,
+                    )
                 done = (await response)._finished()  # one wait; the rest is read from the result
             if done.status == "waiting":  # the row's tool calls wait for approval: not failed
                 raise ChainWaitingError(done.chain_id, done.pending)

@@ -400,7 +400,8 @@ class ChainLogger:
     async def begin(self, spec: ChainSpec) -> None:
         """Record the chain in the `chains` table (status "running") before its first call."""
         row = ChainRow(self.chain_id, self.conversation_id, self.model, spec.to_json())
-        await self._write("the chain", self.store.begin_chain, row)
+        write = functools.partial(self.store.begin_chain, name=self.conversation_name())
+        await self._write("the chain", write, row)
 
     async def end(self, status: ChainStatus, *, error: str | None, pending: list[dict[str, Any]]) -> None:
         """Record how the chain ended (done, failed, interrupted, waiting with its pending calls)."""

@@ -278,9 +278,10 @@ class Store:
 
     # -- chains (store/_chains.py) ----------------------------------------------------------
 
-    def begin_chain(self, row: ChainRow, *, wait: bool = True) -> None:
-        """Record a chain that starts (status "running"; a resumed chain keeps its row)."""
-        self.write(lambda db: _chains.begin(db, row), wait=wait)
+    def begin_chain(self, row: ChainRow, *, name: str | None = None, wait: bool = True) -> None:
+        """Record a chain that starts (status "running"; a resumed chain keeps its row); `name`:
+        its conversation's, written with it (a map row's, so a resume finds the row's chain)."""
+        self.write(lambda db: _chains.begin(db, row, name), wait=wait)
 
     def set_chain_status(
         self,
@@ -299,6 +300,12 @@ class Store:
         """The logged chains whose id is `id_or_prefix` or starts with it."""
         with self.read() as db:
             return _chains.read(db, id_or_prefix)
+
+    def named_chains(self, prefix: str) -> dict[str, tuple[str, ChainStatus]]:
+        """The newest chain of each conversation whose name starts with `prefix` (a map run's rows:
+        `map <run id> `), by the rest of the name: (chain id, status)."""
+        with self.read() as db:
+            return _chains.named(db, prefix)
 
     def unfinished_chains(self, limit: int | None = None) -> list[ChainRow]:
         """Chains that did not end (running, interrupted, waiting), newest first."""
