@@ -308,7 +308,11 @@ class MapRun:
             result.text = done.text
             if self.schema is not None:
                 result.value, result.data = done.value, done.data
-        except (asyncio.CancelledError, ChainInterruptedError):
+        except asyncio.CancelledError:  # the map stops (Ctrl-C): so does the row's chain, interrupted
+            if response is not None:
+                await response.acancel()
+            raise  # the row is not written: a resume goes on with its chain
+        except ChainInterruptedError:
             raise  # a tool's KeyboardInterrupt stops the map: this row is not written, a resume runs it
         except Exception as exc:
             result.error = RowError.of(exc)
