@@ -22,7 +22,8 @@ _PUBLIC: dict[str, tuple[str, ...]] = {
     "chainform.output.strategies._context": ("ContextPolicy",),
     "chainform.chain._events": ("ChainEvent", "FellBack"),
     "chainform.chain._records": ("ChainUsage",),
-    "chainform.chain._calls": ("ModelCall",),
+    "chainform.chain._state": ("ModelCall", "RunState"),
+    "chainform._lineage": ("RunContext",),
     "chainform.chain._tools": ("CancelToolCall", "Final"),
     "chainform.chain._approval": ("ChainWaitingError", "PendingCall"),
     "chainform.chain._spec": ("ChainSpec", "SpecError"),
@@ -134,15 +135,17 @@ if TYPE_CHECKING:  # what type checkers and editors see: the same names, importe
     from chainform import keys as keys
     from chainform import pricing as pricing
     from chainform import tools as tools
+    from chainform._lineage import RunContext as RunContext
     from chainform.agents import Agent as Agent
     from chainform.chain._approval import ChainWaitingError as ChainWaitingError
     from chainform.chain._approval import PendingCall as PendingCall
-    from chainform.chain._calls import ModelCall as ModelCall
     from chainform.chain._events import ChainEvent as ChainEvent
     from chainform.chain._events import FellBack as FellBack
     from chainform.chain._records import ChainUsage as ChainUsage
     from chainform.chain._spec import ChainSpec as ChainSpec
     from chainform.chain._spec import SpecError as SpecError
+    from chainform.chain._state import ModelCall as ModelCall
+    from chainform.chain._state import RunState as RunState
     from chainform.chain._tools import CancelToolCall as CancelToolCall
     from chainform.chain._tools import Final as Final
     from chainform.clients.base import BaseChatClient as BaseChatClient

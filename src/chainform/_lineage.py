@@ -1,13 +1,14 @@
-"""Which chain, and which of its tool calls, is running now: the link from a subagent to its parent.
+"""The link from a subagent to its parent, passed explicitly: no context variable carries it.
 
-Context variables rather than parameters because the link must cross the tool boundary (a tool is
-called with its arguments only) and asyncio copies the context into every task a chain starts, so
-parallel tool calls each see their own call.
+The engine keeps a chain's `Lineage` in its run state. A tool that asks for it (`takes_context`,
+as an Agent used as a tool does) is given a `RunContext` beside its arguments: the chain calling
+it and the id of that very call, so parallel calls each know their own. The JSON schema the model
+reads never shows it. The subagent's chain is started with a `Parent` built from it, and its
+records link back to the chain and tool call that started it.
 """
 
 from __future__ import annotations
 
-from contextvars import ContextVar
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -23,9 +24,22 @@ class AgentRun:
     error: str | None = None
 
 
+@dataclass(frozen=True)
+class Parent:
+    """What starts a subagent's chain: the agent, how deep it nests, and the chain and tool call
+    it runs for (`call_id` None: the tool was called without a chain's context)."""
+
+    agent: str
+    depth: int
+    chain_id: str | None = None
+    conversation_id: str | None = None
+    call_id: str | None = None
+
+
 @dataclass
 class Lineage:
-    """The chain running in this context: ids for log links, depth for the recursion limit."""
+    """A chain's place among chains: ids for log links, depth for the recursion limit, and the
+    subagent runs it made (`children`)."""
 
     chain_id: str
     conversation_id: str
@@ -36,8 +50,31 @@ class Lineage:
     parent_call_id: str | None = None
     children: list[AgentRun] = field(default_factory=list)
 
+    @classmethod
+    def of(cls, chain_id: str, conversation_id: str, parent: Parent | None) -> Lineage:
+        """The lineage of a new chain, started by `parent` (a subagent) or by a caller (None)."""
+        if parent is None:
+            return cls(chain_id, conversation_id)
+        return cls(
+            chain_id,
+            conversation_id,
+            depth=parent.depth,
+            agent=parent.agent,
+            parent_chain_id=parent.chain_id,
+            parent_conversation_id=parent.conversation_id,
+            parent_call_id=parent.call_id,
+        )
 
-current_chain: ContextVar[Lineage | None] = ContextVar("chainform_chain", default=None)
-current_tool_call: ContextVar[Any] = ContextVar("chainform_tool_call", default=None)  # FunctionCallContent
-# set by an agent for the chain it is about to start: (agent name, depth)
-starting_agent: ContextVar[tuple[str, int] | None] = ContextVar("chainform_agent", default=None)
+
+@dataclass(frozen=True)
+class RunContext:
+    """What a tool that asks for it (`takes_context`) is given beside its arguments: the chain
+    calling it and the id of this call."""
+
+    chain: Lineage
+    call_id: str
+
+    def parent(self, agent: str) -> Parent:
+        """The link for a chain `agent` starts from this call: one level deeper."""
+        chain = self.chain
+        return Parent(agent, chain.depth + 1, chain.chain_id, chain.conversation_id, self.call_id)

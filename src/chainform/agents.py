@@ -13,7 +13,7 @@ import json
 from collections.abc import Sequence
 from typing import Any
 
-from chainform import _lineage
+from chainform._lineage import AgentRun, Parent, RunContext
 from chainform.chain._spec import validation_retries_of
 from chainform.chain._tools import is_tool_source
 from chainform.errors import (
@@ -74,7 +74,7 @@ class Agent:
         self.strategy = strategy
         self.chain_limit = chain_limit
         self.validation_retries = validation_retries_of(validation_retries, retries)
-        self._tool = Tool.from_schema(name, description, self.parameters, self._call)
+        self._tool = Tool.from_schema(name, description, self.parameters, self._call, takes_context=True)
         self._twin: AsyncModel | None = None
 
     def __repr__(self) -> str:
@@ -141,10 +141,11 @@ class Agent:
             self._twin._store = model._open_store()
         return self._twin
 
-    async def _call(self, **arguments: Any) -> Any:
-        parent = _lineage.current_chain.get()
-        depth = (parent.depth if parent else 0) + 1
-        if depth > self.max_depth:
+    async def _call(self, context: RunContext | None, /, **arguments: Any) -> Any:
+        """The agent as a tool: `context` is the calling chain's and this call's (the engine gives
+        it; None when the tool is invoked outside a chain). The subagent's chain links back to it."""
+        parent = context.parent(self.name) if context is not None else Parent(self.name, 1)
+        if parent.depth > self.max_depth:
             raise ToolError(
                 f"agent {self.name!r} not run: subagents may nest {self.max_depth} deep "
                 "(Agent.max_depth); answer without it"
@@ -152,21 +153,17 @@ class Agent:
         wrapped = self.input is not None and self.input.schema.get("type") != "object"
         value = arguments.get("input") if wrapped else arguments
         prompt = self._prompt(value)
-        call = _lineage.current_tool_call.get()
-        run = _lineage.AgentRun(self.name, call.call_id if call is not None else None)
-        if parent is not None:
-            parent.children.append(run)
-        token = _lineage.starting_agent.set((self.name, depth))
+        run = AgentRun(self.name, parent.call_id)
+        if context is not None:
+            context.chain.children.append(run)
         try:
-            response: AsyncChainResponse = self._async_model().chain(prompt, **self._options())
+            response: AsyncChainResponse = self._async_model().chain(prompt, parent=parent, **self._options())
             await response
         except ChainformError as exc:
             run.calls, run.children, run.error = list(exc.responses), list(exc.agent_runs), str(exc)
             if isinstance(exc, ChainInterruptedError):
                 raise  # a KeyboardInterrupt below stops the chains above too
             raise ToolError(f"agent {self.name!r} failed: {exc}") from None
-        finally:
-            _lineage.starting_agent.reset(token)
         run.calls, run.children = response.responses, response.agent_runs
         return response.json() if self.output_schema is not None else await response.text()
 

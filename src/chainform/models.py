@@ -10,19 +10,21 @@ from dataclasses import dataclass, replace
 from typing import Any, Generic, TypeVar
 
 from chainform import _sync
+from chainform._lineage import Parent
 from chainform._map._api import amap, map_sync
 from chainform.chain._approval import Approval
 from chainform.chain._attachments import PendingPrompt, Prepared, PromptInput, prepare_request, user_prompt
 from chainform.chain._calls import ChainLogger
-from chainform.chain._engine import Bound, ChainRun, traced, unknown_stop_tools
+from chainform.chain._engine import Bound, ChainRun, unknown_stop_tools
 from chainform.chain._events import EventLog
-from chainform.chain._fallback import FallbackKind, FallbackPlan
+from chainform.chain._fallback import Candidate, FallbackKind, FallbackPlan
 from chainform.chain._history import history_after
 from chainform.chain._journal import Journal, ResumeError
 from chainform.chain._lock import ChainLock
 from chainform.chain._records import ChainResult
 from chainform.chain._resume import Ready
 from chainform.chain._spec import ChainSpec, validation_retries_of
+from chainform.chain._state import RunState
 from chainform.chain._tools import AfterCall, BeforeCall, is_tool_source, normalize_tools
 from chainform.clients.base import ChatClient
 from chainform.errors import HomeError, PricingError
@@ -117,6 +119,8 @@ class _Base(Generic[R]):
         stop_at_tools: Sequence[str] = (),
         requires_approval: Sequence[str] = (),
         retries: int | None = None,
+        conversation_name: str | None = None,
+        parent: Parent | None = None,
     ) -> R:
         """Run a tool chain whose final answer matches `schema` (when given); see docs/strategies.md.
 
@@ -131,6 +135,10 @@ class _Base(Generic[R]):
         deprecated name). `requires_approval`: names of tools whose calls end the chain as
         "waiting" until a person approves them (`cf.resume`, docs/durable.md); a Tool can also be
         marked itself (`tool.requires_approval = True`).
+
+        `conversation_name`: how the log names the conversation (map names each row's); `parent`:
+        the link to the chain and tool call that started this one (an Agent used as a tool gives
+        it; its records then link back).
 
         `attachments` (or Attachments in `prompt=[...]`) are made ready for this model before
         anything is sent: as they are, or converted locally (docs/attachments.md). `max_cost` (USD)
@@ -198,11 +206,19 @@ class _Base(Generic[R]):
             stop_at_tools=stop_at,
         )
         bound = Bound(live_tools, before_call, after_call, sources)
-        run = Launch(spec, bound, conversation_id or new_id(), new_id(), log)
+        run = Launch(
+            spec, bound, conversation_id or new_id(), new_id(), log,
+            conversation_name=conversation_name, parent=parent,
+        )  # fmt: skip
         return self._response_of(lambda events: self._run_logged(run, events, pending), run.chain_id)
 
     def _resumed(
-        self, ready: Ready, before_call: BeforeCall | None = None, after_call: AfterCall | None = None
+        self,
+        ready: Ready,
+        before_call: BeforeCall | None = None,
+        after_call: AfterCall | None = None,
+        *,
+        conversation_name: str | None = None,
     ) -> R:
         """Go on with a chain checked and locked for resuming (chain/_resume.py), on this model and
         its log: the journal replays what the log holds; the chain's lock is let go when it ends."""
@@ -214,6 +230,7 @@ class _Base(Generic[R]):
             journal=ready.journal,
             approvals=ready.approvals,
             lock=ready.lock,
+            conversation_name=conversation_name,
         )
 
         async def run(events: EventLog) -> ChainResult:
@@ -308,24 +325,22 @@ class _Base(Generic[R]):
                 lock = ChainLock(logger.store.path, chain_id)
                 if not lock.acquire():  # a new id: only a resume elsewhere of this very chain
                     raise ResumeError(f"chain {chain_id} is running in another process")
-            run = ChainRun(
-                self.client,
+            first = Candidate(self.client, self.profile, self.name, self.refusals)
+            state = RunState.start(
                 spec,
-                tools=tools,
-                before_call=launch.bound.before_call,
-                after_call=launch.bound.after_call,
-                profile=self.profile,
-                model_name=self.name,
-                conversation_id=conversation_id,
+                first,
+                self.fallback,
                 chain_id=chain_id,
-                events=events,
-                logger=logger,
-                refusals=self.refusals,
-                fallback=self.fallback,
-                journal=launch.journal,
+                conversation_id=conversation_id,
+                parent=launch.parent,
+                conversation_name=launch.conversation_name,
                 approvals=launch.approvals,
             )
-            result = await traced(run)
+            run = ChainRun(
+                spec, state, bound=replace(launch.bound, tools=tools), events=events, logger=logger,
+                journal=launch.journal,
+            )  # fmt: skip
+            result = await run.run()
         finally:
             if lock is not None:
                 lock.release()
@@ -350,6 +365,8 @@ class Launch:
     journal: Journal | None = None
     approvals: dict[str, Approval] | None = None
     lock: ChainLock | None = None  # held by the caller (a resume) already
+    conversation_name: str | None = None  # how the log names the conversation (a map row's)
+    parent: Parent | None = None  # a subagent's: the chain and tool call that started it
 
 
 class Model(_Base[ChainResponse]):

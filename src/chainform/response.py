@@ -11,9 +11,9 @@ from typing import Any
 from chainform import _sync
 from chainform._lineage import AgentRun
 from chainform.chain._approval import ChainWaitingError, PendingCall
-from chainform.chain._calls import ModelCall
 from chainform.chain._events import ChainEvent, EventLog, FinalText, PartialObjects
 from chainform.chain._records import ChainResult, ChainUsage
+from chainform.chain._state import ModelCall
 from chainform.documents import Conversion
 from chainform.errors import ChainInterruptedError
 from chainform.output import StrategyChoice

@@ -464,7 +464,9 @@ async def test_async_parallel_async_tools_and_conversation():
 async def test_async_partial_and_errors():
     model = cf.AsyncModel(ScriptedClient(["no json", "still none"], BOTH))
     chain = (
-        model.prompt("x", schema=Answer, validation_retries=0) if False else model.chain("x", schema=Answer, validation_retries=1)
+        model.prompt("x", schema=Answer, validation_retries=0)
+        if False
+        else model.chain("x", schema=Answer, validation_retries=1)
     )
     with pytest.raises(cf.StructuredOutputError):
         await chain.get_value()
@@ -566,11 +568,14 @@ def test_a_chain_leaves_the_callers_request_and_options_as_they_were(strategy):
     import asyncio
     import copy
 
-    from chainform.chain._engine import ChainRun
+    from chainform.chain._engine import Bound, ChainRun
     from chainform.chain._events import EventLog
+    from chainform.chain._fallback import Candidate
     from chainform.chain._spec import ChainSpec
+    from chainform.chain._state import RunState
     from chainform.chain._tools import normalize_tools
     from chainform.output import OutputSpec
+    from chainform.output._select import Refusals
 
     options = cf.ChatOptions(temperature=0.5, seed=7)
     history = [cf.Message.system("Be brief."), cf.Message.user("Hi"), cf.Message.assistant("Hello")]
@@ -604,16 +609,9 @@ def test_a_chain_leaves_the_callers_request_and_options_as_they_were(strategy):
     if strategy != "tool":
         script = [tool_call("get_weather", city="Paris"), answer, answer]  # deferred: a formatting call
     client = ScriptedClient(script, BOTH)
-    run = ChainRun(
-        client,
-        request,
-        tools=tools,
-        profile=BOTH,
-        model_name="both",
-        conversation_id="c1",
-        chain_id="k1",
-        events=EventLog(),
-    )
+    first = Candidate(client, BOTH, "both", Refusals())
+    state = RunState.start(request, first, None, chain_id="k1", conversation_id="c1")
+    run = ChainRun(request, state, bound=Bound(tools), events=EventLog())
     result = asyncio.run(run.run())
     assert result.value.temp_c == 21.5
     assert request == before and request.options is options

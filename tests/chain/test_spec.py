@@ -81,6 +81,44 @@ def test_a_spec_edited_by_hand_or_from_a_newer_version_is_refused(edit, says):
         ChainSpec.from_json("{broken")
 
 
+HOSTED = (
+    cf.WebSearch(max_uses=2, allowed_domains=["example.com"]),
+    cf.CodeExecution(),
+    cf.FileSearch(["vs_1"], 3),
+)
+
+
+def test_hosted_tools_are_kept_typed_and_a_version_1_spec_without_them_still_reads():
+    made = spec(options=cf.ChatOptions(seed=3, hosted_tools=HOSTED))
+    data = json.loads(made.to_json())
+    assert data["hosted_tools"] == [
+        {"kind": "web_search", "max_uses": 2, "allowed_domains": ["example.com"]},
+        {"kind": "code_execution"},
+        {"kind": "file_search", "store_ids": ["vs_1"], "max_results": 3},
+    ]
+    back = ChainSpec.from_json(made.to_json())
+    assert back.hosted_tools == HOSTED and back.options.hosted_tools == HOSTED and back.options.seed == 3
+    older = {k: v for k, v in json.loads(spec().to_json()).items() if k != "hosted_tools"}
+    read = ChainSpec.from_json(json.dumps({**older, "version": 1}))
+    assert read.hosted_tools == () and read.options.hosted_tools is None and read.version == 1
+
+
+@pytest.mark.parametrize(
+    "hosted",
+    [
+        [{"kind": "teleport"}],
+        [{"kind": "web_search", "max_uses": 0}],
+        [{"kind": "web_search", "x": 1}],
+        "web_search",
+        [3],
+    ],
+)
+def test_hosted_tools_edited_into_something_else_are_refused(hosted):
+    data = json.loads(spec().to_json())
+    with pytest.raises(SpecError, match="malformed"):
+        ChainSpec.from_json(json.dumps({**data, "hosted_tools": hosted}))
+
+
 def test_validation_retries_and_transport_retries_have_two_names():
     client = ScriptedClient(["not json", "still not", '{"n": 1}'])
     model = cf.Model(client)

@@ -129,3 +129,35 @@ def test_an_interrupted_chain_prints_the_command_that_resumes_it(
     resumed = run("resume", row.id, "--functions", str(functions))
     assert resumed.exit_code == 0, resumed.output
     assert json.loads(resumed.stdout) == {"total": 30} and len(client.requests) == 3
+
+
+def test_a_file_the_log_lost_is_one_error_line_at_resume(home: Path, run, scripted, tmp_path: Path) -> None:
+    import sqlite3
+
+    from PIL import Image
+
+    from chainform.clients.profiles import IMAGES
+    from chainform.testing import ScriptedClient
+
+    functions = tmp_path / "mail.py"
+    functions.write_text(FUNCTIONS)
+    Image.new("RGB", (8, 8), "white").save(tmp_path / "note.png")
+    vision = ScriptedClient([]).profile.replace(media=IMAGES)  # the scripted model, seeing images
+    client = scripted.script([tool_call("send_mail", to="bob", body="hi"), "ok"], profile=vision)
+    first = run(
+        "Mail it",
+        "-a",
+        str(tmp_path / "note.png"),
+        "--functions",
+        str(functions),
+        "--approve-later",
+        "send_mail",
+    )
+    assert first.exit_code == 8, first.output
+    [row] = Store().unfinished_chains()
+    with sqlite3.connect(Store().path) as db:
+        db.execute("DELETE FROM attachments")
+    result = run("resume", row.id, "--functions", str(functions), "--approve", "all")
+    assert result.exit_code == 2 and result.stderr.count("Error") == 1, result.output
+    assert "Error: a file the prompt of chain" in result.stderr and "is not in the log" in result.stderr
+    assert len(client.requests) == 1 and Store().chains(row.id)[0].status == "waiting"

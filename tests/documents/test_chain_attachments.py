@@ -208,12 +208,6 @@ def test_continuing_after_a_referenced_file_is_gone_is_a_clear_error(tmp_path: P
         of_conversation(Store(), first.conversation_id)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="known regression of the durable-chains work (issue 45): the chain's spec (chains.spec) keeps "
-    "the prompt's attachment inline as base64, so a large file is held ~5 times; it should be kept by "
-    "sha256 in the attachments table as the calls are",
-)
 def test_a_large_file_is_held_once_from_reading_to_the_log(tmp_path: Path) -> None:
     """Read once, checked, sent and logged without a second copy (no base64 of it for the log)."""
     import os

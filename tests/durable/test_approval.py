@@ -186,3 +186,27 @@ def test_cf_resume_is_the_function_whatever_was_imported_first() -> None:
 
     importlib.import_module("chainform.durable")  # the CLI imports it: cf.resume stays the function
     assert callable(cf.resume) and callable(cf.aresume)
+
+
+def test_a_resumed_chain_offers_the_same_hosted_tools(home: Path) -> None:
+    profile = ScriptedClient([]).profile.replace(
+        hosted_tools=frozenset({"web_search", "code_execution"}),
+        hosted_with_functions=True,
+        hosted_with_schema=True,
+    )
+    client = ScriptedClient(
+        [tool_call("send_mail", to="bob@example.com", body="hi"), '{"sent": true}'], profile
+    )
+    hosted = (cf.WebSearch(max_uses=2, allowed_domains=["example.com"]), cf.CodeExecution())
+    chain = cf.Model(client).chain(
+        "Find Bob's address and mail him",
+        tools=[*hosted, send_mail],
+        schema="sent bool",
+        requires_approval=["send_mail"],
+    )
+    assert chain.status == "waiting"
+    resumed = cf.resume(
+        chain.chain_id, tools=[send_mail], approvals={chain.pending[0].id: True}, model=cf.Model(client)
+    )
+    assert resumed.value == {"sent": True}
+    assert [options.hosted_tools for _, options in client.requests] == [hosted, hosted]

@@ -589,7 +589,9 @@ def test_recovery_never_adopts_another_runs_batch_of_the_same_size(api, monkeypa
     def run_x(emu: Emulator) -> list[Any]:
         model = api.model_at(emu)
         return list(
-            model.map(rows(2), prompt="Extract: {text}", batch=True, batch_poll=0, transport_retries=0, run_id="x")
+            model.map(
+                rows(2), prompt="Extract: {text}", batch=True, batch_poll=0, transport_retries=0, run_id="x"
+            )
         )
 
     with Emulator(default=echo) as emu:
@@ -617,3 +619,29 @@ def test_recovery_never_adopts_another_runs_batch_of_the_same_size(api, monkeypa
     ]
     assert created == 2  # Y's, and X's own
     assert all(b.batch_id != emu.batches.created[0] or b.status == "foreign" for b in logged)
+
+
+@pytest.mark.unit
+def test_each_row_numbers_its_own_turns_through_its_own_sender() -> None:
+    """A row's turns travel with the sender `BatchRounds.row` gives it (no context variable): two
+    rows asking at once, one of them twice, get custom_ids `<key>-<turn>-<tag>` of their own."""
+    from types import SimpleNamespace
+
+    from chainform._map._batch import BatchRounds, run_tag
+    from chainform.store import Store
+
+    async def ask() -> list[str]:
+        with Store() as store:
+            rounds = BatchRounds(SimpleNamespace(provider="openai"), store, "run-1", 0, settle=3600.0)
+            with rounds.row("a") as a, rounds.row("b") as b:
+                asking = [asyncio.ensure_future(send({"n": n})) for n, send in enumerate([a, b, a])]
+                await asyncio.wait(asking, timeout=0)  # each parks its request; none is answered
+                parked = sorted(rounds.pending)
+                for task in asking:
+                    task.cancel()
+            if rounds._timer is not None:
+                rounds._timer.cancel()
+            return parked
+
+    tag = run_tag("run-1")
+    assert asyncio.run(ask()) == [f"a-0-{tag}", f"a-1-{tag}", f"b-0-{tag}"]

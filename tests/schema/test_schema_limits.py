@@ -107,3 +107,23 @@ def test_a_schema_tool_gets_integers_judged_on_the_text() -> None:
     assert tool.invoke('{"n": 3.0, "x": 2.0}') == (3, 2.0) and type(tool.invoke('{"n": 3.0}')[0]) is int
     with pytest.raises(cf.errors.ToolArgumentError, match=r"1\.0e-400 is not of type 'integer'"):
         tool.invoke('{"n": 1.0e-400}')
+
+
+def test_each_whole_float_is_judged_where_it_stands_and_the_value_is_untouched() -> None:
+    """The mark that an ``integer`` schema accepted a whole float travels with that place in the
+    value (no context variable, no id): one float object under an integer field and a number field
+    comes back as an int in the first only; the caller's value is not changed."""
+    from chainform.schema.validate import check_value
+
+    three = 3.0
+    given = {"n": three, "x": three, "xs": [three, 2.5]}
+    schema = {
+        "type": "object",
+        "properties": {"n": {"type": "integer"}, "x": {"type": "number"}, "xs": {"type": "array"}},
+    }
+    value, errors = check_value(given, schema)
+    assert errors == [] and value == {"n": 3, "x": 3.0, "xs": [3.0, 2.5]}
+    assert [type(value["n"]), type(value["x"]), type(value["xs"][0])] == [int, float, float]
+    assert given == {"n": three, "x": three, "xs": [three, 2.5]} and type(given["n"]) is float
+    plain = {"x": 1.0}
+    assert check_value(plain, {"properties": {"x": {"type": "number"}}})[0] is plain

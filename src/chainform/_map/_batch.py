@@ -24,9 +24,9 @@ import asyncio
 import contextlib
 import functools
 import hashlib
+import itertools
 import re
 from collections.abc import AsyncIterable, AsyncIterator, Awaitable, Callable, Iterable, Iterator
-from contextvars import ContextVar
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -48,7 +48,8 @@ CANCELLING = frozenset({"cancelled", "cancelling", "canceling", "canceled"})
 STALL = 1.0
 """Seconds without a new row read after which a round goes without waiting for the source (a slow
 stdin, rows held back by a cost cap)."""
-_ROW: ContextVar[list[Any]] = ContextVar("chainform_batch_row")  # [row key, calls made]
+Sender = Callable[[dict[str, Any]], Awaitable[Any]]
+"""A row's way into the rounds: a whole request's body in, its answer's body out."""
 
 
 @dataclass
@@ -116,23 +117,25 @@ class BatchRounds:
         self._timer: asyncio.TimerHandle | None = None
 
     @contextlib.contextmanager
-    def row(self, key: str) -> Iterator[None]:
-        """Around one row's chain: its calls are this row's turns."""
-        token = _ROW.set([key, 0])
+    def row(self, key: str) -> Iterator[Sender]:
+        """Around one row's chain: the sender its model's client sends each whole request with
+        (`ProviderClient.whole_sender`); its calls are this row's turns."""
+        turns = itertools.count()
+
+        async def send(body: dict[str, Any]) -> Any:
+            return await self.send(key, next(turns), body)
+
         self.active += 1
         try:
-            yield
+            yield send
         finally:
             self.active -= 1
             self.ended += 1
-            _ROW.reset(token)
             self._maybe_flush()
 
-    async def send(self, body: dict[str, Any]) -> Any:
-        """The client's whole request: parked until its batch answers; the answer's body."""
-        slot = _ROW.get()
-        custom_id = f"{safe_key(slot[0])}-{slot[1]}-{self.tag}"
-        slot[1] += 1
+    async def send(self, key: str, turn: int, body: dict[str, Any]) -> Any:
+        """Row `key`'s request of turn `turn`: parked until its batch answers; the answer's body."""
+        custom_id = f"{safe_key(key)}-{turn}-{self.tag}"
         future: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
         self.pending[custom_id] = _Call(body, future)
         self._maybe_flush()
@@ -388,4 +391,4 @@ def run_tag(run_id: str) -> str:
     return hashlib.sha256(run_id.encode("utf-8", "surrogatepass")).hexdigest()[:10]
 
 
-__all__ = ["MAX_WAIT", "BatchRounds", "RoundStats", "run_tag"]
+__all__ = ["MAX_WAIT", "BatchRounds", "RoundStats", "Sender", "run_tag"]

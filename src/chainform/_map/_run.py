@@ -2,9 +2,11 @@
 
 Rows are run with `AsyncModel.chain` (not engine internals), so the engine can change beneath.
 When logging is on, each row's conversation is named `map <run id> <key>` in the log, which ties
-every logged call back to the row (and run) that made it. The name travels with the chain's own
-records (chain/_calls.py `naming`), so it is committed in the same transaction as each of the
-row's calls: when the chain returns, its calls and its name are both in the log.
+every logged call back to the row (and run) that made it. The name is given to the row's chain
+(`conversation_name=`) and written with the chain's row when it starts, then with each of its
+calls: when the chain returns, its calls and its name are both in the log. A resumed run
+(`resume=True`) finds each row's chain by that name and goes on with it from the log
+(chain/_resume.py) instead of asking the row again.
 """
 
 from __future__ import annotations
@@ -13,7 +15,7 @@ import asyncio
 import math
 from collections.abc import AsyncGenerator, AsyncIterable, Iterable, Sequence
 from pathlib import Path
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from chainform import _trace
 from chainform._map._gate import GatedClient, GateStats, RateGate
@@ -21,7 +23,6 @@ from chainform._map._inputs import Row
 from chainform._map._pool import Pool
 from chainform._map._results import MapResult, RowError
 from chainform.chain._approval import ChainWaitingError
-from chainform.chain._calls import naming as _naming
 from chainform.chain._resume import Ready
 from chainform.chain._resume import ready as resume_ready
 from chainform.chain._tools import normalize_tools
@@ -31,6 +32,9 @@ from chainform.pricing import PRICES, Budget
 from chainform.pricing._table import ZERO
 from chainform.types import ConversionLimits, UsageDetails
 from chainform.types._options import ChatOptions, as_options
+
+if TYPE_CHECKING:
+    from chainform._map._batch import Sender
 
 
 def _new_id() -> str:
@@ -52,7 +56,7 @@ def _cached(chain_options: dict[str, Any], run_id: str) -> ChatOptions:
 
 class MapModel(Protocol):
     """What a map run needs of an AsyncModel: its client and log, a copy of itself on another
-    client (the rate-gated one), and `chain`."""
+    client (the rate-gated one), `chain`, and `_resumed` (a logged chain going on)."""
 
     client: Any
     name: str
@@ -65,7 +69,7 @@ class MapModel(Protocol):
 
     def chain(self, *args: Any, **kwargs: Any) -> Any: ...
 
-    def _resumed(self, ready: Ready) -> Any: ...
+    def _resumed(self, ready: Ready, *, conversation_name: str | None = None) -> Any: ...
 
 
 class SyncMapModel(Protocol):
@@ -155,16 +159,20 @@ class MapRun:
             self._gated = gated
         return self._gated
 
-    def _row_model(self) -> tuple[MapModel, GatedClient | None]:
+    def _row_model(self, send: Sender | None = None) -> tuple[MapModel, GatedClient | None]:
         """The run's gated model on a gate client of the row's own (same inner client, same gate),
-        which counts the row's transport retries; a batch run's rows share the run's."""
+        which counts the row's transport retries; in a batch run, on a copy of the inner client
+        whose whole requests go to the rounds through the row's `send`."""
         shared = self._gated_model()
-        if self.batch or not isinstance(shared.client, GatedClient):
+        if not isinstance(shared.client, GatedClient) or (self.batch and send is None):
             return shared, None
         import copy
 
         client = copy.copy(shared.client)
         client.retried = 0
+        if send is not None:
+            client.inner = copy.copy(client.inner)
+            client.inner.whole_sender = send  # type: ignore[attr-defined]
         model = shared._twin(client)
         model._store = shared._store
         model.refusals = shared.refusals
@@ -192,9 +200,7 @@ class MapRun:
             max_wait=self.batch_wait if self.batch_wait is not None else MAX_WAIT,
             on_change=self.on_batch,
         )
-        client = copy.copy(self.model.client)
-        client.whole_sender = self.rounds.send
-        return client
+        return copy.copy(self.model.client)  # each row's copy of it gets the row's sender (`_row_model`)
 
     async def results(
         self, source: Iterable[Row] | AsyncIterable[Row], *, concurrency: int, ordered: bool
@@ -255,42 +261,41 @@ class MapRun:
     async def run_row(self, row: Row) -> MapResult:
         if self.rounds is None:
             return await self._budgeted(row)
-        with self.rounds.row(row.key):  # a batch run: the row's calls are its turns in the rounds
-            return await self._budgeted(row)
+        with self.rounds.row(row.key) as send:  # a batch run: the row's calls are its turns in the rounds
+            return await self._budgeted(row, send)
 
-    async def _budgeted(self, row: Row) -> MapResult:
+    async def _budgeted(self, row: Row, send: Sender | None = None) -> MapResult:
         if self.budget is None:
-            return await self._run_row(row)
+            return await self._run_row(row, send)
         result = None
         try:
-            result = await self._run_row(row)
+            result = await self._run_row(row, send)
             return result
         finally:
             self.budget.finish(result.usage if result is not None else UsageDetails(cost=ZERO))
             if self._row_ended is not None:
                 self._row_ended.set()
 
-    async def _run_row(self, row: Row) -> MapResult:
+    async def _run_row(self, row: Row, send: Sender | None = None) -> MapResult:
         result = MapResult(row.index, row.key, row.data)
         if row.error is not None:
             result.error = RowError.of(row.error)
             return self._settle(result)
-        model, gated = self._row_model()
+        model, gated = self._row_model(send)
         logged = self.logged.pop(row.key, None)
         go_on = logged is not None and logged[1] != "failed"  # a failed chain: the row is asked again
         ready: Ready | None = None
         response = None
-        named = None
         cid = _new_id()
+        name = f"map {self.run_id} {row.key}"
         try:
             if go_on:
                 assert logged is not None
                 ready = resume_ready(model._store, logged[0], self.tools or (), None, self.schema)
                 cid = ready.row.conversation_id
-            named = _naming.set((cid, f"map {self.run_id} {row.key}")) if self.log else None
             with _trace.map_row(self.trace, row.key):
                 if ready is not None:  # the row's chain goes on from its log: nothing logged is redone
-                    response = model._resumed(ready)
+                    response = model._resumed(ready, conversation_name=name)
                 else:
                     response = model.chain(
                         row.prompt(self.template),
@@ -300,6 +305,7 @@ class MapRun:
                         schema=self.schema,
                         log=self.log,
                         conversation_id=cid,
+                        conversation_name=name,
                         **self.chain_options,
                     )
                 done = (await response)._finished()  # one wait; the rest is read from the result
@@ -316,9 +322,6 @@ class MapRun:
             raise  # a tool's KeyboardInterrupt stops the map: this row is not written, a resume runs it
         except Exception as exc:
             result.error = RowError.of(exc)
-        finally:
-            if named is not None:
-                _naming.reset(named)
         if gated is not None:
             result.retried = gated.retried
         if response is not None:

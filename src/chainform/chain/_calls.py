@@ -6,12 +6,13 @@ once when the log is free; on a worker thread, the event loop going on meanwhile
 writer holds it); each tool result is added when it returns (`log_results`). A chain killed
 midway keeps every call it paid for and every tool result it got, and a chain returns once all
 of them are in the log's tables. A resumed chain (`journal`, chain/_journal.py) is served the
-calls its log holds instead of sending them again. A failed write only warns: the log must never cost the user their answer. A caller that
-runs many chains (model.map) names each chain's conversation through `naming`: the name rides on
-the chain's own rows.
+calls its log holds instead of sending them again. A failed write only warns: the log must never cost the user their answer. The conversation's
+name (a map row's) and the link to a parent chain come from the run's state (chain/_state.py) and
+ride on the chain's own rows.
 
 Kept apart from the turn loop (chain/_engine.py) so the loop reads top to bottom; this is the
-plumbing every turn shares, whatever the strategy.
+plumbing every turn shares, whatever the strategy. The `Caller` is a collaborator of the engine:
+what it learns (the calls, their records) it writes into the RunState it is handed.
 """
 
 from __future__ import annotations
@@ -20,19 +21,16 @@ import asyncio
 import functools
 import time
 from collections.abc import Sequence
-from contextvars import ContextVar
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from chainform import _lineage, _trace
+from chainform import _trace
 from chainform.chain._events import CallTap, ChainEvent, EventLog
 from chainform.chain._journal import Journal, failure_of, raise_failure, response_of
-from chainform.clients.base import BaseChatClient, CallContext, ChatClient, validate
+from chainform.chain._state import ModelCall, RunState
+from chainform.clients.base import BaseChatClient, CallContext, validate
 from chainform.errors import ProviderError, StructuredOutputGenerationError
-from chainform.output._select import Refusals, StrategyChoice
 from chainform.output.strategies import NOT_FINAL, Strategy
-from chainform.pricing import Meter
 from chainform.store import (
     CallRecord,
     ChainRow,
@@ -42,7 +40,7 @@ from chainform.store import (
     ToolResultRecord,
     schema_id,
 )
-from chainform.store._attachments import Attached, url_key
+from chainform.store._attachments import Attached, Blobs, url_key
 from chainform.store._serialize import to_jsonable
 from chainform.types import (
     ChatOptions,
@@ -57,97 +55,47 @@ if TYPE_CHECKING:
     from chainform.chain._spec import ChainSpec
     from chainform.store import Store
 
-Purpose = str  # "chain" | "retry" | "format"
 
-
-@dataclass
-class ModelCall:
-    """One model call of a chain, in order; `purpose` is "chain", "retry" or "format"."""
-
-    purpose: Purpose
-    messages: list[Message]
-    options: ChatOptions
-    response: ChatResponse | None
-    duration_ms: float
-    error: str | None = None
-    strategy: str | None = None
-    response_id: str | None = None
-    parsed: Any = None
-    tool_results: list[FunctionResultContent] = field(default_factory=list)
-    format_context: str | None = None
-    model: str | None = None  # the model that made the call (a fallback's name when one answered)
-    failed: str | None = None  # the type of the error the call raised (None: it returned)
-    failure: dict[str, Any] | None = None  # what it raised, as the log keeps it (chain/_journal.py)
-    priced: UsageDetails | None = None  # the usage with its cost, once the engine priced the call
-    ended_by: str | None = None  # the tool whose result ended the chain (stop_at_tools, cf.Final)
-
-    @property
-    def finish_reason(self) -> str | None:
-        """Why the call stopped ("stop", "length", "tool_calls", ...; None when it raised or the
-        provider did not say)."""
-        reason = self.response.finish_reason if self.response else None
-        return str(reason) if reason is not None else None
-
-    @property
-    def text(self) -> str:
-        return self.response.text if self.response else ""
-
-    @property
-    def usage(self) -> UsageDetails:
-        """Tokens of this call and (`.cost`) what it cost."""
-        if self.priced is not None:
-            return self.priced
-        return (self.response.usage_details if self.response else None) or UsageDetails()
-
-
-class CallRunner:
-    """Makes the calls of one chain and keeps their records (`calls`) in order."""
+class Caller:
+    """Makes the model calls of one chain: each kept in `state.calls` in order, and committed to
+    the log (`logger`) as it returns; a resumed chain's logged calls (`journal`) are replayed."""
 
     def __init__(
-        self,
-        client: ChatClient,
-        events: EventLog,
-        refusals: Refusals,
-        *,
-        stream: bool,
-        logger: ChainLogger | None,
-        meter: Meter | None = None,
-        journal: Journal | None = None,
+        self, events: EventLog, *, stream: bool, logger: ChainLogger | None, journal: Journal | None = None
     ) -> None:
-        self.client = client
-        self.journal = journal  # a resumed chain's logged calls, replayed instead of sent
-        self.meter = meter  # prices each call (its usage.cost) and holds the chain to max_cost
         self.events = events
-        self.refusals = refusals
         self.stream = stream
         self.logger = logger
-        self.calls: list[ModelCall] = []
-        self.model_name: str | None = None
-        self.choice: StrategyChoice | None = None
-        self.format_context: str | None = None
+        self.journal = journal  # a resumed chain's logged calls, replayed instead of sent
         self._unlogged: list[tuple[ModelCall, int, float]] = []  # (call, its place, when it started)
 
     async def call(
-        self, messages: list[Message], options: ChatOptions, strategy: Strategy, purpose: str
+        self, state: RunState, messages: list[Message], options: ChatOptions, strategy: Strategy, purpose: str
     ) -> tuple[ChatResponse, Any, StructuredOutputGenerationError | None]:
-        """One model call; returns (response, value or NOT_FINAL, validation error). The call is
-        in the log when this returns or raises."""
-        if self.meter is not None:
-            self.meter.check(self.calls)  # a capped chain ends between calls
+        """One model call on the model answering now (`state.candidate`); returns (response, value
+        or NOT_FINAL, validation error). The call is in the log when this returns or raises."""
+        state.meter.check(state.calls)  # a capped chain ends between calls
+        refusals = state.refusals
         stream = self.stream and self.events.streamed
-        stream = stream and not (options.tools and "streamed_tools" in self.refusals)
+        stream = stream and not (options.tools and "streamed_tools" in refusals)
         try:
-            return await self._call(messages, options, strategy, purpose, stream)
+            return await self._call(state, messages, options, strategy, purpose, stream)
         except ProviderError as exc:
             if not (stream and options.tools and exc.kind == "streaming_rejected"):
                 raise
-            self.refusals.remember("streamed_tools", exc.provider_message[:200])
-            return await self._call(messages, options, strategy, purpose, False)
+            refusals.remember("streamed_tools", exc.provider_message[:200])
+            return await self._call(state, messages, options, strategy, purpose, False)
         finally:
-            await self.log_finished()  # committed before its tools run
+            await self.log_finished(state)  # committed before its tools run
 
     async def _call(
-        self, messages: list[Message], options: ChatOptions, strategy: Strategy, purpose: str, stream: bool
+        self,
+        state: RunState,
+        messages: list[Message],
+        options: ChatOptions,
+        strategy: Strategy,
+        purpose: str,
+        stream: bool,
     ) -> tuple[ChatResponse, Any, StructuredOutputGenerationError | None]:
         tap = CallTap(self.events, purpose, strategy.output)
         ctx = CallContext(
@@ -158,19 +106,20 @@ class CallRunner:
             value=NOT_FINAL,
             on_update=tap.on_update if stream else None,
         )
+        client = state.candidate.client
         started = time.perf_counter()
         error: StructuredOutputGenerationError | None = None
-        logged = self.journal.call(len(self.calls), purpose) if self.journal is not None else None
+        logged = self.journal.call(len(state.calls), purpose) if self.journal is not None else None
         try:
             if logged is not None:  # a resumed chain: the log's answer, not a new request
                 if logged.failure is not None or (logged.error and not logged.text and not logged.tool_calls):
                     raise_failure(logged)
                 response = ctx.response = response_of(logged)
                 validate(ctx, response)
-            elif isinstance(self.client, BaseChatClient):
-                response = await self.client.call(ctx)
+            elif isinstance(client, BaseChatClient):
+                response = await client.call(ctx)
             else:  # a bare ChatClient: no middleware, the same validation
-                response = ctx.response = await self.client.get_response(ctx.messages, options)
+                response = ctx.response = await client.get_response(ctx.messages, options)
                 validate(ctx, response)
             value = ctx.value if strategy.validates else strategy.check(response)
             if value is NOT_FINAL and ctx.failure is not None:  # a middleware accepted a failed output
@@ -182,12 +131,12 @@ class CallRunner:
             partial = getattr(exc, "partial_response", None)
             kind = type(exc).__name__
             self._record(
-                purpose, ctx.messages, options, partial, started, f"{kind}: {exc}", failed=kind,
+                state, purpose, ctx.messages, options, partial, started, f"{kind}: {exc}", failed=kind,
                 failure=failure_of(exc), logged=logged,
             )  # fmt: skip
             # the call's streamed text (if any) is not the answer: readers close it (a fallback
             # model's answer starts afresh, its JSON never glued to this one's)
-            failed = f"{self.model_name or 'the model'} failed: {kind}"
+            failed = f"{state.model_name} failed: {kind}"
             self.events.append(ChainEvent("call_end", text=failed, value=False, purpose=purpose))
             raise
         if not stream or logged is not None:
@@ -195,13 +144,14 @@ class CallRunner:
         count_hosted_calls(response)
         parsed = None if value is NOT_FINAL or not strategy.validates else plain_data(value)
         text = str(error) if error else None
-        self._record(purpose, ctx.messages, options, response, started, text, parsed, logged=logged)
+        self._record(state, purpose, ctx.messages, options, response, started, text, parsed, logged=logged)
         final = value is not NOT_FINAL and strategy.answers
         self.events.append(ChainEvent("call_end", value=final, purpose=purpose))
         return response, value, error
 
     def _record(
         self,
+        state: RunState,
         purpose: str,
         messages: list[Message],
         options: ChatOptions,
@@ -213,8 +163,8 @@ class CallRunner:
         failure: dict[str, Any] | None = None,
         logged: CallRecord | None = None,
     ) -> None:
-        """Keep the call (`calls`) and queue it for the log; a replayed call (`logged`) is kept
-        with its logged id, usage and cost, and is not logged again."""
+        """Keep the call (`state.calls`) and queue it for the log; a replayed call (`logged`) is
+        kept with its logged id, usage and cost, and is not logged again."""
         call = ModelCall(
             purpose,
             messages,
@@ -222,10 +172,10 @@ class CallRunner:
             response,
             (time.perf_counter() - started) * 1000,
             error,
-            self.choice.name if self.choice else None,
+            state.choice.name if state.choice else None,
             parsed=parsed,
-            format_context=self.format_context if purpose in ("format", "retry") else None,
-            model=self.model_name,
+            format_context=state.format_context if purpose in ("format", "retry") else None,
+            model=state.model_name,
             failed=failed,
             failure=failure,
         )
@@ -236,24 +186,23 @@ class CallRunner:
                 logged.duration_ms or 0.0,
             )
             call.priced = logged.usage
-            self.calls.append(call)
+            state.calls.append(call)
             return
-        if self.meter is not None:
-            call.priced = self.meter.priced(response, call.model)
+        call.priced = state.meter.priced(response, call.model)
         if _trace.hooks is not None:
             _trace.hooks.call(call)
         started_at = time.time() - call.duration_ms / 1000
-        self._unlogged.append((call, len(self.calls), started_at))
-        self.calls.append(call)
+        self._unlogged.append((call, len(state.calls), started_at))
+        state.calls.append(call)
 
-    async def log_finished(self) -> None:
+    async def log_finished(self, state: RunState) -> None:
         """Commit the calls not logged yet: as each call returns, and when the chain ends. Each
         call's `response_id` becomes its record's id."""
         unlogged, self._unlogged = self._unlogged, []
         if self.logger is None:
             return
         for call, seq, started_at in unlogged:
-            record = log_record(self.logger, call, seq, started_at)
+            record = log_record(self.logger, state, call, seq, started_at)
             call.response_id = record.id
             await self.logger.log(record)
 
@@ -278,15 +227,15 @@ def count_hosted_calls(response: ChatResponse) -> None:
         response.usage_details = counted + response.usage_details
 
 
-def log_record(log: ChainLogger, call: ModelCall, seq: int, created_at: float) -> CallRecord:
-    """The log's record of `call`, the `seq`-th of the chain `log` logs (read in the chain's own
-    context: a subagent's chain links to the chain and tool call that started it)."""
-    lineage = _lineage.current_chain.get()
-    link = lineage if lineage is not None and lineage.chain_id == log.chain_id and lineage.agent else None
+def log_record(log: ChainLogger, state: RunState, call: ModelCall, seq: int, created_at: float) -> CallRecord:
+    """The log's record of `call`, the `seq`-th of the chain `log` logs: named as the state names
+    its conversation, and (a subagent's chain) linked to the chain and tool call that started it."""
+    lineage = state.lineage
+    link = lineage if lineage.agent else None
     calls = call.response.function_calls if call.response else []
     return CallRecord(
         conversation_id=log.conversation_id,
-        conversation_name=log.conversation_name(),
+        conversation_name=state.conversation_name,
         chain_id=log.chain_id,
         seq=seq,
         purpose=call.purpose,
@@ -336,11 +285,6 @@ def plain_data(value: Any) -> Any:
         return value
 
 
-naming: ContextVar[tuple[str, str] | None] = ContextVar("chainform_conversation_name", default=None)
-"""(conversation id, name) for the chain started in this context; a subagent's conversation
-(another id) is not named by its parent's entry."""
-
-
 class ChainLogger:
     """Where one chain's calls are logged, and the fields every one of its records shares."""
 
@@ -369,11 +313,6 @@ class ChainLogger:
         self.policy = format_context_policy
         self.attached = [_attached(a, c, attachments_store) for a, c in attachments]
 
-    def conversation_name(self) -> str | None:
-        """The name a caller gave this chain's conversation in this context (`naming`), if any."""
-        named = naming.get()
-        return named[1] if named is not None and named[0] == self.conversation_id else None
-
     def options(self, options: ChatOptions) -> dict[str, Any]:
         """The options of a call as logged: tool names instead of tools; a response format names the
         chain's schema by its id (stored once) instead of repeating it in every row. Secrets are
@@ -397,11 +336,14 @@ class ChainLogger:
                 out[key] = to_jsonable(value)
         return out
 
-    async def begin(self, spec: ChainSpec) -> None:
-        """Record the chain in the `chains` table (status "running") before its first call."""
-        row = ChainRow(self.chain_id, self.conversation_id, self.model, spec.to_json())
-        write = functools.partial(self.store.begin_chain, name=self.conversation_name())
-        await self._write("the chain", write, row)
+    async def begin(self, spec: ChainSpec, name: str | None = None) -> None:
+        """Record the chain in the `chains` table (status "running") before its first call, its
+        messages' files by sha256 in the attachments table (stored as the chain's files are); with
+        `name`, its conversation too, so named (a map row's chain is found by it before its first call)."""
+        blobs: Blobs = {}
+        row = ChainRow(self.chain_id, self.conversation_id, self.model, spec.to_json(blobs))
+        write = functools.partial(self.store.begin_chain, name=name)
+        await self._write("the chain", write, row, self.attached, blobs)
 
     async def end(self, status: ChainStatus, *, error: str | None, pending: list[dict[str, Any]]) -> None:
         """Record how the chain ended (done, failed, interrupted, waiting with its pending calls)."""

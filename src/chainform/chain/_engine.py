@@ -11,8 +11,12 @@ is checked, what the model is told after a failure, whether a formatting call fo
 runs them and never looks at their names. Every model call is logged (when logging is on) before
 the chain returns or raises.
 
-`traced(run)` runs a chain as the current one in its context: the lineage that links subagents
-to it, and (when tracing is on, chainform.instrument) its span.
+A run is a few steps over (spec, state): the ChainSpec is what was asked and never changes; the
+RunState (chain/_state.py) holds every fact of the run, passed explicitly: the transcript, the
+calls, the strategy chosen, the model answering now among the fallbacks, the money spent, the
+lineage that links subagents to it (given to the tools that ask for it as a RunContext), the
+pending tool calls. `ChainRun.run` is the chain's whole life (and, with chainform.instrument, its
+span).
 """
 
 from __future__ import annotations
@@ -23,17 +27,16 @@ from contextlib import nullcontext
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from chainform import _lineage, _trace
-from chainform.chain._approval import Approval, ChainWaiting, Denied, PendingCall, decided
+from chainform import _trace
+from chainform.chain._approval import ChainWaiting, Denied, PendingCall
 from chainform.chain._attachments import for_profile, tool_files
-from chainform.chain._calls import CallRunner, ChainLogger, ModelCall, plain_data
+from chainform.chain._calls import Caller, ChainLogger, plain_data
 from chainform.chain._events import ChainEvent, EventLog, FellBack
-from chainform.chain._fallback import Candidate, FallbackPlan, Route
 from chainform.chain._journal import Journal
 from chainform.chain._records import ChainResult
 from chainform.chain._spec import ChainSpec
+from chainform.chain._state import ModelCall, RunState
 from chainform.chain._tools import AfterCall, BeforeCall, Final, run_calls
-from chainform.clients.base import ChatClient
 from chainform.errors import (
     Attempt,
     ChainformError,
@@ -46,11 +49,8 @@ from chainform.errors import (
     UnknownToolError,
 )
 from chainform.output import OUTPUT_TOOL_NAME, StrategyChoice, select_strategy
-from chainform.output._select import Refusals
 from chainform.output.strategies import NOT_FINAL, Outcome, Plain, Settings, Strategy, build
 from chainform.output.strategies._context import Formatting, answered, final_answer
-from chainform.pricing import Meter
-from chainform.store import ChainStatus
 from chainform.types import (
     ChatOptions,
     ChatResponse,
@@ -58,7 +58,6 @@ from chainform.types import (
     FunctionCallContent,
     FunctionResultContent,
     Message,
-    ModelProfile,
     Role,
 )
 
@@ -77,95 +76,91 @@ class Bound:
     sources: list[Any] = field(default_factory=list)
 
 
-class ChainRun(CallRunner):
-    """One execution of a ChainSpec against a client. The spec is data; what is not (the tools'
-    code, the before/after hooks) is bound here."""
+class ChainRun:
+    """One execution of a ChainSpec: the spec (what is asked, never changed), the RunState (every
+    fact of the run so far), what is bound beside them (the tools' code, the hooks), and the
+    collaborators doing the work: the caller (model calls, each logged as it returns), the
+    chain's logger and its event log."""
 
     def __init__(
         self,
-        client: ChatClient,
         spec: ChainSpec,
+        state: RunState,
         *,
-        tools: list[Any],
-        before_call: BeforeCall | None = None,
-        after_call: AfterCall | None = None,
-        profile: ModelProfile,
-        model_name: str,
-        conversation_id: str,
-        chain_id: str,
+        bound: Bound,
         events: EventLog,
         logger: ChainLogger | None = None,
-        refusals: Refusals | None = None,
-        fallback: FallbackPlan | None = None,
         journal: Journal | None = None,
-        approvals: dict[str, Approval] | None = None,
     ) -> None:
-        memory = refusals if refusals is not None else Refusals()
-        meter = Meter(model_name, spec.limits.max_cost)
-        super().__init__(
-            client, events, memory, stream=spec.stream, logger=logger, meter=meter, journal=journal
-        )
         self.spec = spec
-        self.approvals = {k: decided(v) for k, v in (approvals or {}).items()}
-        # one conversation's requests share a cache (clients/_wire.py `openai_key`)
-        cache_key = spec.options.cache_key or conversation_id
-        self.options = spec.options.replace(cache_key=cache_key)  # the spec itself is never changed
-        self.before_call, self.after_call = before_call, after_call
-        self.profile = profile
-        self.model_name = model_name
-        self.route = (
-            Route(Candidate(client, profile, model_name, self.refusals), fallback)
-            if fallback is not None
-            else None
-        )
-        self.conversation_id = conversation_id
-        self.chain_id = chain_id
-        self.tools = {t.name: t for t in tools}
-        self.attempts: list[Attempt] = []
-        self.answer_from: int | None = None  # transcript index of the current model's failed answers
-        self._finals: set[str] = set()  # call ids whose tool returned cf.Final
-        formatting = spec.formatting
-        self.settings = Settings(self.refusals, spec.limits.chain_limit, formatting.policy, formatting.prompt)
+        self.state = state
+        self.bound = bound
+        self.tools = {t.name: t for t in bound.tools}
+        self.events = events
+        self.logger = logger
+        self.journal = journal  # a resumed chain's log: its calls and tool results are not redone
+        self.caller = Caller(events, stream=spec.stream, logger=logger, journal=journal)
+
+    @property
+    def settings(self) -> Settings:
+        """What the strategies are told beyond the schema: the answering model's refusals too."""
+        formatting = self.spec.formatting
+        limit = self.spec.limits.chain_limit
+        return Settings(self.state.refusals, limit, formatting.policy, formatting.prompt)
 
     async def run(self) -> ChainResult:
-        spec = self.spec
-        messages = [Message.system(spec.system)] if spec.system else []
-        transcript = [*messages, *spec.history, *([spec.prompt] if spec.prompt else [])]
-        status: ChainStatus = "failed"
-        error: str | None = None
-        pending: list[PendingCall] = []
+        """The chain's whole life, as its span when tracing is on: every subagent run it made is
+        on its result (or its error)."""
+        lineage = self.state.lineage
+        hooks = _trace.hooks
+        try:
+            with nullcontext() if hooks is None else hooks.chain(self.state, lineage.agent):
+                result = await self._life()
+        except ChainformError as exc:
+            exc.agent_runs = lineage.children
+            raise
+        result.agent_runs = lineage.children
+        return result
+
+    async def _life(self) -> ChainResult:
+        """Recorded as running; answered (plain text, or by the strategy the table picks); ended as
+        done, waiting, interrupted or failed, every call in the log before it returns or raises."""
+        spec, state = self.spec, self.state
+        transcript = state.transcript
         try:
             unknown_stop_tools(frozenset(spec.stop_at_tools), self.tools)  # MCP tools are known only now
             if self.logger is not None:
-                await self.logger.begin(spec)
+                await self.logger.begin(spec, state.conversation_name)
             try:
                 if spec.output is None:
                     outcome = await self._plain(transcript)
                 else:
-                    has_tools = bool(self.tools or self.options.hosted_tools)
-                    requested = spec.strategy
-                    outcome = await self.answer(transcript, has_tools=has_tools, requested=requested)
+                    has_tools = bool(self.tools or state.options.hosted_tools)
+                    outcome = await self.answer(transcript, has_tools=has_tools, requested=spec.strategy)
             except ChainWaiting as waiting:
-                status, pending = "waiting", waiting.pending
-                return self._result(transcript, Outcome(), status="waiting", pending=pending)
-            status = "done"
-            return self._result(transcript, outcome)
+                state.status, state.pending = "waiting", waiting.pending
+                return self._result(Outcome())
+            state.status = "done"
+            return self._result(outcome)
         except ChainformError as exc:
             if not exc.responses:
-                exc.responses = list(self.calls)
-            status = "interrupted" if isinstance(exc, ChainInterruptedError) else "failed"
-            error = f"{type(exc).__name__}: {exc}"
+                exc.responses = list(state.calls)
+            state.status = "interrupted" if isinstance(exc, ChainInterruptedError) else "failed"
+            state.error = f"{type(exc).__name__}: {exc}"
             raise
         except (asyncio.CancelledError, KeyboardInterrupt):
-            status = "interrupted"
+            state.status = "interrupted"
             raise
         except Exception as exc:
-            error = f"{type(exc).__name__}: {exc}"
+            state.status, state.error = "failed", f"{type(exc).__name__}: {exc}"
             raise
         finally:
-            await self.log_finished()  # the last call, if it was not logged yet
+            if state.status == "running":  # anything else that ended it
+                state.status = "failed"
+            await self.caller.log_finished(state)  # the last call, if it was not logged yet
             if self.logger is not None:
-                await self.logger.end(status, error=error, pending=[p.to_dict() for p in pending])
+                pending = [p.to_dict() for p in state.pending]
+                await self.logger.end(state.status, error=state.error, pending=pending)
             self.events.close()
 
     # -- choosing a strategy, and falling back when the provider refuses it ---------------------
@@ -176,12 +171,12 @@ class ChainRun(CallRunner):
         """Run the strategy the decision table picks; on a refusal, remember it and pick again."""
         assert self.spec.output is not None
         choice = select_strategy(
-            self.profile, has_tools=has_tools, requested=requested, refusals=self.refusals
+            self.state.profile, has_tools=has_tools, requested=requested, refusals=self.state.refusals
         )
         while True:
-            strategy = build(choice, self.spec.output, self.profile, self.settings)
+            strategy = build(choice, self.spec.output, self.state.profile, self.settings)
             if purpose == "chain":
-                self.choice = choice
+                self.state.choice = choice
             strategy.prepare(transcript)
             try:
                 if strategy.formatting is not None:
@@ -195,7 +190,10 @@ class ChainRun(CallRunner):
                     if not await self._fall_over_output(exc, transcript):
                         raise
                     choice = select_strategy(
-                        self.profile, has_tools=has_tools, requested=requested, refusals=self.refusals
+                        self.state.profile,
+                        has_tools=has_tools,
+                        requested=requested,
+                        refusals=self.state.refusals,
                     )
                     continue
                 reason = f"{OUTPUT_TOOL_NAME} was not called and cannot be forced here: {exc}"[:240]
@@ -209,20 +207,23 @@ class ChainRun(CallRunner):
             except ProviderError as exc:
                 if await self._fall_over(exc, transcript):  # on the next model, chosen for its own profile
                     choice = select_strategy(
-                        self.profile, has_tools=has_tools, requested=requested, refusals=self.refusals
+                        self.state.profile,
+                        has_tools=has_tools,
+                        requested=requested,
+                        refusals=self.state.refusals,
                     )
                     continue
-                if exc.kind == "tool_choice_rejected" and "tool_choice" not in self.refusals:
+                if exc.kind == "tool_choice_rejected" and "tool_choice" not in self.state.refusals:
                     choice = self._unforced(exc, choice, has_tools, requested)
                     continue
                 if requested != "auto" or exc.kind not in _REFUSALS:
                     raise
                 reason = f"provider rejected {_what(exc)} (HTTP {exc.status}): {exc.provider_message[:160]}"
                 if exc.kind == "tools_with_schema_rejected" or has_tools:
-                    self.refusals.remember("tools_with_schema", reason)
+                    self.state.refusals.remember("tools_with_schema", reason)
                 if exc.kind == "response_format_rejected" and strategy.feature:
-                    self.refusals.remember(strategy.feature, reason)
-                again = select_strategy(self.profile, has_tools=has_tools, refusals=self.refusals)
+                    self.state.refusals.remember(strategy.feature, reason)
+                again = select_strategy(self.state.profile, has_tools=has_tools, refusals=self.state.refusals)
                 if again == choice and not (strategy.feature and exc.kind == "response_format_rejected"):
                     raise
                 choice = StrategyChoice(again.name, f"fell back at run time: {reason}", fallback=reason)
@@ -235,12 +236,12 @@ class ChainRun(CallRunner):
         on the last turn (its rescue takes over if the model never calls it). Another strategy
         that forced a call asks the table again."""
         reason = f"provider rejected a forced tool choice (HTTP {exc.status}): {exc.provider_message[:160]}"
-        self.refusals.remember("tool_choice", reason)
+        self.state.refusals.remember("tool_choice", reason)
         if choice.name == "tool":
             why = f"{choice.reason}; tool choice auto at run time: {reason}"
             return StrategyChoice("tool", why, choice.requested, fallback=reason)
         again = select_strategy(
-            self.profile, has_tools=has_tools, requested=requested, refusals=self.refusals
+            self.state.profile, has_tools=has_tools, requested=requested, refusals=self.state.refusals
         )
         if again.name == choice.name:
             return choice
@@ -251,26 +252,28 @@ class ChainRun(CallRunner):
     ) -> Outcome:
         """The tool phase (unless the transcript already ends in an answer), then the formatting call."""
         cut_off = not answered(transcript)
-        if cut_off and self.turns_left() > 0:  # not answered yet (e.g. after a run-time fallback)
+        if (
+            cut_off and self.state.turns_left(self.spec.limits.chain_limit) > 0
+        ):  # not answered yet (e.g. after a run-time fallback)
             phase = await self.loop(transcript, strategy, tools=True)
             if phase.ended_by is not None:  # a tool's result is the value: no formatting call
                 return phase
             cut_off = phase.cut_off
         context, messages = formatting.messages(transcript, cut_off=cut_off)
-        self.format_context = context
-        first_attempt = len(self.attempts)
+        self.state.format_context = context
+        first_attempt = len(self.state.attempts)
         try:
             outcome = await self.answer(messages, has_tools=False, requested="auto", purpose="format")
         except TruncatedOutputError:
             raise  # the option to raise is the same as for any cut answer
         except (ProviderError, StructuredOutputError) as exc:
-            raise formatting.error(exc, context, self.attempts[first_attempt:]) from exc
+            raise formatting.error(exc, context, self.state.attempts[first_attempt:]) from exc
         return Outcome(outcome.value, cut_off)
 
     async def _plain(self, transcript: list[Message]) -> Outcome:
         while True:
             try:
-                return await self.loop(transcript, Plain(self.profile, self.settings), tools=True)
+                return await self.loop(transcript, Plain(self.state.profile, self.settings), tools=True)
             except ProviderError as exc:
                 if not await self._fall_over(exc, transcript):
                     raise
@@ -281,43 +284,35 @@ class ChainRun(CallRunner):
         """Go on with the next fallback model after this one gave no valid value, when
         `fallback_on` holds "output"; False: raise `exc`. The next model starts from the
         transcript before the failed answers (the tools' work kept), within the same max_cost."""
-        after = self.route.after_output(exc) if self.route is not None else None
-        if after is None:
+        failed = self.state.model_name
+        if self.state.route.after_output(exc) is None:
             return False
-        if self.answer_from is not None:  # the failed answers and what the model was told about them
-            del transcript[self.answer_from :]
-            self.answer_from = None
+        if self.state.answer_from is not None:  # the failed answers and what the model was told about them
+            del transcript[self.state.answer_from :]
+            self.state.answer_from = None
         _close_calls(transcript)
-        await self._switch(after, transcript, exc)
+        await self._switched(failed, transcript, exc)
         return True
 
     async def _fall_over(self, exc: ProviderError, transcript: list[Message]) -> bool:
         """Go on with the next fallback model after `exc` (chain/_fallback.py); False: raise it.
         Files it cannot read are converted for it (chain/_attachments.py)."""
-        after = self.route.after(exc) if self.route is not None else None
-        if after is None:
+        failed = self.state.model_name
+        if self.state.route.after(exc) is None:
             return False
-        await self._switch(after, transcript, exc)
+        await self._switched(failed, transcript, exc)
         return True
 
-    async def _switch(self, after: Candidate, transcript: list[Message], exc: Exception) -> None:
-        """Go on with `after`; the stream's readers are told (a `fallback` event): the text since the
-        last answer was the failed model's."""
-        failed = self.model_name or "the model"
+    async def _switched(self, failed: str, transcript: list[Message], exc: Exception) -> None:
+        """The route moved on from `failed` (the state's candidate is the next model: its client,
+        profile and refusals at once); the stream's readers are told (a `fallback` event): the
+        text since the last answer was the failed model's."""
+        after = self.state.candidate
         kind = getattr(exc, "kind", None)
         why = f"{type(exc).__name__}" + (f" ({kind})" if kind else "")
         note = f"{failed} failed: {why}; {after.name} answers from here"
         self.events.append(ChainEvent("fallback", note, value=FellBack(failed, exc, after.name)))
-        self.client, self.profile, self.model_name = after.client, after.profile, after.name
-        self.refusals = after.refusals
-        self.settings = replace(self.settings, refusals=after.refusals)
-        await for_profile(transcript, self.profile, self.events)
-
-    def turns_left(self) -> int:
-        """Chain turns left; a call that raised (e.g. before a fallback model took over) takes none."""
-        return self.spec.limits.chain_limit - sum(
-            1 for c in self.calls if c.purpose == "chain" and not c.failed
-        )
+        await for_profile(transcript, after.profile, self.events)
 
     # -- the turn loop --------------------------------------------------------------------------
 
@@ -326,14 +321,16 @@ class ChainRun(CallRunner):
     ) -> Outcome:
         """call -> run tools -> extract -> validate -> feed back, until an answer (or the limit)."""
         offered = list(self.tools.values()) if tools else []
-        limit = self.turns_left() if tools else 1
+        limit = self.state.turns_left(self.spec.limits.chain_limit) if tools else 1
         turns, retries_left, force = 0, self.spec.limits.validation_retries, False
         answers_chain = purpose != "format"  # the loop's messages are the chain's transcript
         while True:
             last = turns >= limit - 1
-            base = self.options if tools else self.options.replace(hosted_tools=None)
+            base = self.state.options if tools else self.state.options.replace(hosted_tools=None)
             options = strategy.options(base, offered, last=last, force=force)
-            response, value, error = await self.call(transcript, options, strategy, purpose)
+            response, value, error = await self.caller.call(
+                self.state, transcript, options, strategy, purpose
+            )
             if _cut(response, strategy):  # never parsed, repaired or re-asked with the same limit
                 self._grow_limit(response, options, purpose)
                 purpose = "retry"
@@ -345,7 +342,7 @@ class ChainRun(CallRunner):
                 return Outcome(value)
             if error is None and calls and (not last or strategy.runs_last_tools):
                 if answers_chain:
-                    self.answer_from = None
+                    self.state.answer_from = None
                 ending = await self._run_tools(calls, transcript)
                 if ending is not None:
                     ended = await self._tool_answer(ending, transcript)
@@ -353,10 +350,10 @@ class ChainRun(CallRunner):
                         return ended
                     if retries_left == 0:
                         raise StructuredOutputError(
-                            f"structured output failed after {len(self.attempts)} attempt(s): "
-                            f"{self.attempts[-1].error}",
-                            attempts=self.attempts,
-                            responses=self.calls,
+                            f"structured output failed after {len(self.state.attempts)} attempt(s): "
+                            f"{self.state.attempts[-1].error}",
+                            attempts=self.state.attempts,
+                            responses=self.state.calls,
                         )
                     retries_left, purpose = retries_left - 1, "retry"
                     continue
@@ -368,15 +365,15 @@ class ChainRun(CallRunner):
                 error = StructuredOutputGenerationError(
                     "Tool calls are no longer allowed: give the final answer now.", raw_text=response.text
                 )
-            if answers_chain and self.answer_from is None:  # where this model's failed answers start
-                self.answer_from = len(transcript) - len(response.messages)
+            if answers_chain and self.state.answer_from is None:  # where this model's failed answers start
+                self.state.answer_from = len(transcript) - len(response.messages)
             feedback = strategy.feedback(error, response)  # a strategy that cannot retry raises here
-            self.attempts.append(Attempt(error.raw_text, str(error), purpose))
+            self.state.attempts.append(Attempt(error.raw_text, str(error), purpose))
             if retries_left == 0:
                 raise StructuredOutputError(
-                    f"structured output failed after {len(self.attempts)} attempt(s): {error}",
-                    attempts=self.attempts,
-                    responses=self.calls,
+                    f"structured output failed after {len(self.state.attempts)} attempt(s): {error}",
+                    attempts=self.state.attempts,
+                    responses=self.state.calls,
                 )
             retries_left, force, purpose = retries_left - 1, feedback.force, "retry"
             if calls and feedback.run_calls:
@@ -398,7 +395,7 @@ class ChainRun(CallRunner):
         limit = options.max_output_tokens
         grow = self.spec.limits.retry_max_tokens
         if grow is not None and (limit is None or grow > limit):
-            self.options = self.options.replace(max_output_tokens=grow)
+            self.state.options = self.state.options.replace(max_output_tokens=grow)
             return
         cut = [c for c in response.function_calls if c.name != OUTPUT_TOOL_NAME]
         part = "tool arguments" if cut else "formatting" if purpose == "format" else "answer"
@@ -412,15 +409,15 @@ class ChainRun(CallRunner):
             "max_tokens (CLI: -o max_tokens N), or let the chain retry once with a larger limit "
             "(retry_max_tokens=N; CLI: --retry-max-tokens N)"
         )
-        self.attempts.append(Attempt(text, message, purpose))
+        self.state.attempts.append(Attempt(text, message, purpose))
         raise TruncatedOutputError(
             message,
             max_tokens=limit,
             text=text,
             usage=usage,
             part=part,
-            attempts=self.attempts,
-            responses=self.calls,
+            attempts=self.state.attempts,
+            responses=self.state.calls,
         )
 
     async def _run_tools(
@@ -430,8 +427,8 @@ class ChainRun(CallRunner):
         chain (a `stop_at_tools` tool's, or a `cf.Final`), if any. A resumed chain takes the
         results its log holds instead of running those tools again. Calls that need approval and
         have none end the chain as waiting (ChainWaiting), once the turn's other calls ran."""
-        made_by = self.calls[-1] if self.calls else None
-        seq = len(self.calls) - 1
+        made_by = self.state.calls[-1] if self.state.calls else None
+        seq = len(self.state.calls) - 1
         logged_end = self.journal.ended_by(seq) if self.journal is not None else None
         known: dict[str, FunctionResultContent] = {}
         to_run: list[FunctionCallContent] = []
@@ -451,7 +448,7 @@ class ChainRun(CallRunner):
             if not self.spec.needs_approval(call.name):
                 to_run.append(call)
                 continue
-            decision = self.approvals.get(call.call_id)
+            decision = self.state.approvals.get(call.call_id)
             if decision is None:
                 pending.append(PendingCall(call.call_id, call.name, call.arguments))
             elif isinstance(decision, Denied):
@@ -467,10 +464,11 @@ class ChainRun(CallRunner):
         ran = await run_calls(
             to_run,
             self.tools,
-            before_call=self.before_call,
-            after_call=self.after_call,
+            before_call=self.bound.before_call,
+            after_call=self.bound.after_call,
             restore_arguments=self._restore_tool_arguments,
             on_result=lambda result: self._logged_result(made_by, result),
+            lineage=self.state.lineage,  # a tool that takes a RunContext: subagents link back
         )
         known.update((r.call_id, r) for r in ran)
         if pending:
@@ -479,9 +477,9 @@ class ChainRun(CallRunner):
         ending: FunctionResultContent | None = None
         for result in results:
             ends = result.name == logged_end or result.name in self.spec.stop_at_tools
-            if ending is None and result.error is None and (ends or result.call_id in self._finals):
+            if ending is None and result.error is None and (ends or result.call_id in self.state.finals):
                 ending = result
-        files = await tool_files(results, self.profile, self.events)  # tools that returned files
+        files = await tool_files(results, self.state.profile, self.events)  # tools that returned files
         for result in results:
             self.events.append(ChainEvent("tool_result", value=result, purpose="chain"))
         transcript.append(Message(Role.TOOL, list(results)))
@@ -495,7 +493,7 @@ class ChainRun(CallRunner):
         """A tool result as it returns: a `cf.Final` unwrapped (the transcript, the log and the
         events hold the value itself), kept with the call that asked for it, and logged now."""
         if isinstance(result.result, Final):
-            self._finals.add(result.call_id)
+            self.state.finals.add(result.call_id)
             result = replace(result, result=result.result.value)
         if made_by is not None:
             made_by.tool_results.append(result)
@@ -520,7 +518,7 @@ class ChainRun(CallRunner):
                     f"the result of {name} is meant to be the final answer but does not match the "
                     f"schema: {exc}. Call a tool again or answer yourself."
                 )
-                self.attempts.append(Attempt(raw, message, "chain"))
+                self.state.attempts.append(Attempt(raw, message, "chain"))
                 tool_turn = next(m for m in reversed(transcript) if m.role == Role.TOOL)
                 tool_turn.contents = [
                     FunctionResultContent(c.call_id, error=message, name=name)
@@ -529,8 +527,8 @@ class ChainRun(CallRunner):
                     for c in tool_turn.contents
                 ]
                 return None
-        if self.calls:
-            ended = self.calls[-1]
+        if self.state.calls:
+            ended = self.state.calls[-1]
             ended.ended_by = name
             if self.spec.output is not None:
                 ended.parsed = plain_data(value)
@@ -539,32 +537,28 @@ class ChainRun(CallRunner):
         return Outcome(value, ended_by=name)
 
     def _restore_tool_arguments(self, tool: Any, arguments: dict[str, Any]) -> dict[str, Any]:
-        restored = self.profile.dialect.restore(arguments, tool.parameters)
+        restored = self.state.profile.dialect.restore(arguments, tool.parameters)
         return restored if isinstance(restored, dict) else arguments
 
     # -- result ---------------------------------------------------------------------------------
 
-    def _result(
-        self,
-        transcript: list[Message],
-        outcome: Outcome,
-        *,
-        status: ChainStatus = "done",
-        pending: list[PendingCall] | None = None,
-    ) -> ChainResult:
+    def _result(self, outcome: Outcome) -> ChainResult:
+        """What the chain returns, read from its state (done, or waiting with its pending calls)."""
+        state = self.state
+        transcript, status = state.transcript, state.status
         result = ChainResult(
             text=outcome.value if isinstance(outcome.value, str) else final_answer(transcript) or "",
-            calls=self.calls,
-            strategy=self.choice,
-            format_context=self.format_context,
+            calls=self.state.calls,
+            strategy=self.state.choice,
+            format_context=self.state.format_context,
             transcript=transcript,
-            conversation_id=self.conversation_id,
-            chain_id=self.chain_id,
+            conversation_id=self.state.conversation_id,
+            chain_id=self.state.chain_id,
             prompt=self.spec.prompt,
             cut_off=outcome.cut_off,
             ended_by=outcome.ended_by,
             status=status,
-            pending=pending or [],
+            pending=list(state.pending),
         )
         if self.spec.output is None and outcome.ended_by is not None:  # a tool's value, as it is
             result.has_value, result.value = True, outcome.value
@@ -612,33 +606,3 @@ def _close_calls(transcript: list[Message]) -> None:
         refused = "Not run: the chain went on without tools."
         results = [FunctionResultContent(c.call_id, error=refused, name=c.name) for c in last.function_calls]
         transcript.append(Message(Role.TOOL, list(results)))
-
-
-async def traced(run: ChainRun) -> ChainResult:
-    """Run a chain as the current one in this context, so subagents it calls link back to it."""
-    agent = _lineage.starting_agent.get()
-    parent = _lineage.current_chain.get() if agent else None
-    call = _lineage.current_tool_call.get() if agent else None
-    lineage = _lineage.Lineage(
-        run.chain_id,
-        run.conversation_id,
-        depth=agent[1] if agent else 0,
-        agent=agent[0] if agent else None,
-        parent_chain_id=parent.chain_id if parent else None,
-        parent_conversation_id=parent.conversation_id if parent else None,
-        parent_call_id=call.call_id if call is not None else None,
-    )
-    token = _lineage.current_chain.set(lineage)
-    starting = _lineage.starting_agent.set(None)
-    try:
-        hooks = _trace.hooks  # tracing on: the chain's span is current while it runs
-        with nullcontext() if hooks is None else hooks.chain(run, agent[0] if agent else None):
-            result = await run.run()
-    except ChainformError as exc:
-        exc.agent_runs = lineage.children
-        raise
-    finally:
-        _lineage.current_chain.reset(token)
-        _lineage.starting_agent.reset(starting)
-    result.agent_runs = lineage.children
-    return result

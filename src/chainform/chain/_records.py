@@ -10,7 +10,7 @@ from typing import Any
 
 from chainform._lineage import AgentRun
 from chainform.chain._approval import PendingCall
-from chainform.chain._calls import ModelCall
+from chainform.chain._state import ModelCall
 from chainform.documents import Conversion
 from chainform.output import StrategyChoice
 from chainform.types import Message, UsageDetails

@@ -10,7 +10,7 @@ unchanged.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -71,7 +71,8 @@ def _checked(
     schema: Any,
     lock: ChainLock,
 ) -> Ready:
-    spec = ChainSpec.from_json(row.spec)
+    # a done chain sends nothing again: its files are not read
+    spec = ChainSpec.from_json(row.spec, None if row.status == "done" else _files(store, row.id))
     if schema is not None:
         wanted = OutputSpec.from_user(schema)
         if spec.output is None or wanted.schema != spec.output.schema:
@@ -89,6 +90,22 @@ def _checked(
             )
     bound = [live.get(t.name) or _absent(t.name, t.description, t.parameters) for t in spec.tools]
     return Ready(row, spec, journal, bound, _approvals(row, spec, approvals or {}), lock, store)
+
+
+def _files(store: Store, chain_id: str) -> Callable[[str], bytes]:
+    """The lookup of the files chain `chain_id`'s spec holds by sha256: ResumeError when the log
+    lacks one (removed, or logged as a reference to a file that changed or is gone)."""
+
+    def read(sha256: str) -> bytes:
+        data = store.attachment(sha256)
+        if data is None:
+            raise ResumeError(
+                f"a file the prompt of chain {chain_id} holds (sha256 {sha256[:12]}) is not in the log, or was "
+                "logged as a path that changed or is gone: the chain cannot be resumed"
+            )
+        return data
+
+    return read
 
 
 def _without_failed_tail(records: list[CallRecord]) -> list[CallRecord]:

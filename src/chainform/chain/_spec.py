@@ -14,17 +14,23 @@ import json
 import warnings
 from dataclasses import dataclass, field, replace
 from decimal import Decimal
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from chainform.errors import ChainformError
 from chainform.output import OutputSpec
 from chainform.output.strategies._context import ContextPolicy
 from chainform.pricing import Cost, as_cost
-from chainform.types import ChatOptions, Message
+from chainform.types import ChatOptions, HostedTool, Message
 from chainform.types._options import as_options
 
-SPEC_VERSION = 1
-"""The version a spec is written with; a log holding a newer one is refused at resume."""
+if TYPE_CHECKING:
+    from collections.abc import Callable
+
+    from chainform.store._attachments import Blobs
+
+SPEC_VERSION = 2
+"""The version a spec is written with; a log holding a newer one is refused at resume.
+1: the first; 2: `hosted_tools` (a version-1 spec has none, and reads as such)."""
 
 
 class SpecError(ChainformError):
@@ -70,7 +76,8 @@ class FormatSettings:
 @dataclass(frozen=True)
 class ChainSpec:
     """What a chain is asked: prompt and history, system, tools, output, strategy, limits,
-    formatting, options, fallbacks and approvals. Immutable; `to_json()`/`from_json()` round-trip it."""
+    formatting, options (the provider-run `hosted_tools` among them), fallbacks and approvals.
+    Immutable; `to_json()`/`from_json()` round-trip it."""
 
     model: str
     prompt: Message | None = None
@@ -139,6 +146,11 @@ class ChainSpec:
         """The same spec offering `tools` (Tools): MCP servers list theirs once the chain starts."""
         return replace(self, tools=_refs(tools, self.requires_approval))
 
+    @property
+    def hosted_tools(self) -> tuple[HostedTool, ...]:
+        """The tools the provider runs itself (web search, code execution...) the chain offers."""
+        return tuple(self.options.hosted_tools or ())
+
     def needs_approval(self, tool_name: str) -> bool:
         return any(t.name == tool_name and t.requires_approval for t in self.tools) or (
             tool_name in self.requires_approval
@@ -146,8 +158,10 @@ class ChainSpec:
 
     # -- JSON -------------------------------------------------------------------------------
 
-    def to_dict(self) -> dict[str, Any]:
-        from chainform.store._serialize import message_to_dict, redact, to_jsonable
+    def to_dict(self, blobs: Blobs | None = None) -> dict[str, Any]:
+        """The spec as JSON-able data. With `blobs` (the log's way), the messages' inline bytes are
+        kept there by their sha256 and each part names its key; without, they are base64 inline."""
+        from chainform.store._serialize import redact, stored_message, to_jsonable
 
         fields = self.options.set_fields()
         options = redact(
@@ -163,9 +177,9 @@ class ChainSpec:
         return {
             "version": self.version,
             "model": self.model,
-            "prompt": message_to_dict(self.prompt) if self.prompt is not None else None,
+            "prompt": stored_message(self.prompt, blobs) if self.prompt is not None else None,
             "system": self.system,
-            "history": [message_to_dict(m) for m in self.history],
+            "history": [stored_message(m, blobs) for m in self.history],
             "tools": [
                 {
                     "name": t.name,
@@ -193,19 +207,24 @@ class ChainSpec:
             "fallbacks": list(self.fallbacks),
             "requires_approval": list(self.requires_approval),
             "stop_at_tools": list(self.stop_at_tools),
+            "hosted_tools": [t.to_dict() for t in self.hosted_tools],
         }
 
-    def to_json(self) -> str:
-        """The spec as JSON (what the log's `chains.spec` column holds): option entries under
-        secret-looking names and every loaded key value are masked."""
+    def to_json(self, blobs: Blobs | None = None) -> str:
+        """The spec as JSON: option entries under secret-looking names and every loaded key value
+        are masked. The log's `chains.spec` is written with `blobs`: each file once by its sha256
+        in the `attachments` table, never as base64 (`to_dict`)."""
         from chainform.keys import redact as mask_keys
         from chainform.store._serialize import dumps
 
-        return mask_keys(dumps(self.to_dict()))
+        return mask_keys(dumps(self.to_dict(blobs)))
 
     @classmethod
-    def from_json(cls, text: str) -> ChainSpec:
-        """A spec back from its JSON; SpecError when it is newer than this chainform or malformed."""
+    def from_json(cls, text: str, files: Callable[[str], bytes] | None = None) -> ChainSpec:
+        """A spec back from its JSON; SpecError when it is newer than this chainform or malformed.
+        A message part stored by its sha256 gets the bytes `files` gives for that key (a lookup in
+        the log, which raises when the log lacks them); without `files` it is left empty, enough to
+        read the spec's settings, not to send it. Inline base64 (an older log) reads as it is."""
         try:
             data = json.loads(text)
         except (TypeError, ValueError) as exc:
@@ -220,13 +239,13 @@ class ChainSpec:
                 f"the chain was started by a newer chainform (spec version {version} > {SPEC_VERSION}); upgrade chainform"
             )
         try:
-            return cls._from_dict(data)
+            return cls._from_dict(data, files)
         except (KeyError, TypeError, ValueError, AttributeError) as exc:
             raise SpecError(f"the chain's spec is malformed ({type(exc).__name__}: {exc})") from None
 
     @classmethod
-    def _from_dict(cls, data: dict[str, Any]) -> ChainSpec:
-        from chainform.store._serialize import message_from_dict
+    def _from_dict(cls, data: dict[str, Any], files: Callable[[str], bytes] | None) -> ChainSpec:
+        from chainform.store._serialize import message_from_stored
 
         out = data.get("output")
         output = None
@@ -246,9 +265,9 @@ class ChainSpec:
         prompt = data.get("prompt")
         return cls(
             model=_text(data["model"], "model"),
-            prompt=message_from_dict(prompt) if prompt is not None else None,
+            prompt=message_from_stored(prompt, files) if prompt is not None else None,
             system=data.get("system"),
-            history=tuple(message_from_dict(m) for m in data.get("history") or []),
+            history=tuple(message_from_stored(m, files) for m in data.get("history") or []),
             tools=tools,
             output=output,
             strategy=_text(data.get("strategy", "auto"), "strategy"),
@@ -264,7 +283,7 @@ class ChainSpec:
                 ),
                 fmt.get("prompt"),
             ),
-            options=_options(data.get("options") or {}),
+            options=_options(data.get("options") or {}, data.get("hosted_tools") or []),
             stream=bool(data.get("stream", True)),
             fallbacks=tuple(_text(f, "fallbacks") for f in data.get("fallbacks") or []),
             requires_approval=tuple(
@@ -311,6 +330,9 @@ def validation_retries_of(validation_retries: int | None, retries: int | None, *
     return 2 if validation_retries is None else validation_retries
 
 
-def _options(data: dict[str, Any]) -> ChatOptions:
+def _options(data: dict[str, Any], hosted: list[Any]) -> ChatOptions:
     extra = data.get("additional_properties") or {}
-    return as_options({**{k: v for k, v in data.items() if k != "additional_properties"}, **extra})
+    options = as_options({**{k: v for k, v in data.items() if k != "additional_properties"}, **extra})
+    if not isinstance(hosted, list):
+        raise ValueError("hosted_tools must be a list")
+    return options.replace(hosted_tools=tuple(HostedTool.from_dict(t) for t in hosted) or None)

@@ -11,7 +11,7 @@ from typing import Any, Union
 
 from chainform import _trace
 from chainform._json import MAX_DEPTH, too_deep
-from chainform._lineage import current_tool_call
+from chainform._lineage import Lineage, RunContext
 from chainform.errors import ChainInterruptedError, ToolDefinitionError, UnknownToolError
 from chainform.keys import scrub
 from chainform.types import FunctionCallContent, FunctionResultContent
@@ -93,8 +93,10 @@ async def run_call(
     before_call: BeforeCall | None,
     after_call: AfterCall | None,
     restore_arguments: Callable[[Any, dict[str, Any]], dict[str, Any]],
+    lineage: Lineage | None = None,
 ) -> FunctionResultContent:
-    """Run one call; every failure becomes an error result the model can read and react to."""
+    """Run one call; every failure becomes an error result the model can read and react to. A
+    tool that `takes_context` is given the `RunContext` of this call (the chain's `lineage`)."""
     tool = tools.get(call.name)
     if tool is None:
         names = ", ".join(sorted(tools)) or "(none)"
@@ -115,8 +117,10 @@ async def run_call(
                 call = FunctionCallContent(call.call_id, call.name, verdict, None, call.index)
             elif isinstance(verdict, FunctionCallContent):
                 call = verdict
-        current_tool_call.set(call)  # this task's own context: subagents link to their call
-        work = tool.ainvoke(call.arguments)
+        if getattr(tool, "takes_context", False) and lineage is not None:
+            work = tool.ainvoke(call.arguments, context=RunContext(lineage, call.call_id))
+        else:
+            work = tool.ainvoke(call.arguments)
         value = await (work if _trace.hooks is None else _trace.hooks.tool(call, work))
         result = FunctionResultContent(call.call_id, result=value, name=call.name)
     except CancelToolCall as exc:
@@ -161,14 +165,20 @@ async def run_calls(
     after_call: AfterCall | None,
     restore_arguments: Callable[[Any, dict[str, Any]], dict[str, Any]],
     on_result: Callable[[FunctionResultContent], Awaitable[FunctionResultContent]] | None = None,
+    lineage: Lineage | None = None,
 ) -> list[FunctionResultContent]:
     """A turn's calls run concurrently (sync tools in threads); results keep the calls' order.
     `on_result` is awaited with each result as it returns (the engine logs it then) and gives
-    the result kept."""
+    the result kept. `lineage`: the calling chain's, for tools that take a RunContext."""
 
     async def one(call: FunctionCallContent) -> FunctionResultContent:
         result = await run_call(
-            call, tools, before_call=before_call, after_call=after_call, restore_arguments=restore_arguments
+            call,
+            tools,
+            before_call=before_call,
+            after_call=after_call,
+            restore_arguments=restore_arguments,
+            lineage=lineage,
         )
         return result if on_result is None else await on_result(result)
 

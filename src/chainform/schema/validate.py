@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import contextlib
 from collections import OrderedDict
-from contextvars import ContextVar
 from typing import TYPE_CHECKING, Any
 
 from chainform._json import MAX_DEPTH, NonIntegral, canonical_json, check_depth, load_json
@@ -134,13 +133,12 @@ def compile_validator(
     return validator
 
 
-_WHOLE: ContextVar[set[int] | None] = ContextVar("chainform_whole_floats", default=None)
 _EXACT: dict[type, Any] = {}
 
 
 def _exact_integers(cls: Any) -> Any:
     """`cls` judging ``integer`` on the number as written: a `NonIntegral` (`1.0e-400`, read as 0.0)
-    is no integer; a whole float that is one (`3.0`) is noted for `check_value` to return as an int."""
+    is no integer; a `_Whole` float that is one (`3.0`) is marked for `check_value` to return as an int."""
     hit = _EXACT.get(cls)
     if hit is None:
         from jsonschema import validators
@@ -150,9 +148,8 @@ def _exact_integers(cls: Any) -> Any:
         def is_integer(checker: Any, instance: Any) -> bool:
             if isinstance(instance, NonIntegral) or not base.is_type(instance, "integer"):
                 return False
-            seen = _WHOLE.get()
-            if seen is not None and isinstance(instance, float):
-                seen.add(id(instance))
+            if isinstance(instance, _Whole):
+                instance.integer = True
             return True
 
         checker = base.redefine("integer", is_integer)
@@ -218,13 +215,9 @@ def check_value(
 ) -> tuple[Any, list[str]]:
     """`validate`, and `value` with each whole float that an ``integer`` schema accepted as an `int`
     (a model's `3.0` for an integer field comes back as 3; a number field keeps its float)."""
-    seen: set[int] = set()
-    token = _WHOLE.set(seen)
-    try:
-        errors = validate(value, schema, registry=registry, formats=formats)
-    finally:
-        _WHOLE.reset(token)
-    return (_as_ints(value, seen) if seen else value), errors
+    marked = _marked(value)
+    errors = validate(marked, schema, registry=registry, formats=formats)
+    return (_as_ints(marked) if _any_integer(marked) else value), errors
 
 
 def validate_json(
@@ -236,13 +229,50 @@ def validate_json(
     return check_value(load_json(text), schema, registry=registry, formats=formats)
 
 
-def _as_ints(value: Any, seen: set[int]) -> Any:
-    if isinstance(value, float):
-        return int(value) if id(value) in seen else value
+class _Whole(float):
+    """A whole float of the value being checked, carrying whether an ``integer`` schema accepted it:
+    the mark travels with the value through validation (`_exact_integers`), so concurrent checks
+    never share it."""
+
+    __slots__ = ("integer",)
+
+    def __init__(self, _: float) -> None:
+        self.integer = False
+
+
+def _marked(value: Any) -> Any:
+    """`value` with each whole float (`3.0`, not a `NonIntegral`) as a fresh `_Whole`; `value`
+    itself, and each part of it, where there is none."""
+    if type(value) is float:
+        return _Whole(value) if value.is_integer() else value
     if isinstance(value, dict):
-        return {key: _as_ints(item, seen) for key, item in value.items()}
+        items = {key: _marked(item) for key, item in value.items()}
+        changed = any(items[key] is not item for key, item in value.items())
+        return items if changed else value
     if isinstance(value, list):
-        return [_as_ints(item, seen) for item in value]
+        marked = [_marked(item) for item in value]
+        return marked if any(m is not v for m, v in zip(marked, value, strict=True)) else value
+    return value
+
+
+def _any_integer(value: Any) -> bool:
+    if isinstance(value, _Whole):
+        return value.integer
+    if isinstance(value, dict):
+        return any(_any_integer(item) for item in value.values())
+    if isinstance(value, list):
+        return any(_any_integer(item) for item in value)
+    return False
+
+
+def _as_ints(value: Any) -> Any:
+    """`value` with each `_Whole` an ``integer`` schema accepted as an int, the others plain floats."""
+    if isinstance(value, _Whole):
+        return int(value) if value.integer else float(value)
+    if isinstance(value, dict):
+        return {key: _as_ints(item) for key, item in value.items()}
+    if isinstance(value, list):
+        return [_as_ints(item) for item in value]
     return value
 
 

@@ -1,5 +1,5 @@
 """Attachments in the log: each file once, keyed by the sha256 of its bytes, linked to every call
-that sent it.
+that sent it and to every chain whose spec holds it (`chain_attachments`: a resume sends it again).
 
 A chain resends its prompt with every call, and a map may attach one file to many rows: stored
 inline in each call's messages, a 5 MB scan would be written once per call. So a message's inline
@@ -21,6 +21,7 @@ import json
 import sqlite3
 import stat
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -30,8 +31,11 @@ from pydantic import BaseModel
 from chainform.errors import AttachmentError
 from chainform.types._attachment import read_regular
 
-ORPHAN_FILES = "DELETE FROM attachments WHERE sha256 NOT IN (SELECT sha256 FROM response_attachments)"
-"""What `logs rm` runs once calls are gone: the files no call names any more."""
+ORPHAN_FILES = (
+    "DELETE FROM attachments WHERE sha256 NOT IN (SELECT sha256 FROM response_attachments) "
+    "AND sha256 NOT IN (SELECT sha256 FROM chain_attachments)"
+)
+"""What `logs rm` runs once calls are gone: the files no call and no chain's spec names any more."""
 
 Blobs = dict[str, tuple[str, bytes]]
 """sha256 -> (media type, bytes) of the inline parts met while encoding one chain's messages."""
@@ -93,6 +97,17 @@ def without_bytes(contents: list[Any], blobs: Blobs) -> tuple[list[Any], dict[in
     return light, keys
 
 
+def with_bytes(parts: list[Any], files: Callable[[str], bytes]) -> list[Any]:
+    """Stored content parts (dicts) with each part stored by its sha256 (`without_bytes`) given
+    the bytes `files` returns for its key (which raises when the log lacks them)."""
+    return [
+        {**part, "data": files(part["sha256"])}
+        if isinstance(part, dict) and part.get("type") == "data" and isinstance(part.get("sha256"), str)
+        else part
+        for part in parts
+    ]
+
+
 def rows(attached: list[Attached], blobs: Blobs, response_ids: list[str]) -> dict[str, list[tuple[Any, ...]]]:
     """The attachment rows of a chain: each file once (bytes or reference), and a link from every
     call of the chain to each file of the chain (so `logs rm` keeps a file while a call names it)."""
@@ -107,6 +122,14 @@ def rows(attached: list[Attached], blobs: Blobs, response_ids: list[str]) -> dic
             named.append((key, None, None, None))
     links = [(rid, position, *link) for rid in response_ids for position, link in enumerate(named)]
     return {"attachments": list(files.values()), "response_attachments": links}
+
+
+def of_chain(chain_id: str, attached: list[Attached], blobs: Blobs) -> dict[str, list[tuple[Any, ...]]]:
+    """The attachment rows of a chain's spec: the files its messages hold (`blobs`, stored as
+    the chain's `attached` says: bytes or reference), each linked to the chain, so that they are
+    kept while the chain is, whether or not a call of it is left."""
+    files = rows([a for a in attached if a.sha256 in blobs], blobs, [])["attachments"]
+    return {"attachments": files, "chain_attachments": [(chain_id, key) for key in blobs]}
 
 
 def of_call(db: sqlite3.Connection, response_id: str) -> list[AttachmentRecord]:

@@ -269,6 +269,16 @@ MIGRATIONS: list[Migration] = [
         CREATE INDEX chains_status ON chains(status);
         ALTER TABLE responses ADD COLUMN failure TEXT;
         """,
+    # 14: the files a chain's spec holds (its prompt's and history's inline bytes, stored once by
+    # sha256 in `attachments` as the calls' are), linked to the chain: kept while the chain is.
+    """
+        CREATE TABLE chain_attachments (
+            chain_id TEXT NOT NULL REFERENCES chains(id),
+            sha256 TEXT NOT NULL REFERENCES attachments(sha256),
+            PRIMARY KEY (chain_id, sha256)
+        );
+        CREATE INDEX chain_attachments_file ON chain_attachments(sha256);
+        """,
 ]
 
 

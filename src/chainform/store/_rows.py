@@ -162,6 +162,7 @@ STATEMENTS = {  # in foreign-key order: a conversation and a schema before the c
     "format_contexts": "INSERT INTO format_contexts (response_id, policy, context) VALUES (?, ?, ?)",
     "fragments": "INSERT OR IGNORE INTO fragments (sha256, content, source, created_at) VALUES (?, ?, ?, ?)",
     "response_fragments": "INSERT OR IGNORE INTO response_fragments (response_id, sha256) VALUES (?, ?)",
+    "chain_attachments": "INSERT OR IGNORE INTO chain_attachments (chain_id, sha256) VALUES (?, ?)",
 }
 
 

@@ -11,13 +11,14 @@ from __future__ import annotations
 import copy
 import json
 import re
+from collections.abc import Callable
 from typing import Annotated, Any
 
 from pydantic import ConfigDict, Field, PlainSerializer, PlainValidator, TypeAdapter
 
 from chainform._json import canonical_json as canonical_json  # the log's form of a schema
 from chainform.keys import redact as mask_keys
-from chainform.store._attachments import Blobs, without_bytes
+from chainform.store._attachments import Blobs, with_bytes, without_bytes
 from chainform.store._fragments import Texts, has_fragments, without_text
 from chainform.types import Message, encodable_text
 from chainform.types._content import Content, DataContent
@@ -117,10 +118,12 @@ def messages_to_json(messages: list[Message], blobs: Blobs | None = None, texts:
     """The stored JSON of a list of messages. With `blobs`, inline bytes are stored by their sha256
     and kept in `blobs` for the attachments table (store/_attachments.py); with `texts`, fragment
     parts are stored empty and their text kept in `texts` for the fragments table (store/_fragments.py)."""
-    return dumps([_stored(message, blobs, texts) for message in messages])
+    return dumps([stored_message(message, blobs, texts) for message in messages])
 
 
-def _stored(message: Message, blobs: Blobs | None, texts: Texts | None = None) -> dict[str, Any]:
+def stored_message(message: Message, blobs: Blobs | None, texts: Texts | None = None) -> dict[str, Any]:
+    """The stored form of `message` (`message_to_dict`); with `blobs`, each inline part's bytes
+    are kept there and the part is stored as `{"data": "", "sha256": ...}`, never base64-encoded."""
     if blobs is None or not any(isinstance(c, DataContent) and c.data for c in message.contents):
         stored = message_to_dict(message)
     else:
@@ -132,6 +135,14 @@ def _stored(message: Message, blobs: Blobs | None, texts: Texts | None = None) -
     if texts is not None and has_fragments(message):
         without_text(message, stored, texts)
     return stored
+
+
+def message_from_stored(data: Any, files: Callable[[str], bytes] | None) -> Message:
+    """A message back from `stored_message`'s form: each part stored by its sha256 gets the bytes
+    `files` gives for that key (without `files` it is left empty). Inline base64 (an older log) reads as it is."""
+    if files is not None and isinstance(data, dict) and isinstance(data.get("contents"), list):
+        data = {**data, "contents": with_bytes(data["contents"], files)}
+    return message_from_dict(data)
 
 
 def messages_from_json(text: str | None) -> list[Message]:

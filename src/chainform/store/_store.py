@@ -39,7 +39,7 @@ from chainform.store._advice import (
     check_intact,
     holders,
 )
-from chainform.store._attachments import ORPHAN_FILES, Attached
+from chainform.store._attachments import ORPHAN_FILES, Attached, Blobs, content_of, of_chain
 from chainform.store._chains import ChainRow, ChainStatus
 from chainform.store._fragments import ORPHAN_FRAGMENTS, Fragment
 from chainform.store._fragments import find as find_fragments
@@ -47,6 +47,7 @@ from chainform.store._fragments import listing as fragment_listing
 from chainform.store._legacy import SPOOL, drain_legacy
 from chainform.store._migrations import MIGRATIONS, migrate, user_version
 from chainform.store._rows import SELECT, CallRecord, filters, insert_schema, read_call, rows_of, write_rows
+from chainform.store._serialize import storable_row
 
 T = TypeVar("T")
 
@@ -278,10 +279,32 @@ class Store:
 
     # -- chains (store/_chains.py) ----------------------------------------------------------
 
-    def begin_chain(self, row: ChainRow, *, name: str | None = None, wait: bool = True) -> None:
-        """Record a chain that starts (status "running"; a resumed chain keeps its row); `name`:
-        its conversation's, written with it (a map row's, so a resume finds the row's chain)."""
-        self.write(lambda db: _chains.begin(db, row, name), wait=wait)
+    def begin_chain(
+        self,
+        row: ChainRow,
+        attached: Sequence[Attached] = (),
+        blobs: Blobs | None = None,
+        *,
+        name: str | None = None,
+        wait: bool = True,
+    ) -> None:
+        """Record a chain that starts (status "running"; a resumed chain keeps its row), and the
+        files its spec holds by sha256 (`blobs`, kept as the chain's `attached` says) once each;
+        `name`: its conversation's, written with it (a map row's, so a resume finds the row's chain)."""
+        files = of_chain(row.id, list(attached), blobs or {})
+        rows = {key: [storable_row(r) for r in params] for key, params in files.items()}
+
+        def begin(db: sqlite3.Connection) -> None:
+            _chains.begin(db, row, name)
+            write_rows(db, rows)
+
+        self.write(begin, wait=wait)
+
+    def attachment(self, sha256: str) -> bytes | None:
+        """The bytes of the file logged under `sha256` (a file logged as a reference is read again
+        when it is unchanged); None when the log holds no such file or the referenced file changed."""
+        with self.read() as db:
+            return content_of(db, sha256, read_refs=True)
 
     def set_chain_status(
         self,
@@ -366,9 +389,9 @@ class Store:
                 db.execute(f"DELETE FROM {table} WHERE response_id IN ({selected})", args)
             count = db.execute(f"DELETE FROM responses WHERE id IN ({selected})", args).rowcount
             db.execute("DELETE FROM conversations WHERE id NOT IN (SELECT conversation_id FROM responses)")
-            db.execute(  # an ended chain none of whose calls is left
-                "DELETE FROM chains WHERE status IN ('done', 'failed') AND id NOT IN (SELECT chain_id FROM responses)"
-            )
+            gone = "SELECT id FROM chains WHERE status IN ('done', 'failed') AND id NOT IN (SELECT chain_id FROM responses)"
+            db.execute(f"DELETE FROM chain_attachments WHERE chain_id IN ({gone})")  # an ended chain none
+            db.execute(f"DELETE FROM chains WHERE id IN ({gone})")  # of whose calls is left
             db.execute(
                 "DELETE FROM schemas WHERE id NOT IN (SELECT schema_id FROM responses WHERE schema_id IS NOT NULL)"
             )

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import concurrent.futures
+import functools
 import inspect
 import re
 from collections.abc import Callable, Mapping
@@ -18,6 +19,7 @@ import pydantic
 from pydantic import BaseModel
 
 from chainform._json import load_json
+from chainform._lineage import RunContext
 from chainform.errors import ToolArgumentError, ToolDefinitionError
 from chainform.schema.validate import remember_text
 from chainform.tools._params import call_target
@@ -61,10 +63,11 @@ class Tool:
     `invoke` validates the model's arguments against the signature and converts them into the
     annotated types (``Path``, enums, dataclasses, pydantic models, datetimes...) before calling.
     `requires_approval = True` makes a chain stop before running it, waiting for a person
-    (docs/durable.md).
+    (docs/durable.md). A tool that `takes_context` is given the chain's `RunContext` too.
     """
 
     requires_approval: bool = False
+    takes_context: bool = False
 
     def __init__(self, spec: Spec, *, name: str | None = None, description: str | None = None) -> None:
         self._spec = spec
@@ -94,14 +97,22 @@ class Tool:
 
     @classmethod
     def from_schema(
-        cls, name: str, description: str, parameters: dict[str, Any], func: Callable[..., Any]
+        cls,
+        name: str,
+        description: str,
+        parameters: dict[str, Any],
+        func: Callable[..., Any],
+        *,
+        takes_context: bool = False,
     ) -> Tool:
         """A tool described by a JSON Schema alone; `func(**arguments)` (sync or async) runs it.
 
         Arguments are checked against `parameters` (JSON Schema) instead of a Python signature,
         so any schema works: from MCP servers, OpenAPI documents or hand-written dicts.
+        `takes_context`: `func(context, **arguments)`, `context` the `RunContext` of the chain
+        calling it (None outside a chain); the model never sees it.
         """
-        return SchemaTool(name, description, parameters, func)
+        return SchemaTool(name, description, parameters, func, takes_context=takes_context)
 
     def renamed(self, name: str | None = None, description: str | None = None) -> Tool:
         """The same tool offered under another name and/or description."""
@@ -129,9 +140,12 @@ class Tool:
         loop is already running in this thread)."""
         return settle(call_with(self._spec, self.validate(arguments)))
 
-    async def ainvoke(self, arguments: Mapping[str, Any] | str | None = None) -> Any:
-        """Validate, convert and call; a sync tool runs in a worker thread (`asyncio.to_thread`, in
-        a copy of the context), so the event loop stays free and a turn's calls run side by side."""
+    async def ainvoke(
+        self, arguments: Mapping[str, Any] | str | None = None, *, context: RunContext | None = None
+    ) -> Any:
+        """Validate, convert and call; a sync tool runs in a worker thread (`asyncio.to_thread`), so
+        the event loop stays free and a turn's calls run side by side. A function tool never
+        `takes_context`: `context` is for a SchemaTool that does."""
         validated = self.validate(arguments)
         if self.is_async:
             result = call_with(self._spec, validated)
@@ -204,7 +218,13 @@ class SchemaTool(Tool):
     """A tool from (name, description, JSON Schema parameters, func); `func(**arguments)` runs it."""
 
     def __init__(
-        self, name: str, description: str, parameters: dict[str, Any], func: Callable[..., Any]
+        self,
+        name: str,
+        description: str,
+        parameters: dict[str, Any],
+        func: Callable[..., Any],
+        *,
+        takes_context: bool = False,
     ) -> None:
         if not isinstance(parameters, dict) or parameters.get("type", "object") != "object":
             raise ToolDefinitionError(f"tool {name!r}: parameters must be a JSON Schema of type object")
@@ -217,6 +237,7 @@ class SchemaTool(Tool):
         self.description = description or ""
         self.parameters = {"type": "object", "properties": {}, **parameters}
         self.fn = func
+        self.takes_context = takes_context
         call = getattr(func, "__call__", None)  # noqa: B004 - async callable objects
         self.is_async = inspect.iscoroutinefunction(func) or inspect.iscoroutinefunction(call)
 
@@ -226,6 +247,7 @@ class SchemaTool(Tool):
             self.description if description is None else description,
             self.parameters,
             self.fn,
+            takes_context=self.takes_context,
         )
 
     def arguments(self, arguments: Mapping[str, Any] | str | None) -> dict[str, Any]:
@@ -253,12 +275,19 @@ class SchemaTool(Tool):
         return self.arguments(arguments)
 
     def invoke(self, arguments: Mapping[str, Any] | str | None = None) -> Any:
-        return settle(self.fn(**self.arguments(arguments)))
+        return settle(self._fn(None)(**self.arguments(arguments)))
 
-    async def ainvoke(self, arguments: Mapping[str, Any] | str | None = None) -> Any:
+    async def ainvoke(
+        self, arguments: Mapping[str, Any] | str | None = None, *, context: RunContext | None = None
+    ) -> Any:
         data = self.arguments(arguments)
-        result = self.fn(**data) if self.is_async else await asyncio.to_thread(_call_kw, self.fn, data)
+        fn = self._fn(context)
+        result = fn(**data) if self.is_async else await asyncio.to_thread(_call_kw, fn, data)
         return await result if inspect.isawaitable(result) else result
+
+    def _fn(self, context: RunContext | None) -> Callable[..., Any]:
+        """What runs the tool: `fn`, given `context` first when it `takes_context`."""
+        return functools.partial(self.fn, context) if self.takes_context else self.fn
 
     def __repr__(self) -> str:
         return f"Tool.from_schema(name={self.name!r}, parameters={list(self.parameters['properties'])})"

@@ -9,9 +9,10 @@ schema), is data on the `ModelProfile` (`hosted_tools`, `hosted_with_functions`,
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import ClassVar, Literal
+from typing import Any, ClassVar, Literal
 
 HostedKind = Literal["web_search", "code_execution", "url_context", "file_search"]
 HOSTED_KINDS: tuple[HostedKind, ...] = ("web_search", "code_execution", "url_context", "file_search")
@@ -26,6 +27,25 @@ class HostedTool:
     @property
     def name(self) -> str:
         return self.kind
+
+    def to_dict(self) -> dict[str, Any]:
+        """The tool as JSON-able data (what a chain's spec keeps): its kind and its settings."""
+        out: dict[str, Any] = {"kind": self.kind}
+        for spec in dataclasses.fields(self):
+            value = getattr(self, spec.name)
+            out[spec.name] = list(value) if isinstance(value, tuple) else value
+        return out
+
+    @staticmethod
+    def from_dict(data: Any) -> HostedTool:
+        """A hosted tool back from `to_dict`'s form; ValueError or TypeError when it is not one."""
+        if not isinstance(data, dict):
+            raise ValueError("a hosted tool must be an object")
+        kind = data.get("kind")
+        made = HOSTED_TYPES.get(kind) if isinstance(kind, str) else None
+        if made is None:
+            raise ValueError(f"{kind!r} is not a hosted tool kind ({', '.join(HOSTED_KINDS)})")
+        return made(**{k: v for k, v in data.items() if k != "kind"})
 
 
 @dataclass(frozen=True)
@@ -78,6 +98,12 @@ class FileSearch(HostedTool):
         _check_count("max_results", self.max_results)
 
 
+HOSTED_TYPES: dict[str, type[HostedTool]] = {
+    t.kind: t for t in (WebSearch, CodeExecution, URLContext, FileSearch)
+}
+"""Each hosted tool's class by its kind."""
+
+
 def _names(field_name: str, value: str | Sequence[str]) -> tuple[str, ...]:
     """One name or several as a tuple: a lone string is one name, never its characters (the
     adapters send `list(value)`); each must be a non-empty string."""
@@ -99,12 +125,7 @@ def hosted_tool(spec: str) -> HostedTool:
     kind = kind.strip().replace("-", "_")
     if kind == "file_search":
         return FileSearch(tuple(s for s in arg.split(",") if s.strip()))
-    kinds: dict[str, type[HostedTool]] = {
-        "web_search": WebSearch,
-        "code_execution": CodeExecution,
-        "url_context": URLContext,
-    }
-    made = kinds.get(kind)
+    made = HOSTED_TYPES.get(kind)
     if made is None or arg:
         raise ValueError(
             f"{spec!r} is not a hosted tool: give web_search, code_execution, url_context or "
