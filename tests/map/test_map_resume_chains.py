@@ -11,8 +11,6 @@ from __future__ import annotations
 import json
 import os
 import re
-import select
-import signal
 import subprocess
 import sys
 import threading
@@ -27,6 +25,7 @@ from chainform.cli import cli
 from chainform.store import Store
 from chainform.testing.emulator import Emulator, RecordedRequest
 from chainform.types import FunctionCallContent
+from kill_helpers import killed_after, wait_readable
 
 TOOLS = """
 import os
@@ -94,19 +93,6 @@ def rows(path: Path) -> dict[str, dict[str, Any]]:
     return out
 
 
-def wait_line(fifo: Path) -> None:
-    """The first line written to `fifo` (a safety bound of 120 s, never a measured wait)."""
-    fd = os.open(fifo, os.O_RDONLY | os.O_NONBLOCK)
-    try:
-        chunks = b""
-        while not chunks.endswith(b"\n"):
-            ready, _, _ = select.select([fd], [], [], 120)
-            assert ready, "the map never reached the tool"
-            chunks += os.read(fd, 100)
-    finally:
-        os.close(fd)
-
-
 def test_kill_9_mid_rows_then_resume_repeats_nothing_logged(
     home: Path, tmp_path: Path, emulator: Emulator
 ) -> None:
@@ -145,16 +131,10 @@ def test_kill_9_mid_rows_then_resume_repeats_nothing_logged(
         stderr=subprocess.PIPE,
         text=True,
     )
-    try:
-        wait_line(ready)
+    with killed_after(proc, holds.released):
+        wait_readable(ready)
         for at, arrived in holds.arrived.items():
             assert arrived.wait(120), f"the request of {at} never arrived"
-        proc.send_signal(signal.SIGKILL)
-        proc.communicate(timeout=60)
-    finally:
-        holds.released.set()
-        if proc.poll() is None:
-            proc.kill()
     assert sent(emulator) == [(1, 0), (1, 1), (1, 2), (2, 0), (2, 1), (3, 0)]
     assert runs_of(runs) == [(1, 1), (1, 2), (2, 1), (2, 2)]
     assert not out.exists() or out.read_text() == ""  # no row had finished
@@ -228,3 +208,20 @@ def test_a_waiting_row_stays_waiting_on_resume_until_its_chain_is_approved(
     last = list(model.map(inputs, resume=True, **asked))  # row 1's chain is done: its value, nothing sent
     assert last[0].value == {"refunded": 1} and last[1].status == "waiting"
     assert len(emulator.requests) == 3 and refunded == [1]
+
+
+def test_resume_looks_again_at_waiting_rows_even_when_it_keeps_the_error_rows(tmp_path: Path) -> None:
+    from chainform._map._jsonl import JsonlSink
+
+    out = tmp_path / "out.jsonl"
+    lines = [
+        {"value": 1, "_map": {"run": "r", "key": "done"}},
+        {"error": {"phase": "provider", "type": "ProviderError", "message": "down"}, "_map": {"run": "r", "key": "failed"}},
+        {"error": {"phase": "waiting", "type": "ChainWaitingError", "message": "..."}, "_map": {"run": "r", "key": "waits"}},
+    ]  # fmt: skip
+    out.write_text("".join(json.dumps(line) + "\n" for line in lines))
+    sink = JsonlSink(out)
+    sink.prepare(resume=True, retry_errors=False)  # --resume --keep-errors
+    sink.close()
+    assert sink.done == {"done", "failed"} and sink.failed_before == 1
+    assert [json.loads(line)["_map"]["key"] for line in out.read_text().splitlines()] == ["done", "failed"]

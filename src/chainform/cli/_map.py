@@ -120,7 +120,8 @@ ATTACH_HELP = (
 @click.option(
     "--resume",
     is_flag=True,
-    help="Continue a run: skip rows already in OUTPUT; rows that ended in an error run again.",
+    help="Continue a run: skip rows already in OUTPUT; a row stopped halfway goes on with its chain "
+    "from the log (nothing logged is sent or run again); rows that ended in an error run again.",
 )
 @click.option(
     "--keep-errors", is_flag=True, help="With --resume: keep error rows as they are (do not retry them)."
