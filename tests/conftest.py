@@ -14,6 +14,7 @@ import pytest
 
 from chainform.testing.emulator import Emulator, RecordedRequest
 from guards import Leaks, UnitGuard
+from virtual_time import VirtualTime
 
 pytest_plugins = ("pytester",)  # tests/test_tiers.py runs small suites under this conftest
 
@@ -205,3 +206,16 @@ def damaged_log(home: Path) -> Path:
         fh.seek(pages // 2 * page_size)
         fh.write(b"\xff" * 64)
     return path
+
+
+@pytest.fixture
+def virtual() -> Iterator[VirtualTime]:
+    """A `VirtualTime` loop (virtual_time.py) to run a test's coroutine on (`virtual.run(...)`): what
+    reads the running loop's clock (the idle clock, the map's rate gate and back-offs, asyncio's
+    sleeps and timeouts) does so in virtual seconds, and no real second is waited. Closed after."""
+    loop = VirtualTime()
+    try:
+        yield loop
+    finally:
+        loop.run_until_complete(loop.shutdown_asyncgens())
+        loop.close()

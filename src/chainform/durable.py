@@ -21,6 +21,7 @@ from chainform.chain._journal import ResumeError
 from chainform.chain._resume import Ready, ready
 from chainform.chain._tools import AfterCall, BeforeCall
 from chainform.models import AsyncModel, Model, get_model
+from chainform.output._select import around_hosted
 from chainform.response import AsyncChainResponse, ChainResponse
 from chainform.store import Store
 
@@ -85,6 +86,14 @@ def _start(
     """The response of the resumed chain on a `cls` model; the chain's lock is let go when it ends."""
     try:
         runner = _model(cls, ready, given, key, base_url)
+        spec = ready.spec
+        around_hosted(  # the model gone on with has the chain's hosted tools: HostedToolError now, not mid-chain
+            runner.profile,
+            [t.kind for t in spec.hosted_tools],
+            has_functions=bool(spec.tools),
+            has_schema=spec.output is not None,
+            requested=spec.strategy,
+        )
     except BaseException:
         ready.lock.release()
         raise

@@ -270,3 +270,36 @@ def test_profiles_say_what_each_provider_takes() -> None:
     claude = BEDROCK["anthropic.claude-sonnet-4-5-20250929-v1:0"].media
     assert not claude.url_types and sorted(n for _, n in claude.count_limits) == [5, 20]
     assert not BEDROCK["amazon.nova-micro-v1:0"].media.types
+
+
+@pytest.mark.unit
+def test_each_sdk_client_splices_its_own_tokens_until_the_content_is_gone() -> None:
+    """The token table lives on the splicer of the SDK client that sends it (no module global): a
+    token means nothing to another client's splicer, and it is forgotten with its content."""
+    import base64
+    import gc
+
+    from chainform.clients._splice import Splicer
+
+    mine, other = Splicer(), Splicer()
+    document = pdf()
+    body = b'{"data": "' + mine.token(document).encode() + b'"}'
+    assert mine.splice_bytes(body) == b'{"data": "' + base64.b64encode(PDF) + b'"}'
+    with pytest.raises(AttachmentError, match="released before its request was sent"):
+        other.splice_bytes(body)
+    del document
+    gc.collect()
+    with pytest.raises(AttachmentError, match="released before its request was sent"):
+        mine.splice_bytes(body)
+
+
+async def test_two_adapters_sending_at_once_each_splice_their_own_files(emu: Emulator) -> None:
+    import asyncio
+
+    emu.add("ok", "ok")
+    other = PDF[::-1]
+    await asyncio.gather(
+        chat(emu).get_response(ask(pdf())),
+        claude(emu).get_response(ask(DataContent(other, "application/pdf", name="b.pdf"))),
+    )
+    assert sorted(r.media[0].data for r in emu.requests) == sorted([PDF, other])

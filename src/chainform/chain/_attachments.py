@@ -147,6 +147,8 @@ async def _in_thread(
     loop = asyncio.get_running_loop()
     done: asyncio.Future[tuple[list[Content], list[Conversion]]] = loop.create_future()
     stop = threading.Event()
+    # the caller's context goes with the work, as asyncio.to_thread's does (a program's own logging
+    # filters or tracing read it); chainform keeps no run data in one
     context = contextvars.copy_context()
 
     def settle(result: Any, error: BaseException | None) -> None:

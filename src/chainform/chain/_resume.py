@@ -17,7 +17,7 @@ from typing import Any
 from chainform.chain._approval import Approval, Approved, decided
 from chainform.chain._journal import Journal, ResumeError
 from chainform.chain._lock import ChainLock
-from chainform.chain._spec import ChainSpec
+from chainform.chain._spec import ChainSpec, SpecError
 from chainform.chain._tools import normalize_tools
 from chainform.output import OutputSpec
 from chainform.store import CallRecord, ChainRow, Store
@@ -73,6 +73,11 @@ def _checked(
 ) -> Ready:
     # a done chain sends nothing again: its files are not read
     spec = ChainSpec.from_json(row.spec, None if row.status == "done" else _files(store, row.id))
+    unknown = sorted(set(spec.stop_at_tools) - {t.name for t in spec.tools})
+    if unknown:  # the engine would refuse it only once the chain started
+        raise SpecError(
+            f"the chain's spec is malformed (stop_at_tools names {unknown}, not tools of the chain)"
+        )
     if schema is not None:
         wanted = OutputSpec.from_user(schema)
         if spec.output is None or wanted.schema != spec.output.schema:

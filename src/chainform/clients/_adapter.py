@@ -52,8 +52,8 @@ from chainform.types import (
 class Endpoint:
     """What every call of one client shares, and the helpers a wire mapping reads it through.
 
-    `splices`: whether the SDK client splices inline data as it sends (`_splice.py`), so a request
-    may carry a token where an attachment's base64 goes. `allow_private_urls`: whether a URL this
+    `splicer`: the SDK client's `_splice.Splicer` when it splices inline data as it sends, so a
+    request may carry a token where an attachment's base64 goes. `allow_private_urls`: whether a URL this
     provider does not fetch may be downloaded from a private address."""
 
     model: str
@@ -62,7 +62,7 @@ class Endpoint:
     timeout: Timeout = field(default_factory=Timeout)
     base_url: str | None = None
     secret: str | None = field(default=None, repr=False)  # only to scrub it from error messages
-    splices: bool = False
+    splicer: _splice.Splicer | None = None
     allow_private_urls: bool = False
 
     @classmethod
@@ -119,15 +119,17 @@ class Endpoint:
     def inline_base64(self, content: DataContent) -> str:
         """`content`'s base64 for the request: a token spliced in as the body is sent, where the
         SDK client splices, else the base64 itself."""
-        return _splice.token(content) if self.splices else content.base64
+        return self.splicer.token(content) if self.splicer is not None else content.base64
 
     def inline_uri(self, content: DataContent) -> str:
         """`content` as a data URL for the request (its base64 spliced in when sent, as above)."""
-        return _splice.data_uri(content) if self.splices else content.uri
+        return self.splicer.data_uri(content) if self.splicer is not None else content.uri
 
     def inline_bytes(self, content: DataContent, *, urlsafe: bool = False) -> bytes:
         """`content`'s bytes for SDKs that encode them: a placeholder whose base64 is spliced."""
-        return _splice.placeholder(content, urlsafe=urlsafe) if self.splices else content.data
+        if self.splicer is None:
+            return content.data
+        return self.splicer.placeholder(content, urlsafe=urlsafe)
 
 
 class Wire(Protocol):
@@ -177,7 +179,7 @@ def sdk_error(exc: Exception, guard: StreamGuard, opened: bool) -> ChainformErro
 
 class ProviderClient(BaseChatClient):
     """A provider adapter: an `Endpoint`, a `Wire` and the SDK client (given, or built on first use
-    by `build_sdk`; one it built is closed by `aclose`)."""
+    by `build_sdk` with the endpoint's splicer; one it built is closed by `aclose`)."""
 
     whole_sender: Callable[[dict[str, Any]], Awaitable[Any]] | None = None
     """Set on a map's copy of the client by `map(..., batch=True)`: each whole request goes into a
@@ -189,7 +191,7 @@ class ProviderClient(BaseChatClient):
         wire: Wire,
         sdk: Any = None,
         *,
-        build_sdk: Callable[[], Any] | None = None,
+        build_sdk: Callable[[_splice.Splicer], Any] | None = None,
         middleware: Sequence[Middleware] = (),
     ) -> None:
         super().__init__(middleware=middleware)
@@ -199,7 +201,8 @@ class ProviderClient(BaseChatClient):
         self._build_sdk = build_sdk
         self._owns_sdk = sdk is None  # a client the caller gave is the caller's to close
         self._downloads: dict[str, DataContent] = {}  # URL -> content (`_media.checked`)
-        endpoint.splices = self._owns_sdk or _splice.splices(sdk)
+        # an SDK client this adapter builds splices with a splicer of its own, handed to `build_sdk`
+        endpoint.splicer = _splice.Splicer() if self._owns_sdk else _splice.splicer_of(sdk)
 
     def __repr__(self) -> str:
         where = f", base_url={self.base_url!r}" if self.base_url else ""
@@ -239,7 +242,8 @@ class ProviderClient(BaseChatClient):
         if self._sdk is None:
             if self._build_sdk is None:
                 raise RuntimeError(f"{self!r} was given no SDK client")
-            self._sdk = self._build_sdk()
+            assert self.endpoint.splicer is not None  # made with the adapter (`__init__`)
+            self._sdk = self._build_sdk(self.endpoint.splicer)
         return self._sdk
 
     async def aclose(self) -> None:

@@ -103,6 +103,7 @@ def boto3_client(
         **client_kwargs,
     )
     # inline data spliced into the body before it is signed (clients/_splice.py)
-    client.meta.events.register("before-sign.bedrock-runtime", _splice.botocore_hook)
+    splicer = _splice.Splicer()
+    client.meta.events.register("before-sign.bedrock-runtime", splicer.botocore_hook)
     client.meta.events.register("before-send.bedrock-runtime", touch_on_send)  # each attempt: the idle clock
-    return _splice.mark(client)
+    return _splice.attach(client, splicer)

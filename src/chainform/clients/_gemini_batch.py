@@ -16,7 +16,6 @@ import io
 import json
 from typing import Any
 
-from chainform.clients import _splice
 from chainform.clients._openai_batch import (
     UNREADABLE,
     BatchState,
@@ -76,7 +75,9 @@ class GeminiBatches:
         if model:  # a GenerateContentRequest names its model; the batch is created for it
             request["model"] = model
         item = {"key": custom_id, "request": request}
-        return _splice.splice_bytes(json.dumps(item, ensure_ascii=False).encode()) + b"\n"
+        line = json.dumps(item, ensure_ascii=False).encode()
+        splicer = self.client.endpoint.splicer
+        return (splicer.splice_bytes(line) if splicer is not None else line) + b"\n"
 
     async def submit(self, lines: list[bytes], intent: str) -> str:
         """Upload the lines as a JSONL file and create the batch for their model; its name."""

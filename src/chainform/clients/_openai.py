@@ -172,8 +172,8 @@ def _base_url(settings: ClientSettings) -> str | None:
     return settings.base_url
 
 
-def build_sdk(settings: ClientSettings) -> Any:
-    """The `openai.AsyncOpenAI` (or `AsyncAzureOpenAI`) client."""
+def build_sdk(settings: ClientSettings, splicer: _splice.Splicer) -> Any:
+    """The `openai.AsyncOpenAI` (or `AsyncAzureOpenAI`) client, splicing inline data with `splicer`."""
     spec = PROVIDERS["openai"]
     openai = import_sdk(spec.sdk_module or "openai", spec.extra)
     s = settings
@@ -182,7 +182,7 @@ def build_sdk(settings: ClientSettings) -> Any:
         "default_headers": s.default_headers or None,
         "http_client": openai.DefaultAsyncHttpxClient(
             event_hooks=http_hooks(
-                request=(_splice.httpx_hook(import_sdk("httpx2", spec.extra)),),
+                request=(splicer.httpx_hook(import_sdk("httpx2", spec.extra)),),
                 response=(_no_retry_on_rejection,),
             )
         ),

@@ -40,11 +40,12 @@ def _sdk(
     caller gave one) tells each attempt and chunk to the call's idle clock (`_timeouts.http_hooks`)."""
     kwargs["timeout"] = anthropic.Timeout(timeout.read, connect=timeout.connect)
     spliced = "http_client" not in kwargs  # a client of the caller's is left as it is
+    splicer = _splice.Splicer()
     if spliced:
-        hook = _splice.httpx_hook(_wire.import_sdk("httpx2", "anthropic"))
+        hook = splicer.httpx_hook(_wire.import_sdk("httpx2", "anthropic"))
         kwargs["http_client"] = anthropic.DefaultAsyncHttpxClient(event_hooks=http_hooks(request=(hook,)))
     sdk = anthropic.AsyncAnthropic(api_key=key, base_url=base_url, max_retries=max_retries, **kwargs)
-    return _splice.mark(sdk) if spliced else sdk
+    return _splice.attach(sdk, splicer) if spliced else sdk
 
 
 class AnthropicClient(ProviderClient):

@@ -73,14 +73,15 @@ def _sdk(
     # chainform's own async httpx client, whose request hook splices inline data (clients/_splice.py);
     # a client or transport of the caller's is left as it is
     spliced = not ({"httpx_async_client", "async_client_args"} & set(http_options))
+    splicer = _splice.Splicer()
     if spliced:
         httpx = _wire.import_sdk("httpx", "gemini")
         http_options["httpx_async_client"] = httpx.AsyncClient(
-            event_hooks=http_hooks(request=(_splice.httpx_hook(httpx),))
+            event_hooks=http_hooks(request=(splicer.httpx_hook(httpx),))
         )
     options = genai_types.HttpOptions(base_url=base_url, retry_options=retry, **http_options)
     client = genai.Client(api_key=key, http_options=options)
-    return _splice.mark(client) if spliced else client
+    return _splice.attach(client, splicer) if spliced else client
 
 
 class GeminiClient(ProviderClient):

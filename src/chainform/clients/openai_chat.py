@@ -45,7 +45,11 @@ class OpenAIChatClient(ProviderClient):
         endpoint = _openai.endpoint(model, settings, profile)
         wire = ChatWire(endpoint, max_tokens_param)
         super().__init__(
-            endpoint, wire, sdk_client, build_sdk=lambda: _openai.build_sdk(settings), middleware=middleware
+            endpoint,
+            wire,
+            sdk_client,
+            build_sdk=lambda splicer: _openai.build_sdk(settings, splicer),
+            middleware=middleware,
         )
 
     def batch_api(self) -> Any:

@@ -48,7 +48,7 @@ class OpenAIResponsesClient(ProviderClient):
             endpoint,
             ResponsesWire(endpoint),
             sdk_client,
-            build_sdk=lambda: _openai.build_sdk(settings),
+            build_sdk=lambda splicer: _openai.build_sdk(settings, splicer),
             middleware=middleware,
         )
 

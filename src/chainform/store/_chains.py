@@ -16,6 +16,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+from chainform.errors import StoreError
 from chainform.store._rows import STATEMENTS
 from chainform.store._serialize import dumps, storable_row
 
@@ -103,10 +104,28 @@ def set_status(
 
 
 def _row(values: tuple[Any, ...]) -> ChainRow:
-    pending = json.loads(values[5]) if values[5] else []
+    pending = _pending(values[0], values[5])
     return ChainRow(
         values[0], values[1], values[2], values[3], values[4], pending, values[6], values[7], values[8]
     )
+
+
+def _pending(chain_id: str, text: str | None) -> list[dict[str, Any]]:
+    """The pending calls of a row as `set_status` wrote them (a list of {id, tool, arguments});
+    StoreError when the column was edited into something else."""
+    try:
+        pending = json.loads(text) if text else []
+    except ValueError:
+        pending = None
+    if not isinstance(pending, list) or not all(
+        isinstance(p, dict) and isinstance(p.get("id"), str) and isinstance(p.get("tool"), str)
+        for p in pending
+    ):
+        raise StoreError(
+            f"chain {chain_id}: its pending calls (chains.pending) are not the list of calls chainform "
+            "wrote (edited by hand?)"
+        )
+    return pending
 
 
 def read(db: sqlite3.Connection, id_or_prefix: str) -> list[ChainRow]:

@@ -47,6 +47,12 @@ class Row:
     retries_drop: bool = True
 
     @property
+    def sdk(self) -> str:
+        """The SDK client the transport is built on, and so the HTTP timeouts it is given: every
+        OpenAI-compatible transport goes through `clients/_openai.build_sdk`."""
+        return _SDKS.get(self.transport, "openai")
+
+    @property
     def secret(self) -> str | None:
         """The part of the key that must never show (the secret half of an AWS key pair)."""
         return self.key.rsplit(":", 1)[-1] if self.key else None
@@ -57,6 +63,7 @@ class Row:
         return cf.get_model(self.name, base_url=emu.base_url + self.path, key=self.key, **merged)
 
 
+_SDKS = {"anthropic": "anthropic", "gemini": "google-genai", "bedrock": "botocore"}
 _GEMINI: dict[str, Any] = {"retry_initial_delay": 0.01, "retry_jitter": 0}  # it ignores Retry-After
 _BEDROCK = {"region": "us-east-1"}
 _CACHED = frozenset({"cache_read_input_tokens"})
@@ -175,4 +182,14 @@ def transports() -> tuple[Row, ...]:
     seen: dict[str, Row] = {}
     for row in ROWS:
         seen.setdefault(row.transport, row)
+    return tuple(seen.values())
+
+
+def sdks() -> tuple[Row, ...]:
+    """The first row of each SDK client: where a case that proves the SDK's own socket timeouts in
+    real seconds runs. The transports sharing an SDK client are built with the same timeouts and
+    differ in wire format and error mapping, which the other cases prove per transport."""
+    seen: dict[str, Row] = {}
+    for row in ROWS:
+        seen.setdefault(row.sdk, row)
     return tuple(seen.values())

@@ -108,15 +108,18 @@ def test_stall_before_a_reply_without_streaming_is_a_typed_timeout(transport: Ro
     assert not isinstance(info.value, cf.StreamInterruptedError)
 
 
-def test_a_slow_steady_stream_longer_than_the_read_timeout_completes(transport: Row, emu: Emulator) -> None:
+def test_a_slow_steady_stream_longer_than_the_read_timeout_completes(sdk_row: Row, emu: Emulator) -> None:
     """The read timeout is the server's silence, not the answer's length: every event comes within
-    it, the whole answer takes longer. Real seconds (each SDK's own timeouts are part of it): events
-    0.05 s apart under a read timeout of 2.5 s, so that only a test process stalled for 2.4 s
-    between two events reads as a silent server."""
+    it, the whole answer takes longer. Real seconds, once per SDK client (`sdk_row`): what is proven
+    here is that the SDK's own socket timeouts, as the adapter hands them over, are per read, which
+    only a real socket shows; chainform's own idle clock is proven the same on virtual time, with no
+    real second waited (test_adapter_skeleton, test_timeout_keepalive). Events 0.05 s apart under a
+    read timeout of 2.5 s, so that only a test process stalled for 2.4 s between two events reads
+    as a silent server."""
     long = TEXT * 6  # 54 events of 4 characters
     emu.add(Stall(0.05, reply=long, after_events=1, every=True))
     started = time.monotonic()
-    assert "".join(transport.model(emu, timeout=2.5).prompt("x", log=False)) == long
+    assert "".join(sdk_row.model(emu, timeout=2.5).prompt("x", log=False)) == long
     assert time.monotonic() - started > 2.5  # 53 gaps of 0.05 s
 
 
