@@ -14,7 +14,7 @@ import pytest
 
 from chainform.testing.emulator import Emulator, RecordedRequest
 from guards import Leaks, UnitGuard
-from virtual_time import VirtualTime
+from virtual_time import SkewedTime, VirtualTime
 
 pytest_plugins = ("pytester",)  # tests/test_tiers.py runs small suites under this conftest
 
@@ -163,6 +163,16 @@ def home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     return path
 
 
+@pytest.fixture(scope="session")
+def cli_bin(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
+    """A folder holding a `chainform` that runs each command in one warm, forking CLI server
+    (tests/cli_server.py): for tests that run many shell lines as written. Stopped after the session."""
+    from cli_server import cli_server
+
+    with cli_server(tmp_path_factory.mktemp("cli")) as folder:
+        yield folder
+
+
 @pytest.fixture
 def emulator() -> Iterator[Emulator]:
     """The loopback provider emulator (every wire format), stopped after the test."""
@@ -258,9 +268,13 @@ def virtual() -> Iterator[VirtualTime]:
     """A `VirtualTime` loop (virtual_time.py) to run a test's coroutine on (`virtual.run(...)`): what
     reads the running loop's clock (the idle clock, the map's rate gate and back-offs, asyncio's
     sleeps and timeouts) does so in virtual seconds, and no real second is waited. Closed after."""
-    loop = VirtualTime()
-    try:
+    with VirtualTime() as loop:
         yield loop
-    finally:
-        loop.run_until_complete(loop.shutdown_asyncgens())
-        loop.close()
+
+
+@pytest.fixture
+def skewed() -> Iterator[SkewedTime]:
+    """A `SkewedTime` loop (virtual_time.py): real time that the test moves on at each of the
+    emulator's stalls (`with skewed.moving_on(emulator, seconds): skewed.run(...)`). Closed after."""
+    with SkewedTime() as loop:
+        yield loop
