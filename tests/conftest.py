@@ -14,7 +14,7 @@ import pytest
 
 from chainform.testing.emulator import Emulator, RecordedRequest
 from guards import Leaks, UnitGuard
-from virtual_time import VirtualTime
+from virtual_time import SkewedTime, VirtualTime
 
 pytest_plugins = ("pytester",)  # tests/test_tiers.py runs small suites under this conftest
 
@@ -268,9 +268,13 @@ def virtual() -> Iterator[VirtualTime]:
     """A `VirtualTime` loop (virtual_time.py) to run a test's coroutine on (`virtual.run(...)`): what
     reads the running loop's clock (the idle clock, the map's rate gate and back-offs, asyncio's
     sleeps and timeouts) does so in virtual seconds, and no real second is waited. Closed after."""
-    loop = VirtualTime()
-    try:
+    with VirtualTime() as loop:
         yield loop
-    finally:
-        loop.run_until_complete(loop.shutdown_asyncgens())
-        loop.close()
+
+
+@pytest.fixture
+def skewed() -> Iterator[SkewedTime]:
+    """A `SkewedTime` loop (virtual_time.py): real time that the test moves on at each of the
+    emulator's stalls (`with skewed.moving_on(emulator, seconds): skewed.run(...)`). Closed after."""
+    with SkewedTime() as loop:
+        yield loop

@@ -131,7 +131,7 @@ class ChainRun:
         try:
             unknown_stop_tools(frozenset(spec.stop_at_tools), self.tools)  # MCP tools are known only now
             if self.logger is not None:
-                await self.logger.begin(spec)
+                await self.logger.begin(spec, state.conversation_name)
             try:
                 if spec.output is None:
                     outcome = await self._plain(transcript)

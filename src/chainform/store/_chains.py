@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from chainform.errors import StoreError
+from chainform.store._rows import STATEMENTS
 from chainform.store._serialize import dumps, storable_row
 
 ChainStatus = Literal["running", "done", "failed", "interrupted", "waiting"]
@@ -60,8 +61,14 @@ class ChainRow:
 _COLUMNS = "id, conversation_id, model, spec, status, pending, error, created_at, updated_at"
 
 
-def begin(db: sqlite3.Connection, row: ChainRow) -> None:
-    """Record a chain that starts (a resumed one keeps its spec and creation time)."""
+def begin(db: sqlite3.Connection, row: ChainRow, name: str | None = None) -> None:
+    """Record a chain that starts (a resumed one keeps its spec and creation time); with `name`,
+    its conversation too, so named (a map row's chain is found by it before its first call)."""
+    if name is not None:
+        db.execute(
+            STATEMENTS["conversations"], storable_row((row.conversation_id, row.model, name, row.created_at))
+        )
+        db.execute(STATEMENTS["conversation_names"], storable_row((name, row.conversation_id)))
     db.execute(
         f"INSERT INTO chains ({_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?) "
         "ON CONFLICT(id) DO UPDATE SET status = excluded.status, pending = NULL, error = NULL, "
@@ -143,6 +150,18 @@ def unfinished(db: sqlite3.Connection, limit: int | None = None) -> list[ChainRo
         sql += " LIMIT ?"
         args.append(limit)
     return [_row(r) for r in db.execute(sql, args).fetchall()]
+
+
+def named(db: sqlite3.Connection, prefix: str) -> dict[str, tuple[str, ChainStatus]]:
+    """The newest chain of each conversation whose name starts with `prefix`, by the rest of the
+    name: (chain id, status)."""
+    rows = db.execute(
+        "SELECT substr(c.name, ?), ch.id, ch.status FROM chains ch "
+        "JOIN conversations c ON c.id = ch.conversation_id "
+        "WHERE substr(c.name, 1, ?) = ? ORDER BY ch.created_at, ch.rowid",
+        (len(prefix) + 1, len(prefix), prefix),
+    )
+    return {name: (chain_id, status) for name, chain_id, status in rows}
 
 
 def add_tool_results(

@@ -57,10 +57,21 @@ class Row:
         """The part of the key that must never show (the secret half of an AWS key pair)."""
         return self.key.rsplit(":", 1)[-1] if self.key else None
 
+    @property
+    def timeouts_on_the_loop(self) -> bool:
+        """Whether the SDK keeps its own timeouts on the event loop's clock (the async HTTP SDKs:
+        httpx's through anyio), so that a test clock moves them too; botocore's are its sockets'."""
+        return self.sdk != "botocore"
+
     def model(self, emu: Emulator, **settings: Any) -> cf.Model:
         """The model through the public API, its SDK pointed at `emu`, one SDK retry."""
         merged = {"max_retries": 1, **self.settings, **settings}
         return cf.get_model(self.name, base_url=emu.base_url + self.path, key=self.key, **merged)
+
+    def async_model(self, emu: Emulator, **settings: Any) -> cf.AsyncModel:
+        """`model`, async: for a test that runs it on an event loop of its own."""
+        merged = {"max_retries": 1, **self.settings, **settings}
+        return cf.get_async_model(self.name, base_url=emu.base_url + self.path, key=self.key, **merged)
 
 
 _SDKS = {"anthropic": "anthropic", "gemini": "google-genai", "bedrock": "botocore"}
