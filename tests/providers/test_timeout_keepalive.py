@@ -19,13 +19,13 @@ from collections.abc import AsyncIterator
 import httpx2
 import openai
 import pytest
-from virtual_time import VirtualTime
 
 import chainform as cf
 from chainform.clients._openai import ClientSettings
 from chainform.clients._timeouts import http_hooks
 from chainform.clients.openai_chat import OpenAIChatClient
 from chainform.types import Message, Timeout
+from virtual_time import VirtualTime
 
 READ = 3.0  # seconds: the read timeout of both tests
 TIMEOUT = Timeout(0.1, READ)
