@@ -36,10 +36,7 @@ SRC = Path(chainform.__file__).parent
 BEING_REMOVED = "being removed (issue 45)"
 
 ALLOWED: dict[str, str] = {
-    # run data still in context variables while issue 45's RunState takes it over
-    # the idle clock of the call awaiting an SDK: the httpx/botocore hooks on a shared SDK client
-    # find their call's clock through it; to be passed per request (a call id in its headers)
-    "clients/_timeouts.py:_CURRENT": BEING_REMOVED,
+    # run data still in context variables while issue 45's RunState takes it over: none left
     # process-wide facts and resources
     "_sync.py:_loop": "the one background event loop that runs sync calls, made once per process",
     "_sync.py:_thread": "the thread of that loop",
