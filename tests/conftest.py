@@ -14,6 +14,7 @@ import pytest
 
 from chainform.testing.emulator import Emulator, RecordedRequest
 from guards import Leaks, UnitGuard
+from virtual_time import SkewedTime, VirtualTime
 
 pytest_plugins = ("pytester",)  # tests/test_tiers.py runs small suites under this conftest
 
@@ -45,6 +46,51 @@ def pytest_sessionstart(session: pytest.Session) -> None:
 
     model = cf.Model(ScriptedClient([tool_call("ping"), "ok"]))
     model.chain("warm up", tools=[ping], log=False).text()
+
+
+# Modules whose tests take longest (CI prints `--durations`), besides the `integration` and `xdist_group` ones.
+HEAVY_MODULES = frozenset(
+    {
+        "docs/test_examples.py",
+        "map/test_map_memory.py",
+        "map/test_map_batch.py",
+        "map/test_map_batch_faults.py",
+        "chain/test_fuzz_replies.py",
+        "evals/test_eval_kill.py",
+        "documents/test_convert.py",
+    }
+)
+TESTS = Path(__file__).parent
+
+
+def cost_rank(item: pytest.Item) -> int:
+    """0: a long test (the embedded model, Ray, a known heavy module); 2: the unit tier; 1: the rest."""
+    if item.get_closest_marker("integration") or item.get_closest_marker("xdist_group"):
+        return 0
+    if item.path.is_relative_to(TESTS) and item.path.relative_to(TESTS).as_posix() in HEAVY_MODULES:
+        return 0
+    return 2 if item.get_closest_marker("unit") else 1
+
+
+@pytest.hookimpl(trylast=True)  # after the folders' own hooks have put tests in their xdist groups
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Longest first: each module moves as a whole to the rank of its longest test (the order inside a module
+    is kept), so under `--dist loadgroup` (which hands out the groups, then single tests, in this order to
+    whichever worker is free) a long test never starts last and becomes the run's critical path.
+
+    On an xdist worker under `--dist loadgroup`, a test of an `xdist_group` whose id lacks `@GROUP` (xdist
+    names its group there) stops the run: the group would be spread over the workers, unnoticed."""
+    if getattr(config.option, "loadgroup", False):
+        lost = [i.nodeid for i in items if i.get_closest_marker("xdist_group") and "@" not in i.nodeid]
+        if lost:
+            raise pytest.UsageError(
+                f"pytest-xdist did not put {lost[0]} (and {len(lost) - 1} more) in its xdist_group: "
+                f"this pytest ({pytest.__version__}) and pytest-xdist do not work together (pyproject.toml)"
+            )
+    rank: dict[Path, int] = {}
+    for item in items:
+        rank[item.path] = min(rank.get(item.path, 2), cost_rank(item))
+    items.sort(key=lambda item: rank[item.path])  # stable: same-rank modules keep their collection order
 
 
 @pytest.hookimpl(wrapper=True, tryfirst=True)
@@ -115,6 +161,16 @@ def home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     for var in ("CHAINFORM_MODEL", "CHAINFORM_DEBUG"):
         monkeypatch.delenv(var, raising=False)
     return path
+
+
+@pytest.fixture(scope="session")
+def cli_bin(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
+    """A folder holding a `chainform` that runs each command in one warm, forking CLI server
+    (tests/cli_server.py): for tests that run many shell lines as written. Stopped after the session."""
+    from cli_server import cli_server
+
+    with cli_server(tmp_path_factory.mktemp("cli")) as folder:
+        yield folder
 
 
 @pytest.fixture
@@ -205,3 +261,20 @@ def damaged_log(home: Path) -> Path:
         fh.seek(pages // 2 * page_size)
         fh.write(b"\xff" * 64)
     return path
+
+
+@pytest.fixture
+def virtual() -> Iterator[VirtualTime]:
+    """A `VirtualTime` loop (virtual_time.py) to run a test's coroutine on (`virtual.run(...)`): what
+    reads the running loop's clock (the idle clock, the map's rate gate and back-offs, asyncio's
+    sleeps and timeouts) does so in virtual seconds, and no real second is waited. Closed after."""
+    with VirtualTime() as loop:
+        yield loop
+
+
+@pytest.fixture
+def skewed() -> Iterator[SkewedTime]:
+    """A `SkewedTime` loop (virtual_time.py): real time that the test moves on at each of the
+    emulator's stalls (`with skewed.moving_on(emulator, seconds): skewed.run(...)`). Closed after."""
+    with SkewedTime() as loop:
+        yield loop

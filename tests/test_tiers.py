@@ -142,6 +142,43 @@ def test_what_a_test_leaves_behind_is_reported(suite: pytest.Pytester) -> None:
             thread.join()
 
 
+@pytest.mark.unit
+def test_long_modules_are_collected_first_each_in_its_own_order(suite: pytest.Pytester) -> None:
+    suite.makepyfile(
+        test_a="def test_a1(): pass\ndef test_a2(): pass\n",
+        test_b="import pytest\ndef test_b1(): pass\n@pytest.mark.integration\ndef test_b2(): pass\n",
+        test_c="import pytest\npytestmark = pytest.mark.unit\ndef test_c1(): pass\n",
+        test_d="def test_d1(): pass\n",
+        test_e="import pytest\npytestmark = pytest.mark.xdist_group('g')\ndef test_e1(): pass\n",
+    )
+    result = suite.runpytest_inprocess("-p", "no:cacheprovider", "--collect-only", "-q")
+    ids = [line for line in result.stdout.lines if "::" in line]
+    assert ids == [
+        *("test_b.py::test_b1", "test_b.py::test_b2", "test_e.py::test_e1"),  # the integration test's module
+        *(
+            "test_a.py::test_a1",
+            "test_a.py::test_a2",
+            "test_d.py::test_d1",
+            "test_c.py::test_c1",
+        ),  # unit last
+    ]
+
+
+@pytest.mark.unit
+def test_a_grouped_test_xdist_did_not_name_stops_the_run(suite: pytest.Pytester) -> None:
+    """What a worker sees when pytest and pytest-xdist disagree on where a test's id lives (pytest 9.2)."""
+    suite.makepyfile(
+        as_a_worker="def pytest_configure(config):\n    config.option.loadgroup = True\n",
+        test_grouped="import pytest\npytestmark = pytest.mark.xdist_group('g')\ndef test_one(): pass\n",
+    )
+    suite.syspathinsert()
+    result = suite.runpytest_inprocess("-p", "no:cacheprovider", "-p", "as_a_worker")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines(
+        ["*pytest-xdist did not put test_grouped.py::test_one (and 0 more) in its xdist_group*"]
+    )
+
+
 def test_a_thread_an_earlier_test_left_is_not_the_unit_tests_doing() -> None:
     import socket
 

@@ -35,6 +35,18 @@ class Parent:
     conversation_id: str | None = None
     call_id: str | None = None
 
+    def lineage(self, chain_id: str, conversation_id: str) -> Lineage:
+        """The lineage of the chain this starts."""
+        return Lineage(
+            chain_id,
+            conversation_id,
+            depth=self.depth,
+            agent=self.agent,
+            parent_chain_id=self.chain_id,
+            parent_conversation_id=self.conversation_id,
+            parent_call_id=self.call_id,
+        )
+
 
 @dataclass
 class Lineage:
@@ -49,21 +61,6 @@ class Lineage:
     parent_conversation_id: str | None = None
     parent_call_id: str | None = None
     children: list[AgentRun] = field(default_factory=list)
-
-    @classmethod
-    def of(cls, chain_id: str, conversation_id: str, parent: Parent | None) -> Lineage:
-        """The lineage of a new chain, started by `parent` (a subagent) or by a caller (None)."""
-        if parent is None:
-            return cls(chain_id, conversation_id)
-        return cls(
-            chain_id,
-            conversation_id,
-            depth=parent.depth,
-            agent=parent.agent,
-            parent_chain_id=parent.chain_id,
-            parent_conversation_id=parent.conversation_id,
-            parent_call_id=parent.call_id,
-        )
 
 
 @dataclass(frozen=True)

@@ -22,6 +22,7 @@ from chainform.chain._history import history_after
 from chainform.chain._journal import Journal, ResumeError
 from chainform.chain._lock import ChainLock
 from chainform.chain._records import ChainResult
+from chainform.chain._resume import Ready
 from chainform.chain._spec import ChainSpec, validation_retries_of
 from chainform.chain._state import RunState
 from chainform.chain._tools import AfterCall, BeforeCall, is_tool_source, normalize_tools
@@ -210,6 +211,35 @@ class _Base(Generic[R]):
             conversation_name=conversation_name, parent=parent,
         )  # fmt: skip
         return self._response_of(lambda events: self._run_logged(run, events, pending), run.chain_id)
+
+    def _resumed(
+        self,
+        ready: Ready,
+        before_call: BeforeCall | None = None,
+        after_call: AfterCall | None = None,
+        *,
+        conversation_name: str | None = None,
+    ) -> R:
+        """Go on with a chain checked and locked for resuming (chain/_resume.py), on this model and
+        its log: the journal replays what the log holds; the chain's lock is let go when it ends."""
+        launch = Launch(
+            ready.spec,
+            Bound(ready.tools, before_call, after_call),
+            ready.row.conversation_id,
+            ready.row.id,
+            journal=ready.journal,
+            approvals=ready.approvals,
+            lock=ready.lock,
+            conversation_name=conversation_name,
+        )
+
+        async def run(events: EventLog) -> ChainResult:
+            try:
+                return await self._run_logged(launch, events)
+            finally:
+                ready.lock.release()
+
+        return self._response_of(run, ready.row.id)
 
     def prompt(
         self,

@@ -240,6 +240,15 @@ class AsyncChainResponse(_ResultView):
             raise RuntimeError("the chain has not finished: await it (or .text()/.get_value()) first")
         return self._result
 
+    async def acancel(self) -> None:
+        """Stop the chain where it is and wait until it has stopped: it ends as interrupted, every
+        call it finished logged (a waiter cancelled does not stop it: the chain is shielded)."""
+        task = self._task
+        if task is None or task.done():
+            return
+        task.cancel()
+        await asyncio.wait([task])
+
     def __await__(self) -> Any:
         async def done() -> AsyncChainResponse:
             await self._wait(result_only=True)

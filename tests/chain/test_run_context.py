@@ -69,6 +69,32 @@ def test_a_context_tool_invoked_outside_a_chain_gets_none() -> None:
     assert got == [None, None]
 
 
+def asks(ctx: cf.RunContext, city: str) -> str:
+    """A sync function tool that asks for the chain's context by annotation."""
+    return f"{city}: {ctx.call_id} of {ctx.chain.chain_id}" if ctx is not None else f"{city}: none"
+
+
+async def asks_later(city: str, /, ctx: cf.RunContext | None = None) -> str:
+    return f"{city}: {ctx.call_id}" if ctx is not None else f"{city}: none"
+
+
+@pytest.mark.parametrize("fn", [asks, asks_later])
+def test_a_function_tool_asks_for_the_context_by_annotation_and_the_schema_never_shows_it(fn: Any) -> None:
+    tool = cf.tools.Tool.from_function(fn)
+    assert tool.takes_context and list(tool.parameters["properties"]) == ["city"]
+    assert tool.parameters["required"] == ["city"]
+    assert cf.tools.get_schema(fn)["parameters"] == tool.parameters
+    paris, rome = tool_call(tool.name, city="Paris"), tool_call(tool.name, city="Rome")
+    client = ScriptedClient([[paris, rome], lambda m, o: " / ".join(r.result_text() for r in results(m))])
+    chain = cf.Model(client).chain("cities", tools=[fn], log=False)
+    text = chain.text()
+    assert text.startswith(f"Paris: {paris.call_id}") and f"Rome: {rome.call_id}" in text
+    if fn is asks:
+        assert text.count(f"of {chain.chain_id}") == 2
+    assert tool.invoke({"city": "Oslo"}) == "Oslo: none"  # outside a chain: None
+    assert tool.renamed("other").takes_context
+
+
 def test_two_parallel_calls_of_one_subagent_each_link_to_their_own_call() -> None:
     def worker_reply(messages: list[Message], _options: object) -> str:
         return "done " + messages[-1].text

@@ -71,6 +71,18 @@ def test_a_spec_never_holds_a_key(monkeypatch):
         (lambda d: {**d, "model": 3}, "malformed"),
         (lambda d: {**d, "formatting": {"policy": "everything"}}, "malformed"),
         (lambda d: [d], "not a JSON object"),
+        (lambda d: {**d, "version": str(SPEC_VERSION)}, "no version number"),
+        (lambda d: {**d, "strategy": "bogus"}, "malformed .*strategy 'bogus' is none of"),
+        (lambda d: {**d, "options": {"temperature": "hot"}}, "malformed .*temperature must be a number"),
+        (lambda d: {**d, "output": {"schema": {"type": "nope"}}}, "malformed .*Invalid JSON Schema"),
+        (
+            lambda d: {**d, "tools": [{"name": "send_mail", "parameters": {"type": 3}}]},
+            "malformed .*Invalid JSON",
+        ),
+        (
+            lambda d: {**d, "limits": {**d["limits"], "max_cost": "abc"}},
+            "malformed .*max_cost must be a number",
+        ),
     ],
 )
 def test_a_spec_edited_by_hand_or_from_a_newer_version_is_refused(edit, says):

@@ -23,9 +23,8 @@ def tool_call(name: str, **args: object) -> object:
     return make(name, **args)
 
 
-def test_a_chain_paused_for_approval_is_resumed_from_the_cli(
-    home: Path, run, scripted, tmp_path: Path
-) -> None:
+def mail_bob(run, scripted, tmp_path: Path) -> tuple[Path, object, object]:
+    """A chain waiting for approval of send_mail: its functions file, scripted client and CLI result."""
     functions = tmp_path / "mail.py"
     functions.write_text(FUNCTIONS)
     client = scripted.script([tool_call("send_mail", to="bob", body="hi"), '{"sent": true}'])
@@ -33,6 +32,13 @@ def test_a_chain_paused_for_approval_is_resumed_from_the_cli(
         "Mail Bob", "--functions", str(functions), "--approve-later", "send_mail", "--schema", "sent bool"
     )
     assert first.exit_code == 8, first.output
+    return functions, client, first
+
+
+def test_a_chain_paused_for_approval_is_resumed_from_the_cli(
+    home: Path, run, scripted, tmp_path: Path
+) -> None:
+    functions, client, first = mail_bob(run, scripted, tmp_path)
     [pending] = json.loads(first.stdout)
     assert (pending["tool"], pending["arguments"]) == ("send_mail", {"to": "bob", "body": "hi"})
     [row] = Store().unfinished_chains()
@@ -161,3 +167,39 @@ def test_a_file_the_log_lost_is_one_error_line_at_resume(home: Path, run, script
     assert result.exit_code == 2 and result.stderr.count("Error") == 1, result.output
     assert "Error: a file the prompt of chain" in result.stderr and "is not in the log" in result.stderr
     assert len(client.requests) == 1 and Store().chains(row.id)[0].status == "waiting"
+
+
+def test_a_log_edited_by_hand_is_one_error_line_and_stays_as_it_is(
+    home: Path, run, scripted, tmp_path: Path
+) -> None:
+    import sqlite3
+
+    functions, client, _ = mail_bob(run, scripted, tmp_path)
+    [row] = Store().unfinished_chains()
+    spec = json.loads(row.spec)
+    edits = {  # column, value, what the error says
+        "strategy": ("spec", {**spec, "strategy": "bogus"}, "strategy 'bogus' is none of"),
+        "stop_at_tools": ("spec", {**spec, "stop_at_tools": ["zzz"]}, "stop_at_tools names ['zzz']"),
+        "hosted": (
+            "spec",
+            {**spec, "hosted_tools": [{"kind": "web_search"}]},
+            "has no hosted web_search tool",
+        ),
+        "pending": ("pending", [{"tool": "send_mail"}], "its pending calls (chains.pending) are not"),
+    }
+    for name, (column, value, says) in edits.items():
+        with sqlite3.connect(Store().path) as db:
+            db.execute(f"UPDATE chains SET {column} = ? WHERE id = ?", (json.dumps(value), row.id))
+            before = db.execute("SELECT * FROM chains").fetchall()
+        result = run("resume", row.id, "--functions", str(functions), "--approve", "all")
+        [line] = result.stderr.strip().splitlines()
+        assert result.exit_code == 2 and line.startswith("Error: ") and says in line, (name, result.output)
+        with sqlite3.connect(Store().path) as db:
+            assert db.execute("SELECT * FROM chains").fetchall() == before, name
+            db.execute(
+                "UPDATE chains SET spec = ?, pending = ? WHERE id = ?",
+                (row.spec, json.dumps(row.pending), row.id),
+            )
+    assert len(client.requests) == 1  # nothing was sent
+    resumed = run("resume", row.id, "--functions", str(functions), "--approve", "all")
+    assert resumed.exit_code == 0 and json.loads(resumed.stdout) == {"sent": True}

@@ -81,3 +81,62 @@ def test_import_chainform_defers_heavy_modules(tmp_path) -> None:
     assert not {"openai", "anthropic", "torch", "transformers", "rich", "opentelemetry"} & {
         m.split(".")[0] for m in loaded
     }
+
+
+STEPS = """
+import json, sys
+from click.testing import CliRunner
+from chainform.cli import cli
+
+def step(*args):
+    result = CliRunner().invoke(cli, list(args), catch_exceptions=False)
+    assert result.exit_code == 0, result.output
+    print(json.dumps(sorted(sys.modules)))
+
+step("logs", "-n", "1")
+step("logs", "-n", "1", "--json")
+step("models")
+step("-m", "anthropic/claude-haiku-4-5", "--key", "a-test", "--base-url", URL, "hi")
+step("-m", "openai/gpt-4.1-mini", "--key", "o-test", "--base-url", URL + "/v1", "hi")
+"""
+SDKS = {
+    "openai",
+    "anthropic",
+    "google",
+    "boto3",
+    "botocore",
+    "torch",
+    "transformers",
+    "onnxruntime_genai",
+    "ray",
+    "mcp",
+}
+# the URL download's client (httpx, and the rich and pygments its package imports); `models` draws with rich
+NOT_FOR_A_PLAIN_PROMPT = {"httpx", "pygments"}
+
+
+def test_each_command_imports_only_what_it_needs(tmp_path, emulator, run) -> None:
+    """A command loads its own provider's SDK and nothing it does not use: `logs` and `models` no
+    SDK, an Anthropic prompt not openai, a prompt without tools or URLs neither chainform.tools (the
+    sandbox) nor httpx (the URL download's client); all in one fresh interpreter."""
+    emulator.default = "Hello!"
+    home = tmp_path / "home"  # the autouse fixture's home: `logs` reads the call logged here
+    seeded = run("-m", "anthropic/claude-haiku-4-5", "--key", "a-test", "--base-url", emulator.base_url, "hi")
+    assert seeded.exit_code == 0, seeded.output
+    done = subprocess.run(
+        [sys.executable, "-c", f"URL = {emulator.base_url!r}\n" + STEPS],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env={"CHAINFORM_HOME": str(home), "PATH": "", "PYTHONPATH": os.environ.get("PYTHONPATH", "")},
+    )
+    assert done.returncode == 0, done.stderr
+    steps = [set(json.loads(line)) for line in done.stdout.strip().splitlines()[-5:]]
+    logs, logs_json, models, anthropic, openai = ({m.split(".")[0] for m in step} for step in steps)
+    for loaded in (logs, logs_json, models):
+        assert not loaded & (SDKS | {"httpx", "genai_prices"}), loaded & (SDKS | {"httpx", "genai_prices"})
+    assert "rich" not in logs | logs_json  # `models` draws its table with rich
+    assert anthropic & SDKS == {"anthropic"}
+    assert openai & SDKS == {"anthropic", "openai"}
+    assert not openai & NOT_FOR_A_PLAIN_PROMPT, openai & NOT_FOR_A_PLAIN_PROMPT
+    assert not {m for m in steps[-1] if m.startswith("chainform.tools")}

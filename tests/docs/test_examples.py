@@ -12,6 +12,16 @@ say what a block needs:
     <!-- example: skip needs a real AWS account -->
 
 Blocks without a language, or in `json`/`text`, are output or data and are not run.
+
+Each line of a bash block runs as written, but its `chainform` is the warm CLI of
+tests/cli_server.py (the `cli_bin` fixture): a process of its own per command, forked from one
+server per session that has imported the CLI and the SDKs, with the line's argv, directory,
+environment, stdin, stdout and stderr, and its exit status back to bash. A new Python process per
+line paid those imports each time, most of a short command's CPU (~125 lines across the pages);
+running the lines in this process through click's CliRunner would lose what the shell does to them
+(pipes, `$(...)`, redirections, exit codes under `set -e`). Emulator blocks get batches that are
+done at their first poll (`emulator.batches.instant`), so a `--batch` example does not wait out
+`--batch-poll`'s 5 s between polls.
 """
 
 from __future__ import annotations
@@ -162,10 +172,11 @@ def _run_python(block: Block, namespace: dict[str, Any]) -> None:
         asyncio.run(result)
 
 
-def _run_bash(block: Block, home: Path) -> None:
+def _run_bash(block: Block, home: Path, cli_bin: Path) -> None:
+    """The block's lines run by bash, each `chainform` through `cli_bin`'s (tests/cli_server.py)."""
     env = dict(
         os.environ,
-        PATH=f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}",
+        PATH=os.pathsep.join([str(cli_bin), str(Path(sys.executable).parent), os.environ.get("PATH", "")]),
         PYTHONPATH=str(Path(chainform.__file__).resolve().parents[1]),  # the chainform under test
         CHAINFORM_HOME=str(home),
     )
@@ -182,16 +193,19 @@ def _run_bash(block: Block, home: Path) -> None:
 
 
 @pytest.mark.parametrize("block", [_param(b) for b in ALL])
-def test_example_runs(block: Block, workdir: Path, home: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_example_runs(
+    block: Block, workdir: Path, home: Path, cli_bin: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     with contextlib.ExitStack() as stack:
         if "emulator" in block.notes:
             script = [_reply(item) for item in json.loads(block.notes["emulator"] or "[]")]
             emulator = Emulator(script[:-1], default=script[-1] if script else "ok")
+            emulator.batches.instant = True  # a `--batch` run's first poll finds its batch done
             _point_sdks_at(stack.enter_context(emulator), monkeypatch)
         if block.language == "python":
             _run_python(block, {"__name__": "__docs__"})
         else:
-            _run_bash(block, home)
+            _run_bash(block, home, cli_bin)
 
 
 def test_the_collector_finds_the_pages_blocks() -> None:
@@ -220,11 +234,52 @@ def test_notes_are_read_and_checked(tmp_path: Path) -> None:
         blocks(page)
 
 
-def test_a_block_that_fails_fails_its_test(tmp_path: Path, workdir: Path, home: Path) -> None:
+def test_a_block_that_fails_fails_its_test(tmp_path: Path, workdir: Path, home: Path, cli_bin: Path) -> None:
     page = tmp_path / "page.md"
     page.write_text("```bash\nchainform --no-such-option\n```\n\n```python\n1 / 0\n```\n", encoding="utf-8")
     bash, python = blocks(page)
     with pytest.raises(AssertionError, match="exited 2"):
-        _run_bash(bash, home)
+        _run_bash(bash, home, cli_bin)
     with pytest.raises(ZeroDivisionError):
         _run_python(python, {})
+
+
+def _commands_served(log: Path) -> list[str]:
+    """The server log's line for each command it ran (written before the client hears the end)."""
+    return [line for line in log.read_text().splitlines() if line.startswith("command ")]
+
+
+def test_each_chainform_line_runs_as_its_own_command_through_the_warm_cli(
+    tmp_path: Path, workdir: Path, home: Path, cli_bin: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """tests/cli_server.py: stdin, stdout and stderr apart, exit codes (a signal's too), `$(...)`,
+    the directory and environment of each command; every line went through the server."""
+    (workdir / "die.py").write_text(
+        "import os, signal\n\n\ndef die() -> str:\n    'End the process.'\n"
+        "    os.kill(os.getpid(), signal.SIGTERM)\n    return 'still here'\n",
+        encoding="utf-8",
+    )
+    page = tmp_path / "page.md"
+    page.write_text(
+        "```bash\n"
+        "cat notes.txt | chainform 'Summarize' -m openai/gpt-4.1-mini > answer.txt 2> err.txt\n"
+        "chainform --no-such-option 2> usage.txt || test $? -eq 2\n"
+        'test "$(chainform logs path)" = "$CHAINFORM_HOME/logs.db"\n'
+        'test "$(CHAINFORM_HOME=/elsewhere chainform logs path)" = /elsewhere/logs.db\n'
+        "mkdir sub && (cd sub && chainform logs backup copy.db 2> /dev/null) && test -s sub/copy.db\n"
+        "chainform 'Stop' --functions die.py -m openai/gpt-4.1-mini || test $? -eq 143  # SIGTERM\n"
+        "```\n",
+        encoding="utf-8",
+    )
+    [block] = blocks(page)
+    log = cli_bin.parent / "server.log"
+    served = len(_commands_served(log))
+    with Emulator(["A short summary.", tool_call("die")]) as emulator:
+        _point_sdks_at(emulator, monkeypatch)
+        _run_bash(block, home, cli_bin)
+    assert "Meeting notes" in json.dumps(emulator.requests[0].json)  # stdin reached the command
+    assert (workdir / "answer.txt").read_text() == "A short summary.\n"
+    assert (workdir / "err.txt").read_text() == ""
+    assert "No such option" in (workdir / "usage.txt").read_text()
+    commands = _commands_served(log)[served:]
+    assert len(commands) == 6 and "exit -15," in commands[-1]

@@ -7,8 +7,6 @@ from __future__ import annotations
 
 import json
 import os
-import select
-import signal
 import subprocess
 import sys
 import threading
@@ -21,6 +19,7 @@ import chainform as cf
 from chainform.store import Store
 from chainform.testing import tool_call
 from chainform.testing.emulator import Emulator, RecordedRequest
+from kill_helpers import killed_after, wait_readable
 
 MODEL = "openai/gpt-4.1-mini"
 
@@ -73,20 +72,6 @@ class Gate:
         return answer(request)
 
 
-def wait_readable(path: Path) -> str:
-    """The first line written to FIFO `path` (at most 120 s)."""
-    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
-    try:
-        chunks = b""
-        while not chunks.endswith(b"\n"):
-            ready, _, _ = select.select([fd], [], [], 120)
-            assert ready, "the child never reached the tool"
-            chunks += os.read(fd, 100)
-        return chunks.decode()
-    finally:
-        os.close(fd)
-
-
 def steps(emulator: Emulator) -> list[int]:
     return sorted(step_of(r) for r in emulator.requests if r.json.get("messages"))
 
@@ -124,19 +109,13 @@ def test_kill_9_then_resume_repeats_nothing_logged(
         stderr=subprocess.PIPE,
         text=True,
     )
-    try:
+    with killed_after(proc, gate.released):
         assert proc.stdout is not None
         chain_id = proc.stdout.readline().strip()
         if where == "request":
             assert gate.held.wait(120), "the request never arrived"
         else:
             wait_readable(ready)
-        proc.send_signal(signal.SIGKILL)
-        proc.communicate(timeout=60)
-    finally:
-        gate.released.set()
-        if proc.poll() is None:
-            proc.kill()
     child_runs = [int(n) for n in runs.read_text().split()] if runs.exists() else []
     sent_before = steps(emulator)
     [row] = Store().chains(chain_id)

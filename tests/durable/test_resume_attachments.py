@@ -22,11 +22,11 @@ from chainform.types import DataContent
 VISION = ScriptedClient([]).profile.replace(media=IMAGES)  # the scripted model, seeing images
 
 
-def png() -> bytes:
+def png(seed: int = 7) -> bytes:
     from PIL import Image
 
     buffer = io.BytesIO()
-    noise = random.Random(7).randbytes(96 * 96 * 3)  # does not compress: larger than the spec
+    noise = random.Random(seed).randbytes(96 * 96 * 3)  # does not compress: larger than the spec
     Image.frombytes("RGB", (96, 96), noise).save(buffer, format="PNG")
     return buffer.getvalue()
 
@@ -140,3 +140,45 @@ def test_removing_a_waiting_chains_calls_keeps_the_file_its_spec_names(home: Pat
         db.execute("UPDATE chains SET status = 'done'")
     Store().remove(before=2**40)  # nothing left to remove: the done chain and its file go
     assert Store().chains(chain.chain_id) == [] and Store().attachment(KEY) is None
+
+
+def test_a_file_kept_as_a_reference_is_read_again_at_resume_only_while_unchanged(
+    home: Path, tmp_path: Path
+) -> None:
+    client = ScriptedClient([tool_call("send_mail", to="bob")] * 2 + ['{"sent": true}'], VISION)
+
+    def start(path: Path) -> cf.ChainResponse:
+        chain = cf.Model(client).chain(
+            "Mail what the picture says",
+            attachments=[cf.Attachment(path=path)],
+            attachments_store="ref",
+            tools=[send_mail],
+            schema="sent bool",
+            requires_approval=["send_mail"],
+        )
+        assert chain.status == "waiting"
+        return chain
+
+    (tmp_path / "other.png").write_bytes(png(8))
+    changed = start(tmp_path / "other.png")
+    with sqlite3.connect(Store().path) as db:
+        assert list(db.execute("SELECT content IS NULL, ref FROM attachments")) == [
+            (1, str((tmp_path / "other.png").resolve()))
+        ]
+    (tmp_path / "other.png").write_bytes(png(9))  # another file under the logged path
+    with pytest.raises(cf.ResumeError, match="logged as a path that changed or is gone"):
+        cf.resume(
+            changed.chain_id,
+            tools=[send_mail],
+            approvals={changed.pending[0].id: True},
+            model=cf.Model(client),
+        )
+    (tmp_path / "note.png").write_bytes(IMAGE)
+    kept = start(tmp_path / "note.png")
+    resumed = cf.resume(
+        kept.chain_id, tools=[send_mail], approvals={kept.pending[0].id: True}, model=cf.Model(client)
+    )
+    assert resumed.value == {"sent": True} and images(client.requests[-1][0]) == [IMAGE]
+    (tmp_path / "note.png").unlink()
+    again = cf.resume(kept.chain_id, model=cf.Model(client))  # done: nothing is sent, the file is not needed
+    assert again.value == {"sent": True} and len(client.requests) == 3

@@ -39,10 +39,16 @@ def shell_commands(text: str) -> list[str]:
 
 
 def run_block(
-    commands: list[str], workdir: Path, count: int, model_args: list[str] | None, repeat: int = 3
+    commands: list[str],
+    workdir: Path,
+    count: int,
+    model_args: list[str] | None,
+    cli_bin: Path,
+    repeat: int = 3,
 ) -> list[str]:
     """Run the block's lines in `workdir` (the eval id the first eval prints fills EVAL_ID), with
-    `count` documents and each run `repeat` times (the block says 3)."""
+    `count` documents and each run `repeat` times (the block says 3), each `chainform` through
+    `cli_bin`'s warm CLI (tests/cli_server.py)."""
     outputs, eval_id = [], None
     for line in commands:
         line = line.replace("EVAL_ID", eval_id or "EVAL_ID").replace("--repeat 3", f"--repeat {repeat}")
@@ -54,7 +60,7 @@ def run_block(
             if model_args is not None and "-m" in argv:
                 at = argv.index("-m")
                 argv[at : at + 2] = model_args
-            argv = [sys.executable, "-m", "chainform.cli", *argv[1:]]
+            argv = [str(cli_bin / "chainform"), *argv[1:]]
         done = subprocess.run(argv, cwd=workdir, capture_output=True, text=True, timeout=3000)
         assert done.returncode == 0, (line, done.stderr)
         found = re.search(r"eval: (\w+) \(", done.stderr)
@@ -63,7 +69,7 @@ def run_block(
     return outputs
 
 
-def test_the_shell_block_on_the_emulator(tmp_path: Path, emulator: Emulator) -> None:
+def test_the_shell_block_on_the_emulator(tmp_path: Path, emulator: Emulator, cli_bin: Path) -> None:
     answers: dict[str, Any] = {}
 
     def answer(request: RecordedRequest) -> str:
@@ -77,11 +83,11 @@ def test_the_shell_block_on_the_emulator(tmp_path: Path, emulator: Emulator) -> 
     assert "-m local" in commands[1]
     emulator.default = answer
     model = ["-m", "openai/gpt-4.1-mini", "--base-url", emulator.base_url + "/v1", "--key", "sk-test"]
-    run_block(commands[:1], tmp_path, 3, model)
+    run_block(commands[:1], tmp_path, 3, model, cli_bin)
     for line in (tmp_path / "invoices" / "invoices.jsonl").read_text().splitlines():
         row = json.loads(line)
         answers[row["text"]] = row["expected"]
-    _made, evaluated, shown, compared = run_block(commands, tmp_path, 3, model)
+    _made, evaluated, shown, compared = run_block(commands, tmp_path, 3, model, cli_bin)
     assert "9/9" in evaluated and "9/9" in shown and "rows right" in shown  # 3 rows, 3 runs each
     assert "+0.0% of rows right" in compared
     page = (tmp_path / "report.html").read_text()
@@ -94,10 +100,10 @@ def test_readme_shows_the_eval_block() -> None:
 
 
 @pytest.mark.integration
-def test_the_shell_block_on_the_embedded_model(tmp_path: Path) -> None:
+def test_the_shell_block_on_the_embedded_model(tmp_path: Path, cli_bin: Path) -> None:
     """The block as printed on real SmolLM2, on one document run once: the emulator test above
     proves the counts and repeats; this one that every line works on the embedded model (each
     further document or repeat is another minute of CPU and proves nothing more)."""
-    _made, evaluated, shown, compared = run_block(shell_commands(DOC), tmp_path, 1, None, repeat=1)
+    _made, evaluated, shown, compared = run_block(shell_commands(DOC), tmp_path, 1, None, cli_bin, repeat=1)
     assert "local / native" in evaluated and "local / deferred" in evaluated and "rows right" in shown
     assert "McNemar" in compared

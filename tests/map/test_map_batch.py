@@ -519,6 +519,45 @@ def test_the_emulated_gemini_batch_takes_a_few_polls_as_the_sdk_sees_it():
     assert cancelled == "JOB_STATE_CANCELLED" and missing == 404
 
 
+@pytest.mark.parametrize("instant", [False, True])
+def test_an_instant_emulated_batch_is_done_at_its_first_retrieve_through_each_sdk(instant: bool):
+    """`emu.batches.instant` (the docs' examples set it): no states between, for every batch API."""
+    import anthropic
+    import openai
+    from google import genai
+
+    with Emulator(default="ok") as emu:
+        emu.batches.instant = instant
+        oai = openai.OpenAI(base_url=emu.base_url + "/v1", api_key="k")
+        line = {"custom_id": "r1", "method": "POST", "url": "/v1/chat/completions", "body": {"model": "m"}}
+        upload = oai.files.create(file=("b.jsonl", json.dumps(line).encode()), purpose="batch")
+        created = oai.batches.create(
+            input_file_id=upload.id, endpoint="/v1/chat/completions", completion_window="24h"
+        )
+        claude = anthropic.Anthropic(base_url=emu.base_url, api_key="k")
+        params = {
+            "model": "claude-haiku-4-5",
+            "max_tokens": 5,
+            "messages": [{"role": "user", "content": "hi"}],
+        }
+        message_batch = claude.messages.batches.create(requests=[{"custom_id": "r1", "params": params}])
+        gemini = genai.Client(api_key="k", http_options={"base_url": emu.base_url})
+        request = {"key": "r1", "request": {"contents": [{"parts": [{"text": "hi"}]}]}}
+        source = gemini.files.upload(
+            file=io.BytesIO(json.dumps(request).encode()), config={"mime_type": "application/jsonl"}
+        )
+        job = gemini.batches.create(model="gemini-2.5-flash", src=source.name)
+        first = (
+            oai.batches.retrieve(created.id).status,
+            claude.messages.batches.retrieve(message_batch.id).processing_status,
+            gemini.batches.get(name=job.name).state.value,
+        )
+    if instant:
+        assert first == ("completed", "ended", "JOB_STATE_SUCCEEDED")
+    else:
+        assert first == ("in_progress", "in_progress", "JOB_STATE_RUNNING")
+
+
 def test_a_gemini_thought_signature_comes_back_in_the_next_round():
     from chainform.testing.emulator._gemini import thought_signature
     from chainform.types import TextReasoningContent

@@ -14,6 +14,7 @@ from chainform.errors import ProviderError, StructuredOutputError
 from chainform.models import AsyncModel, Model
 from chainform.store import Store
 from chainform.testing import ScriptedClient
+from virtual_time import VirtualTime
 
 pytestmark = pytest.mark.unit  # no socket, no process (tests/guards.py)
 
@@ -25,6 +26,10 @@ def echo(messages, options):
 def number(messages) -> int:
     first_user = next(m for m in messages if m.role == "user")
     return int(re.search(r"(\d+)", first_user.text).group(1))
+
+
+async def _all(rows):
+    return [r async for r in rows]
 
 
 def model(script, cls=Model):
@@ -83,12 +88,16 @@ def test_on_error_raise_stops_with_the_typed_error():
         list(model(script).map([f"r {i}" for i in range(10)], concurrency=1, on_error="raise", log=False))
 
 
-def test_transient_faults_are_retried_and_exhausted_ones_recorded():
+def test_transient_faults_are_retried_and_exhausted_ones_recorded(virtual: VirtualTime):
+    """On virtual time (tests/virtual_time.py): the back-offs between retries take no real second."""
     script = [ProviderError("boom", status=500), echo, ProviderError("down", status=503)] + [
         ProviderError("down", status=503)
     ] * 2
     client = ScriptedClient(script)
-    results = list(Model(client, name="s").map(["a", "b"], concurrency=1, transport_retries=2, ordered=True, log=False))
+    rows = AsyncModel(client, name="s").amap(
+        ["a", "b"], concurrency=1, transport_retries=2, ordered=True, log=False
+    )
+    results = virtual.run(_all(rows))
     assert results[0].ok and results[0].text == "echo a"
     assert results[1].error.phase == "provider" and results[1].error.to_dict()["status"] == 503
     assert len(client.requests) == 5  # 1 retry for row a, 1 + 2 retries for row b
@@ -135,8 +144,9 @@ async def test_amap_takes_async_inputs_and_names_logged_rows(monkeypatch):
     assert names == {f"map RUN1 {i}" for i in range(4)}
 
 
-async def test_a_429_pauses_every_worker_until_retry_after(monkeypatch):
-    loop = asyncio.get_running_loop()
+def test_a_429_pauses_every_worker_until_retry_after(monkeypatch, virtual: VirtualTime):
+    """On virtual time: the pause is Retry-After's 0.3 s of the loop's clock, waited by nobody."""
+    loop = virtual
     starts: list[float] = []
     pauses: list[tuple[float, float]] = []
     real_pause = RateGate.pause
@@ -157,7 +167,7 @@ async def test_a_429_pauses_every_worker_until_retry_after(monkeypatch):
 
     script = [reply, reply, limited] + [reply] * 30
     m = model(script, cls=AsyncModel)
-    results = [r async for r in m.amap([f"r {i}" for i in range(30)], concurrency=6, log=False)]
+    results = virtual.run(_all(m.amap([f"r {i}" for i in range(30)], concurrency=6, log=False)))
     assert len(results) == 30 and all(r.ok for r in results)
     assert len(pauses) == 1
     began, ends = pauses[0]
@@ -165,7 +175,12 @@ async def test_a_429_pauses_every_worker_until_retry_after(monkeypatch):
     assert any(t >= ends for t in starts)
 
 
-async def test_rate_gate_budgets_block_when_spent():
+def test_rate_gate_budgets_block_when_spent(virtual: VirtualTime):
+    """On virtual time: a budget spent for the minute holds the next turn past a 0.05 s wait."""
+    virtual.run(_budgets_block_when_spent())
+
+
+async def _budgets_block_when_spent() -> None:
     gate = RateGate(requests_per_minute=2, tokens_per_minute=100)
     await gate.turn(10)
     await gate.turn(10)

@@ -1,9 +1,12 @@
-"""Ray Data: a local `ray.init(num_cpus=2)` maps 200 rows through the emulator, each exactly once."""
+"""Ray Data: `chainform map --ray` on a local `ray.init(num_cpus=2)` maps rows through the emulator on two
+Ray workers, each row exactly once; `MapBatches`, what each Ray worker runs, returns the batch it is given
+plus the value and error columns."""
 
 from __future__ import annotations
 
 import sys
 
+import numpy as np
 import pytest
 from click.testing import CliRunner
 from map_helpers import MODEL, TOOLS_PY, answer_with_tool, map_argv, read_lines, write_orders
@@ -34,45 +37,49 @@ def local_ray():
         ray.shutdown()
 
 
-def test_cli_ray_maps_200_rows_exactly_once(local_ray, tmp_path, emulator: Emulator):
-    # 200 rows at --concurrency 8: 7 batches of up to 32 rows for two Ray workers
-    inp = write_orders(tmp_path / "in.jsonl", 200)
+def test_cli_ray_maps_every_row_exactly_once(local_ray, tmp_path, emulator: Emulator):
+    # 40 rows at --concurrency 2: five batches of 8 rows (--concurrency x 4) for two Ray workers
+    inp = write_orders(tmp_path / "in.jsonl", 40)
     out = tmp_path / "out.jsonl"
     tools = tmp_path / "tools.py"
     tools.write_text(TOOLS_PY)
     emulator.default, emulator.record = answer_with_tool, False
-    argv = map_argv(inp, out, emulator.base_url, tools, "--ray", "--concurrency", "8", "-n")
+    argv = map_argv(inp, out, emulator.base_url, tools, "--ray", "--concurrency", "2", "-n")
     result = CliRunner().invoke(cli, ["map", *argv], catch_exceptions=False)
     assert result.exit_code == 0, result.output
     lines = read_lines(out)
-    assert sorted(line["_map"]["index"] for line in lines) == list(range(200))
+    assert sorted(line["_map"]["index"] for line in lines) == list(range(40))
     assert all(line["value"] == {"id": line["id"], "total": line["id"] / 2} for line in lines)
 
 
-def test_map_batches_returns_value_and_error_columns(local_ray, emulator: Emulator):
+def test_map_batches_returns_value_and_error_columns(emulator: Emulator):
+    """`MapBatches` called as Ray Data calls it, on numpy columns (Ray itself runs it in the test above)."""
     from chainform.ray import MapBatches
 
-    items = [{"id": n, "text": f"order {n}"} for n in range(40)] + [{"id": 99, "note": "no text"}]
     schema = {"type": "object", "properties": {"id": {"type": "integer"}, "total": {"type": "number"}}}
     emulator.default, emulator.record = answer_with_tool, False
-    dataset = ray.data.from_items(items).map_batches(
-        MapBatches,
-        fn_constructor_kwargs={
-            "model": MODEL,
-            "prompt": "Extract: {text}",
-            "schema": schema,
-            "tools": [lookup],
-            "model_options": {"key": "sk-test", "base_url": emulator.base_url + "/v1", "profile": "openai"},
-        },
-        compute=ray.data.ActorPoolStrategy(size=2),
-        batch_size=10,
-        num_cpus=0.5,
+    map_batches = MapBatches(
+        MODEL,
+        prompt="Extract: {text}",
+        schema=schema,
+        tools=[lookup],
+        model_options={"key": "sk-test", "base_url": emulator.base_url + "/v1", "profile": "openai"},
     )
-    rows = dataset.take_all()
-    assert sorted(r["id"] for r in rows) == [*range(40), 99]
+    ids = np.arange(10)
+    rows = table(map_batches({"id": ids, "text": np.array([f"order {n}" for n in ids])}))
+    # and a batch whose rows have no `text`
+    rows += table(map_batches({"id": np.array([99]), "note": np.array(["no text"])}))
+    assert [r["id"] for r in rows] == [*range(10), 99]
     for r in rows:
         if r["id"] == 99:
             assert r["value"] is None and r["error"]["phase"] == "input"
         else:
             assert r["error"] is None and r["value"] == {"id": r["id"], "total": r["id"] / 2}
             assert r["tokens"] > 0
+
+
+def table(columns: dict[str, list]) -> list[dict]:
+    """A batch's columns as rows; every column as long as the batch."""
+    count = len(columns["id"])
+    assert all(len(values) == count for values in columns.values()), columns
+    return [{name: values[i] for name, values in columns.items()} for i in range(count)]

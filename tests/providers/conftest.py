@@ -3,14 +3,11 @@
 from __future__ import annotations
 
 from collections.abc import AsyncIterator, Iterator
-from types import SimpleNamespace
 
 import openai_fixtures
 import pytest
 from adapter_fixtures import OPEN
-from virtual_time import VirtualTime
 
-from chainform.clients import _timeouts
 from chainform.testing.emulator import Emulator
 
 
@@ -22,19 +19,6 @@ async def emu(emulator: Emulator) -> AsyncIterator[Emulator]:
     yield emulator
     while OPEN:
         await OPEN.pop().aclose()
-
-
-@pytest.fixture
-def virtual(monkeypatch: pytest.MonkeyPatch) -> Iterator[VirtualTime]:
-    """A `VirtualTime` loop (virtual_time.py) whose clock the idle clock reads too, in place of
-    time.monotonic: a paced stream's gaps and its timeouts in virtual seconds, closed after."""
-    loop = VirtualTime()
-    monkeypatch.setattr(_timeouts, "time", SimpleNamespace(monotonic=loop.time))
-    try:
-        yield loop
-    finally:
-        loop.run_until_complete(loop.shutdown_asyncgens())
-        loop.close()
 
 
 @pytest.fixture

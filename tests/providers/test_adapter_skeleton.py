@@ -12,7 +12,6 @@ from types import SimpleNamespace
 from typing import Any
 
 import pytest
-from virtual_time import VirtualTime
 
 from chainform.clients._adapter import Endpoint, ProviderClient, sdk_error
 from chainform.clients._errors import StreamGuard
@@ -30,6 +29,7 @@ from chainform.types import (
     Timeout,
     ToolMode,
 )
+from virtual_time import VirtualTime
 
 pytestmark = pytest.mark.unit  # no socket, no process (tests/guards.py)
 
@@ -308,7 +308,9 @@ def test_skeleton_ends_a_silent_stream_in_a_typed_timeout_keeping_what_arrived(v
     assert events.closed
 
 
-async def test_skeleton_times_out_an_sdk_call_that_never_opens() -> None:
+def test_skeleton_times_out_an_sdk_call_that_never_opens(virtual: VirtualTime) -> None:
+    """On virtual time: cut at the opening limit (connect + read), no real second waited."""
+
     class Never(FakeWire):
         async def open_stream(
             self, sdk: Any, request: dict[str, Any], reader: StreamState, guard: StreamGuard
@@ -317,9 +319,10 @@ async def test_skeleton_times_out_an_sdk_call_that_never_opens() -> None:
             raise AssertionError("unreachable")
 
     with pytest.raises(ProviderError) as info:
-        await Adapter(Events([]), wire=Never, timeout=(0.1, 0.2)).get_response([Message.user("hi")])
+        virtual.run(Adapter(Events([]), wire=Never, timeout=(0.1, 0.2)).get_response([Message.user("hi")]))
     assert type(info.value) is ProviderError and info.value.kind == "timeout" and info.value.retryable
     assert "no answer within 0.3 s" in str(info.value)
+    assert virtual.time() == pytest.approx(0.1 + 0.2)
 
 
 def test_skeleton_read_timeout_is_silence_not_the_length_of_the_answer(virtual: VirtualTime) -> None:
@@ -373,12 +376,15 @@ async def test_skeleton_timeout_defaults_and_forms() -> None:
         Timeout.parse("soon")
 
 
-async def test_skeleton_clock_leaves_the_callers_own_cancellation_alone() -> None:
-    task = asyncio.ensure_future(Adapter(Paced(["a", "done"], gap=5), timeout=(1, 60)).get_response([]))
-    await asyncio.sleep(0.05)
-    task.cancel()
-    with pytest.raises(asyncio.CancelledError):
-        await task
+def test_skeleton_clock_leaves_the_callers_own_cancellation_alone(virtual: VirtualTime) -> None:
+    async def cancelled_by_caller() -> None:
+        task = asyncio.ensure_future(Adapter(Paced(["a", "done"], gap=5), timeout=(1, 60)).get_response([]))
+        await asyncio.sleep(0.05)
+        task.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await task
+
+    virtual.run(cancelled_by_caller())
 
 
 async def test_skeleton_clock_arms_one_timer_a_call_not_one_a_wait(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import socket
+import threading
 from typing import Any, ClassVar
 
 import httpx
@@ -17,6 +19,7 @@ from chainform.testing.emulator import (
     MalformedEvent,
     RecordedRequest,
     Reply,
+    Stall,
     StreamEvent,
     Usage,
     WireFormat,
@@ -119,6 +122,35 @@ def test_emulator_streams_events_with_chunked_framing() -> None:
         assert r.headers["transfer-encoding"] == "chunked"
         lines = [line for line in r.iter_lines() if line.startswith("data: ")]
     assert [json.loads(line[6:])["delta"] for line in lines] == ["abc", "def", "gh"]
+
+
+def test_emulator_counts_each_stall_once_what_comes_before_it_is_sent() -> None:
+    """`wait_for_stalls(n)`: a test moves its client's clock on from there. A stall before the
+    answer counts at once; one mid-stream once the events before it are out (read here before the
+    count is asked for), `every` from its first pause on. Stopping the emulator ends every pause."""
+    script = [
+        Stall(600),
+        Stall(600, reply="abcdefgh", after_events=1),
+        Stall(600, reply="abcd", after_events=1, every=True),
+    ]
+    with Emulator(script, formats=[EchoFormat()], chunk_size=2) as emu:
+        assert emu.stalls == 0
+
+        def hang() -> None:  # cut short by the emulator's stop
+            with contextlib.suppress(httpx.HTTPError):
+                post(emu, "/echo/m:say", {})
+
+        hung = threading.Thread(target=hang)
+        hung.start()
+        assert emu.wait_for_stalls(1) == 1
+        with httpx.stream("POST", emu.base_url + "/echo/m:say", json={"stream": True}, timeout=5) as r:
+            lines = r.iter_lines()
+            assert next(line for line in lines if line.startswith("data: ")) == 'data: {"delta": "ab"}'
+            assert emu.wait_for_stalls(2) == 2
+        with httpx.stream("POST", emu.base_url + "/echo/m:say", json={"stream": True}, timeout=5):
+            assert emu.wait_for_stalls(3) == 3
+    hung.join()
+    assert emu.stalls == 3  # the stop ended each pause, and no stream went on to another
 
 
 def test_emulator_malformed_event_and_dropped_connection() -> None:

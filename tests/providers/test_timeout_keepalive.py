@@ -1,25 +1,34 @@
 """The read timeout is the server's silence, counted in bytes, not events (issue 28 item 2): a
 server that sends SSE keep-alive comments (which the SDK never hands on as events) for longer than
 the read timeout before its first token is not silent, and the call goes on; one that sends
-nothing for as long is cut. A loopback server of the test's own, speaking Chat Completions.
+nothing for as long is cut.
 
-Real seconds, as the SDK's own HTTP timeouts are part of what is checked: a ping every 0.05 s
-under a read timeout of 3 s, so that only a test process stalled for nearly 3 s between two pings
-reads as a silent server; the thinking (4 s) outlasts connect + read (0.1 + 3 s)."""
+The official openai SDK, its HTTP client carrying chainform's hooks as the adapter builds it, over an
+in-process transport answering Chat Completions, all on virtual time (virtual_time.py): a ping every
+0.05 s for 4 s of thinking, under a read timeout of 3 s; the thinking outlasts connect + read
+(0.1 + 3 s). No real second passes and no machine load can turn a ping's gap into silence. That
+each SDK's own socket timeout fires in real time is the conformance suite's
+`test_timeout_is_retried_then_typed`."""
 
 from __future__ import annotations
 
+import asyncio
 import json
-import threading
-import time
-from collections.abc import Iterator
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from collections.abc import AsyncIterator
 
+import httpx2
+import openai
 import pytest
 
 import chainform as cf
+from chainform.clients._hooks import SdkHooks, attach
+from chainform.clients._openai import ClientSettings
+from chainform.clients.openai_chat import OpenAIChatClient
+from chainform.types import Message, Timeout
+from virtual_time import VirtualTime
 
 READ = 3.0  # seconds: the read timeout of both tests
+TIMEOUT = Timeout(0.1, READ)
 CHUNK = {"id": "c1", "object": "chat.completion.chunk", "model": "m", "choices": []}
 
 
@@ -28,61 +37,57 @@ def _event(delta: dict[str, object], finish: str | None = None) -> bytes:
     return b"data: " + json.dumps({**CHUNK, "choices": [choice]}).encode() + b"\n\n"
 
 
-class _Slow(BaseHTTPRequestHandler):
-    protocol_version = "HTTP/1.1"
-    keepalive = True  # set per server: send ": ping" comments while thinking, or nothing
+def _slow_server(keepalive: bool) -> httpx2.MockTransport:
+    """4 s of thinking before the first token: ": ping" comments every 0.05 s, or nothing."""
 
-    def log_message(self, format: str, *args: object) -> None:
-        return
+    async def body() -> AsyncIterator[bytes]:
+        for _ in range(80):
+            await asyncio.sleep(0.05)
+            if keepalive:
+                yield b": ping\n\n"
+        yield _event({"role": "assistant", "content": "thought "})
+        yield _event({"content": "long"}, "stop")
+        yield b"data: [DONE]\n\n"
 
-    def do_POST(self) -> None:
-        self.rfile.read(int(self.headers.get("content-length") or 0))
-        self.send_response(200)
-        self.send_header("content-type", "text/event-stream")
-        self.send_header("transfer-encoding", "chunked")
-        self.end_headers()
-        chunks = []
-        for _ in range(80):  # 4 s of thinking before the first token
-            time.sleep(0.05)
-            if self.server.keepalive:  # type: ignore[attr-defined]
-                self._chunk(b": ping\n\n")
-        chunks += [_event({"role": "assistant", "content": "thought "}), _event({"content": "long"}, "stop")]
-        chunks.append(b"data: [DONE]\n\n")
-        try:
-            for data in chunks:
-                self._chunk(data)
-            self.wfile.write(b"0\r\n\r\n")
-        except OSError:
-            pass
+    async def answer(request: httpx2.Request) -> httpx2.Response:
+        await request.aread()
+        return httpx2.Response(200, headers={"content-type": "text/event-stream"}, content=body())
 
-    def _chunk(self, data: bytes) -> None:
-        self.wfile.write(f"{len(data):X}\r\n".encode() + data + b"\r\n")
-        self.wfile.flush()
+    return httpx2.MockTransport(answer)
 
 
-@pytest.fixture
-def server(request: pytest.FixtureRequest) -> Iterator[str]:
-    httpd = ThreadingHTTPServer(("127.0.0.1", 0), _Slow)
-    httpd.daemon_threads = True
-    httpd.keepalive = request.param  # type: ignore[attr-defined]
-    thread = threading.Thread(target=httpd.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
-    thread.start()
+def _client(keepalive: bool) -> OpenAIChatClient:
+    """The chat adapter with the SDK as `_openai.build_sdk` makes it (the same timeouts, the idle
+    clock's hooks), its transport in-process."""
+    hooks = SdkHooks()
+    sdk = openai.AsyncOpenAI(
+        api_key="sk-t",
+        base_url="http://slow.test/v1",
+        max_retries=0,
+        timeout=openai.Timeout(TIMEOUT.read, connect=TIMEOUT.connect),
+        http_client=openai.DefaultAsyncHttpxClient(
+            transport=_slow_server(keepalive), event_hooks=hooks.clocks.http_hooks()
+        ),
+    )
+    attach(sdk, hooks)  # as `_openai.build_sdk` hands it to the adapter
+    settings = ClientSettings(provider="openai", key="sk-t", max_retries=0, timeout=TIMEOUT)
+    return OpenAIChatClient("m", settings=settings, sdk_client=sdk)
+
+
+async def _text(client: OpenAIChatClient) -> str:
     try:
-        yield f"http://127.0.0.1:{httpd.server_address[1]}/v1"
+        return "".join([u.text async for u in client.get_streaming_response([Message.user("x")])])
     finally:
-        httpd.shutdown()
-        httpd.server_close()
+        await client.aclose()
 
 
-@pytest.mark.parametrize("server", [True], indirect=True)
-def test_keepalive_comments_keep_a_slow_first_token_alive(server: str) -> None:
-    model = cf.get_model("openai/m", base_url=server, key="sk-t", max_retries=0, timeout=(0.1, READ))
-    assert "".join(model.prompt("x", log=False)) == "thought long"
+def test_keepalive_comments_keep_a_slow_first_token_alive(virtual: VirtualTime) -> None:
+    assert virtual.run(_text(_client(keepalive=True))) == "thought long"
+    assert virtual.time() > TIMEOUT.connect + TIMEOUT.read  # the thinking outlasted the limit
 
 
-@pytest.mark.parametrize("server", [False], indirect=True)
-def test_the_same_wait_in_silence_is_a_timeout(server: str) -> None:
-    model = cf.get_model("openai/m", base_url=server, key="sk-t", max_retries=0, timeout=(0.1, READ))
+def test_the_same_wait_in_silence_is_a_timeout(virtual: VirtualTime) -> None:
     with pytest.raises(cf.ProviderError) as info:
-        "".join(model.prompt("x", log=False))
+        virtual.run(_text(_client(keepalive=False)))
     assert info.value.kind == "timeout" and info.value.retryable
+    assert virtual.time() == pytest.approx(TIMEOUT.connect + TIMEOUT.read)  # cut at the limit, not after

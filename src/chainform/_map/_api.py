@@ -65,6 +65,7 @@ def amap(
     batch_poll: float = 5.0,
     batch_wait: float | None = None,
     retries: int | None = None,
+    resume: bool = False,
     **chain_options: Any,
 ) -> AsyncGenerator[MapResult, None]:
     """Run a chain for every input and yield a MapResult per row as it finishes.
@@ -86,8 +87,11 @@ def amap(
     once when the price is unknown); `batch=True` sends the rows' calls through the provider's
     batch API (OpenAI), round by round, at the batch price (`on_batch` is told each change of the
     batches' states, `_map/_batch.py`; `batch_poll`: seconds between polls; `batch_wait`: seconds a
-    batch is polled before its rows fail, 25 hours); other keyword arguments go to `chain` (strategy,
-    chain_limit, options, convert, ...).
+    batch is polled before its rows fail, 25 hours); `resume=True` (with the `run_id` of a logged run)
+    goes on with each row's chain from the log instead of asking again: its logged calls are not
+    sent, its logged tool results not run again (a row whose chain is done replays to its value, one
+    that waits for approval stays waiting, one whose chain failed is asked again; docs/durable.md);
+    other keyword arguments go to `chain` (strategy, chain_limit, options, convert, ...).
     """
     from chainform._map._run import MapRun
 
@@ -134,6 +138,7 @@ def amap(
         on_batch=on_batch,
         batch_poll=batch_poll,
         batch_wait=batch_wait,
+        resume=resume,
     )
     rows_at_once = concurrency or (BATCH_ROWS if batch else 8)
     return run.results(source, concurrency=rows_at_once, ordered=ordered)

@@ -1,5 +1,6 @@
-"""What the log keeps of a `map --batch` run's provider batches (tables `map_batches` and `map_runs`,
-migration 8): only map reads or writes them, through `Store.write` and `Store.read`.
+"""What the log keeps of a `map --batch` run's provider batches (table `map_batches`, migration 8)
+and of the run writing each output file (`map_runs`, any logged run: a resume finds its rows'
+chains by it): only map reads or writes them, through `Store.write` and `Store.read`.
 
 A batch is written twice: its intent (the custom_ids it will carry) before it is submitted, then
 the provider's batch id right after. A resumed run reads them back: a custom_id in a stored batch
@@ -105,8 +106,8 @@ async def adopt(store: Store, api: Any, stored: StoredBatch) -> bool:
 
 
 def record_run(store: Store, output: str, run_id: str) -> None:
-    """The run id of the batch run writing `output` (an absolute path): a resume finds its batches
-    through it, even before the file holds a row."""
+    """The run id of the logged run (a batch run or not) writing `output` (an absolute path): a
+    resume finds its batches and its rows' chains through it, even before the file holds a row."""
     store.write(
         lambda db: db.execute(
             "INSERT OR REPLACE INTO map_runs (output, run_id, created_at) VALUES (?,?,?)",

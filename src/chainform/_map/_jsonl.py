@@ -5,9 +5,11 @@ write, so after `kill -9` the file holds complete lines and at most one torn las
 resume cuts off (that row simply runs again). Each line carries the run id and the row's key
 under `_map`, so resume needs nothing but the file itself.
 
-A resume retries the rows whose line holds an error (unless told to keep them): before any row
-runs, their lines are dropped from the file in one atomic replace, so the row is simply not done
-yet, and its new line (the success, or the error again) is the only one it will have.
+A resume retries the rows whose line holds an error (unless told to keep them), and always looks
+again at a row whose chain was waiting for approval (a resume of its chain sends nothing while it
+still waits): before any row runs, their lines are dropped from the file in one atomic replace, so
+the row is simply not done yet, and its new line (the success, or the error again) is the only one
+it will have.
 """
 
 from __future__ import annotations
@@ -99,18 +101,22 @@ class JsonlSink:
                     f"{self.path} already holds rows: pass --resume to continue that run, "
                     "or choose another output file"
                 )
-            failed = self._scan()
-            if retry_errors and failed:
-                self._drop(failed)
+            failed, waiting = self._scan()
+            if retry_errors:
                 self.retried = len(failed)
             else:
                 self.done |= failed
                 self.failed_before = len(failed)
+                failed = set()
+            if failed or waiting:
+                self._drop(failed | waiting)
         self._fd = os.open(self.path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
 
-    def _scan(self) -> set[str]:
-        """Read the done keys into `done`; return the keys whose (only) line is an error."""
+    def _scan(self) -> tuple[set[str], set[str]]:
+        """Read the done keys into `done`; return the keys whose (only) line is an error, and those
+        whose line says the row's chain waits for approval."""
         failed: set[str] = set()
+        waiting: set[str] = set()
         with open(self.path, "rb+") as handle:
             offset = 0
             for number, raw in enumerate(handle, 1):
@@ -121,10 +127,11 @@ class JsonlSink:
                 if not raw.strip():
                     continue
                 key, error = self._parse(raw, number)
-                (failed if error else self.done).add(key)
-        return failed - self.done
+                (self.done if error is None else waiting if error == "waiting" else failed).add(key)
+        return failed - self.done, waiting - self.done
 
-    def _parse(self, raw: bytes, number: int) -> tuple[str, bool]:
+    def _parse(self, raw: bytes, number: int) -> tuple[str, str | None]:
+        """The row's key and, for an error line, its phase ("error" when it names none)."""
         try:
             line = json.loads(raw)
             meta = line[META]
@@ -134,7 +141,10 @@ class JsonlSink:
                 f"{self.path} line {number} is not a chainform map row; cannot resume"
             ) from None
         self.run_id = self.run_id or meta.get("run")
-        return key, "error" in line
+        if "error" not in line:
+            return key, None
+        error = line["error"]
+        return key, str(error.get("phase") or "error") if isinstance(error, dict) else "error"
 
     def _drop(self, keys: set[str]) -> None:
         """Rewrite the file without the lines of `keys`: a copy, synced, then renamed over it."""

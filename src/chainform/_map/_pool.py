@@ -53,6 +53,9 @@ class Pool(Generic[T]):
         idle = asyncio.Semaphore(self.concurrency)  # workers free to start a row now
         todo: asyncio.Queue[tuple[int, Row] | None] = asyncio.Queue(self.concurrency)
         done: asyncio.Queue[Any] = asyncio.Queue()
+        # started one per row until there are `concurrency`: a run of 2 rows has 2 workers, not
+        # one per slot (a batch run's default concurrency is 50,000)
+        workers: list[asyncio.Future[None]] = []
 
         async def feed() -> None:
             seq = 0
@@ -63,25 +66,35 @@ class Pool(Generic[T]):
                 await idle.acquire()
                 if self.admit is not None and not await self.admit():
                     break
+                if len(workers) < self.concurrency:
+                    workers.append(asyncio.ensure_future(worker()))
                 await todo.put((seq, row))
                 seq += 1
-            for _ in range(self.concurrency):
+            for _ in workers:
                 await todo.put(None)
 
         async def worker() -> None:
-            while (item := await todo.get()) is not None:
-                seq, row = item
-                result = await self.work(row)
-                idle.release()
-                done.put_nowait((seq, row, result))
+            try:
+                while (item := await todo.get()) is not None:
+                    seq, row = item
+                    result = await self.work(row)
+                    idle.release()
+                    done.put_nowait((seq, row, result))
+            except Exception as exc:  # reported at once, while the feed may still wait for a worker
+                done.put_nowait(_Failed(exc))
 
         async def supervise() -> None:
             try:
-                await asyncio.gather(feed(), *(worker() for _ in range(self.concurrency)))
+                await feed()
+                await asyncio.gather(*workers)
             except Exception as exc:
                 done.put_nowait(_Failed(exc))
             else:
                 done.put_nowait(_END)
+            finally:
+                for started in workers:
+                    started.cancel()
+                await asyncio.gather(*workers, return_exceptions=True)
 
         task = asyncio.ensure_future(supervise())
         waiting: dict[int, tuple[Row, T]] = {}

@@ -7,6 +7,7 @@ from typing import Any
 
 from chainform._map._inputs import MapInputError
 from chainform.chain._approval import ChainWaitingError
+from chainform.chain._journal import ResumeError
 from chainform.chain._records import ChainUsage
 from chainform.errors import (
     ChainError,
@@ -21,6 +22,7 @@ from chainform.errors import (
 _PHASES: tuple[tuple[type[BaseException], str], ...] = (
     (ChainWaitingError, "waiting"),  # not a failure: `chainform resume` goes on with the row's chain
     (MapInputError, "input"),
+    (ResumeError, "resume"),  # a resumed run's row whose logged chain cannot go on (a tool missing, ...)
     (ProviderError, "provider"),
     (TruncatedOutputError, "truncated"),
     (StructuredOutputError, "output"),
@@ -33,7 +35,7 @@ _PHASES: tuple[tuple[type[BaseException], str], ...] = (
 
 @dataclass
 class RowError:
-    """Why a row has no value: the `phase` (input, provider, truncated, output, format, tool,
+    """Why a row has no value: the `phase` (input, resume, provider, truncated, output, format, tool,
     guardrail, chain, internal; or "waiting": its chain waits for approval, the message names the
     chain and how to resume it), the error's type name and message, and the exception itself."""
 

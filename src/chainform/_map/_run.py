@@ -3,9 +3,10 @@
 Rows are run with `AsyncModel.chain` (not engine internals), so the engine can change beneath.
 When logging is on, each row's conversation is named `map <run id> <key>` in the log, which ties
 every logged call back to the row (and run) that made it. The name is given to the row's chain
-(`conversation_name=`) and travels with its own records, so it is committed in the same
-transaction as each of the row's calls: when the chain returns, its calls and its name are both
-in the log.
+(`conversation_name=`) and written with the chain's row when it starts, then with each of its
+calls: when the chain returns, its calls and its name are both in the log. A resumed run
+(`resume=True`) finds each row's chain by that name and goes on with it from the log
+(chain/_resume.py) instead of asking the row again.
 """
 
 from __future__ import annotations
@@ -22,6 +23,8 @@ from chainform._map._inputs import Row
 from chainform._map._pool import Pool
 from chainform._map._results import MapResult, RowError
 from chainform.chain._approval import ChainWaitingError
+from chainform.chain._resume import Ready
+from chainform.chain._resume import ready as resume_ready
 from chainform.chain._tools import normalize_tools
 from chainform.errors import BatchError, ChainInterruptedError
 from chainform.output import OutputSpec
@@ -53,7 +56,7 @@ def _cached(chain_options: dict[str, Any], run_id: str) -> ChatOptions:
 
 class MapModel(Protocol):
     """What a map run needs of an AsyncModel: its client and log, a copy of itself on another
-    client (the rate-gated one), and `chain`."""
+    client (the rate-gated one), `chain`, and `_resumed` (a logged chain going on)."""
 
     client: Any
     name: str
@@ -62,7 +65,11 @@ class MapModel(Protocol):
 
     def _twin(self, client: Any = None) -> MapModel: ...
 
+    def _open_store(self) -> Any: ...
+
     def chain(self, *args: Any, **kwargs: Any) -> Any: ...
+
+    def _resumed(self, ready: Ready, *, conversation_name: str | None = None) -> Any: ...
 
 
 class SyncMapModel(Protocol):
@@ -97,8 +104,13 @@ class MapRun:
         on_batch: Any = None,
         batch_poll: float = 5.0,
         batch_wait: float | None = None,
+        resume: bool = False,
     ) -> None:
         self.model = model
+        if resume and not (log and run_id):
+            raise ValueError("resume=True goes on with a logged run: give its run_id (and log=True)")
+        self.resume = resume
+        self.logged: dict[str, tuple[str, str]] = {}  # a resumed run's rows' chains: key -> (id, status)
         self.batch = batch
         self.batch_poll = batch_poll
         self.batch_wait = batch_wait  # None: _batch.MAX_WAIT
@@ -206,6 +218,8 @@ class MapRun:
     async def _results(
         self, source: Iterable[Row] | AsyncIterable[Row], *, concurrency: int, ordered: bool
     ) -> AsyncGenerator[MapResult, None]:
+        if self.resume:
+            self._logged_chains()
         self._gated_model()
         hooks = _trace.hooks
         self.trace = hooks.map_run(getattr(self.model, "name", "model"), self.run_id) if hooks else None
@@ -226,6 +240,12 @@ class MapRun:
                 hooks.map_done(self.trace, failed)
             if self._own_store is not None:
                 self._own_store.close()
+
+    def _logged_chains(self) -> None:
+        """A resumed run's rows' chains, from the log (their conversations are named by the row)."""
+        store = self.model._open_store()
+        if store is not None:
+            self.logged = store.named_chains(f"map {self.run_id} ")
 
     async def _admit(self) -> bool:
         """Whether the next row may start under the cost cap (waits while rows in flight decide)."""
@@ -262,29 +282,43 @@ class MapRun:
             result.error = RowError.of(row.error)
             return self._settle(result)
         model, gated = self._row_model(send)
-        cid = _new_id()
+        logged = self.logged.pop(row.key, None)
+        go_on = logged is not None and logged[1] != "failed"  # a failed chain: the row is asked again
+        ready: Ready | None = None
         response = None
+        cid = _new_id()
+        name = f"map {self.run_id} {row.key}"
         try:
-            attachments = row.attachments(*self.attach)
+            if go_on:
+                assert logged is not None
+                ready = resume_ready(model._store, logged[0], self.tools or (), None, self.schema)
+                cid = ready.row.conversation_id
             with _trace.map_row(self.trace, row.key):
-                response = model.chain(
-                    row.prompt(self.template),
-                    attachments=attachments or None,
-                    system=self.system,
-                    tools=self.tools,
-                    schema=self.schema,
-                    log=self.log,
-                    conversation_id=cid,
-                    conversation_name=f"map {self.run_id} {row.key}",
-                    **self.chain_options,
-                )
+                if ready is not None:  # the row's chain goes on from its log: nothing logged is redone
+                    response = model._resumed(ready, conversation_name=name)
+                else:
+                    response = model.chain(
+                        row.prompt(self.template),
+                        attachments=row.attachments(*self.attach) or None,
+                        system=self.system,
+                        tools=self.tools,
+                        schema=self.schema,
+                        log=self.log,
+                        conversation_id=cid,
+                        conversation_name=name,
+                        **self.chain_options,
+                    )
                 done = (await response)._finished()  # one wait; the rest is read from the result
             if done.status == "waiting":  # the row's tool calls wait for approval: not failed
                 raise ChainWaitingError(done.chain_id, done.pending)
             result.text = done.text
             if self.schema is not None:
                 result.value, result.data = done.value, done.data
-        except (asyncio.CancelledError, ChainInterruptedError):
+        except asyncio.CancelledError:  # the map stops (Ctrl-C): so does the row's chain, interrupted
+            if response is not None:
+                await response.acancel()
+            raise  # the row is not written: a resume goes on with its chain
+        except ChainInterruptedError:
             raise  # a tool's KeyboardInterrupt stops the map: this row is not written, a resume runs it
         except Exception as exc:
             result.error = RowError.of(exc)

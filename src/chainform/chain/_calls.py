@@ -336,12 +336,14 @@ class ChainLogger:
                 out[key] = to_jsonable(value)
         return out
 
-    async def begin(self, spec: ChainSpec) -> None:
+    async def begin(self, spec: ChainSpec, name: str | None = None) -> None:
         """Record the chain in the `chains` table (status "running") before its first call, its
-        messages' files by sha256 in the attachments table (stored as the chain's files are)."""
+        messages' files by sha256 in the attachments table (stored as the chain's files are); with
+        `name`, its conversation too, so named (a map row's chain is found by it before its first call)."""
         blobs: Blobs = {}
         row = ChainRow(self.chain_id, self.conversation_id, self.model, spec.to_json(blobs))
-        await self._write("the chain", self.store.begin_chain, row, self.attached, blobs)
+        write = functools.partial(self.store.begin_chain, name=name)
+        await self._write("the chain", write, row, self.attached, blobs)
 
     async def end(self, status: ChainStatus, *, error: str | None, pending: list[dict[str, Any]]) -> None:
         """Record how the chain ended (done, failed, interrupted, waiting with its pending calls)."""

@@ -32,6 +32,7 @@ from chainform.chain._approval import ChainWaiting, Denied, PendingCall
 from chainform.chain._attachments import for_profile, tool_files
 from chainform.chain._calls import Caller, ChainLogger, plain_data
 from chainform.chain._events import ChainEvent, EventLog, FellBack
+from chainform.chain._fallback import Candidate
 from chainform.chain._journal import Journal
 from chainform.chain._records import ChainResult
 from chainform.chain._spec import ChainSpec
@@ -130,7 +131,7 @@ class ChainRun:
         try:
             unknown_stop_tools(frozenset(spec.stop_at_tools), self.tools)  # MCP tools are known only now
             if self.logger is not None:
-                await self.logger.begin(spec)
+                await self.logger.begin(spec, state.conversation_name)
             try:
                 if spec.output is None:
                     outcome = await self._plain(transcript)
@@ -284,30 +285,32 @@ class ChainRun:
         """Go on with the next fallback model after this one gave no valid value, when
         `fallback_on` holds "output"; False: raise `exc`. The next model starts from the
         transcript before the failed answers (the tools' work kept), within the same max_cost."""
-        failed = self.state.model_name
-        if self.state.route.after_output(exc) is None:
+        state = self.state
+        after = state.route.after_output(exc) if state.route is not None else None
+        if after is None:
             return False
         if self.state.answer_from is not None:  # the failed answers and what the model was told about them
             del transcript[self.state.answer_from :]
             self.state.answer_from = None
         _close_calls(transcript)
-        await self._switched(failed, transcript, exc)
+        await self._switch(after, transcript, exc)
         return True
 
     async def _fall_over(self, exc: ProviderError, transcript: list[Message]) -> bool:
         """Go on with the next fallback model after `exc` (chain/_fallback.py); False: raise it.
         Files it cannot read are converted for it (chain/_attachments.py)."""
-        failed = self.state.model_name
-        if self.state.route.after(exc) is None:
+        after = self.state.route.after(exc) if self.state.route is not None else None
+        if after is None:
             return False
-        await self._switched(failed, transcript, exc)
+        await self._switch(after, transcript, exc)
         return True
 
-    async def _switched(self, failed: str, transcript: list[Message], exc: Exception) -> None:
-        """The route moved on from `failed` (the state's candidate is the next model: its client,
-        profile and refusals at once); the stream's readers are told (a `fallback` event): the
-        text since the last answer was the failed model's."""
-        after = self.state.candidate
+    async def _switch(self, after: Candidate, transcript: list[Message], exc: Exception) -> None:
+        """Go on with `after`: the state's candidate (client, profile, name and refusals at once);
+        the stream's readers are told (a `fallback` event): the text since the last answer was
+        the failed model's."""
+        failed = self.state.model_name
+        self.state.candidate = after
         kind = getattr(exc, "kind", None)
         why = f"{type(exc).__name__}" + (f" ({kind})" if kind else "")
         note = f"{failed} failed: {why}; {after.name} answers from here"

@@ -127,18 +127,13 @@ def _canonical(name: str) -> str:
 
 
 class Route:
-    """One chain's walk along its models: the one in use (`current`), and the failures that moved
-    it on. Without a plan the first model is the only one and nothing moves on."""
+    """One chain's walk along its models: the one in use, and the failures that moved it on."""
 
-    def __init__(self, first: Candidate, plan: FallbackPlan | None) -> None:
-        self.models = (first, *(plan.models if plan is not None else ()))
-        self.on = plan.on if plan is not None else frozenset()
+    def __init__(self, first: Candidate, plan: FallbackPlan) -> None:
+        self.models = (first, *plan.models)
+        self.on = plan.on
         self.at = 0
         self.failures: list[tuple[str, ProviderError]] = []
-
-    @property
-    def current(self) -> Candidate:
-        return self.models[self.at]
 
     def after_output(self, exc: ChainformError) -> Candidate | None:
         """The next model after the current one gave no valid value (`exc`: StructuredOutputError,

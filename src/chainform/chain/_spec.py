@@ -21,7 +21,7 @@ from chainform.output import OutputSpec
 from chainform.output.strategies._context import ContextPolicy
 from chainform.pricing import Cost, as_cost
 from chainform.types import ChatOptions, HostedTool, Message
-from chainform.types._options import as_options
+from chainform.types._options import as_options, check_option, option_specs
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -233,7 +233,7 @@ class ChainSpec:
             raise SpecError("the chain's spec is not a JSON object")
         version = data.get("version")
         if not isinstance(version, int):
-            raise SpecError("the chain's spec has no version")
+            raise SpecError("the chain's spec has no version number")
         if version > SPEC_VERSION:
             raise SpecError(
                 f"the chain was started by a newer chainform (spec version {version} > {SPEC_VERSION}); upgrade chainform"
@@ -245,6 +245,7 @@ class ChainSpec:
 
     @classmethod
     def _from_dict(cls, data: dict[str, Any], files: Callable[[str], bytes] | None) -> ChainSpec:
+        from chainform.schema.validate import compile_validator
         from chainform.store._serialize import message_from_stored
 
         out = data.get("output")
@@ -252,6 +253,7 @@ class ChainSpec:
         if out is not None:
             if not isinstance(out.get("schema"), dict):
                 raise ValueError("output.schema must be an object")
+            compile_validator(out["schema"])  # a schema edited into one that is not: SchemaError now
             output = OutputSpec(
                 out["schema"], None, str(out.get("name") or "response"), out.get("description")
             )
@@ -262,6 +264,8 @@ class ChainSpec:
                     bool(t.get("requires_approval", False)))
             for t in data.get("tools") or []
         )  # fmt: skip
+        for tool in tools:
+            compile_validator(tool.parameters)
         prompt = data.get("prompt")
         return cls(
             model=_text(data["model"], "model"),
@@ -270,11 +274,11 @@ class ChainSpec:
             history=tuple(message_from_stored(m, files) for m in data.get("history") or []),
             tools=tools,
             output=output,
-            strategy=_text(data.get("strategy", "auto"), "strategy"),
+            strategy=_strategy(data.get("strategy", "auto")),
             limits=Limits(
                 int(limits["chain_limit"]),
                 int(limits["validation_retries"]),
-                as_cost(Decimal(max_cost)) if max_cost is not None else None,
+                as_cost(max_cost) if max_cost is not None else None,
                 int(limits["retry_max_tokens"]) if limits.get("retry_max_tokens") is not None else None,
             ),
             formatting=FormatSettings(
@@ -309,6 +313,14 @@ def _refs(tools: Any, approval: tuple[str, ...]) -> tuple[ToolRef, ...]:
     )
 
 
+def _strategy(value: Any) -> str:
+    from chainform.output import STRATEGIES
+
+    if value not in STRATEGIES:
+        raise ValueError(f"strategy {value!r} is none of {', '.join(STRATEGIES)}")
+    return str(value)
+
+
 def _text(value: Any, what: str) -> str:
     if not isinstance(value, str):
         raise ValueError(f"{what} must be text")
@@ -332,7 +344,11 @@ def validation_retries_of(validation_retries: int | None, retries: int | None, *
 
 def _options(data: dict[str, Any], hosted: list[Any]) -> ChatOptions:
     extra = data.get("additional_properties") or {}
-    options = as_options({**{k: v for k, v in data.items() if k != "additional_properties"}, **extra})
+    checked = {spec.name for spec in option_specs()}  # a caller's values, checked as `-o` checks them
+    named = {k: check_option(k, v) for k, v in data.items() if k in checked}
+    options = as_options(
+        {**{k: v for k, v in data.items() if k != "additional_properties"}, **named, **extra}
+    )
     if not isinstance(hosted, list):
         raise ValueError("hosted_tools must be a list")
     return options.replace(hosted_tools=tuple(HostedTool.from_dict(t) for t in hosted) or None)

@@ -77,14 +77,15 @@ class ModelCall:
 class RunState:
     """Everything one run of a chain has done and holds, beside its immutable ChainSpec.
 
-    `route` walks the models (the first, then its fallbacks): `candidate` is the one answering
-    now, so a fallback changes the model, its client, profile and refusals in one step.
+    `candidate` is the model answering now (its client, profile, name and refusals); a fallback
+    replaces it in one step with the next model of `route`, the chain's walk along its fallbacks.
     """
 
     lineage: Lineage  # chain and conversation ids, depth, parent links, subagent runs
-    route: Route
+    candidate: Candidate
     meter: Meter  # prices each call and holds the chain to max_cost
     options: ChatOptions  # the spec's options as sent: the cache key set, max tokens grown once
+    route: Route | None = None  # None: a model without fallbacks
     conversation_name: str | None = None  # how the log names the conversation (a map row's)
     approvals: dict[str, Approved | Denied] = field(default_factory=dict)  # a person's, by call id
     transcript: list[Message] = field(default_factory=list)
@@ -116,32 +117,28 @@ class RunState:
         system = [Message.system(spec.system)] if spec.system else []
         cache_key = spec.options.cache_key or conversation_id  # one conversation's requests share a cache
         return cls(
-            Lineage.of(chain_id, conversation_id, parent),
-            Route(first, fallback),
+            parent.lineage(chain_id, conversation_id) if parent else Lineage(chain_id, conversation_id),
+            first,
             Meter(first.name, spec.limits.max_cost),
             spec.options.replace(cache_key=cache_key),
+            Route(first, fallback) if fallback is not None else None,
             conversation_name,
             {k: decided(v) for k, v in (approvals or {}).items()},
             transcript=[*system, *spec.history, *([spec.prompt] if spec.prompt else [])],
         )
 
     @property
-    def candidate(self) -> Candidate:
-        """The model answering now."""
-        return self.route.current
-
-    @property
     def profile(self) -> ModelProfile:
-        return self.route.current.profile
+        return self.candidate.profile
 
     @property
     def model_name(self) -> str:
-        return self.route.current.name
+        return self.candidate.name
 
     @property
     def refusals(self) -> Refusals:
         """What the model answering now refused (remembered for the model, across chains)."""
-        return self.route.current.refusals
+        return self.candidate.refusals
 
     @property
     def chain_id(self) -> str:

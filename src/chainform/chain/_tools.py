@@ -48,10 +48,13 @@ def is_tool_source(item: Any) -> bool:
 
 def normalize_tools(tools: Iterable[Any] | None) -> list[Any]:
     """Accept Tool objects, plain callables, Toolbox instances, namespaces and agents; return Tools."""
+    items = list(tools or ())
+    if not items:  # a chain without tools never imports chainform.tools (its sandbox, the python tool)
+        return []
     from chainform.tools import Tool
 
     out: list[Any] = []
-    for item in tools or ():
+    for item in items:
         if isinstance(item, Tool):
             out.append(item)
         elif callable(getattr(item, "as_tool", None)):

@@ -21,7 +21,7 @@ import click
 from chainform._map import MAX_WAIT
 from chainform.cli._attach import conversion_options, limit_options
 from chainform.cli._failures import Allowance, allow_failures_option, check_fields
-from chainform.cli._map_batch import MapCommand, batch_run_id, check_batch, record_batch_run
+from chainform.cli._map_batch import MapCommand, check_batch, logged_run_id, record_output_run
 from chainform.cli._map_progress import Tracker
 from chainform.cli._money import apply_price, money_options
 from chainform.cli._options import (
@@ -120,7 +120,8 @@ ATTACH_HELP = (
 @click.option(
     "--resume",
     is_flag=True,
-    help="Continue a run: skip rows already in OUTPUT; rows that ended in an error run again.",
+    help="Continue a run: skip rows already in OUTPUT; a row stopped halfway goes on with its chain "
+    "from the log (nothing logged is sent or run again); rows that ended in an error run again.",
 )
 @click.option(
     "--keep-errors", is_flag=True, help="With --resume: keep error rows as they are (do not retry them)."
@@ -290,10 +291,11 @@ def map_command(
         sink.prepare(resume=resume, retry_errors=not keep_errors)
     except MapOutputError as exc:
         raise click.BadParameter(str(exc), param_hint="--output") from None
-    run_id = sink.run_id or (batch_run_id(output, resume) if batch else None) or new_id()
+    logged = batch or not no_log  # a resume finds the run (its rows' chains, its batches) by OUT
+    run_id = sink.run_id or (logged_run_id(output, resume) if logged else None) or new_id()
     _lock(locks, "run", run_id, f"map run {run_id}")
-    if batch:
-        record_batch_run(output, run_id)
+    if logged:
+        record_output_run(output, run_id)
     source = (row for row in rows(items, id_field) if row.key not in sink.done)
     settings: dict[str, Any] = {
         "prompt": template,
@@ -310,6 +312,8 @@ def map_command(
         "chain_limit": chain_limit,
         "options": parse_options(option_pairs) or None,
     }
+    if resume and not no_log and ray_address is None:  # each unfinished row's chain goes on
+        settings["resume"] = True
     if ordered:
         settings["ordered"] = True
     if retry_max_tokens is not None:

@@ -141,8 +141,9 @@ class MapCommand(click.Command):
         return ctx.command.invoke(ctx) if ctx.command is not self else super().invoke(ctx)
 
 
-def batch_run_id(output: str, resume: bool) -> str | None:
-    """A resumed batch run's id, from the log, when OUTPUT holds no row yet (killed in round 1)."""
+def logged_run_id(output: str, resume: bool) -> str | None:
+    """A resumed run's id, from the log, when OUTPUT holds no row yet (killed before its first row
+    ended, or a batch run in round 1): its rows' chains and batches are found by it."""
     if not resume:
         return None
     from chainform._map._batch_log import run_of
@@ -152,7 +153,7 @@ def batch_run_id(output: str, resume: bool) -> str | None:
         return run_of(store, str(Path(output).resolve()))
 
 
-def record_batch_run(output: str, run_id: str) -> None:
+def record_output_run(output: str, run_id: str) -> None:
     """Log which run writes OUTPUT (the resume of a run killed before its first row finds it)."""
     from chainform._map._batch_log import record_run
     from chainform.store import Store

@@ -17,7 +17,6 @@ import mimetypes
 from collections import Counter
 from urllib.parse import urlsplit
 
-from chainform.documents import fetch
 from chainform.errors import AttachmentError
 from chainform.types import DataContent, MediaSupport, Message, ModelProfile, UriContent
 from chainform.types._attachment import Attachment
@@ -99,6 +98,8 @@ def _guess(uri: str) -> str | None:
 
 def _download(part: UriContent, kind: str | None, media: MediaSupport, allow_private: bool) -> DataContent:
     """The URL's bytes, fetched through the one guarded download, as inline data."""
+    from chainform.documents import fetch  # httpx (and what it imports) only when a URL is downloaded
+
     attachment = Attachment(url=part.uri, type=part.media_type, name=part.name)
     limit = media.limit(kind) if kind else media.max_bytes
     fetch(attachment, max_bytes=limit, allow_private=allow_private)

@@ -5,14 +5,16 @@ asked; botocore: 60 s) and none of them bounds a stream whose server stops sendi
 middle of it. `IdleClock` does, once for every adapter: each await on the SDK (opening the
 stream, each next event) may last `read` seconds of silence (`connect + read` while the
 stream opens), measured since the last thing the server sent. "Sent" is each event, and, where
-the SDK's HTTP client tells (`http_hooks`: the httpx/httpx2 event hooks every HTTP SDK takes,
-`Clocks.botocore` for botocore), each request attempt and each chunk of bytes, so keep-alive pings
-an SDK hides never count as silence. Those hooks sit on an SDK client that concurrent calls share:
-each call's request carries a call id (`CALL_HEADER`, taken off before it is sent; botocore: the
-`CALL_PARAM` parameter), by which the client's `Clocks` finds that call's clock. Until the first event the limit is `connect + read`: the
-SDK's own HTTP timeouts (the same values, per attempt) fire first, so its retries still run. Hand-written because asyncio.timeout (3.11+, and a fixed
+the SDK's HTTP client tells (`Clocks.http_hooks`: the httpx/httpx2 event hooks every HTTP SDK
+takes, `Clocks.botocore` for botocore), each request attempt and each chunk of bytes, so keep-alive
+pings an SDK hides never count as silence. Those hooks sit on an SDK client that concurrent calls
+share: each call's request carries a call id (`CALL_HEADER`, taken off before it is sent; botocore:
+the `CALL_PARAM` parameter), by which the client's `Clocks` finds that call's clock. Until the first
+event the limit is `connect + read`: the SDK's own HTTP timeouts (the same values, per attempt) fire first, so its retries still run. Hand-written because asyncio.timeout (3.11+, and a fixed
 deadline) cannot be pushed back from an HTTP hook cheaply; the deadline here is a float that a
-touch moves, checked by one timer that re-arms itself.
+touch moves, checked by one timer that re-arms itself. Time is the running event loop's own
+(`loop.time()`, where its timers live): a test that runs the call on a loop with a clock of its
+own gets every silence and timeout in that clock.
 """
 
 from __future__ import annotations
@@ -21,7 +23,6 @@ import asyncio
 import contextlib
 import functools
 import sys
-import time
 import uuid
 from collections.abc import AsyncIterator, Awaitable, Iterator
 from typing import Any, TypeVar
@@ -65,18 +66,21 @@ class IdleClock:
         self._task: asyncio.Task[Any] | None = None
         self._timer: asyncio.TimerHandle | None = None
         self._timer_at = 0.0
+        self._loop: asyncio.AbstractEventLoop | None = None
 
     def touch(self) -> None:
         """The server sent something: the silence starts again (safe from a worker thread)."""
-        self._deadline = time.monotonic() + self._limit
+        if self._loop is not None:  # no wait yet: the first wait starts the silence
+            self._deadline = self._loop.time() + self._limit
 
     async def wait(self, awaitable: Awaitable[T], *, opening: bool = False) -> T:
         """`await awaitable`, for at most the limit of silence (`connect + read` when `opening`)."""
         self._limit = self.timeout.connect + self.timeout.read if opening else self.timeout.read
+        self._loop = loop = asyncio.get_running_loop()
         self.touch()
         self._task = asyncio.current_task()
         if self._timer is None or self._timer_at > self._deadline:
-            self._arm()
+            self._arm(loop)
         self._waiting = True
         try:
             return await awaitable
@@ -95,20 +99,18 @@ class IdleClock:
             self._timer.cancel()
             self._timer = None
 
-    def _arm(self) -> None:
+    def _arm(self, loop: asyncio.AbstractEventLoop) -> None:
         if self._timer is not None:
             self._timer.cancel()
-        loop = asyncio.get_running_loop()
-        delay = max(0.0, self._deadline - time.monotonic())
         self._timer_at = self._deadline
-        self._timer = loop.call_later(delay, self._check)
+        self._timer = loop.call_at(self._deadline, self._check, loop)
 
-    def _check(self) -> None:
+    def _check(self, loop: asyncio.AbstractEventLoop) -> None:
         self._timer = None
         if not self._waiting or self._task is None:
             return  # the caller is busy with what arrived: not the server's silence
-        if time.monotonic() < self._deadline:
-            self._arm()
+        if loop.time() < self._deadline:
+            self._arm(loop)
             return
         self._expired = True
         self._task.cancel()

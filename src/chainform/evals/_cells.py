@@ -1,5 +1,7 @@
 """The map runs of an eval, each committed row by row to a JSONL file (the map's own commit record):
-`--resume` skips every key already there, so each row is sent once even after a kill -9.
+`--resume` skips every key already there, so each row is sent once even after a kill -9, and goes
+on with the chain of a row killed halfway from the log (`amap(resume=True)`): its logged calls are
+not sent again, its logged tool results not run again.
 
 All the runs of one step (the cells, then the judge's) go at once on one event loop and share one
 limit of rows in flight: a row is handed to its run only when a slot is free, and the slot is given
@@ -105,13 +107,19 @@ async def _run_all(
 async def _run_one(
     job: MapJob, slots: asyncio.Semaphore, concurrency: int, resume: bool, retry_failed: bool, budget: Any
 ) -> str:
+    from chainform._map._batch_log import record_run, run_of
     from chainform._map._jsonl import JsonlSink, line_for
     from chainform.map import amap
     from chainform.store import new_id
 
     sink = JsonlSink(job.path, "run the eval again with --resume (`evaluate(..., resume=True)`)")
     sink.prepare(resume=resume, retry_errors=retry_failed)
-    run_id = sink.run_id or new_id()
+    model = _async(job.model)
+    store = model._open_store() if job.options.get("log", True) else None
+    output = str(job.path.resolve())
+    run_id = sink.run_id or (run_of(store, output) if store is not None and resume else None) or new_id()
+    if store is not None:  # a resume finds the run, and its rows' chains, before the file holds a row
+        record_run(store, output, run_id)
     todo = [{**fields, KEY: key} for key, fields in job.items if key not in sink.done]
     if job.on_start is not None:
         job.on_start(set(sink.done))
@@ -127,11 +135,11 @@ async def _run_one(
     options = dict(job.options)
     if budget is not None:
         options["max_cost"] = budget
+    if resume and store is not None:  # each row's chain that did not end goes on from the log
+        options["resume"] = True
     try:
         if todo:
-            results = amap(
-                _async(job.model), source(), id_field=KEY, run_id=run_id, concurrency=concurrency, **options
-            )
+            results = amap(model, source(), id_field=KEY, run_id=run_id, concurrency=concurrency, **options)
             async with aclosing(results) as running:
                 async for result in running:
                     line = line_for(result, run_id, {})

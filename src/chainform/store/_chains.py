@@ -16,6 +16,8 @@ import time
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+from chainform.errors import StoreError
+from chainform.store._rows import STATEMENTS
 from chainform.store._serialize import dumps, storable_row
 
 ChainStatus = Literal["running", "done", "failed", "interrupted", "waiting"]
@@ -59,8 +61,14 @@ class ChainRow:
 _COLUMNS = "id, conversation_id, model, spec, status, pending, error, created_at, updated_at"
 
 
-def begin(db: sqlite3.Connection, row: ChainRow) -> None:
-    """Record a chain that starts (a resumed one keeps its spec and creation time)."""
+def begin(db: sqlite3.Connection, row: ChainRow, name: str | None = None) -> None:
+    """Record a chain that starts (a resumed one keeps its spec and creation time); with `name`,
+    its conversation too, so named (a map row's chain is found by it before its first call)."""
+    if name is not None:
+        db.execute(
+            STATEMENTS["conversations"], storable_row((row.conversation_id, row.model, name, row.created_at))
+        )
+        db.execute(STATEMENTS["conversation_names"], storable_row((name, row.conversation_id)))
     db.execute(
         f"INSERT INTO chains ({_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?) "
         "ON CONFLICT(id) DO UPDATE SET status = excluded.status, pending = NULL, error = NULL, "
@@ -96,10 +104,28 @@ def set_status(
 
 
 def _row(values: tuple[Any, ...]) -> ChainRow:
-    pending = json.loads(values[5]) if values[5] else []
+    pending = _pending(values[0], values[5])
     return ChainRow(
         values[0], values[1], values[2], values[3], values[4], pending, values[6], values[7], values[8]
     )
+
+
+def _pending(chain_id: str, text: str | None) -> list[dict[str, Any]]:
+    """The pending calls of a row as `set_status` wrote them (a list of {id, tool, arguments});
+    StoreError when the column was edited into something else."""
+    try:
+        pending = json.loads(text) if text else []
+    except ValueError:
+        pending = None
+    if not isinstance(pending, list) or not all(
+        isinstance(p, dict) and isinstance(p.get("id"), str) and isinstance(p.get("tool"), str)
+        for p in pending
+    ):
+        raise StoreError(
+            f"chain {chain_id}: its pending calls (chains.pending) are not the list of calls chainform "
+            "wrote (edited by hand?)"
+        )
+    return pending
 
 
 def read(db: sqlite3.Connection, id_or_prefix: str) -> list[ChainRow]:
@@ -124,6 +150,18 @@ def unfinished(db: sqlite3.Connection, limit: int | None = None) -> list[ChainRo
         sql += " LIMIT ?"
         args.append(limit)
     return [_row(r) for r in db.execute(sql, args).fetchall()]
+
+
+def named(db: sqlite3.Connection, prefix: str) -> dict[str, tuple[str, ChainStatus]]:
+    """The newest chain of each conversation whose name starts with `prefix`, by the rest of the
+    name: (chain id, status)."""
+    rows = db.execute(
+        "SELECT substr(c.name, ?), ch.id, ch.status FROM chains ch "
+        "JOIN conversations c ON c.id = ch.conversation_id "
+        "WHERE substr(c.name, 1, ?) = ? ORDER BY ch.created_at, ch.rowid",
+        (len(prefix) + 1, len(prefix), prefix),
+    )
+    return {name: (chain_id, status) for name, chain_id, status in rows}
 
 
 def add_tool_results(

@@ -285,15 +285,17 @@ class Store:
         attached: Sequence[Attached] = (),
         blobs: Blobs | None = None,
         *,
+        name: str | None = None,
         wait: bool = True,
     ) -> None:
         """Record a chain that starts (status "running"; a resumed chain keeps its row), and the
-        files its spec holds by sha256 (`blobs`, kept as the chain's `attached` says) once each."""
+        files its spec holds by sha256 (`blobs`, kept as the chain's `attached` says) once each;
+        `name`: its conversation's, written with it (a map row's, so a resume finds the row's chain)."""
         files = of_chain(row.id, list(attached), blobs or {})
-        rows = {name: [storable_row(r) for r in params] for name, params in files.items()}
+        rows = {key: [storable_row(r) for r in params] for key, params in files.items()}
 
         def begin(db: sqlite3.Connection) -> None:
-            _chains.begin(db, row)
+            _chains.begin(db, row, name)
             write_rows(db, rows)
 
         self.write(begin, wait=wait)
@@ -321,6 +323,12 @@ class Store:
         """The logged chains whose id is `id_or_prefix` or starts with it."""
         with self.read() as db:
             return _chains.read(db, id_or_prefix)
+
+    def named_chains(self, prefix: str) -> dict[str, tuple[str, ChainStatus]]:
+        """The newest chain of each conversation whose name starts with `prefix` (a map run's rows:
+        `map <run id> `), by the rest of the name: (chain id, status)."""
+        with self.read() as db:
+            return _chains.named(db, prefix)
 
     def unfinished_chains(self, limit: int | None = None) -> list[ChainRow]:
         """Chains that did not end (running, interrupted, waiting), newest first."""

@@ -24,6 +24,7 @@ from pydantic import AfterValidator, BaseModel, ConfigDict, Field, TypeAdapter
 from pydantic.fields import FieldInfo
 
 from chainform._json import canonical_json
+from chainform._lineage import RunContext
 from chainform.errors import SchemaError, ToolDefinitionError
 from chainform.tools import _docs
 from chainform.tools._params import (
@@ -48,7 +49,7 @@ class Param:
     """One argument of the tool: its name, how to pass it to the callable, and its model field."""
 
     name: str
-    field: str
+    field: str  # "" for the parameter annotated RunContext: the engine gives it, the model never
     kind: inspect._ParameterKind
     required: bool
 
@@ -65,6 +66,11 @@ class Spec:
     target: Callable[..., Any]
     kind: str  # "call" (keyword/positional call), "model" (a pydantic model), "typeddict"
     schema: dict[str, Any]
+
+    @property
+    def takes_context(self) -> bool:
+        """Whether a parameter is annotated RunContext (the chain's, given beside the arguments)."""
+        return any(not p.field for p in self.params)
 
     @property
     def description(self) -> str:
@@ -266,6 +272,9 @@ class _Builder:
                 annotation = hints[pname]
             if annotation is EMPTY:
                 raise ToolDefinitionError(f"{pwhere} has no type annotation")
+            if kind == "call" and _is_context(annotation):  # never in the schema the model reads
+                params.append(Param(name=pname, field="", kind=pkind, required=False))
+                continue
             tp = self.rewrite(annotation, {**globalns, **localns}, pwhere)
             desc = _explicit_description(tp, default) or comments.get(pname) or doc.params.get(pname)
             info = Field(alias=pname, description=desc) if desc else Field(alias=pname)
@@ -319,8 +328,19 @@ def _explicit_description(tp: Any, default: Any) -> str | None:
     return None
 
 
-def call_with(spec: Spec, validated: BaseModel) -> Any:
-    """Call the spec's target with validated values (positional-only ones by position)."""
+def _is_context(annotation: Any) -> bool:
+    """`RunContext`, or `RunContext | None`: the parameter a tool asks the chain's context with."""
+    if annotation is RunContext:
+        return True
+    if typing.get_origin(annotation) in (Union, types.UnionType):
+        kinds = [a for a in typing.get_args(annotation) if a is not type(None)]
+        return kinds == [RunContext]
+    return False
+
+
+def call_with(spec: Spec, validated: BaseModel, context: RunContext | None = None) -> Any:
+    """Call the spec's target with validated values (positional-only ones by position), and
+    `context` for a parameter annotated RunContext (None outside a chain)."""
     if spec.kind == "model":
         return validated
     if spec.kind == "typeddict":
@@ -332,7 +352,7 @@ def call_with(spec: Spec, validated: BaseModel) -> Any:
     args: list[Any] = []
     kwargs: dict[str, Any] = {}
     for p in spec.params:
-        value = getattr(validated, p.field)
+        value = getattr(validated, p.field) if p.field else context
         if isinstance(value, FieldInfo):
             continue
         if p.kind is inspect.Parameter.POSITIONAL_ONLY:

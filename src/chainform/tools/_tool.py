@@ -76,6 +76,7 @@ class Tool:
         self.parameters: dict[str, Any] = spec.schema
         remember_text(spec.schema, spec.schema_text)  # built from the signature: every call converts it
         self.fn: Callable[..., Any] = spec.target
+        self.takes_context = spec.takes_context
         target = spec.target
         call = getattr(target, "__call__", None)  # noqa: B004 - async callable objects
         self.is_async: bool = inspect.iscoroutinefunction(target) or (
@@ -144,13 +145,13 @@ class Tool:
         self, arguments: Mapping[str, Any] | str | None = None, *, context: RunContext | None = None
     ) -> Any:
         """Validate, convert and call; a sync tool runs in a worker thread (`asyncio.to_thread`), so
-        the event loop stays free and a turn's calls run side by side. A function tool never
-        `takes_context`: `context` is for a SchemaTool that does."""
+        the event loop stays free and a turn's calls run side by side. `context` goes to a tool
+        that `takes_context` (a parameter annotated `RunContext`)."""
         validated = self.validate(arguments)
         if self.is_async:
-            result = call_with(self._spec, validated)
+            result = call_with(self._spec, validated, context)
             return await result if inspect.isawaitable(result) else result
-        result = await asyncio.to_thread(call_with, self._spec, validated)
+        result = await asyncio.to_thread(call_with, self._spec, validated, context)
         return await result if inspect.isawaitable(result) else result
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:

@@ -47,16 +47,34 @@ class Row:
     retries_drop: bool = True
 
     @property
+    def sdk(self) -> str:
+        """The SDK client the transport is built on, and so the HTTP timeouts it is given: every
+        OpenAI-compatible transport goes through `clients/_openai.build_sdk`."""
+        return _SDKS.get(self.transport, "openai")
+
+    @property
     def secret(self) -> str | None:
         """The part of the key that must never show (the secret half of an AWS key pair)."""
         return self.key.rsplit(":", 1)[-1] if self.key else None
+
+    @property
+    def timeouts_on_the_loop(self) -> bool:
+        """Whether the SDK keeps its own timeouts on the event loop's clock (the async HTTP SDKs:
+        httpx's through anyio), so that a test clock moves them too; botocore's are its sockets'."""
+        return self.sdk != "botocore"
 
     def model(self, emu: Emulator, **settings: Any) -> cf.Model:
         """The model through the public API, its SDK pointed at `emu`, one SDK retry."""
         merged = {"max_retries": 1, **self.settings, **settings}
         return cf.get_model(self.name, base_url=emu.base_url + self.path, key=self.key, **merged)
 
+    def async_model(self, emu: Emulator, **settings: Any) -> cf.AsyncModel:
+        """`model`, async: for a test that runs it on an event loop of its own."""
+        merged = {"max_retries": 1, **self.settings, **settings}
+        return cf.get_async_model(self.name, base_url=emu.base_url + self.path, key=self.key, **merged)
 
+
+_SDKS = {"anthropic": "anthropic", "gemini": "google-genai", "bedrock": "botocore"}
 _GEMINI: dict[str, Any] = {"retry_initial_delay": 0.01, "retry_jitter": 0}  # it ignores Retry-After
 _BEDROCK = {"region": "us-east-1"}
 _CACHED = frozenset({"cache_read_input_tokens"})
@@ -175,4 +193,14 @@ def transports() -> tuple[Row, ...]:
     seen: dict[str, Row] = {}
     for row in ROWS:
         seen.setdefault(row.transport, row)
+    return tuple(seen.values())
+
+
+def sdks() -> tuple[Row, ...]:
+    """The first row of each SDK client: where a case that proves the SDK's own socket timeouts in
+    real seconds runs. The transports sharing an SDK client are built with the same timeouts and
+    differ in wire format and error mapping, which the other cases prove per transport."""
+    seen: dict[str, Row] = {}
+    for row in ROWS:
+        seen.setdefault(row.sdk, row)
     return tuple(seen.values())

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import pytest
-from conformance_table import ROWS, Row, transports
+from conformance_table import ROWS, Row, sdks, transports
 
 from chainform.testing.emulator import Emulator
 
@@ -66,4 +66,10 @@ def row(request: pytest.FixtureRequest) -> Row:
 @pytest.fixture(params=transports(), ids=lambda row: row.transport)
 def transport(request: pytest.FixtureRequest) -> Row:
     """One row per transport (SDK client + error mapping): the fault cases."""
+    return request.param  # type: ignore[no-any-return]
+
+
+@pytest.fixture(params=sdks(), ids=lambda row: row.sdk)
+def sdk_row(request: pytest.FixtureRequest) -> Row:
+    """One row per SDK client: the cases that wait real seconds for the SDK's own socket timeouts."""
     return request.param  # type: ignore[no-any-return]

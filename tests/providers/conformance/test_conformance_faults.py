@@ -24,6 +24,7 @@ from chainform.testing.emulator import (
     Stall,
 )
 from chainform.types import TextReasoningContent
+from virtual_time import SkewedTime
 
 TEXT = "0123456789abcdefghijklmnopqrstuvwxyz"
 
@@ -65,15 +66,20 @@ def test_http_error_kind_and_retry(
         assert transport.secret not in str(error) + repr(error) + error.provider_message
 
 
-def test_timeout_is_retried_then_typed(transport: Row, emu: Emulator) -> None:
-    """A read stall is timed out, retried once, then typed. Only the read timeout is short (0.3 s):
-    connecting may take 5 s, so a stalled test process cannot turn an attempt into a connect
-    timeout before its request is sent (it then never reaches the emulator's count)."""
+def test_timeout_is_retried_then_typed(transport: Row, emu: Emulator, skewed: SkewedTime) -> None:
+    """A read stall is timed out by the SDK's own timeout, retried once, then typed. Only the read
+    timeout is short (0.3 s): connecting may take 5 s, so a stalled test process cannot turn an
+    attempt into a connect timeout before its request is sent (it then never reaches the
+    emulator's count). The SDK's timeout is the real one over a real socket; where it is on the
+    loop's clock, the test moves that clock on by 0.3 s at each stall instead of waiting (an early
+    move is lost, never a wrong outcome: virtual_time.SkewedTime). botocore's are real seconds."""
     emu.add(Stall(5), "recovered", Stall(5), Stall(5))
-    model = transport.model(emu, timeout=(5, 0.3))
-    assert model.prompt("x", log=False).text() == "recovered"
-    with pytest.raises(cf.ProviderError) as info:
-        model.prompt("x", log=False).text()
+    model = transport.async_model(emu, timeout=(5, 0.3))
+    with skewed.moving_on(emu, 0.3, enabled=transport.timeouts_on_the_loop):
+        assert skewed.run(model.prompt("x", log=False).text()) == "recovered"
+        with pytest.raises(cf.ProviderError) as info:
+            skewed.run(model.prompt("x", log=False).text())
+    skewed.run(model.aclose())
     assert (info.value.kind, info.value.status, info.value.retryable) == ("timeout", None, True)
     assert len(emu.wait_for_requests(4)) == 4  # the last one, given up on, may still be unread
 
@@ -98,25 +104,36 @@ def test_stall_mid_stream_is_a_typed_timeout_keeping_what_arrived(transport: Row
     assert len(emu.requests) == 1
 
 
-def test_stall_before_a_reply_without_streaming_is_a_typed_timeout(transport: Row, emu: Emulator) -> None:
+def test_stall_before_a_reply_without_streaming_is_a_typed_timeout(
+    transport: Row, emu: Emulator, skewed: SkewedTime
+) -> None:
+    """The clock moved on by 0.4 s at each stall where the SDK keeps it on the loop (as above)."""
     emu.add(*[Stall(30)] * 2)
+    model = transport.async_model(emu, timeout=0.4)
     started = time.monotonic()
-    with pytest.raises(cf.ProviderError) as info:
-        transport.model(emu, timeout=0.4).prompt("x", stream=False, log=False).text()
+    with (
+        skewed.moving_on(emu, 0.4, enabled=transport.timeouts_on_the_loop),
+        pytest.raises(cf.ProviderError) as info,
+    ):
+        skewed.run(model.prompt("x", stream=False, log=False).text())
+    skewed.run(model.aclose())
     assert time.monotonic() - started < 10
     assert (info.value.kind, info.value.status, info.value.retryable) == ("timeout", None, True)
     assert not isinstance(info.value, cf.StreamInterruptedError)
 
 
-def test_a_slow_steady_stream_longer_than_the_read_timeout_completes(transport: Row, emu: Emulator) -> None:
+def test_a_slow_steady_stream_longer_than_the_read_timeout_completes(sdk_row: Row, emu: Emulator) -> None:
     """The read timeout is the server's silence, not the answer's length: every event comes within
-    it, the whole answer takes longer. Real seconds (each SDK's own timeouts are part of it): events
-    0.05 s apart under a read timeout of 2.5 s, so that only a test process stalled for 2.4 s
-    between two events reads as a silent server."""
+    it, the whole answer takes longer. Real seconds, once per SDK client (`sdk_row`): what is proven
+    here is that the SDK's own socket timeouts, as the adapter hands them over, are per read, which
+    only a real socket shows; chainform's own idle clock is proven the same on virtual time, with no
+    real second waited (test_adapter_skeleton, test_timeout_keepalive). Events 0.05 s apart under a
+    read timeout of 2.5 s, so that only a test process stalled for 2.4 s between two events reads
+    as a silent server."""
     long = TEXT * 6  # 54 events of 4 characters
     emu.add(Stall(0.05, reply=long, after_events=1, every=True))
     started = time.monotonic()
-    assert "".join(transport.model(emu, timeout=2.5).prompt("x", log=False)) == long
+    assert "".join(sdk_row.model(emu, timeout=2.5).prompt("x", log=False)) == long
     assert time.monotonic() - started > 2.5  # 53 gaps of 0.05 s
 
 

@@ -1,6 +1,6 @@
 """Anthropic's Message Batches in the emulator: create, retrieve, cancel, list, results (JSONL).
 
-A batch is `in_progress` for `BatchService.polls` retrieves (or while `hold`), then `ended`; its
+A batch is `in_progress` for `BatchService.polls` retrieves (or while `hold`; none with `instant`), then `ended`; its
 requests are answered then, each as a live `/v1/messages` call would be (`BatchService.outcome`),
 and its results file says per custom_id `succeeded`, `errored` or `expired` (`canceled` for the
 requests of a batch cancelled before it ended).

@@ -8,7 +8,8 @@ finalizes, each through the same script and wire format as a live call (one scri
 in the file's order): a reply is an output line, a `Fault` an errored line, `Expired()` an expired
 one. Faults of the batch itself are settings of `emu.batches` (`BatchService`): `fail_next`
 batches fail validation, `hold` keeps batches in progress (across a client's restart), `polls`
-sets how many retrieves a batch stays in progress, `rewrite` edits the output lines before they
+sets how many retrieves a batch stays in progress, `instant` ends a batch at its first retrieve
+(for tests that do not follow a batch's states: a client's first poll finds it done), `rewrite` edits the output lines before they
 are written (unknown or duplicate custom_ids), `raw_output` edits the output file's bytes (a line
 cut short), `http_faults` answers the next requests of a kind ("create" a batch, "retrieve" one)
 with an HTTP error status instead, for every provider, and `max_requests` / `max_bytes` are the
@@ -55,6 +56,7 @@ class BatchService:
     emulator: Any  # the Emulator (_server.py) whose script answers the lines
     polls: int = 1
     hold: bool = False
+    instant: bool = False
     fail_next: int = 0
     max_requests: int = 50_000
     max_bytes: int = 200 * 1024 * 1024
@@ -179,8 +181,8 @@ class BatchService:
         return None
 
     def stays(self, batch: _Batch) -> bool:
-        """Whether an in-progress batch stays in progress at this retrieve (`hold`, `polls`)."""
-        if not (self.hold or batch.polls_left > 0):
+        """Whether an in-progress batch stays in progress at this retrieve (`hold`, `polls`, `instant`)."""
+        if not (self.hold or (batch.polls_left > 0 and not self.instant)):
             return False
         batch.polls_left -= not self.hold
         return True
@@ -206,7 +208,9 @@ class BatchService:
             return
         if status == "in_progress" and self.stays(batch):
             return
-        batch.body["status"] = _STATES[_STATES.index(status) + 1]
+        batch.body["status"] = (
+            _STATES[-1] if self.instant and not self.hold else _STATES[_STATES.index(status) + 1]
+        )
         if batch.body["status"] == "completed":
             self._finish(batch)
 

@@ -24,6 +24,15 @@ class Framing(BaseHTTPRequestHandler):
         """Set when the emulator stops: a stalled answer gives up."""
         raise NotImplementedError
 
+    def stall_begins(self) -> None:
+        """A `Stall` pause begins now, everything before it sent (counted by the emulator)."""
+        raise NotImplementedError
+
+    def _pause(self, seconds: float) -> bool:
+        """A `Stall`'s pause of `seconds`; True when the emulator stopped during it."""
+        self.stall_begins()
+        return self.stopping.wait(seconds)
+
     def _answer_stream(
         self,
         fmt: WireFormat,
@@ -68,7 +77,7 @@ class Framing(BaseHTTPRequestHandler):
         if not (n == after or (stall.every and n > after)):
             return False
         self.wfile.flush()
-        stopped = self.stopping.wait(stall.seconds)
+        stopped = self._pause(stall.seconds)
         if stopped:
             self._drop()
         return stopped

@@ -4,7 +4,7 @@ upload (`POST /upload/v1beta/files`, then the chunks to the upload URL) and down
 file of `{"key", "request"}` lines), `GET /v1beta/batches[/{id}]` and `POST .../batches/{id}:cancel`.
 
 A batch is BATCH_STATE_PENDING when created, RUNNING at the next retrieve, stays so for
-`BatchService.polls` retrieves (or while `hold`), then SUCCEEDED with a responses file: each line
+`BatchService.polls` retrieves (or while `hold`; at the first with `instant`), then SUCCEEDED with a responses file: each line
 answered as a live `generateContent` call would be (`BatchService.outcome`), `{"key", "response"}`
 or `{"key", "error"}` (a `Fault`: its status; `Expired()`: DEADLINE_EXCEEDED, a row the job did not
 get to). `fail_next`, `max_requests`, `max_bytes` and duplicate keys fail a batch at creation
@@ -137,7 +137,9 @@ class GeminiBatchMode:
         metadata = batch.body["metadata"]
         if metadata["state"] == "BATCH_STATE_PENDING":
             metadata |= {"state": "BATCH_STATE_RUNNING", "updateTime": _now()}
-        elif metadata["state"] == "BATCH_STATE_RUNNING" and not self.service.stays(batch):
+            if not self.service.instant:
+                return
+        if metadata["state"] == "BATCH_STATE_RUNNING" and not self.service.stays(batch):
             self._finish(batch)
 
     def _finish(self, batch: _Batch) -> None:

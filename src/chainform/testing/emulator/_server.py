@@ -122,6 +122,7 @@ class Emulator:
         self._lock = threading.Lock()
         self._recorded = threading.Condition(self._lock)
         self._stopping = threading.Event()
+        self.stalls = 0  # Stall pauses begun (`wait_for_stalls`)
         self._counter = itertools.count(1)
         self._cached: set[str] = set()  # prompt-cache prefixes seen (WireFormat.cache_prefix)
         self._server: _Server | None = None
@@ -231,6 +232,19 @@ class Emulator:
             self._recorded.wait_for(lambda: len(self.requests) >= count, timeout)
             return list(self.requests)
 
+    def wait_for_stalls(self, count: int, timeout: float = 10.0) -> int:
+        """How many `Stall` pauses have begun, once at least `count` have (or `timeout` seconds have
+        passed). A pause begins once everything before it is sent: a test whose client keeps its
+        timeouts on a clock of the test's own moves that clock on from here, instead of waiting."""
+        with self._recorded:
+            self._recorded.wait_for(lambda: self.stalls >= count, timeout)
+            return self.stalls
+
+    def _stall_began(self) -> None:
+        with self._recorded:
+            self.stalls += 1
+            self._recorded.notify_all()
+
     def _route(self, request: RecordedRequest) -> WireFormat | None:
         for fmt in self.formats:
             for pattern in fmt.routes:
@@ -276,6 +290,9 @@ class _Handler(Framing):
     @property
     def stopping(self) -> threading.Event:
         return self.server.emulator._stopping
+
+    def stall_begins(self) -> None:
+        self.server.emulator._stall_began()
 
     def do_GET(self) -> None:
         if not self._batch_api("GET", b""):
@@ -330,7 +347,7 @@ class _Handler(Framing):
             return
         stall = item if isinstance(item, Stall) and item.after_events is not None else None
         if isinstance(item, Stall):
-            if stall is None and emulator._stopping.wait(item.seconds):
+            if stall is None and self._pause(item.seconds):
                 self.close_connection = True
                 return
             item = item.reply
@@ -363,7 +380,7 @@ class _Handler(Framing):
                 fmt, [fmt.encode_event(e) for e in fmt.render_stream(reply, request)], fault, rid
             )
         elif isinstance(fault, DropConnection | CutStream) or (  # unstreamed: before any reply
-            isinstance(fault, Stall) and emulator._stopping.wait(fault.seconds)
+            isinstance(fault, Stall) and self._pause(fault.seconds)
         ):
             self._drop()
         elif isinstance(fault, MalformedEvent):
