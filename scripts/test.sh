@@ -31,6 +31,10 @@ if [ "$(cat .venv/.chainform-installed 2>/dev/null)" != "$stamp" ]; then
   pip_install -e '.[all,dev]'
   echo "$stamp" > .venv/.chainform-installed
 fi
+# The tests start hundreds of Python processes (the CLI, the docs' examples, kills): with
+# PYTHONDONTWRITEBYTECODE set each of them compiles chainform's modules again, and every worker
+# rewrites every test module again. Bytecode goes to __pycache__ (git-ignored) for this run.
+unset PYTHONDONTWRITEBYTECODE
 parallel=(-n "${CHAINFORM_TEST_WORKERS:-logical}" --maxprocesses 8 --dist loadgroup)
 for arg in "$@"; do
   case "$arg" in

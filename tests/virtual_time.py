@@ -126,7 +126,9 @@ class SkewedTime(_TestClock):
     @contextmanager
     def moving_on(self, emulator: Emulator, seconds: float, *, enabled: bool = True) -> Iterator[None]:
         """While open, each `Stall` pause the emulator begins moves this clock on by `seconds`
-        (nothing where `enabled` is false: an SDK whose timeouts are not on the loop's clock)."""
+        (nothing where `enabled` is false: an SDK whose timeouts are not on the loop's clock). For
+        one request at a time: a move times out every wait then armed, so a second request in
+        flight, its answer on the way, would be timed out with the stalled one."""
         done = threading.Event()
 
         def watch() -> None:

@@ -194,7 +194,7 @@ def _run_bash(block: Block, home: Path, cli_bin: Path) -> None:
 
 @pytest.mark.parametrize("block", [_param(b) for b in ALL])
 def test_example_runs(
-    block: Block, workdir: Path, home: Path, cli_bin: Path, monkeypatch: pytest.MonkeyPatch
+    block: Block, workdir: Path, home: Path, request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     with contextlib.ExitStack() as stack:
         if "emulator" in block.notes:
@@ -204,8 +204,8 @@ def test_example_runs(
             _point_sdks_at(stack.enter_context(emulator), monkeypatch)
         if block.language == "python":
             _run_python(block, {"__name__": "__docs__"})
-        else:
-            _run_bash(block, home, cli_bin)
+        else:  # the warm CLI is started for the first bash block: python blocks alone never need it
+            _run_bash(block, home, request.getfixturevalue("cli_bin"))
 
 
 def test_the_collector_finds_the_pages_blocks() -> None:

@@ -18,12 +18,13 @@ DATA = Path(__file__).resolve().parents[2] / ".." / "shared" / "data" / "jsonsch
 PER_SUBSET = {"Github_trivial": 15, "Github_easy": 20, "Glaiveai2K": 20, "Handwritten": 10, "Synthesized": 10}
 
 
-def _sample() -> list[Path]:
+def _sample(share: float) -> list[Path]:
+    """`share` of each subset's PER_SUBSET schemas (at least one), spread over the subset."""
     picked: list[Path] = []
     for subset, count in PER_SUBSET.items():
         files = sorted((DATA / subset).glob("*.json"))
         step = max(1, len(files) // count)
-        picked.extend(files[::step][:count])
+        picked.extend(files[::step][: max(1, round(count * share))])
     return picked
 
 
@@ -33,9 +34,17 @@ def _validator(schema: dict[str, Any]) -> Any:
 
 
 @pytest.mark.skipif(not DATA.is_dir(), reason="../shared/data/jsonschemabench-dev is not present")
-async def test_constrained_output_always_validates(tiny_client: LocalChatClient) -> None:
+@pytest.mark.parametrize(
+    ("tiny_loaded", "share"),
+    # the grammar masks whatever logits a backend gives: the whole sample on ONNX (what `local` prefers),
+    # a fifth of it on torch as the cross-backend check
+    [("onnx", 1.0), ("torch", 0.2)],
+    indirect=["tiny_loaded"],
+)
+async def test_constrained_output_always_validates(tiny_client: LocalChatClient, share: float) -> None:
     counts = {"valid": 0, "length": 0, "rejected": 0}
-    for index, path in enumerate(_sample()):
+    sample = _sample(share)
+    for index, path in enumerate(sample):
         schema = json.loads(path.read_text())["schema"]
         options = ChatOptions(
             response_format=ResponseFormat.json_schema(schema),
@@ -56,7 +65,7 @@ async def test_constrained_output_always_validates(tiny_client: LocalChatClient)
         counts["valid"] += 1
     compiled = counts["valid"] + counts["length"]
     print(f"jsonschemabench sample: {counts}")
-    assert compiled >= 45, counts
+    assert compiled >= 0.6 * len(sample), counts
     assert counts["valid"] >= 0.95 * compiled, counts
 
 

@@ -39,9 +39,10 @@ def alive(pid: int) -> bool:
         return False
 
 
-@pytest.fixture
+@pytest.fixture(scope="module")
 def http_server() -> Iterator[str]:
-    """The test server over streamable HTTP on a free 127.0.0.1 port; stopped after the test."""
+    """The test server over streamable HTTP on a free 127.0.0.1 port, shared by a module's tests (none
+    changes it: each opens its own session); stopped after the module."""
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]

@@ -27,6 +27,7 @@ from chainform.types import TextReasoningContent
 from virtual_time import SkewedTime
 
 TEXT = "0123456789abcdefghijklmnopqrstuvwxyz"
+READ_ON_THE_LOOP = 2.0  # a read timeout the test moves the clock past at each stall (SkewedTime)
 
 
 def test_rate_limit_with_retry_after_is_retried(transport: Row, emu: Emulator) -> None:
@@ -67,15 +68,17 @@ def test_http_error_kind_and_retry(
 
 
 def test_timeout_is_retried_then_typed(transport: Row, emu: Emulator, skewed: SkewedTime) -> None:
-    """A read stall is timed out by the SDK's own timeout, retried once, then typed. Only the read
-    timeout is short (0.3 s): connecting may take 5 s, so a stalled test process cannot turn an
-    attempt into a connect timeout before its request is sent (it then never reaches the
-    emulator's count). The SDK's timeout is the real one over a real socket; where it is on the
-    loop's clock, the test moves that clock on by 0.3 s at each stall instead of waiting (an early
-    move is lost, never a wrong outcome: virtual_time.SkewedTime). botocore's are real seconds."""
-    emu.add(Stall(5), "recovered", Stall(5), Stall(5))
-    model = transport.async_model(emu, timeout=(5, 0.3))
-    with skewed.moving_on(emu, 0.3, enabled=transport.timeouts_on_the_loop):
+    """A read stall is timed out by the SDK's own timeout over a real socket, retried once, then
+    typed. Where the SDK keeps its timeouts on the loop's clock, the test moves that clock on by
+    the read timeout at each stall (virtual_time.SkewedTime) instead of waiting it out, so the read
+    timeout can be long (2 s): only a test process stalled for that long before "recovered" comes
+    would time it out too. botocore's are its sockets' own, real seconds: 0.3 s there. Connecting
+    may take 5 s, so a stalled test process cannot turn an attempt into a connect timeout before
+    its request is sent (it then never reaches the emulator's count)."""
+    read = READ_ON_THE_LOOP if transport.timeouts_on_the_loop else 0.3
+    emu.add(Stall(30), "recovered", Stall(30), Stall(30))
+    model = transport.async_model(emu, timeout=(5, read))
+    with skewed.moving_on(emu, read, enabled=transport.timeouts_on_the_loop):
         assert skewed.run(model.prompt("x", log=False).text()) == "recovered"
         with pytest.raises(cf.ProviderError) as info:
             skewed.run(model.prompt("x", log=False).text())
@@ -107,12 +110,13 @@ def test_stall_mid_stream_is_a_typed_timeout_keeping_what_arrived(transport: Row
 def test_stall_before_a_reply_without_streaming_is_a_typed_timeout(
     transport: Row, emu: Emulator, skewed: SkewedTime
 ) -> None:
-    """The clock moved on by 0.4 s at each stall where the SDK keeps it on the loop (as above)."""
+    """The clock moved on by the timeout at each stall where the SDK keeps it on the loop (as above)."""
+    timeout = READ_ON_THE_LOOP if transport.timeouts_on_the_loop else 0.4
     emu.add(*[Stall(30)] * 2)
-    model = transport.async_model(emu, timeout=0.4)
+    model = transport.async_model(emu, timeout=timeout)
     started = time.monotonic()
     with (
-        skewed.moving_on(emu, 0.4, enabled=transport.timeouts_on_the_loop),
+        skewed.moving_on(emu, timeout, enabled=transport.timeouts_on_the_loop),
         pytest.raises(cf.ProviderError) as info,
     ):
         skewed.run(model.prompt("x", stream=False, log=False).text())
