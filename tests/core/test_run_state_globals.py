@@ -50,6 +50,7 @@ ALLOWED: dict[str, str] = {
     "otel/__init__.py:_trace.hooks": "the tracing hooks `instrument` installs for the process",
     "cli/__init__.py:warnings.formatwarning": "warnings are formatted by the process: the CLI's one line",
     "cli/_group.py:warnings.formatwarning": "the same, for one command's run, and put back after it",
+    "cli/__init__.py:sys.stdin": "the process's stdin, opened on os.devnull when it started without one",
     "cli/_tools.py:os._exit": "os._exit guarded while --functions code loads and runs (process-wide)",
     "tools/_sandbox/_run.py:_warned": "a warning said once per process",
     # caches of pure functions' results, keyed by their input
