@@ -42,3 +42,40 @@ def test_the_settings_are_immutable() -> None:
     settings = MapSettings(**BASE)  # type: ignore[arg-type]
     with pytest.raises(AttributeError):
         settings.prompt = "other"  # type: ignore[misc]
+
+
+def test_map_ray_gets_the_settings_once_and_says_a_half_done_row_starts_over(tmp_path, monkeypatch) -> None:
+    from click.testing import CliRunner
+
+    import chainform.ray
+    from chainform.cli import cli
+
+    given: list[dict[str, object]] = []
+
+    def run_job(address, rows, model, key, base_url, workers, settings, **kwargs):  # type: ignore[no-untyped-def]
+        given.append(settings)
+        return iter(())
+
+    monkeypatch.setattr(chainform.ray, "run_job", run_job)
+    (tmp_path / "in.jsonl").write_text('{"text": "a"}\n')
+    out = tmp_path / "out.jsonl"
+    argv = [
+        "map",
+        str(tmp_path / "in.jsonl"),
+        "--output",
+        str(out),
+        "-p",
+        "Sum up: {text}",
+        "-m",
+        "openai/gpt-4.1-mini",
+    ]
+    first = CliRunner().invoke(cli, [*argv, "--ray", "--key", "sk-test"], catch_exceptions=False)
+    assert first.exit_code == 0, first.output
+    assert "starts over" not in first.stderr
+    again = CliRunner().invoke(cli, [*argv, "--ray", "--key", "sk-test", "--resume"], catch_exceptions=False)
+    assert again.exit_code == 0, again.output
+    assert "with --ray, a row that stopped halfway starts over" in again.stderr
+    assert [sorted(s) for s in given] == [
+        sorted(BASE)
+    ] * 2  # no resume= for Ray: its rows' chains are not found
+    assert given[0]["prompt"] == "Sum up: {text}" and given[0]["concurrency"] == 8

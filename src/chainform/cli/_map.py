@@ -353,6 +353,13 @@ def map_command(
             if ray_address is not None:
                 from chainform.ray import run_job
 
+                if resume:  # each worker logs into its own CHAINFORM_HOME, which the driver does not read
+                    click.echo(
+                        "map: with --ray, a row that stopped halfway starts over (its chain is in a "
+                        "worker's log); resume without --ray to go on with it (docs/durable.md).",
+                        err=True,
+                    )
+
                 for result in run_job(
                     ray_address,
                     source,
