@@ -100,10 +100,17 @@ def cli_server(folder: Path) -> Iterator[Path]:
         encoding="utf-8",
     )
     client.chmod(0o755)
+    import chainform  # the chainform under test, which the server must import too
+
+    under_test = str(Path(chainform.__file__).resolve().parents[1])
+    env = dict(
+        os.environ, PYTHONPATH=os.pathsep.join(filter(None, [under_test, os.environ.get("PYTHONPATH")]))
+    )
     log = folder / "server.log"
     with log.open("wb") as errors:
         server = subprocess.Popen(
             [sys.executable, __file__, str(address), str(bin_dir)],
+            env=env,
             stdin=subprocess.PIPE,  # its lifeline: at EOF (this process gone, however) it ends
             stdout=subprocess.PIPE,
             stderr=errors,

@@ -17,6 +17,7 @@ would, and virtual time stands still, so a slow thread never reads as a silent s
 from __future__ import annotations
 
 import asyncio
+import functools
 import selectors
 import threading
 from collections.abc import Callable, Coroutine, Iterator
@@ -106,7 +107,7 @@ class SkewedTime(_TestClock):
 
     def __init__(self) -> None:
         self.skew = 0.0
-        self.moves: list[float] = []  # asked for, made when the loop is next idle
+        self.moves: list[tuple[float, Callable[[], object]]] = []  # made when the loop is next idle
         super().__init__()
 
     def time(self) -> float:
@@ -114,29 +115,36 @@ class SkewedTime(_TestClock):
 
     def idle(self, timeout: float | None) -> float | None:
         if self.moves:  # every task waits on I/O or a timer, each timer armed: move now
-            self.skew += self.moves.pop(0)
+            seconds, then = self.moves.pop(0)
+            self.skew += seconds
+            then()
             return 0
         return timeout
 
-    def advance(self, seconds: float) -> None:
-        """Move the clock on by `seconds` when the loop is next idle (call it on the loop, e.g.
-        `call_soon_threadsafe(loop.advance, seconds)`)."""
-        self.moves.append(seconds)
+    def advance(self, seconds: float, then: Callable[[], object] = lambda: None) -> None:
+        """Move the clock on by `seconds` when the loop is next idle, then call `then` (call it on
+        the loop, e.g. `call_soon_threadsafe(loop.advance, seconds)`)."""
+        self.moves.append((seconds, then))
 
     @contextmanager
-    def moving_on(self, emulator: Emulator, seconds: float, *, enabled: bool = True) -> Iterator[None]:
+    def moving_on(
+        self, emulator: Emulator, seconds: float, *, enabled: bool = True, release: bool = False
+    ) -> Iterator[None]:
         """While open, each `Stall` pause the emulator begins moves this clock on by `seconds`
-        (nothing where `enabled` is false: an SDK whose timeouts are not on the loop's clock). For
-        one request at a time: a move times out every wait then armed, so a second request in
-        flight, its answer on the way, would be timed out with the stalled one."""
+        (nothing where `enabled` is false: an SDK whose timeouts are not on the loop's clock), and
+        with `release` ends that pause once the move is made: a slow, steady stream whose gaps
+        pass on the loop's clock, not in real seconds. For one request at a time: a move times out
+        every wait then armed, so a second request in flight, its answer on the way, would be timed
+        out with the stalled one."""
         done = threading.Event()
 
         def watch() -> None:
             seen = emulator.stalls
             while not done.is_set():
                 now = emulator.wait_for_stalls(seen + 1, timeout=0.01)  # and look at `done`
-                for _ in range(now - seen):
-                    self.call_soon_threadsafe(self.advance, seconds)
+                for number in range(seen + 1, now + 1):
+                    then = functools.partial(emulator.release_stalls, number) if release else (lambda: None)
+                    self.call_soon_threadsafe(self.advance, seconds, then)
                 seen = now
 
         watcher = threading.Thread(target=watch, name="skewed-time", daemon=True)

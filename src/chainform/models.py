@@ -231,6 +231,7 @@ class _Base(Generic[R]):
             approvals=ready.approvals,
             lock=ready.lock,
             conversation_name=conversation_name,
+            parent=ready.parent,
         )
 
         async def run(events: EventLog) -> ChainResult:

@@ -68,7 +68,11 @@ def test_a_return_that_never_validates_ends_in_structured_output_error_under_the
     client = ScriptedClient([tool_call("find_customer", customer_id=2)] * 2, BOTH)
     with pytest.raises(cf.StructuredOutputError):
         cf.Model(client).chain(
-            "Customer?", tools=[find_customer], schema=Customer, stop_at_tools=["find_customer"], validation_retries=1
+            "Customer?",
+            tools=[find_customer],
+            schema=Customer,
+            stop_at_tools=["find_customer"],
+            validation_retries=1,
         ).value
     assert len(client.requests) == 2
 

@@ -146,3 +146,17 @@ def test_a_real_pipe_closed_before_the_output(tmp_path: Path) -> None:
     finally:
         os.close(write_end)
     assert (proc.returncode, proc.stderr) == (0, "")
+
+
+@pytest.mark.unit
+def test_a_closed_stdin_reads_as_empty_not_a_traceback(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], home: Path
+) -> None:
+    """`chainform logs path <&-`: Python starts with `sys.stdin` None; the command still runs."""
+    from chainform.cli import main
+
+    monkeypatch.setattr(sys, "stdin", None)
+    monkeypatch.setattr(sys, "argv", ["chainform", "logs", "path"])
+    with pytest.raises(SystemExit) as ended:
+        main()
+    assert ended.value.code == 0 and capsys.readouterr().out.strip() == str(home / "logs.db")

@@ -203,3 +203,35 @@ def test_a_log_edited_by_hand_is_one_error_line_and_stays_as_it_is(
     assert len(client.requests) == 1  # nothing was sent
     resumed = run("resume", row.id, "--functions", str(functions), "--approve", "all")
     assert resumed.exit_code == 0 and json.loads(resumed.stdout) == {"sent": True}
+
+
+def test_a_resume_while_another_process_holds_the_chain_is_one_error_line(
+    home: Path, run, scripted, tmp_path: Path
+) -> None:
+    import sqlite3
+
+    from chainform.chain._lock import ChainLock
+
+    functions, client, _ = mail_bob(run, scripted, tmp_path)
+    [row] = Store().unfinished_chains()
+    other = ChainLock(Store().path, row.id)  # what a second process's resume holds while it runs
+    assert other.acquire()
+    try:
+        with sqlite3.connect(Store().path) as db:
+            before = (
+                db.execute("SELECT * FROM chains").fetchall(),
+                db.execute("SELECT * FROM responses").fetchall(),
+            )
+        result = run("resume", row.id, "--functions", str(functions), "--approve", "all")
+        [line] = result.stderr.strip().splitlines()
+        assert result.exit_code == 2 and line.startswith("Error: ") and "running in another process" in line
+        with sqlite3.connect(Store().path) as db:
+            after = (
+                db.execute("SELECT * FROM chains").fetchall(),
+                db.execute("SELECT * FROM responses").fetchall(),
+            )
+        assert after == before and len(client.requests) == 1  # nothing sent, nothing logged or changed
+    finally:
+        other.release()
+    resumed = run("resume", row.id, "--functions", str(functions), "--approve", "all")
+    assert resumed.exit_code == 0 and json.loads(resumed.stdout) == {"sent": True}

@@ -36,10 +36,7 @@ SRC = Path(chainform.__file__).parent
 BEING_REMOVED = "being removed (issue 45)"
 
 ALLOWED: dict[str, str] = {
-    # run data still in context variables while issue 45's RunState takes it over
-    # the idle clock of the call awaiting an SDK: the httpx/botocore hooks on a shared SDK client
-    # find their call's clock through it; to be passed per request (a call id in its headers)
-    "clients/_timeouts.py:_CURRENT": BEING_REMOVED,
+    # run data still in context variables while issue 45's RunState takes it over: none left
     # process-wide facts and resources
     "_sync.py:_loop": "the one background event loop that runs sync calls, made once per process",
     "_sync.py:_thread": "the thread of that loop",
@@ -53,6 +50,7 @@ ALLOWED: dict[str, str] = {
     "otel/__init__.py:_trace.hooks": "the tracing hooks `instrument` installs for the process",
     "cli/__init__.py:warnings.formatwarning": "warnings are formatted by the process: the CLI's one line",
     "cli/_group.py:warnings.formatwarning": "the same, for one command's run, and put back after it",
+    "cli/__init__.py:sys.stdin": "the process's stdin, opened on os.devnull when it started without one",
     "cli/_tools.py:os._exit": "os._exit guarded while --functions code loads and runs (process-wide)",
     "tools/_sandbox/_run.py:_warned": "a warning said once per process",
     # caches of pure functions' results, keyed by their input

@@ -142,6 +142,37 @@ def test_bad_approvals_are_refused_before_anything_runs(home: Path) -> None:
     assert Store().chains(chain.chain_id)[0].status == "waiting"  # unchanged
 
 
+def test_a_spec_from_a_newer_version_or_edited_by_hand_is_refused_and_the_log_kept(home: Path) -> None:
+    import sqlite3
+
+    client = ScriptedClient(script_until_approval())
+    chain = waiting_chain(client)
+    approvals = {chain.pending[0].id: True}
+    with sqlite3.connect(Store().path) as db:
+        [spec] = db.execute("SELECT spec FROM chains WHERE id = ?", (chain.chain_id,)).fetchone()
+    for edited, says in (('{"version": 99}', "newer chainform"), ('{"version": 1, "model": 3}', "malformed")):
+        with sqlite3.connect(Store().path) as db:
+            db.execute("UPDATE chains SET spec = ? WHERE id = ?", (edited, chain.chain_id))
+            before = (
+                db.execute("SELECT * FROM chains").fetchall(),
+                db.execute("SELECT * FROM responses").fetchall(),
+            )
+        with pytest.raises(cf.SpecError, match=says):
+            cf.resume(chain.chain_id, tools=[lookup, send_mail], approvals=approvals, model=cf.Model(client))
+        with sqlite3.connect(Store().path) as db:
+            after = (
+                db.execute("SELECT * FROM chains").fetchall(),
+                db.execute("SELECT * FROM responses").fetchall(),
+            )
+        assert after == before and SENT == [] and len(client.requests) == 1
+    with sqlite3.connect(Store().path) as db:
+        db.execute("UPDATE chains SET spec = ? WHERE id = ?", (spec, chain.chain_id))
+    done = cf.resume(chain.chain_id, tools=[lookup, send_mail], approvals=approvals, model=cf.Model(client))
+    assert (
+        done.value == {"sent": True} and len(SENT) == 1
+    )  # the lock was let go: it resumes once the log is put back
+
+
 def test_two_resumes_at_once_never_both_continue(home: Path) -> None:
     gate, entered = threading.Event(), threading.Event()
 

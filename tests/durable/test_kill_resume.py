@@ -18,16 +18,17 @@ import pytest
 import chainform as cf
 from chainform.store import Store
 from chainform.testing import tool_call
-from chainform.testing.emulator import Emulator, RecordedRequest
+from chainform.testing.emulator import Emulator, Fault, RecordedRequest
 from kill_helpers import killed_after, wait_readable
 
 MODEL = "openai/gpt-4.1-mini"
+FAILING, FALLBACK = "openai/gpt-4.1-nano", "openai/gpt-4.1-mini"
 
 CHILD = """
 import sys
 import chainform as cf
 
-runs, ready, block, block_at, url = sys.argv[1:6]
+runs, ready, block, block_at, url, name, fallback = sys.argv[1:8]
 
 def step(n: int) -> int:
     "Do step n."
@@ -39,7 +40,8 @@ def step(n: int) -> int:
         open(block).read()  # no writer ever comes: blocks until killed
     return n * 10
 
-model = cf.get_model(sys.argv[6], base_url=url, key="sk-test", max_retries=0)
+then = [cf.get_model(fallback, base_url=url, key="sk-test", max_retries=0)] if fallback else None
+model = cf.get_model(name, base_url=url, key="sk-test", max_retries=0, fallback=then)
 chain = model.chain("Do the steps", tools=[step], schema="total int", strategy="native")
 print(chain.chain_id, flush=True)
 print(chain.value)
@@ -51,8 +53,11 @@ def step_of(request: RecordedRequest) -> int:
 
 
 def answer(request: RecordedRequest) -> Any:
-    """Two tool calls, one a turn, then the sum of their results."""
+    """Two tool calls, one a turn, then the sum of their results; the model FAILING fails (503)
+    from the second step on, so a chain that has a fallback goes on on it."""
     step = step_of(request)
+    if request.json.get("model") == FAILING.split("/")[1] and step >= 1:
+        return Fault(503)
     if step < 2:
         return tool_call("step", n=step + 1)
     results = [int(m["content"]) for m in request.json["messages"] if m.get("role") == "tool"]
@@ -76,11 +81,28 @@ def steps(emulator: Emulator) -> list[int]:
     return sorted(step_of(r) for r in emulator.requests if r.json.get("messages"))
 
 
+def model_of(url: str, fallback: bool) -> cf.Model:
+    """MODEL; with `fallback`, FAILING falling back to FALLBACK (the chain's last two steps on it)."""
+    if not fallback:
+        return cf.get_model(MODEL, base_url=url, key="sk-test", max_retries=0)
+    then = cf.get_model(FALLBACK, base_url=url, key="sk-test", max_retries=0)
+    return cf.get_model(FAILING, base_url=url, key="sk-test", max_retries=0, fallback=[then])
+
+
 @pytest.mark.parametrize(
-    ("where", "at"), [("request", 0), ("tool", 1), ("request", 1), ("tool", 2), ("request", 2)]
+    ("where", "at", "fallback"),
+    [
+        ("request", 0, False),
+        ("tool", 1, False),
+        ("request", 1, False),
+        ("tool", 2, False),
+        ("request", 2, False),
+        ("tool", 2, True),  # on the fallback model, after the first failed
+        ("request", 2, True),
+    ],
 )
 def test_kill_9_then_resume_repeats_nothing_logged(
-    home: Path, tmp_path: Path, emulator: Emulator, where: str, at: int
+    home: Path, tmp_path: Path, emulator: Emulator, where: str, at: int, fallback: bool
 ) -> None:
     url = emulator.base_url + "/v1"
     # the uninterrupted run, for the value
@@ -92,7 +114,7 @@ def test_kill_9_then_resume_repeats_nothing_logged(
         ran_whole.append(n)
         return n * 10
 
-    model = cf.get_model(MODEL, base_url=url, key="sk-test", max_retries=0)
+    model = model_of(url, fallback)
     expected = model.chain("Do the steps", tools=[step], schema="total int", strategy="native").value
     assert expected == {"total": 30} and ran_whole == [1, 2]
     emulator.requests.clear()
@@ -104,7 +126,8 @@ def test_kill_9_then_resume_repeats_nothing_logged(
     emulator.default = gate
     block_at = str(at) if where == "tool" else "-1"
     proc = subprocess.Popen(
-        [sys.executable, "-c", CHILD, str(runs), str(ready), str(block), block_at, url, MODEL],
+        [sys.executable, "-c", CHILD, str(runs), str(ready), str(block), block_at, url]
+        + ([FAILING, FALLBACK] if fallback else [MODEL, ""]),
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
@@ -131,18 +154,21 @@ def test_kill_9_then_resume_repeats_nothing_logged(
         return n * 10
 
     tool = cf.Tool.from_function(step_again, name="step")
-    resumed = cf.resume(
-        chain_id, tools=[tool], model=cf.get_model(MODEL, base_url=url, key="sk-test", max_retries=0)
-    )
+    resumed = cf.resume(chain_id, tools=[tool], model=model_of(url, fallback))
     assert resumed.value == expected and resumed.status == "done"
     assert Store().chains(chain_id)[0].status == "done"
 
     # at the emulator: each step's request once, but the one held at the kill (in flight: sent again)
     sent = steps(emulator)
     repeated = [at] if where == "request" else []
-    assert sent == sorted([0, 1, 2, *repeated]), (sent_before, sent)
+    failed = [1] if fallback else []  # FAILING's 503 at step 1: sent once, replayed from the log
+    assert sent == sorted([0, 1, 2, *failed, *repeated]), (sent_before, sent)
     # the tools: each ran once, but the one killed while it ran (its result was not logged)
     assert sorted(child_runs + resumed_runs) == sorted([1, 2, *([at] if where == "tool" else [])])
     assert not set(child_runs[: len(child_runs) - (where == "tool")]) & set(resumed_runs)
     calls = sorted(Store().recent(None, chain_id=chain_id), key=lambda r: r.seq)
-    assert [c.seq for c in calls] == [0, 1, 2]  # one row per call: nothing logged twice
+    assert [c.seq for c in calls] == list(range(3 + len(failed)))  # one row per call: nothing logged twice
+    if fallback:  # the resume went on on the fallback model: the failing one was not asked again
+        assert [(c.model, c.failure is not None) for c in calls] == [
+            (FAILING, False), (FAILING, True), (FALLBACK, False), (FALLBACK, False)
+        ]  # fmt: skip

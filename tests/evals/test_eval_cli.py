@@ -376,7 +376,9 @@ def test_the_terminal_shows_wrong_fields_and_csv_has_every_row_and_field(
     assert missing.exit_code == 2 and "--csv" in missing.stderr and emulator.requests == []
     out = tmp_path / "rows.csv"
     result = invoke(*eval_argv(data, schema_file, emulator, "--tolerance", "total=0.01", "--csv", str(out)))
-    assert result.exit_code == 9, result.output  # row 4 failed (ROWS_FAILED); the report is shown all the same
+    assert result.exit_code == 9, (
+        result.output
+    )  # row 4 failed (ROWS_FAILED); the report is shown all the same
     assert "valid acc" in result.stdout and "fields not right" in result.stdout
     assert "102.0" in result.stdout and "107.10000000000001" in result.stdout  # expected against answered
     assert len(out.read_text().splitlines()) == 1 + 6 * 8

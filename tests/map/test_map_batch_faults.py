@@ -93,7 +93,10 @@ def test_a_cut_short_or_non_object_line_fails_only_its_row_and_is_sent_again(api
             key="k",
             **({"profile": "openai"} if "openai" in api.model else {}),
         )
-        once = {r.key: r for r in model.map(rows(5), prompt="{text}", batch=True, batch_poll=0, transport_retries=0)}
+        once = {
+            r.key: r
+            for r in model.map(rows(5), prompt="{text}", batch=True, batch_poll=0, transport_retries=0)
+        }
         emu.batches.raw_output = damage_first_file(5)
         again = list(model.map(rows(5), prompt="{text}", batch=True, batch_poll=0, transport_retries=1))
         created = len(emu.batches.created)
@@ -115,7 +118,9 @@ def test_a_repeated_custom_id_is_sent_again_and_counted(api):
     seen: list[Any] = []
     with Emulator(default=answer) as emu:
         emu.batches.rewrite = repeat_once
-        results = run(emu, 4, api, transport_retries=1, on_batch=lambda stats: seen.append(stats.duplicate_ids))
+        results = run(
+            emu, 4, api, transport_retries=1, on_batch=lambda stats: seen.append(stats.duplicate_ids)
+        )
     assert all(r.ok for r in results) and len(results) == 4
     assert max(seen) == 1
 

@@ -85,7 +85,13 @@ async def test_a_stalled_call_times_out_and_the_row_is_retried(emulator: Emulato
     results = [
         r
         async for r in model.amap(
-            rows, prompt="Extract: {text}", schema=SCHEMA, tools=[lookup], log=False, concurrency=2, transport_retries=2
+            rows,
+            prompt="Extract: {text}",
+            schema=SCHEMA,
+            tools=[lookup],
+            log=False,
+            concurrency=2,
+            transport_retries=2,
         )
     ]
     assert emulator.remaining == 0

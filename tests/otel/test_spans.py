@@ -145,7 +145,9 @@ def test_agent_calling_a_subagent_nests_under_the_tool_call(traced: Traced) -> N
 
 def test_map_run_has_one_span_per_row(traced: Traced) -> None:
     client = ScriptedClient(['{"n": 1}', '{"n": 2}', ProviderError("down", status=400)])
-    results = list(cf.Model(client).map(["a", "b", "c"], schema="n int", concurrency=1, log=False, transport_retries=0))
+    results = list(
+        cf.Model(client).map(["a", "b", "c"], schema="n int", concurrency=1, log=False, transport_retries=0)
+    )
     assert sum(r.ok for r in results) == 2
     (run,) = traced.named("map scripted")
     rows = traced.children(run)

@@ -8,13 +8,14 @@ merging, reasoning replay) is checked once, apart from any provider's wire forma
 from __future__ import annotations
 
 import asyncio
+from types import SimpleNamespace
 from typing import Any
 
 import pytest
 
 from chainform.clients._adapter import Endpoint, ProviderClient, sdk_error
 from chainform.clients._errors import StreamGuard
-from chainform.clients._timeouts import touch_current
+from chainform.clients._hooks import SdkHooks, attach
 from chainform.clients._wire import StreamState, merge_turns, replay_reasoning
 from chainform.errors import ChainformError, ProviderError, StreamInterruptedError, UnsupportedOptionError
 from chainform.types import (
@@ -54,6 +55,10 @@ class Events:
         self.events = list(events)
         self.fail = fail
         self.closed = False
+        self.touch: Any = None  # touches its call's clock, as the SDK client's HTTP hooks do
+
+    def opened_for(self, clocks: Any, call: str | None) -> None:
+        self.touch = lambda: clocks.touch(call)
 
     def __aiter__(self) -> Events:
         return self
@@ -118,7 +123,11 @@ class FakeWire:
         self.opened += 1
         if isinstance(self.stream, Exception):
             raise self.stream
+        self.stream.opened_for(self.endpoint.clocks, request.get("call"))
         return self.stream
+
+    def tagged(self, request: dict[str, Any], call: str) -> dict[str, Any]:
+        return {**request, "call": call}
 
     def error(self, exc: Exception, guard: StreamGuard, opened: bool) -> ChainformError:
         if not isinstance(exc, SDKFailure):
@@ -140,7 +149,8 @@ class Adapter(ProviderClient):
     ) -> None:
         middleware = kwargs.pop("middleware", ())
         endpoint = Endpoint.for_model(model, "fake", PROFILES, ModelProfile(), secret=SECRET, **kwargs)
-        super().__init__(endpoint, wire(endpoint, stream), object(), middleware=middleware)
+        sdk = attach(SimpleNamespace(), SdkHooks())  # an SDK client chainform built, hooks and all
+        super().__init__(endpoint, wire(endpoint, stream), sdk, middleware=middleware)
 
     @property
     def opened(self) -> int:
@@ -279,7 +289,7 @@ class Paced(Events):
             await asyncio.Event().wait()  # a server that stopped sending, connection still open
         for _ in range(self.pings + 1):
             await asyncio.sleep(self.gap / (self.pings + 1))
-            touch_current()
+            self.touch()
         self.sent += 1
         return await super().__anext__()
 
@@ -329,6 +339,31 @@ def test_skeleton_read_timeout_is_silence_not_the_length_of_the_answer(virtual: 
         virtual.run(Adapter(silent, timeout=(1, 0.3)).get_response([]))
 
 
+def test_each_call_through_one_sdk_client_keeps_its_own_idle_clock(virtual: VirtualTime) -> None:
+    """Two calls at once through one SDK client, whose hooks share one table of clocks: the touches
+    of the first (bytes without an event) keep only the first alive; the second, silent as long,
+    times out. Each request names its call to the hooks (`tagged`), no context variable."""
+    pinged = Paced(["a", "b", "done"], gap=0.5, pings=4)
+    silent = Paced(["x", "y", "done"], gap=0.5)
+
+    class Two(FakeWire):
+        async def open_stream(
+            self, sdk: Any, request: dict[str, Any], reader: StreamState, guard: StreamGuard
+        ) -> Events:
+            self.stream = pinged if self.opened == 0 else silent
+            return await super().open_stream(sdk, request, reader, guard)
+
+    adapter = Adapter(Events([]), wire=Two, timeout=(1, 0.3))
+
+    async def both() -> list[Any]:
+        calls = (adapter.get_response([]), adapter.get_response([]))
+        return list(await asyncio.gather(*calls, return_exceptions=True))
+
+    first, second = virtual.run(both())
+    assert first.text == "ab"
+    assert isinstance(second, StreamInterruptedError) and "sent nothing for 0.3 s" in str(second)
+
+
 async def test_skeleton_timeout_defaults_and_forms() -> None:
     assert Adapter(Events([])).timeout == Timeout(10.0, 120.0)
     assert Timeout.of(30) == Timeout(10.0, 30.0) and Timeout.of(5) == Timeout(5, 5)
@@ -358,8 +393,8 @@ async def test_skeleton_clock_arms_one_timer_a_call_not_one_a_wait(monkeypatch: 
 
     class Touching(Events):
         async def __anext__(self) -> str:
-            touch_current()
-            touch_current()
+            self.touch()
+            self.touch()
             return await super().__anext__()
 
     loop = asyncio.get_running_loop()

@@ -21,8 +21,8 @@ import openai
 import pytest
 
 import chainform as cf
+from chainform.clients._hooks import SdkHooks, attach
 from chainform.clients._openai import ClientSettings
-from chainform.clients._timeouts import http_hooks
 from chainform.clients.openai_chat import OpenAIChatClient
 from chainform.types import Message, Timeout
 from virtual_time import VirtualTime
@@ -59,15 +59,17 @@ def _slow_server(keepalive: bool) -> httpx2.MockTransport:
 def _client(keepalive: bool) -> OpenAIChatClient:
     """The chat adapter with the SDK as `_openai.build_sdk` makes it (the same timeouts, the idle
     clock's hooks), its transport in-process."""
+    hooks = SdkHooks()
     sdk = openai.AsyncOpenAI(
         api_key="sk-t",
         base_url="http://slow.test/v1",
         max_retries=0,
         timeout=openai.Timeout(TIMEOUT.read, connect=TIMEOUT.connect),
         http_client=openai.DefaultAsyncHttpxClient(
-            transport=_slow_server(keepalive), event_hooks=http_hooks()
+            transport=_slow_server(keepalive), event_hooks=hooks.clocks.http_hooks()
         ),
     )
+    attach(sdk, hooks)  # as `_openai.build_sdk` hands it to the adapter
     settings = ClientSettings(provider="openai", key="sk-t", max_retries=0, timeout=TIMEOUT)
     return OpenAIChatClient("m", settings=settings, sdk_client=sdk)
 

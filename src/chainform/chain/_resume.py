@@ -14,6 +14,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
+from chainform._lineage import Parent
 from chainform.chain._approval import Approval, Approved, decided
 from chainform.chain._journal import Journal, ResumeError
 from chainform.chain._lock import ChainLock
@@ -34,6 +35,7 @@ class Ready:
     approvals: dict[str, Approval]
     lock: ChainLock
     store: Store
+    parent: Parent | None = None  # a subagent's: the chain and tool call that started it, from the log
 
 
 def ready(
@@ -94,7 +96,26 @@ def _checked(
                 "(tools=[...]; in the CLI -T or --functions)"
             )
     bound = [live.get(t.name) or _absent(t.name, t.description, t.parameters) for t in spec.tools]
-    return Ready(row, spec, journal, bound, _approvals(row, spec, approvals or {}), lock, store)
+    approved = _approvals(row, spec, approvals or {})
+    return Ready(row, spec, journal, bound, approved, lock, store, _parent(store, records))
+
+
+def _parent(store: Store, records: Sequence[CallRecord]) -> Parent | None:
+    """A subagent chain's link to the chain and tool call that started it, as its logged calls
+    hold it; its depth is the number of logged parents above it (None: not a subagent, or no
+    call of it was logged)."""
+    first = next((r for r in records if r.parent_chain_id is not None), None)
+    if first is None or first.agent_name is None:
+        return None
+    depth, above, seen = 1, first.parent_chain_id, {first.chain_id}
+    while above is not None and above not in seen:  # a hand-edited log cannot loop here
+        seen.add(above)
+        link = next((r for r in store.recent(None, chain_id=above) if r.parent_chain_id), None)
+        if link is None:
+            break
+        depth, above = depth + 1, link.parent_chain_id
+    return Parent(first.agent_name, depth, first.parent_chain_id, first.parent_conversation_id,
+                  first.parent_tool_call_id)  # fmt: skip
 
 
 def _files(store: Store, chain_id: str) -> Callable[[str], bytes]:

@@ -3,6 +3,8 @@ never loads provider SDKs, torch or transformers (each command imports what it n
 
 from __future__ import annotations
 
+import os
+import sys
 import warnings
 
 from chainform.cli._aliases import aliases_command
@@ -48,6 +50,8 @@ for _command in (
 def main() -> None:
     """Console-script entry point."""
     warnings.formatwarning = warning_line  # also for warnings outside a command (while loading)
+    if sys.stdin is None:  # started with descriptor 0 closed (`chainform ... <&-`): an empty stdin
+        sys.stdin = open(os.devnull, encoding="utf-8")  # noqa: SIM115 (the process's stdin until it exits)
     cli(prog_name="chainform")
 
 

@@ -55,6 +55,7 @@ from chainform.errors import ChainInterruptedError
 
 if TYPE_CHECKING:
     from chainform._map._inputs import Row
+    from chainform._map._settings import MapSettings
     from chainform.map import MapResult
     from chainform.models import AsyncModel
     from chainform.types import ConversionLimits
@@ -72,10 +73,10 @@ def map_model(name: str, *, key: str | None, base_url: str | None, **kwargs: Any
             return get_async_model(name, key=key, base_url=base_url, **kwargs)
 
 
-async def _run_local(model: AsyncModel, source: Iterator[Row], commit: Any, **kwargs: Any) -> None:
+async def _run_local(model: AsyncModel, source: Iterator[Row], commit: Any, settings: MapSettings) -> None:
     from chainform.map import amap
 
-    async with aclosing(amap(model, source, **kwargs)) as results:
+    async with aclosing(amap(model, source, **settings.as_kwargs())) as results:
         async for result in results:
             commit(result)
 
@@ -236,6 +237,7 @@ def map_command(
         rows,
     )
     from chainform._map._jsonl import JsonlSink, MapOutputError, line_for
+    from chainform._map._settings import MapSettings
     from chainform.cli._models import default_model
     from chainform.cli._schemas import resolve_cli_schema
     from chainform.cli._tools import cli_tools
@@ -297,52 +299,46 @@ def map_command(
     if logged:
         record_output_run(output, run_id)
     source = (row for row in rows(items, id_field) if row.key not in sink.done)
-    settings: dict[str, Any] = {
-        "prompt": template,
-        "system": system,
-        "tools": tools or None,
-        "schema": spec,
-        "concurrency": concurrency,
-        "requests_per_minute": rpm,
-        "tokens_per_minute": tpm,
-        "transport_retries": transport_retries,
-        "log": not no_log,
-        "run_id": run_id,
-        "strategy": strategy,
-        "chain_limit": chain_limit,
-        "options": parse_options(option_pairs) or None,
-    }
-    if resume and not no_log and ray_address is None:  # each unfinished row's chain goes on
-        settings["resume"] = True
-    if ordered:
-        settings["ordered"] = True
-    if retry_max_tokens is not None:
-        settings["retry_max_tokens"] = retry_max_tokens
-    if stop_at:
-        settings["stop_at_tools"] = stop_at
-    if attach_field is not None:
-        base = Path(input_path).resolve().parent if input_path != "-" else Path.cwd()
-        base = Path(attach_root).resolve() if attach_root is not None else base
-        settings |= {"attach": attach_field, "attach_base": base, "convert": not no_convert}
-        settings |= {"attachments_store": attachments_store, "allow_private_urls": allow_private_urls}
-        settings["attach_limits"] = conversion_limits
-    if budget is not None:
-        settings["max_cost"] = budget
+    attaching = attach_field is not None  # the attachment flags apply with --attach only
+    base = Path(input_path).resolve().parent if input_path != "-" else Path.cwd()
+    if batch and ray_address is not None:
+        raise click.UsageError("--batch does not run with --ray")
     total = count_rows(input_path, fmt)
     total = min(total, limit) if total is not None and limit is not None else total
     tracker = Tracker(total, len(sink.done), sink.retried)
     tracker.budget = budget
+    settings = MapSettings(
+        prompt=template,
+        system=system,
+        tools=tools or None,
+        schema=spec,
+        concurrency=(None if concurrency == 8 else concurrency) if batch else concurrency,
+        requests_per_minute=rpm,
+        tokens_per_minute=tpm,
+        transport_retries=transport_retries,
+        log=not no_log,
+        run_id=run_id,
+        strategy=strategy,
+        chain_limit=chain_limit,
+        options=parse_options(option_pairs) or None,
+        resume=resume and not no_log and ray_address is None,  # each unfinished row's chain goes on
+        ordered=ordered,
+        retry_max_tokens=retry_max_tokens,
+        stop_at_tools=stop_at,
+        max_cost=budget,
+        batch=batch,
+        batch_poll=batch_poll if batch else 5.0,
+        batch_wait=batch_wait if batch else None,
+        on_batch=tracker.batch_changed if batch else None,
+        attach=attach_field,
+        attach_base=(Path(attach_root).resolve() if attach_root is not None else base) if attaching else None,
+        attach_limits=conversion_limits if attaching else None,
+        convert=not (attaching and no_convert),
+        attachments_store=attachments_store if attaching else "copy",
+        allow_private_urls=attaching and allow_private_urls,
+    )
     if batch:
-        if ray_address is not None:
-            raise click.UsageError("--batch does not run with --ray")
         check_batch(model)
-        settings |= {
-            "batch": True,
-            "batch_poll": batch_poll,
-            "batch_wait": batch_wait,
-            "on_batch": tracker.batch_changed,
-        }
-        settings["concurrency"] = None if concurrency == 8 else concurrency
 
     def commit(result: MapResult) -> None:
         sink.commit(line_for(result, run_id, record_of(result.input)))
@@ -364,7 +360,7 @@ def map_command(
                     key,
                     base_url,
                     ray_workers,
-                    settings,
+                    settings.as_kwargs(),
                     model_settings=provider_settings,
                 ):
                     commit(result)
@@ -372,7 +368,7 @@ def map_command(
                 import asyncio
 
                 assert model is not None
-                asyncio.run(_run_local(model, source, commit, **settings))
+                asyncio.run(_run_local(model, source, commit, settings))
     except (KeyboardInterrupt, ChainInterruptedError):  # Ctrl-C, or a tool's KeyboardInterrupt
         click.echo(
             f"map: run {run_id} interrupted after {tracker.done} rows; they are in {output}. "

@@ -21,6 +21,7 @@ finish reasons) is in `_wire.py`.
 
 from __future__ import annotations
 
+import contextlib
 import inspect
 from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -30,8 +31,9 @@ from pydantic_core import from_json
 
 from chainform.clients import _splice
 from chainform.clients._errors import StreamGuard
+from chainform.clients._hooks import SdkHooks, hooks_of
 from chainform.clients._media import Media, checked
-from chainform.clients._timeouts import IdleClock, within
+from chainform.clients._timeouts import Clocks, IdleClock, within
 from chainform.clients._wire import StreamState, tool_mode
 from chainform.clients.base import BaseChatClient, Middleware
 from chainform.clients.profiles import profile_for
@@ -53,7 +55,8 @@ class Endpoint:
     """What every call of one client shares, and the helpers a wire mapping reads it through.
 
     `splicer`: the SDK client's `_splice.Splicer` when it splices inline data as it sends, so a
-    request may carry a token where an attachment's base64 goes. `allow_private_urls`: whether a URL this
+    request may carry a token where an attachment's base64 goes; `clocks`: its hooks' table of
+    the idle clocks of calls in flight (`_timeouts.Clocks`), when it has those hooks. `allow_private_urls`: whether a URL this
     provider does not fetch may be downloaded from a private address."""
 
     model: str
@@ -63,6 +66,7 @@ class Endpoint:
     base_url: str | None = None
     secret: str | None = field(default=None, repr=False)  # only to scrub it from error messages
     splicer: _splice.Splicer | None = None
+    clocks: Clocks | None = None
     allow_private_urls: bool = False
 
     @classmethod
@@ -179,7 +183,7 @@ def sdk_error(exc: Exception, guard: StreamGuard, opened: bool) -> ChainformErro
 
 class ProviderClient(BaseChatClient):
     """A provider adapter: an `Endpoint`, a `Wire` and the SDK client (given, or built on first use
-    by `build_sdk` with the endpoint's splicer; one it built is closed by `aclose`)."""
+    by `build_sdk` with the hooks it installs; one it built is closed by `aclose`)."""
 
     whole_sender: Callable[[dict[str, Any]], Awaitable[Any]] | None = None
     """Set on a map's copy of the client by `map(..., batch=True)`: each whole request goes into a
@@ -191,7 +195,7 @@ class ProviderClient(BaseChatClient):
         wire: Wire,
         sdk: Any = None,
         *,
-        build_sdk: Callable[[_splice.Splicer], Any] | None = None,
+        build_sdk: Callable[[SdkHooks], Any] | None = None,
         middleware: Sequence[Middleware] = (),
     ) -> None:
         super().__init__(middleware=middleware)
@@ -201,8 +205,10 @@ class ProviderClient(BaseChatClient):
         self._build_sdk = build_sdk
         self._owns_sdk = sdk is None  # a client the caller gave is the caller's to close
         self._downloads: dict[str, DataContent] = {}  # URL -> content (`_media.checked`)
-        # an SDK client this adapter builds splices with a splicer of its own, handed to `build_sdk`
-        endpoint.splicer = _splice.Splicer() if self._owns_sdk else _splice.splicer_of(sdk)
+        # an SDK client this adapter builds gets hooks of its own, handed to `build_sdk`
+        self._hooks = SdkHooks() if self._owns_sdk else hooks_of(sdk)
+        endpoint.splicer = self._hooks.splicer if self._hooks is not None else None
+        endpoint.clocks = self._hooks.clocks if self._hooks is not None else None
 
     def __repr__(self) -> str:
         where = f", base_url={self.base_url!r}" if self.base_url else ""
@@ -242,8 +248,8 @@ class ProviderClient(BaseChatClient):
         if self._sdk is None:
             if self._build_sdk is None:
                 raise RuntimeError(f"{self!r} was given no SDK client")
-            assert self.endpoint.splicer is not None  # made with the adapter (`__init__`)
-            self._sdk = self._build_sdk(self.endpoint.splicer)
+            assert self._hooks is not None  # made with the adapter (`__init__`)
+            self._sdk = self._build_sdk(self._hooks)
         return self._sdk
 
     async def aclose(self) -> None:
@@ -284,25 +290,39 @@ class ProviderClient(BaseChatClient):
         guard = self.endpoint.guard()
         reader = self.wire.reader(request)
         clock = IdleClock(self.endpoint.timeout, guard)
-        try:  # a failed wait closes the clock itself
-            stream = await clock.wait(self.wire.open_stream(self.sdk, request, reader, guard), opening=True)
-        except ChainformError:
-            raise
-        except Exception as exc:
-            raise self.wire.error(exc, guard, False) from None  # no chained SDK error: it may quote the key
-        guard.request_id = guard.request_id or getattr(stream, "request_id", None)
-        reading = self._read(stream, reader, guard, clock)
-        try:
-            async for update in reading:
-                yield guard.seen(update)
-        finally:
-            await reading.aclose()
-            clock.close()
-            close = getattr(stream, "aclose", None) or getattr(stream, "close", None)
-            if close is not None and inspect.isawaitable(result := close()):
-                await result
+        with self._calling(clock) as call:
+            opening = self.wire.open_stream(self.sdk, self._tagged(request, call), reader, guard)
+            try:  # a failed wait closes the clock itself
+                stream = await clock.wait(opening, opening=True)
+            except ChainformError:
+                raise
+            except Exception as exc:
+                raise self.wire.error(
+                    exc, guard, False
+                ) from None  # no chained SDK error: it may quote the key
+            guard.request_id = guard.request_id or getattr(stream, "request_id", None)
+            reading = self._read(stream, reader, guard, clock)
+            try:
+                async for update in reading:
+                    yield guard.seen(update)
+            finally:
+                await reading.aclose()
+                clock.close()
+                close = getattr(stream, "aclose", None) or getattr(stream, "close", None)
+                if close is not None and inspect.isawaitable(result := close()):
+                    await result
         for update in reader.end(guard):
             yield guard.seen(update)
+
+    def _calling(self, clock: IdleClock) -> contextlib.AbstractContextManager[str | None]:
+        """Around one call: its id for the SDK client's hooks (`_timeouts.Clocks`), None without them."""
+        clocks = self.endpoint.clocks
+        return clocks.calling(clock) if clocks is not None else contextlib.nullcontext(None)
+
+    def _tagged(self, request: dict[str, Any], call: str | None) -> dict[str, Any]:
+        """`request` naming call `call` to the SDK client's hooks, where its wire can (`tagged`)."""
+        tagged = getattr(self.wire, "tagged", None)
+        return request if call is None or tagged is None else dict(tagged(request, call))
 
     async def _read(
         self, stream: Any, reader: StreamState, guard: StreamGuard, clock: IdleClock
@@ -340,17 +360,19 @@ class ProviderClient(BaseChatClient):
         request = self.wire.build_request(messages, options)
         if isinstance(self.wire, WholeWire):
             guard = self.endpoint.guard()
-            sending = self.wire.send_whole(self.sdk, request)
-            if sending is not None:
-                try:
-                    raw = await within(self.endpoint.timeout, sending, guard)
-                except ChainformError:
-                    raise
-                except Exception as exc:
-                    raise self.wire.error(exc, guard, False) from None
-                updates = self.wire.read_answer(raw, request, guard)
-                if updates is not None:
-                    return ChatResponse.from_updates(updates)
+            clock = IdleClock(self.endpoint.timeout, guard)
+            with self._calling(clock) as call:
+                sending = self.wire.send_whole(self.sdk, self._tagged(request, call))
+                if sending is not None:
+                    try:
+                        raw = await within(clock, sending)
+                    except ChainformError:
+                        raise
+                    except Exception as exc:
+                        raise self.wire.error(exc, guard, False) from None
+                    updates = self.wire.read_answer(raw, request, guard)
+                    if updates is not None:
+                        return ChatResponse.from_updates(updates)
         return ChatResponse.from_updates([u async for u in self._stream_request(request)])
 
     def batch_body(self, request: dict[str, Any]) -> dict[str, Any]:

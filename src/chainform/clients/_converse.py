@@ -11,8 +11,7 @@ from collections.abc import Callable
 from typing import Any
 
 from chainform import types
-from chainform.clients import _splice
-from chainform.clients._timeouts import touch_on_send
+from chainform.clients._hooks import SdkHooks, attach
 from chainform.clients.profiles.bedrock import PROVIDER
 from chainform.errors import MissingKeyError, UnsupportedOptionError
 
@@ -103,7 +102,7 @@ def boto3_client(
         **client_kwargs,
     )
     # inline data spliced into the body before it is signed (clients/_splice.py)
-    splicer = _splice.Splicer()
-    client.meta.events.register("before-sign.bedrock-runtime", splicer.botocore_hook)
-    client.meta.events.register("before-send.bedrock-runtime", touch_on_send)  # each attempt: the idle clock
-    return _splice.attach(client, splicer)
+    hooks = SdkHooks()
+    client.meta.events.register("before-sign.bedrock-runtime", hooks.splicer.botocore_hook)
+    hooks.clocks.botocore(client.meta.events, "bedrock-runtime")  # each attempt: the call's idle clock
+    return attach(client, hooks)

@@ -15,10 +15,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from chainform._json import copy_json
-from chainform.clients import _splice
 from chainform.clients._adapter import Endpoint
 from chainform.clients._errors import StreamGuard, is_rejection, refuses_forced_choice, retry_after
-from chainform.clients._timeouts import http_hooks
+from chainform.clients._hooks import SdkHooks
 from chainform.clients._wire import import_sdk
 from chainform.clients.profiles.openai import (
     COMPAT_SERVERS,
@@ -172,8 +171,8 @@ def _base_url(settings: ClientSettings) -> str | None:
     return settings.base_url
 
 
-def build_sdk(settings: ClientSettings, splicer: _splice.Splicer) -> Any:
-    """The `openai.AsyncOpenAI` (or `AsyncAzureOpenAI`) client, splicing inline data with `splicer`."""
+def build_sdk(settings: ClientSettings, hooks: SdkHooks) -> Any:
+    """The `openai.AsyncOpenAI` (or `AsyncAzureOpenAI`) client, with chainform's `hooks` installed."""
     spec = PROVIDERS["openai"]
     openai = import_sdk(spec.sdk_module or "openai", spec.extra)
     s = settings
@@ -181,8 +180,8 @@ def build_sdk(settings: ClientSettings, splicer: _splice.Splicer) -> Any:
         "max_retries": s.max_retries,
         "default_headers": s.default_headers or None,
         "http_client": openai.DefaultAsyncHttpxClient(
-            event_hooks=http_hooks(
-                request=(splicer.httpx_hook(import_sdk("httpx2", spec.extra)),),
+            event_hooks=hooks.clocks.http_hooks(
+                request=(hooks.splicer.httpx_hook(import_sdk("httpx2", spec.extra)),),
                 response=(_no_retry_on_rejection,),
             )
         ),

@@ -13,8 +13,7 @@ serialises a small body, and at the HTTP layer:
   signing (`splice_bytes`: one base64 copy).
 
 The tokens of one SDK client live in its `Splicer`, made with the client and handed to its hooks
-and to the adapter's `Endpoint` (an SDK client chainform built for the caller carries its own:
-`attach`, `splicer_of`); a token is forgotten with its content. Kept by hand because no library
+and to the adapter's `Endpoint` (`_hooks.SdkHooks`); a token is forgotten with its content. Kept by hand because no library
 splices encoded data into an SDK's request; the token is 40 characters of [a-z0-9], the same in
 base64 and URL-safe base64, so a placeholder's own encoding is the token.
 """
@@ -36,7 +35,6 @@ from chainform.types import DataContent
 _PREFIX = b"cfinline"
 _TOKEN = re.compile(rb"cfinline[0-9a-f]{32}")
 _CHUNK = 3 * 262_144  # raw bytes a piece: a multiple of 3, so pieces encode without padding between them
-_ATTRIBUTE = "_chainform_splicer"  # on an SDK client chainform built: its Splicer
 
 
 def has_tokens(body: bytes) -> bool:
@@ -144,17 +142,3 @@ def _stream_class(base: type) -> type:
             return None
 
     return SplicedStream
-
-
-def attach(sdk: Any, splicer: Splicer) -> Any:
-    """`sdk` (an SDK client chainform built, whose hooks splice with `splicer`) carrying its
-    splicer, for the adapter it is handed to; returns it."""
-    setattr(sdk, _ATTRIBUTE, splicer)
-    return sdk
-
-
-def splicer_of(sdk: Any) -> Splicer | None:
-    """The splicer of an SDK client chainform built; None for one of the caller's (adapters then
-    send the base64 itself)."""
-    found = getattr(sdk, _ATTRIBUTE, None)
-    return found if isinstance(found, Splicer) else None

@@ -5,10 +5,12 @@ asked; botocore: 60 s) and none of them bounds a stream whose server stops sendi
 middle of it. `IdleClock` does, once for every adapter: each await on the SDK (opening the
 stream, each next event) may last `read` seconds of silence (`connect + read` while the
 stream opens), measured since the last thing the server sent. "Sent" is each event, and, where
-the SDK's HTTP client tells (`http_hooks`: the httpx/httpx2 event hooks every HTTP SDK takes,
-`touch_on_send` for botocore), each request attempt and each chunk of bytes, so keep-alive pings
-an SDK hides never count as silence. Until the first event the limit is `connect + read`: the
-SDK's own HTTP timeouts (the same values, per attempt) fire first, so its retries still run. Hand-written because asyncio.timeout (3.11+, and a fixed
+the SDK's HTTP client tells (`Clocks.http_hooks`: the httpx/httpx2 event hooks every HTTP SDK
+takes, `Clocks.botocore` for botocore), each request attempt and each chunk of bytes, so keep-alive
+pings an SDK hides never count as silence. Those hooks sit on an SDK client that concurrent calls
+share: each call's request carries a call id (`CALL_HEADER`, taken off before it is sent; botocore:
+the `CALL_PARAM` parameter), by which the client's `Clocks` finds that call's clock. Until the first
+event the limit is `connect + read`: the SDK's own HTTP timeouts (the same values, per attempt) fire first, so its retries still run. Hand-written because asyncio.timeout (3.11+, and a fixed
 deadline) cannot be pushed back from an HTTP hook cheaply; the deadline here is a float that a
 touch moves, checked by one timer that re-arms itself. Time is the running event loop's own
 (`loop.time()`, where its timers live): a test that runs the call on a loop with a clock of its
@@ -18,10 +20,11 @@ own gets every silence and timeout in that clock.
 from __future__ import annotations
 
 import asyncio
-import contextvars
+import contextlib
 import functools
 import sys
-from collections.abc import AsyncIterator, Awaitable
+import uuid
+from collections.abc import AsyncIterator, Awaitable, Iterator
 from typing import Any, TypeVar
 
 from chainform.clients._errors import StreamGuard
@@ -30,9 +33,11 @@ from chainform.types import Timeout
 
 T = TypeVar("T")
 
-_CURRENT: contextvars.ContextVar[IdleClock | None] = contextvars.ContextVar(
-    "chainform_idle_clock", default=None
-)
+CALL_HEADER = "x-chainform-call"
+"""The request header naming a call to its SDK client's hooks (never sent: the hook takes it off)."""
+CALL_PARAM = "ChainformCall"
+"""The same, as a parameter of a botocore call (taken off before botocore checks the parameters)."""
+_CLOCK = "chainform_idle_clock"  # a request's extension: its call's clock, for the response hook
 
 
 def timeout_error(timeout: Timeout, opening: bool, guard: StreamGuard) -> ProviderError:
@@ -76,7 +81,6 @@ class IdleClock:
         self._task = asyncio.current_task()
         if self._timer is None or self._timer_at > self._deadline:
             self._arm(loop)
-        token = _CURRENT.set(self)
         self._waiting = True
         try:
             return await awaitable
@@ -88,7 +92,6 @@ class IdleClock:
         finally:
             self._waiting = False
             self._expired = False
-            _CURRENT.reset(token)
 
     def close(self) -> None:
         """Stop the timer (the call is over)."""
@@ -119,44 +122,86 @@ def _uncancel(task: asyncio.Task[Any] | None) -> int:
     return int(uncancel()) if uncancel is not None else 0
 
 
-async def within(timeout: Timeout, awaitable: Awaitable[T], guard: StreamGuard) -> T:
-    """`awaitable` (a whole, unstreamed SDK call) under `timeout`, as `IdleClock.wait` bounds each
-    step of a stream (`ProviderClient._stream_request`)."""
-    clock = IdleClock(timeout, guard)
+async def within(clock: IdleClock, awaitable: Awaitable[T]) -> T:
+    """`awaitable` (a whole, unstreamed SDK call) under `clock`'s limits, as `IdleClock.wait`
+    bounds each step of a stream (`ProviderClient._stream_request`); the clock is closed after."""
     try:
         return await clock.wait(awaitable, opening=True)
     finally:
         clock.close()
 
 
-def touch_current() -> None:
-    """Touch the clock of the call awaiting here, if any (from an HTTP or botocore hook)."""
-    clock = _CURRENT.get()
-    if clock is not None:
+def with_call_header(request: dict[str, Any], call: str) -> dict[str, Any]:
+    """The keyword arguments of an SDK call whose `extra_headers` name call `call` to its hooks."""
+    return {**request, "extra_headers": {**(request.get("extra_headers") or {}), CALL_HEADER: call}}
+
+
+class Clocks:
+    """The clocks of one SDK client's calls in flight, by call id: what its hooks touch."""
+
+    def __init__(self) -> None:
+        self._calls: dict[str, IdleClock] = {}
+
+    @contextlib.contextmanager
+    def calling(self, clock: IdleClock) -> Iterator[str]:
+        """Around one call: the id its requests carry (`CALL_HEADER`, `CALL_PARAM`)."""
+        call = uuid.uuid4().hex
+        self._calls[call] = clock
+        try:
+            yield call
+        finally:
+            del self._calls[call]
+
+    def touch(self, call: str | None) -> None:
+        """The server sent something for call `call` (safe from a worker thread)."""
+        clock = self._calls.get(call) if call is not None else None
+        if clock is not None:
+            clock.touch()
+
+    def http_hooks(
+        self, request: tuple[Any, ...] = (), response: tuple[Any, ...] = ()
+    ) -> dict[str, list[Any]]:
+        """`event_hooks` for an SDK's httpx or httpx2 async client: each request attempt and each
+        chunk of the answer touch the clock of the call that sent it; the hooks given run after ours."""
+        return {"request": [self._on_request, *request], "response": [_on_response, *response]}
+
+    async def _on_request(self, request: Any) -> None:
+        clock = self._calls.get(request.headers.pop(CALL_HEADER, ""))
+        if clock is None:
+            return
+        request.extensions[_CLOCK] = clock
         clock.touch()
+        limits = request.extensions.get("timeout")
+        if isinstance(limits, dict) and limits.get("read") is None and limits.get("connect") is None:
+            # an SDK that sends no timeout of its own (google-genai) gets ours at the HTTP layer, so
+            # that its retries see its HTTP library's timeouts as they see any other
+            t = clock.timeout
+            request.extensions["timeout"] = {
+                "connect": t.connect,
+                "read": t.read,
+                "write": t.read,
+                "pool": t.read,
+            }
 
+    def botocore(self, events: Any, service: str) -> None:
+        """Register on a botocore client's `events`: its calls' `CALL_PARAM` goes into the request's
+        context, and each attempt (retries included) touches the call's clock before it is signed."""
 
-async def _on_request(request: Any) -> None:
-    clock = _CURRENT.get()
-    if clock is None:
-        return
-    clock.touch()
-    limits = request.extensions.get("timeout")
-    if isinstance(limits, dict) and limits.get("read") is None and limits.get("connect") is None:
-        # an SDK that sends no timeout of its own (google-genai) gets ours at the HTTP layer, so
-        # that its retries see its HTTP library's timeouts as they see any other
-        t = clock.timeout
-        request.extensions["timeout"] = {
-            "connect": t.connect,
-            "read": t.read,
-            "write": t.read,
-            "pool": t.read,
-        }
+        def take(params: dict[str, Any], context: dict[str, Any], **_: Any) -> None:
+            call = params.pop(CALL_PARAM, None)
+            if call is not None:
+                context[CALL_PARAM] = call
+
+        def touch(request: Any, **_: Any) -> None:
+            self.touch((getattr(request, "context", None) or {}).get(CALL_PARAM))
+
+        events.register(f"before-parameter-build.{service}", take)
+        events.register(f"before-sign.{service}", touch)
 
 
 async def _on_response(response: Any) -> None:
-    clock = _CURRENT.get()
-    if clock is None:
+    clock = response.request.extensions.get(_CLOCK)
+    if not isinstance(clock, IdleClock):
         return
     clock.touch()
     touching = _touching_class(response)
@@ -196,16 +241,4 @@ def _subclass(base: type) -> type:
     return TouchingStream
 
 
-def http_hooks(request: tuple[Any, ...] = (), response: tuple[Any, ...] = ()) -> dict[str, list[Any]]:
-    """`event_hooks` for an SDK's httpx or httpx2 async client: each request attempt and each chunk
-    of the answer touch the clock of the call that sent it; the hooks given run after ours."""
-    return {"request": [_on_request, *request], "response": [_on_response, *response]}
-
-
-def touch_on_send(**_: Any) -> None:
-    """A botocore `before-send` handler: each attempt (retries included) touches the call's clock
-    (the handler runs in the worker thread, which `asyncio.to_thread` gave the caller's context)."""
-    touch_current()
-
-
-__all__ = ["IdleClock", "http_hooks", "timeout_error", "touch_current", "touch_on_send", "within"]
+__all__ = ["CALL_HEADER", "CALL_PARAM", "Clocks", "IdleClock", "timeout_error", "with_call_header", "within"]

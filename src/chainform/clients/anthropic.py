@@ -11,10 +11,11 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from chainform import types
-from chainform.clients import _splice, _wire
+from chainform.clients import _wire
 from chainform.clients._adapter import Endpoint, ProviderClient, sdk_error
 from chainform.clients._errors import StreamGuard, retry_after
-from chainform.clients._timeouts import http_hooks
+from chainform.clients._hooks import SdkHooks, attach
+from chainform.clients._timeouts import with_call_header
 from chainform.clients._wire import CLAUDE_FINISH, StreamState, anthropic_breakpoints
 from chainform.clients.profiles.anthropic import KNOWN_MODELS, PROVIDER, SAMPLING, UNKNOWN
 from chainform.clients.registry import PROVIDERS
@@ -37,15 +38,17 @@ def _sdk(
     **kwargs: Any,
 ) -> Any:
     """`anthropic.AsyncAnthropic`; extra keyword arguments are its own. Its HTTP client (unless the
-    caller gave one) tells each attempt and chunk to the call's idle clock (`_timeouts.http_hooks`)."""
+    caller gave one) tells each attempt and chunk to the call's idle clock (`_timeouts.Clocks`)."""
     kwargs["timeout"] = anthropic.Timeout(timeout.read, connect=timeout.connect)
     spliced = "http_client" not in kwargs  # a client of the caller's is left as it is
-    splicer = _splice.Splicer()
+    hooks = SdkHooks()
     if spliced:
-        hook = splicer.httpx_hook(_wire.import_sdk("httpx2", "anthropic"))
-        kwargs["http_client"] = anthropic.DefaultAsyncHttpxClient(event_hooks=http_hooks(request=(hook,)))
+        hook = hooks.splicer.httpx_hook(_wire.import_sdk("httpx2", "anthropic"))
+        kwargs["http_client"] = anthropic.DefaultAsyncHttpxClient(
+            event_hooks=hooks.clocks.http_hooks(request=(hook,))
+        )
     sdk = anthropic.AsyncAnthropic(api_key=key, base_url=base_url, max_retries=max_retries, **kwargs)
-    return _splice.attach(sdk, splicer) if spliced else sdk
+    return attach(sdk, hooks) if spliced else sdk
 
 
 class AnthropicClient(ProviderClient):
@@ -169,6 +172,10 @@ class AnthropicWire:
 
     def open_stream(self, sdk: Any, request: dict[str, Any], reader: StreamState, guard: StreamGuard) -> Any:
         return sdk.messages.create(**request, stream=True)  # the one SDK call
+
+    def tagged(self, request: dict[str, Any], call: str) -> dict[str, Any]:
+        """`request` naming call `call` to the SDK client's hooks (`_timeouts.Clocks`)."""
+        return with_call_header(request, call)
 
     def error(self, exc: Exception, guard: StreamGuard, opened: bool) -> ChainformError:
         import anthropic

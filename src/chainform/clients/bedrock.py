@@ -19,6 +19,7 @@ from chainform.clients import _wire
 from chainform.clients._adapter import Endpoint, ProviderClient
 from chainform.clients._converse import DOCUMENT_TEXT, boto3_client, media_block
 from chainform.clients._errors import StreamGuard
+from chainform.clients._timeouts import CALL_PARAM
 from chainform.clients._wire import CLAUDE_FINISH, StreamState, bedrock_points
 from chainform.clients.profiles import family_stem
 from chainform.clients.profiles.bedrock import KNOWN_MODELS, PROVIDER, UNKNOWN
@@ -157,6 +158,10 @@ class ConverseWire:
 
     def send_whole(self, sdk: Any, request: dict[str, Any]) -> Awaitable[Any]:
         return asyncio.to_thread(sdk.converse, **request)  # the SDK call, whole
+
+    def tagged(self, request: dict[str, Any], call: str) -> dict[str, Any]:
+        """`request` naming call `call` to the SDK client's hooks (`_timeouts.Clocks.botocore`)."""
+        return {**request, CALL_PARAM: call}
 
     def read_answer(
         self, result: Any, request: dict[str, Any], guard: StreamGuard

@@ -15,10 +15,11 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from chainform import types
-from chainform.clients import _splice, _wire
+from chainform.clients import _wire
 from chainform.clients._adapter import Endpoint, ProviderClient, sdk_error
 from chainform.clients._errors import StreamGuard
-from chainform.clients._timeouts import http_hooks
+from chainform.clients._hooks import SdkHooks, attach
+from chainform.clients._timeouts import CALL_HEADER
 from chainform.clients._wire import StreamState
 from chainform.clients.profiles import family_stem
 from chainform.clients.profiles.gemini import KNOWN_MODELS, LEGACY_SCHEMA_FAMILIES, PROVIDER, UNKNOWN
@@ -73,15 +74,15 @@ def _sdk(
     # chainform's own async httpx client, whose request hook splices inline data (clients/_splice.py);
     # a client or transport of the caller's is left as it is
     spliced = not ({"httpx_async_client", "async_client_args"} & set(http_options))
-    splicer = _splice.Splicer()
+    hooks = SdkHooks()
     if spliced:
         httpx = _wire.import_sdk("httpx", "gemini")
         http_options["httpx_async_client"] = httpx.AsyncClient(
-            event_hooks=http_hooks(request=(splicer.httpx_hook(httpx),))
+            event_hooks=hooks.clocks.http_hooks(request=(hooks.splicer.httpx_hook(httpx),))
         )
     options = genai_types.HttpOptions(base_url=base_url, retry_options=retry, **http_options)
     client = genai.Client(api_key=key, http_options=options)
-    return _splice.attach(client, splicer) if spliced else client
+    return attach(client, hooks) if spliced else client
 
 
 class GeminiClient(ProviderClient):
@@ -180,6 +181,16 @@ class GeminiWire:
 
     def open_stream(self, sdk: Any, request: dict[str, Any], reader: StreamState, guard: StreamGuard) -> Any:
         return sdk.aio.models.generate_content_stream(**request)  # the one SDK call
+
+    def tagged(self, request: dict[str, Any], call: str) -> dict[str, Any]:
+        """`request` naming call `call` to the SDK client's hooks (`_timeouts.Clocks`), in its
+        config's per-request HTTP options (left as it is when those are not a plain dict)."""
+        config = request.get("config")
+        http = config.get("http_options") or {} if isinstance(config, dict) else None
+        if not isinstance(config, dict) or not isinstance(http, dict):
+            return request
+        headers = {**(http.get("headers") or {}), CALL_HEADER: call}
+        return {**request, "config": {**config, "http_options": {**http, "headers": headers}}}
 
     def error(self, exc: Exception, guard: StreamGuard, opened: bool) -> ChainformError:
         from google.genai import errors

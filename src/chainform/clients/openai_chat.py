@@ -17,6 +17,7 @@ from chainform.clients._adapter import Endpoint, ProviderClient, whole_answer
 from chainform.clients._errors import StreamGuard
 from chainform.clients._openai import ClientSettings, make_settings, reject_unsupported_content
 from chainform.clients._openai_chat_read import read_whole, translate_chunk
+from chainform.clients._timeouts import with_call_header
 from chainform.clients._wire import StreamState, import_sdk, openai_key
 from chainform.clients.base import Middleware
 from chainform.clients.profiles.openai import COMPAT_SERVERS
@@ -48,7 +49,7 @@ class OpenAIChatClient(ProviderClient):
             endpoint,
             wire,
             sdk_client,
-            build_sdk=lambda splicer: _openai.build_sdk(settings, splicer),
+            build_sdk=lambda hooks: _openai.build_sdk(settings, hooks),
             middleware=middleware,
         )
 
@@ -206,6 +207,10 @@ class ChatWire:
     def open_stream(self, sdk: Any, request: dict[str, Any], reader: StreamState, guard: StreamGuard) -> Any:
         return self.send(sdk, request)
 
+    def tagged(self, request: dict[str, Any], call: str) -> dict[str, Any]:
+        """`request` naming call `call` to the SDK client's hooks (`_timeouts.Clocks`)."""
+        return with_call_header(request, call)
+
     def send(self, sdk: Any, request: dict[str, Any]) -> Awaitable[Any]:
         """The one SDK call: `chat.completions.create(**request)` through the SDK's documented
         `post`, without its parameter transform: that walks the whole request (history, tool
@@ -221,6 +226,9 @@ class ChatWire:
         extra = body.pop("extra_body", None)
         if extra:
             options["extra_json"] = extra
+        headers = body.pop("extra_headers", None)
+        if headers:
+            options["headers"] = headers
         stream = bool(body.get("stream"))
         return cast(
             Awaitable[Any],

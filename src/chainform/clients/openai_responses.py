@@ -15,6 +15,7 @@ from chainform.clients import _openai, _wire
 from chainform.clients._adapter import Endpoint, ProviderClient
 from chainform.clients._errors import StreamGuard
 from chainform.clients._openai import ClientSettings, make_settings, reject_unsupported_content
+from chainform.clients._timeouts import with_call_header
 from chainform.clients._wire import StreamState, openai_key
 from chainform.clients.base import Middleware
 from chainform.clients.profiles.openai import responses_profile
@@ -48,7 +49,7 @@ class OpenAIResponsesClient(ProviderClient):
             endpoint,
             ResponsesWire(endpoint),
             sdk_client,
-            build_sdk=lambda splicer: _openai.build_sdk(settings, splicer),
+            build_sdk=lambda hooks: _openai.build_sdk(settings, hooks),
             middleware=middleware,
         )
 
@@ -178,6 +179,10 @@ class ResponsesWire:
 
     def open_stream(self, sdk: Any, request: dict[str, Any], reader: StreamState, guard: StreamGuard) -> Any:
         return sdk.responses.create(**request)  # the one SDK call
+
+    def tagged(self, request: dict[str, Any], call: str) -> dict[str, Any]:
+        """`request` naming call `call` to the SDK client's hooks (`_timeouts.Clocks`)."""
+        return with_call_header(request, call)
 
     def error(self, exc: Exception, guard: StreamGuard, opened: bool) -> ChainformError:
         return _openai.sdk_error(exc, guard, opened)

@@ -87,16 +87,29 @@ def test_timeout_is_retried_then_typed(transport: Row, emu: Emulator, skewed: Sk
     assert len(emu.wait_for_requests(4)) == 4  # the last one, given up on, may still be unread
 
 
-def test_stall_mid_stream_is_a_typed_timeout_keeping_what_arrived(transport: Row, emu: Emulator) -> None:
+def test_stall_mid_stream_is_a_typed_timeout_keeping_what_arrived(
+    transport: Row, emu: Emulator, skewed: SkewedTime
+) -> None:
     """A server that goes silent in the middle of a stream ends in chainform's own read timeout,
-    whatever the SDK's: kind "timeout", retryable, the text already shown kept (issue 28 item 2)."""
+    whatever the SDK's: kind "timeout", retryable, the text already shown kept (issue 28 item 2).
+    The clock moved on by the read timeout at the stall where the SDK keeps it on the loop (as
+    above; the stall begins once the events before it are in the client's socket)."""
+    read = READ_ON_THE_LOOP if transport.timeouts_on_the_loop else 0.5
     emu.add(Stall(30, reply=TEXT, after_events=7))
-    chain = transport.model(emu, timeout=(1, 0.5)).prompt("x", log=False)
+    model = transport.async_model(emu, timeout=(1, read))
     received: list[str] = []
-    started = time.monotonic()
-    with pytest.raises(cf.StreamInterruptedError) as info:
-        for chunk in chain:
+
+    async def read_all() -> None:
+        async for chunk in model.prompt("x", log=False):
             received.append(chunk)
+
+    started = time.monotonic()
+    with (
+        skewed.moving_on(emu, read, enabled=transport.timeouts_on_the_loop),
+        pytest.raises(cf.StreamInterruptedError) as info,
+    ):
+        skewed.run(read_all())
+    skewed.run(model.aclose())
     assert time.monotonic() - started < 10  # not the SDK's 60-600 s, nor the server's 30
     error = info.value
     assert (error.kind, error.status, error.retryable) == ("timeout", None, True)
@@ -126,19 +139,31 @@ def test_stall_before_a_reply_without_streaming_is_a_typed_timeout(
     assert not isinstance(info.value, cf.StreamInterruptedError)
 
 
-def test_a_slow_steady_stream_longer_than_the_read_timeout_completes(sdk_row: Row, emu: Emulator) -> None:
+def test_a_slow_steady_stream_longer_than_the_read_timeout_completes(
+    sdk_row: Row, emu: Emulator, skewed: SkewedTime
+) -> None:
     """The read timeout is the server's silence, not the answer's length: every event comes within
-    it, the whole answer takes longer. Real seconds, once per SDK client (`sdk_row`): what is proven
-    here is that the SDK's own socket timeouts, as the adapter hands them over, are per read, which
-    only a real socket shows; chainform's own idle clock is proven the same on virtual time, with no
-    real second waited (test_adapter_skeleton, test_timeout_keepalive). Events 0.05 s apart under a
-    read timeout of 2.5 s, so that only a test process stalled for 2.4 s between two events reads
-    as a silent server."""
+    it, the whole answer takes longer. Once per SDK client (`sdk_row`): what is proven here is that
+    the SDK's own socket timeouts, as the adapter hands them over, are per read (chainform's idle
+    clock is proven the same in test_adapter_skeleton). Gaps of 0.05 s under a read timeout of
+    2.5 s. Where the SDK keeps its timeouts on the loop's clock, each gap is the test moving that
+    clock on (`release`: the server sends the next event once the move is made), so the answer
+    lasts 2.65 s on that clock and next to nothing in real time; botocore's gaps are real seconds,
+    so that only a test process stalled for 2.4 s between two events reads as a silent server."""
     long = TEXT * 6  # 54 events of 4 characters
-    emu.add(Stall(0.05, reply=long, after_events=1, every=True))
-    started = time.monotonic()
-    assert "".join(sdk_row.model(emu, timeout=2.5).prompt("x", log=False)) == long
-    assert time.monotonic() - started > 2.5  # 53 gaps of 0.05 s
+    on_the_loop = sdk_row.timeouts_on_the_loop
+    emu.add(Stall(60 if on_the_loop else 0.05, reply=long, after_events=1, every=True))
+    model = sdk_row.async_model(emu, timeout=2.5)
+    started = skewed.time()
+    with skewed.moving_on(emu, 0.05, enabled=on_the_loop, release=True):
+        text = skewed.run(_joined(model.prompt("x", log=False)))
+    skewed.run(model.aclose())
+    assert text == long
+    assert skewed.time() - started > 2.5  # 53 gaps of 0.05 s
+
+
+async def _joined(chain: cf.AsyncChainResponse) -> str:
+    return "".join([chunk async for chunk in chain])
 
 
 @pytest.mark.parametrize("mid_event", [False, True], ids=["between-events", "mid-event"])

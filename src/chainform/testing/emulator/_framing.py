@@ -6,14 +6,20 @@ it knows HTTP framing and the stream faults (`_script`), no provider and no emul
 
 from __future__ import annotations
 
+import array
 import json
 import socket
+import sys
 import threading
 from http.server import BaseHTTPRequestHandler
 from typing import Any
 
 from chainform.testing.emulator._script import CutStream, DropConnection, MalformedEvent, Stall
 from chainform.testing.emulator._wire import WireFormat
+
+if sys.platform != "win32":
+    import fcntl
+    import termios
 
 
 class Framing(BaseHTTPRequestHandler):
@@ -24,14 +30,15 @@ class Framing(BaseHTTPRequestHandler):
         """Set when the emulator stops: a stalled answer gives up."""
         raise NotImplementedError
 
-    def stall_begins(self) -> None:
-        """A `Stall` pause begins now, everything before it sent (counted by the emulator)."""
+    def stall(self, seconds: float) -> bool:
+        """A `Stall`'s pause, counted by the emulator: `seconds`, or until a test releases it;
+        True when the emulator stopped during it."""
         raise NotImplementedError
 
     def _pause(self, seconds: float) -> bool:
-        """A `Stall`'s pause of `seconds`; True when the emulator stopped during it."""
-        self.stall_begins()
-        return self.stopping.wait(seconds)
+        """A `Stall`'s pause, begun once what was written before it is in the client's socket."""
+        _delivered(self.connection, self.stopping)
+        return self.stall(seconds)
 
     def _answer_stream(
         self,
@@ -105,3 +112,23 @@ class Framing(BaseHTTPRequestHandler):
             self.wfile.flush()
         except OSError:  # the client gave up (e.g. timed out on a Stall); nothing to tell it
             self.close_connection = True
+
+
+def _delivered(connection: socket.socket, stopping: threading.Event) -> None:
+    """Until the peer's TCP has taken every byte written (the send queue's unacknowledged bytes,
+    Linux's TIOCOUTQ on a socket; on loopback, then in the client's socket). Elsewhere, or on a
+    socket without the query, at once."""
+    if sys.platform == "win32":
+        return
+    query = getattr(termios, "TIOCOUTQ", None)
+    if query is None:
+        return
+    pending = array.array("i", [0])
+    while not stopping.is_set():
+        try:
+            fcntl.ioctl(connection.fileno(), query, pending)
+        except OSError:
+            return
+        if pending[0] == 0:
+            return
+        stopping.wait(0.001)

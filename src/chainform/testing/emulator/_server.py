@@ -123,6 +123,7 @@ class Emulator:
         self._recorded = threading.Condition(self._lock)
         self._stopping = threading.Event()
         self.stalls = 0  # Stall pauses begun (`wait_for_stalls`)
+        self.released = 0  # the pauses ended early, by number (`release_stalls`)
         self._counter = itertools.count(1)
         self._cached: set[str] = set()  # prompt-cache prefixes seen (WireFormat.cache_prefix)
         self._server: _Server | None = None
@@ -166,6 +167,8 @@ class Emulator:
         if server is None:
             return
         self._stopping.set()  # stalled answers give up
+        with self._recorded:
+            self._recorded.notify_all()
         server.shutdown()
         server.close_open_sockets()
         server.server_close()
@@ -240,10 +243,21 @@ class Emulator:
             self._recorded.wait_for(lambda: self.stalls >= count, timeout)
             return self.stalls
 
-    def _stall_began(self) -> None:
+    def release_stalls(self, count: int) -> None:
+        """End the first `count` `Stall` pauses now, whatever their seconds: a test that moves its
+        client's clock on by a pause lets the server go on once the move is made."""
+        with self._recorded:
+            self.released = max(self.released, count)
+            self._recorded.notify_all()
+
+    def _stall(self, seconds: float) -> bool:
+        """One pause, counted as it begins: `seconds`, or until released or stopped (then True)."""
         with self._recorded:
             self.stalls += 1
+            number = self.stalls
             self._recorded.notify_all()
+            self._recorded.wait_for(lambda: self.released >= number or self._stopping.is_set(), seconds)
+        return self._stopping.is_set()
 
     def _route(self, request: RecordedRequest) -> WireFormat | None:
         for fmt in self.formats:
@@ -291,8 +305,8 @@ class _Handler(Framing):
     def stopping(self) -> threading.Event:
         return self.server.emulator._stopping
 
-    def stall_begins(self) -> None:
-        self.server.emulator._stall_began()
+    def stall(self, seconds: float) -> bool:
+        return self.server.emulator._stall(seconds)
 
     def do_GET(self) -> None:
         if not self._batch_api("GET", b""):
