@@ -20,6 +20,7 @@ pytest_plugins = ("pytester",)  # tests/test_tiers.py runs small suites under th
 
 GUARDS = pytest.StashKey[UnitGuard]()
 LEAKS = pytest.StashKey[Leaks]()
+LOST_GROUP = pytest.StashKey[str]()
 
 
 def pytest_configure(config: pytest.Config) -> None:
@@ -78,15 +79,16 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     is kept), so under `--dist loadgroup` (which hands out the groups, then single tests, in this order to
     whichever worker is free) a long test never starts last and becomes the run's critical path.
 
-    On an xdist worker under `--dist loadgroup`, a test of an `xdist_group` whose id lacks `@GROUP` (xdist
-    names its group there) stops the run: the group would be spread over the workers, unnoticed."""
+    On an xdist worker under `--dist loadgroup`, a test of an `xdist_group` whose id lacks `@GROUP` (where
+    xdist names its group) fails: its group would be spread over the workers, each making its fixtures."""
     if getattr(config.option, "loadgroup", False):
-        lost = [i.nodeid for i in items if i.get_closest_marker("xdist_group") and "@" not in i.nodeid]
-        if lost:
-            raise pytest.UsageError(
-                f"pytest-xdist did not put {lost[0]} (and {len(lost) - 1} more) in its xdist_group: "
-                f"this pytest ({pytest.__version__}) and pytest-xdist do not work together (pyproject.toml)"
-            )
+        for item in items:
+            if item.get_closest_marker("xdist_group") and "@" not in item.nodeid:
+                item.stash[LOST_GROUP] = (
+                    f"pytest-xdist did not put {item.nodeid} in its xdist_group: a hook added the mark after "
+                    f"xdist read it (give that hook tryfirst=True), or this pytest ({pytest.__version__}) "
+                    "and pytest-xdist do not work together (pyproject.toml)"
+                )
     rank: dict[Path, int] = {}
     for item in items:
         rank[item.path] = min(rank.get(item.path, 2), cost_rank(item))
@@ -100,7 +102,9 @@ def pytest_runtest_setup(item: pytest.Item) -> Iterator[None]:
     if item.get_closest_marker("unit") is not None:
         guard = item.stash[GUARDS] = UnitGuard(item.nodeid)
         guard.install()
-    return (yield)
+    yield
+    if LOST_GROUP in item.stash:
+        pytest.fail(item.stash[LOST_GROUP], pytrace=False)
 
 
 @pytest.hookimpl(wrapper=True, trylast=True)

@@ -14,6 +14,7 @@ from chainform.local import LocalChatClient, prepare
 HERE = Path(__file__).parent
 
 
+@pytest.hookimpl(tryfirst=True)  # before pytest-xdist's own hook reads the mark into the test's id
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     """This folder's tests share one xdist worker (scripts/test.sh runs `--dist loadgroup`): its session
     fixtures (the tokenizer, the tiny model and its ONNX conversion, the loaded models) are made once."""
