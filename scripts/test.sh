@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Install chainform with every extra into ./.venv (if needed) and run the whole test suite.
 # Usage: bash scripts/test.sh [--stress] [pytest args...]
-# The tests run in parallel (pytest-xdist): one worker per logical CPU, at most 8; CHAINFORM_TEST_WORKERS=N
+# The tests run in parallel (pytest-xdist): two workers per logical CPU, at most 8; CHAINFORM_TEST_WORKERS=N
 # picks N (0: in this process), as do pytest's own -n/--numprocesses and -p no:xdist. A worker that dies
 # fails its test and the run. `-m unit` runs the unit tier alone (docs/testing.md, "Test tiers").
 # --stress: run it with two busy processes beside it (each spins one CPU), stopped when this script
@@ -35,7 +35,11 @@ fi
 # PYTHONDONTWRITEBYTECODE set each of them compiles chainform's modules again, and every worker
 # rewrites every test module again. Bytecode goes to __pycache__ (git-ignored) for this run.
 unset PYTHONDONTWRITEBYTECODE
-parallel=(-n "${CHAINFORM_TEST_WORKERS:-logical}" --maxprocesses 8 --dist loadgroup)
+# Two workers a CPU: many tests spend their time waiting on a process, a socket or Ray, and another
+# worker's test runs meanwhile (docs/testing.md has the figures).
+workers=$(( $(getconf _NPROCESSORS_ONLN) * 2 ))
+workers=$(( workers > 8 ? 8 : workers ))
+parallel=(-n "${CHAINFORM_TEST_WORKERS:-$workers}" --dist loadgroup)
 for arg in "$@"; do
   case "$arg" in
     # chosen by the caller, or a listing of the tests (no workers needed), or a debugger
