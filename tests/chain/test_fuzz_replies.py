@@ -288,8 +288,9 @@ def run_wire_case(emu: Any, rng: random.Random, store: Store) -> str | None:
     emu.requests.clear()
     key = WIRE_KEYS.get(transport, "sk-fuzz-0123456789abcdef")
     read = READ_S if isinstance(fault, Stall) else CALM_S
+    # only the read timeout is short: a connect timed out under load never sends its request
     model = cf.get_model(
-        name, base_url=emu.base_url + path, key=key, max_retries=0, timeout=(read, read), **settings
+        name, base_url=emu.base_url + path, key=key, max_retries=0, timeout=(CALM_S, read), **settings
     )
     cid = new_id()
     chain = model.chain("Weather in Rome?", schema=Answer, conversation_id=cid, validation_retries=0)
