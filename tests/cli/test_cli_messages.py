@@ -15,6 +15,10 @@ from chainform.cli import cli
 from chainform.errors import MissingKeyError
 from chainform.testing import tool_call
 
+# These tests compare stderr exactly: a socket another test on this worker left open, collected while
+# one runs, would add its ResourceWarning to it (CI, two workers a CPU). Python ignores those by default.
+pytestmark = pytest.mark.filterwarnings("ignore::ResourceWarning")
+
 WARNS = (
     "def probe() -> int:\n"
     "    import warnings\n"
