@@ -181,8 +181,13 @@ def _fail_writes_to(path) -> None:
     has it open for appending is swapped (dup2) for one opened read only (works as root, unlike a mode)."""
     import os
 
-    fds = os.listdir("/proc/self/fd")
-    [fd] = [int(fd) for fd in fds if os.path.realpath(f"/proc/self/fd/{fd}") == str(path.resolve())]
+    def target(fd: str) -> str | None:
+        try:
+            return os.readlink(f"/proc/self/fd/{fd}")
+        except OSError:  # closed by another thread since the listing (CI: FileNotFoundError)
+            return None
+
+    [fd] = [int(fd) for fd in os.listdir("/proc/self/fd") if target(fd) == str(path.resolve())]
     read_only = os.open(path, os.O_RDONLY)
     os.dup2(read_only, fd)
     os.close(read_only)
