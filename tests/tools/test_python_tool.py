@@ -7,6 +7,7 @@ import pytest
 
 from chainform.errors import ToolArgumentError
 from chainform.tools import PythonTool, Tool, python
+from processes import running
 
 pytestmark = pytest.mark.skipif(os.name != "posix", reason="the sandbox limits are POSIX")
 
@@ -50,19 +51,6 @@ def test_timeout_stops_an_infinite_loop() -> None:
     assert "TimeoutError" in out
 
 
-def _alive(marker: str) -> list[str]:
-    """The ids of the processes whose command line holds `marker` (the host sees every namespace's)."""
-    found = []
-    for entry in os.listdir("/proc"):
-        try:
-            with open(f"/proc/{entry}/cmdline", "rb") as fh:
-                if marker.encode() in fh.read():
-                    found.append(entry)
-        except OSError:
-            continue
-    return found
-
-
 def test_timeout_kills_sleeping_children_too() -> None:
     # The child never ends by itself: unless the timeout kills it, the call hangs or it is still there.
     marker = f"chainform-test-child-{uuid.uuid4().hex}"
@@ -74,7 +62,7 @@ def test_timeout_kills_sleeping_children_too() -> None:
     out = python(code, timeout=3)
     assert out.startswith("spawned\n"), out  # the child was there to be killed (3 s: ample to get here)
     assert "TimeoutError" in out
-    assert _alive(marker) == []
+    assert running(marker) == []  # killed: gone, or dying with SIGKILL pending
 
 
 def test_memory_cap() -> None:
