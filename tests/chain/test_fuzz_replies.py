@@ -292,6 +292,13 @@ def run_wire_case(emu: Any, rng: random.Random, store: Store) -> str | None:
     model = cf.get_model(
         name, base_url=emu.base_url + path, key=key, max_retries=0, timeout=(CALM_S, read), **settings
     )
+    with model:  # each case's SDK client and its connections close here, not in a later test
+        return _wire_outcome(emu, model, transport, fault, streamed, store)
+
+
+def _wire_outcome(
+    emu: Any, model: cf.Model, transport: str, fault: Any, streamed: bool, store: Store
+) -> str | None:
     cid = new_id()
     chain = model.chain("Weather in Rome?", schema=Answer, conversation_id=cid, validation_retries=0)
     try:
