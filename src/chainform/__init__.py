@@ -32,6 +32,7 @@ _PUBLIC: dict[str, tuple[str, ...]] = {
     "chainform.clients.registry": ("ModelInfo", "list_models", "register_alias"),
     "chainform.errors": (
         "AllModelsFailedError",
+        "ArgumentRangeError",
         "AttachmentError",
         "Attempt",
         "BudgetExceededError",
@@ -160,6 +161,7 @@ if TYPE_CHECKING:  # what type checkers and editors see: the same names, importe
     from chainform.durable import aresume as aresume
     from chainform.durable import resume as resume
     from chainform.errors import AllModelsFailedError as AllModelsFailedError
+    from chainform.errors import ArgumentRangeError as ArgumentRangeError
     from chainform.errors import AttachmentError as AttachmentError
     from chainform.errors import Attempt as Attempt
     from chainform.errors import BudgetExceededError as BudgetExceededError

@@ -311,6 +311,11 @@ class BudgetExceededError(ChainError):
         super().__init__(message, responses=responses)
 
 
+class ArgumentRangeError(ChainformError, ValueError):
+    """A count given to the API is outside its documented range (`concurrency=0`, `repeat=10**9`):
+    the message names the argument, the value and the range, the same range the CLI's flag takes."""
+
+
 class PricingError(ChainformError, ValueError):
     """A price or a cap that cannot be used: a negative or non-numeric `--max-cost` / `--price`, a
     malformed prices file, or a cap asked of a model whose price is unknown."""

@@ -52,8 +52,10 @@ def test_cli_help_version_and_usage_errors_import_only_click_and_the_skeleton(tm
     third_party = {m.split(".")[0] for m in loaded if not m.startswith("chainform")}
     assert third_party <= {"click", "click_default_group"}, third_party
     ours = {m for m in loaded if m.startswith("chainform")}
-    # constants only: the dialect names, and the map's (its package alone: `--batch-wait`'s default)
+    # constants only: the dialect names, the bounds the flags share with the API, and the map's
+    # (its package alone: `--batch-wait`'s default)
     allowed = {m for m in ours if m.startswith("chainform.cli._")} | {
+        "chainform._bounds",
         "chainform._dialect_names",
         "chainform._map",
     }

@@ -40,6 +40,7 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
         "base",
         (
             "chainform._json",
+            "chainform._bounds",
             "chainform._dialect_names",
             "chainform._lineage",
             "chainform._paths",

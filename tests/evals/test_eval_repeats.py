@@ -83,6 +83,34 @@ def test_a_failed_run_agrees_with_nothing_and_resume_runs_no_row_twice():
     assert again.cells[0].rows_right == 6
 
 
-def test_repeat_must_be_a_whole_number():
-    with pytest.raises(EvalInputError, match="repeat=0"):
-        cf.evaluate(ROWS, schema=SCHEMA, prompt="{text}", models=[runs_of(ANSWERS)], repeat=0)
+@pytest.mark.parametrize(
+    ("argument", "value"),
+    [("repeat", 0), ("repeat", -3), ("repeat", 10**9), ("repeat", True), ("repeat", 2.0),
+     ("concurrency", 0), ("concurrency", -1), ("concurrency", 10**9), ("concurrency", "8")],
+)  # fmt: skip
+def test_repeat_and_concurrency_are_held_to_the_flags_range_before_any_call(argument, value):
+    """`repeat=` and `concurrency=` take what `--repeat` and `--concurrency` take (one constant each,
+    chainform/_bounds.py); anything else is refused, naming the argument, value and range."""
+    from chainform._bounds import MAX_CONCURRENCY, MAX_REPEAT
+
+    model = runs_of(ANSWERS)
+    top = MAX_REPEAT if argument == "repeat" else MAX_CONCURRENCY
+    with pytest.raises(
+        EvalInputError, match=re.escape(f"{argument}={value!r}: give a whole number from 1 to {top:,}")
+    ):
+        cf.evaluate(ROWS, schema=SCHEMA, prompt="{text}", models=[model], **{argument: value})
+    assert model.client.requests == []
+
+
+def test_the_cli_takes_the_same_repeat_and_concurrency_range():
+    from click.testing import CliRunner
+
+    from chainform._bounds import MAX_CONCURRENCY, MAX_REPEAT
+    from chainform.cli import cli
+
+    for flag, top in (("--repeat", MAX_REPEAT), ("--concurrency", MAX_CONCURRENCY)):
+        for value in (0, top + 1):
+            result = CliRunner().invoke(
+                cli, ["eval", "run", "d.jsonl", "-p", "{text}", "-m", "x", flag, str(value)]
+            )
+            assert result.exit_code == 2 and f"1<=x<={top}" in result.stderr, result.stderr

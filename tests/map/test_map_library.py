@@ -91,6 +91,32 @@ def test_a_rows_bad_attachment_is_an_input_error_not_internal(tmp_path):
     assert "over the limit" in results["big.png"].error.message
 
 
+@pytest.mark.parametrize("value", [0, -1, 10**9, True, 2.5, "8"])
+def test_concurrency_out_of_the_flags_range_is_refused_before_any_row(value):
+    """`concurrency=` takes what `--concurrency` takes (chainform/_bounds.py), on both twins and in a
+    batch run: 0 would start no worker, 10**9 a worker for every row read."""
+    from chainform import ArgumentRangeError
+    from chainform._bounds import MAX_CONCURRENCY
+
+    said = re.escape(f"concurrency={value!r}: give a whole number from 1 to {MAX_CONCURRENCY:,}")
+    sync = model([echo])
+    with pytest.raises(ArgumentRangeError, match=said):
+        sync.map(["a"], concurrency=value, log=False)
+    with pytest.raises(ArgumentRangeError, match=said):
+        sync.map(["a"], concurrency=value, batch=True, log=False)
+    with pytest.raises(ArgumentRangeError, match=said):
+        model([echo], cls=AsyncModel).amap(["a"], concurrency=value, log=False)
+    assert sync.client.requests == []
+
+
+def test_concurrency_at_the_bounds_runs():
+    from chainform._bounds import MAX_CONCURRENCY
+
+    for concurrency in (1, MAX_CONCURRENCY):
+        results = list(model([echo] * 3).map(["a", "b", "c"], concurrency=concurrency, log=False))
+        assert sorted(r.text for r in results) == ["echo a", "echo b", "echo c"]
+
+
 def test_schema_values_and_output_errors_are_recorded_per_row():
     def reply(messages, options):
         n = number(messages)

@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Concatenate, Literal, ParamSpec
 
 from chainform import _sync
+from chainform._bounds import MAX_CONCURRENCY, check_count
 from chainform._map._inputs import Row, check_template, check_unique_ids, rows
 from chainform._map._results import MapResult
 from chainform.pricing import Budget
@@ -73,7 +74,8 @@ def amap(
     `inputs`: str prompts, or dicts that fill `prompt` (a template such as "Extract: {text}";
     a broken one raises MapInputError at once, before any row).
     They are read lazily; memory does not grow with their number. `concurrency` workers (8; a
-    batch run: 50,000, the rows of one round) share
+    batch run: 50,000, the rows of one round; given, 1 to `MAX_CONCURRENCY`, else
+    ArgumentRangeError before any row) share
     `requests_per_minute` / `tokens_per_minute`; a 429 pauses them all for its Retry-After.
     `transport_retries` (2): re-tries of one model call after a transient failure (429, 5xx, timeout,
     dropped connection; `retries` is its old, deprecated name; re-asks after output that fails
@@ -104,6 +106,8 @@ def amap(
         transport_retries = retries if transport_retries is None else transport_retries
     if on_error not in ("record", "raise"):
         raise ValueError("on_error must be 'record' or 'raise'")
+    if concurrency is not None:  # before any row: 0 would start no worker, 10**9 one per row read
+        check_count("concurrency", concurrency, 1, MAX_CONCURRENCY)
     if prompt is not None:
         check_template(prompt)  # a template that can fill no row fails here, not on every row
     from chainform._map._pool import InMemory
@@ -140,7 +144,7 @@ def amap(
         batch_wait=batch_wait,
         resume=resume,
     )
-    rows_at_once = concurrency or (BATCH_ROWS if batch else 8)
+    rows_at_once = concurrency if concurrency is not None else (BATCH_ROWS if batch else 8)
     return run.results(source, concurrency=rows_at_once, ordered=ordered)
 
 

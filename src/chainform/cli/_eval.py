@@ -20,6 +20,7 @@ from chainform.cli._failures import Allowance, Failures, allow_failures_option, 
 from chainform.cli._money import apply_price, money_options
 from chainform.cli._options import (
     MAX_CONCURRENCY,
+    MAX_REPEAT,
     STRATEGY_CHOICES,
     count_option,
     model_options_option,
@@ -238,7 +239,7 @@ def gate(report: Any, fail_under: tuple[str, ...]) -> None:
 @count_option(
     "--repeat",
     minimum=1,
-    maximum=1_000,
+    maximum=MAX_REPEAT,
     default=1,
     help="Runs of each row: the report adds pass@k, pass^k and agreement.",
 )

@@ -12,6 +12,9 @@ from typing import TYPE_CHECKING, Any, TypeVar, cast
 
 import click
 
+from chainform._bounds import MAX_CONCURRENCY as MAX_CONCURRENCY
+from chainform._bounds import MAX_REPEAT as MAX_REPEAT
+
 if TYPE_CHECKING:
     from chainform.types import Timeout
 
@@ -31,10 +34,6 @@ def count_option(
     return click.option(
         *decls, type=click.IntRange(min=minimum, max=maximum), default=default, show_default=True, help=help
     )
-
-
-MAX_CONCURRENCY = 1_000
-"""The most rows at once (`--concurrency`): each is a worker, made before the first row."""
 
 
 def renamed_count_option(new: str, old: str, *, minimum: int, default: int, help: str) -> Callable[[F], F]:

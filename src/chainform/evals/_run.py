@@ -15,6 +15,7 @@ from decimal import Decimal
 from pathlib import Path
 from typing import Any, Protocol
 
+from chainform._bounds import MAX_CONCURRENCY, MAX_REPEAT, check_count
 from chainform.errors import ChainInterruptedError
 from chainform.evals._cells import MapJob, read_lines, run_maps
 from chainform.evals._errors import EvalInputError, EvalInterruptedError
@@ -81,8 +82,8 @@ def evaluate(
     eval (rows not run are scored wrong as `not-run`; resume runs them). Other keyword arguments go to
     `model.map` (concurrency, retries, attach, attach_base, batch, system, tools, chain_limit, ...).
     `judge` (a model or its name; off by default) decides the free-text fields (`judge_fields`, else
-    every plain string field) that the rules scored wrong (see `_judge`). `repeat=N` runs each row N
-    times: the report adds pass@k, pass^k and per-field agreement across the runs. `retry_failed=True`
+    every plain string field) that the rules scored wrong (see `_judge`). `repeat=N` (1 to
+    `MAX_REPEAT`; `concurrency` 1 to `MAX_CONCURRENCY`) runs each row N times: the report adds pass@k, pass^k and per-field agreement across the runs. `retry_failed=True`
     (with `resume=True`) runs again the rows whose chain failed. `rubric` ({field: rubric text}) has
     the judge (else the first model) pass or fail a free-text field on the rubric, with no expected
     value (see `_rubric`); `judge_options` (`key`, `base_url`) are the judge's own, else a judge of
@@ -112,8 +113,9 @@ def evaluate(
         raise EvalInputError("an eval needs at least one prompt, one model and one strategy")
     if retry_failed and not resume:
         raise EvalInputError("retrying the failed rows is part of a resume: give resume=True (--resume)")
-    if isinstance(repeat, bool) or not isinstance(repeat, int) or repeat < 1:
-        raise EvalInputError(f"repeat={repeat!r}: give a whole number of runs per row, at least 1")
+    check_count("repeat", repeat, 1, MAX_REPEAT, EvalInputError)
+    if map_options.get("concurrency") is not None:
+        check_count("concurrency", map_options["concurrency"], 1, MAX_CONCURRENCY, EvalInputError)
     names = [_name(m) for m in models]
     judged = free_text_fields(plan, judge_fields) if judge is not None else []
     judged = [name for name in judged if name not in rubric]  # a rubric field is judged on its rubric
