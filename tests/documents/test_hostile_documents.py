@@ -227,6 +227,8 @@ def test_map_holds_each_row_to_the_limit_flags(monkeypatch: pytest.MonkeyPatch, 
     assert rows["a.pdf"]["value"].startswith("read: ") and rows["b.pdf"]["value"].startswith("read: ")
     error = rows["many.pdf"]["error"]
     assert "5 pages is over the limit of 3" in error["message"] and "--max-pages" in error["message"], error
+    assert error["phase"] == "input", error  # the row's file, not a chainform bug (`internal`)
+    assert "map: 1 of 3 rows failed: input 1 (e.g. AttachmentError: many.pdf: 5 pages" in result.stderr
     assert len(client.requests) == 2  # the row over the cap sent nothing
 
 

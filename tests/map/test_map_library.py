@@ -66,6 +66,31 @@ def test_template_fills_from_dict_rows_and_bad_rows_are_input_errors():
     assert results[3].error.phase == "input" and results[3].error.type == "MapInputError"
 
 
+def test_a_rows_bad_attachment_is_an_input_error_not_internal(tmp_path):
+    """A missing, empty, over-size or unreadable file is the row's input, not a chainform bug."""
+    from chainform.types import MediaSupport, ModelProfile
+
+    (tmp_path / "ok.txt").write_text("fine\n")
+    (tmp_path / "empty.txt").write_bytes(b"")
+    (tmp_path / "blob.bin").write_bytes(bytes(range(256)))
+    (tmp_path / "big.png").write_bytes(b"\x89PNG\r\n\x1a\n" + bytes(2_000))
+    profile = ModelProfile(
+        name="scripted", provider="testing", media=MediaSupport(frozenset({"image/png"}), max_bytes=1_000)
+    )
+    names = ["ok.txt", "missing.txt", "empty.txt", "blob.bin", "big.png"]
+    rows = [{"q": "read", "file": name} for name in names]
+    mapped = Model(ScriptedClient([echo] * 5, profile), name="scripted").map(
+        rows, prompt="{q}", attach="file", attach_base=tmp_path, ordered=True, log=False
+    )
+    results = {names[r.index]: r for r in mapped}
+    assert results["ok.txt"].ok
+    for name in names[1:]:
+        error = results[name].error
+        assert (error.phase, error.type) == ("input", "AttachmentError"), error
+        assert name in error.message
+    assert "over the limit" in results["big.png"].error.message
+
+
 def test_schema_values_and_output_errors_are_recorded_per_row():
     def reply(messages, options):
         n = number(messages)

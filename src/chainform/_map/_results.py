@@ -10,6 +10,7 @@ from chainform.chain._approval import ChainWaitingError
 from chainform.chain._journal import ResumeError
 from chainform.chain._records import ChainUsage
 from chainform.errors import (
+    AttachmentError,
     ChainError,
     FormattingError,
     GuardrailError,
@@ -22,6 +23,7 @@ from chainform.errors import (
 _PHASES: tuple[tuple[type[BaseException], str], ...] = (
     (ChainWaitingError, "waiting"),  # not a failure: `chainform resume` goes on with the row's chain
     (MapInputError, "input"),
+    (AttachmentError, "input"),  # the row's file: missing, empty, too large, of a type nothing reads
     (ResumeError, "resume"),  # a resumed run's row whose logged chain cannot go on (a tool missing, ...)
     (ProviderError, "provider"),
     (TruncatedOutputError, "truncated"),
