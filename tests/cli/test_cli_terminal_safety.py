@@ -9,8 +9,9 @@ from pathlib import Path
 
 import pytest
 from cli_helpers import Scripted
+from click.testing import CliRunner
 
-from chainform.cli import _output
+from chainform.cli import _output, cli
 from chainform.cli._group import warning_line
 from chainform.store import fragment_id
 from chainform.testing import tool_call
@@ -175,3 +176,73 @@ def test_an_error_line_that_quotes_the_model_is_inert_on_a_terminal(
 def test_a_warning_is_inert_on_a_terminal(stderr_terminal: None) -> None:
     line = warning_line(UserWarning(f"the page said {HOSTILE}"), UserWarning, "x.py", 1)
     assert line == f"Warning: the page said {INERT}\n"
+
+
+def test_chat_answers_and_failed_turns_are_inert_on_a_terminal(
+    run, scripted: Scripted, stdout_terminal: None, stderr_terminal: None, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from chainform.cli import _chat
+    from chainform.errors import ProviderError
+
+    monkeypatch.setattr(_chat, "_stdin_is_terminal", lambda: True)
+    scripted.script([HOSTILE, ProviderError(f"the proxy said {HOSTILE}", status=400)])
+    result = run("chat", input="hi\nagain\n")
+    assert result.exit_code == 0, result.output
+    assert INERT in result.stdout and inert(result.stdout)
+    assert "Error:" in result.stderr and "\\x1b[2J" in result.stderr and inert(result.stderr)
+
+
+def row_failures(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> str:
+    import chainform as cf
+    from chainform.cli import _map
+    from chainform.errors import ProviderError
+    from chainform.testing import ScriptedClient
+
+    client = ScriptedClient(["ok", ProviderError(f"bad row: {HOSTILE}", status=400, provider="openai")])
+    monkeypatch.setattr(_map, "map_model", lambda name, **kw: cf.AsyncModel(client, name="scripted"))
+    rows = tmp_path / "in.jsonl"
+    rows.write_text('{"text": "a"}\n{"text": "b"}\n')
+    out = tmp_path / "out.jsonl"
+    out.unlink(missing_ok=True)
+    args = ["map", str(rows), "--output", str(out), "-p", "{text}", "--transport-retries", "0", "-n"]
+    result = CliRunner().invoke(cli, [*args, "--concurrency", "1"], catch_exceptions=False)
+    assert result.exit_code == 9, result.output
+    return result.stderr
+
+
+def test_map_failure_lines_quote_the_error_inert_on_a_terminal(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    piped = row_failures(monkeypatch, tmp_path)
+    assert "map: 1 of 2 rows failed" in piped and "bad row: a\x1b[2Jb" in piped
+    monkeypatch.setattr(_output, "stderr_is_terminal", lambda: True)
+    shown = row_failures(monkeypatch, tmp_path)
+    assert "bad row: a\\x1b[2Jb" in shown and "\x1b[2J" not in shown and "\x9b" not in shown
+
+
+def test_the_eval_table_shows_wrong_answers_and_errors_inert_on_a_terminal(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    import chainform.models
+    from chainform.errors import ProviderError
+    from chainform.models import Model
+    from chainform.testing import ScriptedClient
+
+    data = tmp_path / "data.jsonl"
+    data.write_text("".join(json.dumps({"text": f"{n}", "expected": {"s": "x"}}) + "\n" for n in range(2)))
+    schema = '{"type":"object","properties":{"s":{"type":"string"}},"required":["s"]}'
+
+    def table() -> str:
+        refused = ProviderError(f"refused: {HOSTILE}", status=400, provider="openai")
+        client = ScriptedClient([json.dumps({"s": HOSTILE}), refused])
+        monkeypatch.setattr(chainform.models, "get_model", lambda name, **kw: Model(client, name=name))
+        args = ["eval", str(data), "--schema", schema, "-p", "{text}", "-m", "scripted", "--concurrency", "1"]
+        result = CliRunner().invoke(cli, [*args, "--allow-failures", "1"], catch_exceptions=False)
+        assert result.exit_code == 0, result.output
+        return result.stdout
+
+    piped = table()
+    assert "\x9b31m" in piped and "refused: a\x1b[2Jb" in piped  # the table as the data and model wrote it
+    monkeypatch.setattr(_output, "stdout_is_terminal", lambda: True)
+    shown = table()
+    assert "\\x9b31m" in shown and "refused: a\\x1b[2Jb" in shown and inert(shown), repr(shown)
