@@ -246,3 +246,18 @@ def test_the_eval_table_shows_wrong_answers_and_errors_inert_on_a_terminal(
     monkeypatch.setattr(_output, "stdout_is_terminal", lambda: True)
     shown = table()
     assert "\\x9b31m" in shown and "refused: a\\x1b[2Jb" in shown and inert(shown), repr(shown)
+
+
+def test_a_chain_waiting_for_approval_names_the_model_s_call_ids_inert_on_a_terminal(
+    run, scripted: Scripted, stdout_terminal: None, stderr_terminal: None
+) -> None:
+    from chainform.types import FunctionCallContent
+
+    call_id = "call\x9b2J\x1b]0;approved\x07"
+    scripted.script([FunctionCallContent(call_id, "fetch", {"url": "x"}, '{"url": "x"}')])
+    result = run("read it", "--functions", TOOL, "--approve-later", "fetch")
+    assert result.exit_code == 8, result.output
+    assert [p["id"] for p in json.loads(result.stdout)] == [call_id] and inert(result.stdout)
+    assert "waits for approval of: call\\x9b2J\\x1b]0;approved\\x07" in result.stderr and inert(result.stderr)
+    listed = run("logs", "--unfinished").stdout
+    assert "fetch (call\\x9b2J" in listed and inert(listed)

@@ -549,8 +549,8 @@ def show_chain(
         raise
     if response.status == "waiting":
         echo_json([p.to_dict() for p in response.pending])
-        ids = " ".join(p.id for p in response.pending)
-        click.echo(f"Chain {response.chain_id} waits for approval of: {ids}", err=True)
+        ids = " ".join(p.id for p in response.pending)  # call ids as the model or provider gave them
+        echo_untrusted(f"Chain {response.chain_id} waits for approval of: {ids}", err=True)
         click.echo(
             f"Resume with: chainform resume {response.chain_id} --approve all (or --approve CALL / --deny CALL[=reason])",
             err=True,
