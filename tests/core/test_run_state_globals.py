@@ -58,7 +58,6 @@ ALLOWED: dict[str, str] = {
     "schema/dialects.py:_nullable_cache": "validators by canonical JSON text",
     "schema/validate.py:_cache": "compiled validators by canonical JSON text",
     "schema/validate.py:_EXACT": "a validator class per draft class",
-    "schema/validate.py:_texts": "the canonical JSON of schema objects chainform made (each held, so its id stays its own)",
     "tools/_schema.py:_NATIVE_OK": "whether pydantic takes a type natively, per type",
 }
 

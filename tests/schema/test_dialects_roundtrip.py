@@ -83,8 +83,8 @@ def test_openai_strict_emitted_values_have_every_property(docs: list[dict]) -> N
 
 @pytest.mark.parametrize("dialect", ["jsonschema", *DIALECTS])
 def test_converting_leaves_the_schema_as_it_was(dialect: str, docs: list[dict]) -> None:
-    """The adapters hand a chain's own schema object to `convert` (no copy: its canonical text is
-    known, schema/validate.py `remember_text`); the conversion must not change it."""
+    """The adapters hand a chain's own schema object to `convert` (no copy); the conversion must not
+    change it."""
     import contextlib
     import copy
 

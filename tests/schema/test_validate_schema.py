@@ -122,17 +122,3 @@ def test_json_schema_test_suite_sample(draft: str) -> None:
                 case["description"],
                 test["description"],
             )
-
-
-def test_a_remembered_schema_text_is_given_for_that_object_only() -> None:
-    from chainform._json import canonical_json
-    from chainform.schema import validate
-
-    mine = {"type": "object", "properties": {"a": {"type": "integer"}}}
-    validate.remember_text(mine, "remembered")
-    assert validate.schema_text(mine) == "remembered"  # the object chainform made: not encoded again
-    twin = {"type": "object", "properties": {"a": {"type": "integer"}}}
-    assert validate.schema_text(twin) == canonical_json(twin)  # an equal object is encoded
-    for i in range(100):  # at most 64 kept, the least recently used dropped first
-        validate.remember_text({"n": i}, str(i))
-    assert len(validate._texts) <= 64 and validate.schema_text(mine) == canonical_json(mine)

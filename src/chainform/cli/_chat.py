@@ -201,7 +201,7 @@ def _turn(
     conversation: Conversation, text: Any, settings: dict[str, Any], *, tools_debug: bool, as_json: bool
 ) -> None:
     """One chain of the conversation, streamed; Ctrl-C cancels it and the session goes on."""
-    from chainform.cli._output import format_json
+    from chainform.cli._output import echo_untrusted, format_json
     from chainform.cli._show import show_tool_event
     from chainform.errors import ChainformError
 
@@ -212,7 +212,7 @@ def _turn(
             if event.kind in ("tool_call", "tool_result", "attachment") and tools_debug:
                 show_tool_event(event.kind, event.value)
             elif event.kind == "text" and not as_json and event.purpose in ("chain", "retry") and event.text:
-                click.echo(event.text, nl=False)
+                echo_untrusted(event.text, nl=False)
                 printed = event.text
         if as_json:
             click.echo(format_json(response.json()))
@@ -223,7 +223,7 @@ def _turn(
             response.cancel()
         click.echo("\n[turn cancelled]", err=True)
     except (ChainformError, OSError, ValueError) as exc:  # a failed turn is said; the session goes on
-        click.echo(error_line(exc), err=True)
+        echo_untrusted(error_line(exc), err=True)
 
 
 def _stdin_is_terminal() -> bool:

@@ -27,7 +27,7 @@ from chainform.cli._options import (
     provider_options,
     rate_options,
 )
-from chainform.cli._output import shorten
+from chainform.cli._output import echo_untrusted, shorten
 from chainform.cli._prompt import FALLBACK_HELP, parse_options
 
 
@@ -53,7 +53,7 @@ eval_group: click.Group = click.group(name="eval", cls=_EvalGroup, default="run"
 
 
 def _bad_input(exc: Exception) -> click.exceptions.Exit:
-    click.echo(f"Error: {' '.join(str(exc).split())}", err=True)
+    echo_untrusted(f"Error: {' '.join(str(exc).split())}", err=True)  # it may quote the data
     return exit_with(ExitCode.USAGE)
 
 
@@ -499,10 +499,10 @@ def _show(report: Any, as_json: bool, html_path: str | None, csv_path: str | Non
     if as_json:
         click.echo(json.dumps(report.to_dict(), default=str))
         return
-    from chainform.cli._output import console
+    from chainform.cli._output import console, untrusted
     from chainform.evals._table import render
 
-    render(report, console())
+    render(report, console(), untrusted=untrusted)
     for path in (html_path, csv_path):
         if path is not None:
             click.echo(f"eval: report written to {path}", err=True)
@@ -539,7 +539,7 @@ def eval_list(count: int, as_json: bool) -> None:
     for item in listed:
         stamp = dt.datetime.fromtimestamp(item["when"]).strftime("%Y-%m-%dT%H:%M:%S")
         summary = "; ".join(f"{c['name']}: {c['right']}/{c['rows']} right" for c in item["cells"])
-        click.echo(f"{item['id']}  {stamp}  {item.get('error') or summary}")
+        echo_untrusted(f"{item['id']}  {stamp}  {item.get('error') or summary}")
 
 
 @eval_group.command(name="show")
@@ -674,7 +674,7 @@ def eval_compare(a: str, b: str, resamples: int, seed: int, force: bool, as_json
     except EvalInputError as exc:
         raise _bad_input(exc) from None
     if result.expected_differ:
-        click.echo(
+        echo_untrusted(  # rows are named by the data set
             f"Warning: {len(result.expected_differ)} rows have other expected answers in B "
             f"({', '.join(result.expected_differ[:5])}); compared anyway (--force)",
             err=True,
@@ -693,9 +693,9 @@ def eval_compare(a: str, b: str, resamples: int, seed: int, force: bool, as_json
     for path, (before, after) in result.worse_fields.items():
         click.echo(f"worse: {path} {before:.1%} -> {after:.1%}")
     if result.better_rows:
-        click.echo("better rows: " + ", ".join(result.better_rows))
+        echo_untrusted("better rows: " + ", ".join(result.better_rows))
     if result.worse_rows:
-        click.echo("worse rows: " + ", ".join(result.worse_rows))
+        echo_untrusted("worse rows: " + ", ".join(result.worse_rows))
 
 
 __all__ = ["eval_group"]

@@ -13,6 +13,7 @@ from typing import Any, TypeVar
 import click
 
 from chainform.cli._exit import ExitCode, exit_with
+from chainform.cli._output import echo_untrusted
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -91,7 +92,7 @@ class Failures:
     def say(self, command: str, total: int) -> None:
         """One stderr line: how many rows failed, by kind (nothing when none did)."""
         if self.count:
-            click.echo(f"{command}: {self.count} of {total} rows failed: {self.text()}", err=True)
+            echo_untrusted(f"{command}: {self.count} of {total} rows failed: {self.text()}", err=True)
 
     def finish(self, command: str, total: int, allowance: Allowance) -> None:
         """Say what failed (stderr) and end with ROWS_FAILED when more failed than `allowance`."""

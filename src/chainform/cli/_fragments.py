@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING
 import click
 
 from chainform.cli._group import InputError
-from chainform.cli._output import echo_json
+from chainform.cli._output import echo_json, echo_untrusted
 
 if TYPE_CHECKING:
     from chainform.store import Fragment, Store
@@ -137,7 +137,7 @@ def fragments_list(as_json: bool = False) -> None:
         )
         return
     for fragment, calls in found:
-        click.echo(
+        echo_untrusted(  # a source is a path or URL as given: it may come from a document
             f"{fragment.sha256[:12]}  {fragment.source or '-'}  {len(fragment.text):,} chars  {calls} call(s)"
         )
 
@@ -156,4 +156,4 @@ def fragments_show(fragment_id: str) -> None:
         raise FragmentError(str(exc)) from None
     if found is None:
         raise FragmentError(f"no logged fragment has the id {fragment_id!r} (`chainform fragments list`)")
-    click.echo(found.text, nl=not found.text.endswith("\n"))
+    echo_untrusted(found.text, nl=not found.text.endswith("\n"))

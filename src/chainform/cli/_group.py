@@ -132,7 +132,9 @@ class DefaultGroup(click_default_group.DefaultGroup):  # type: ignore[misc]  # u
         """An error as one `Error:` line and its exit code (a traceback with --debug)."""
         if debug_enabled(ctx) or isinstance(exc, click.UsageError):
             raise exc
-        click.echo(error_line(exc), err=True)
+        from chainform.cli._output import echo_untrusted
+
+        echo_untrusted(error_line(exc), err=True)  # it may quote a model's answer or a document
         sys.stdout.flush()
         raise exit_with(exit_code_for(exc)) from None
 
@@ -152,12 +154,13 @@ def warning_line(
     ctx = ctx or click.get_current_context(silent=True)
     if debug_enabled(ctx) or "--debug" in sys.argv[1:]:
         return _PYTHON_FORMAT(message, category, filename, lineno, line)
+    from chainform.cli._output import stderr_is_terminal, untrusted
+
     text = str(message)
-    if not text.startswith(_ISOLATION):
-        return f"Warning: {text.removeprefix('chainform: ')}\n"
+    if not text.startswith(_ISOLATION):  # a tool's warning may quote what it read
+        return f"Warning: {untrusted(text.removeprefix('chainform: '), err=True)}\n"
     root = ctx.find_root() if ctx is not None else None
     verbose = bool(root and root.meta.get(_VERBOSE_KEY))
-    from chainform.cli._output import stderr_is_terminal
 
     if (not verbose and not stderr_is_terminal()) or (root and root.meta.get(_ISOLATION_SHOWN)):
         return ""

@@ -15,7 +15,7 @@ import click
 
 from chainform.cli._money import cost_text
 from chainform.cli._options import F
-from chainform.cli._output import echo_json, shorten
+from chainform.cli._output import echo_json, echo_untrusted, shorten
 
 if TYPE_CHECKING:
     from pathlib import Path
@@ -240,7 +240,7 @@ def show_logs(
 
         rows = store.recent(None)
         rows.reverse()
-        click.echo(render_tree(rows, count=count or None, conversation=conversation))
+        echo_untrusted(render_tree(rows, count=count or None, conversation=conversation))
         return
     wanted_schema = None
     if schema is not None:
@@ -276,12 +276,12 @@ def show_logs(
         if block is None:
             click.echo("The latest matching answer has no fenced code block.", err=True)
             return
-        click.echo(block)
+        echo_untrusted(block)
         return
     if short:
-        click.echo("\n".join(short_line(r) for r in rows))
+        echo_untrusted("\n".join(short_line(r) for r in rows))
         return
-    click.echo("\n\n".join(render(r, usage=usage, format_context=format_context) for r in rows))
+    echo_untrusted("\n\n".join(render(r, usage=usage, format_context=format_context) for r in rows))
 
 
 _FENCE = re.compile(
@@ -329,7 +329,7 @@ def _unfinished(store: Store, count: int, as_json: bool) -> None:
         line = f"{row.id}  {when}  {state:<11}  {row.model}"
         if row.pending:
             line += "  waits for: " + ", ".join(f"{p['tool']} ({p['id']})" for p in row.pending)
-        click.echo(line)
+        echo_untrusted(line)  # tool names and call ids are the model's
         if state != "running":
             click.echo(f"  resume: chainform resume {row.id}")
 

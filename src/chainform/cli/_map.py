@@ -253,8 +253,10 @@ def map_command(
     if id_field is not None and input_path != "-":  # stdin: a repeated id fails its own row
         try:
             check_unique_ids(read_numbered(input_path, fmt), id_field, f"{input_path}: lines")
-        except MapInputError as exc:
-            raise click.BadParameter(str(exc), param_hint="--id-field") from None
+        except MapInputError as exc:  # it quotes the data's ids
+            from chainform.cli._output import untrusted
+
+            raise click.BadParameter(untrusted(str(exc), err=True), param_hint="--id-field") from None
     items = read_file(input_path, fmt)
     if limit is not None:
         items = itertools.islice(items, limit)

@@ -13,6 +13,7 @@ from typing import Any
 import click
 
 from chainform.cli._options import model_option
+from chainform.cli._output import echo_untrusted
 
 
 def _batch_options(command: Any) -> Any:
@@ -68,7 +69,9 @@ def map_status(run_id: str, model_name: str | None, key: str | None, base_url: s
             state = await api.poll(batch.batch_id)
             counts = f"{state.completed}/{state.total} done, {state.failed} failed" if state.total else ""
             trial = "(found by its intent: on trial)" if batch.status == ADOPTED else ""
-            click.echo(f"round {batch.round}  {batch.batch_id}  {state.status}  {counts}  {trial}".rstrip())
+            echo_untrusted(
+                f"round {batch.round}  {batch.batch_id}  {state.status}  {counts}  {trial}".rstrip()
+            )
 
     _on_batches(run_id, model_name, key, base_url, show)
 
@@ -108,9 +111,9 @@ def map_cancel(run_id: str, model_name: str | None, key: str | None, base_url: s
                     state = await api.poll(batch.batch_id)
             if state.ended:
                 status = state.status
-                click.echo(f"round {batch.round}  {batch.batch_id}  already {status}: nothing to cancel")
+                echo_untrusted(f"round {batch.round}  {batch.batch_id}  already {status}: nothing to cancel")
             else:
-                click.echo(f"round {batch.round}  {batch.batch_id}  {status}")
+                echo_untrusted(f"round {batch.round}  {batch.batch_id}  {status}")
                 count += 1
             if batch.status != ADOPTED:  # on trial: the log keeps it so until its results are read
                 batch.status = status

@@ -84,7 +84,7 @@ def _print_models(entries: list[dict[str, Any]], as_json: bool) -> None:
     from rich.table import Table
     from rich.text import Text
 
-    from chainform.cli._output import console
+    from chainform.cli._output import console, untrusted
 
     current = default_model()
     table = Table(
@@ -94,7 +94,7 @@ def _print_models(entries: list[dict[str, Any]], as_json: bool) -> None:
         caps = entry.get("capabilities", {})
         name = entry["name"] + (" (default)" if entry["name"] == current else "")
         marks = ["yes" if caps.get(s) else ("no" if s in caps else "?") for s in _SHOWN]
-        table.add_row(Text(name), Text(", ".join(entry.get("aliases", []))), *marks)
+        table.add_row(Text(untrusted(name)), Text(untrusted(", ".join(entry.get("aliases", [])))), *marks)
     console().print(table)
 
 

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 import click
 
-from chainform.cli._output import echo_json
+from chainform.cli._output import echo_json, echo_untrusted
 
 if TYPE_CHECKING:
     from chainform.store import Store
@@ -178,7 +178,7 @@ def logs_cost(groups: tuple[str, ...], since: str | None, as_json: bool) -> None
     for total in totals:
         label = " · ".join(total.key.values())
         cost = usd(total.known) if not total.unpriced else f"{usd(total.known)} + {total.unpriced} unpriced"
-        click.echo(f"{cost:>24}  {total.calls:>6} calls  {label}")
+        echo_untrusted(f"{cost:>24}  {total.calls:>6} calls  {label}")  # names as the log holds them
     known = sum((t.known for t in totals), Decimal(0))
     unpriced = sum(t.unpriced for t in totals)
     click.echo(

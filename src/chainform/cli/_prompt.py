@@ -36,7 +36,7 @@ from chainform.cli._options import (
     stop_at_option,
     strategy_option,
 )
-from chainform.cli._output import echo_json, format_json
+from chainform.cli._output import echo_json, echo_untrusted, format_json
 from chainform.cli._show import Approver, show_tool_event, summary, usage_text
 from chainform.cli._templates import Template, functions_value, load_template, save_template
 from chainform.cli._tools import chain_tool_options
@@ -549,8 +549,8 @@ def show_chain(
         raise
     if response.status == "waiting":
         echo_json([p.to_dict() for p in response.pending])
-        ids = " ".join(p.id for p in response.pending)
-        click.echo(f"Chain {response.chain_id} waits for approval of: {ids}", err=True)
+        ids = " ".join(p.id for p in response.pending)  # call ids as the model or provider gave them
+        echo_untrusted(f"Chain {response.chain_id} waits for approval of: {ids}", err=True)
         click.echo(
             f"Resume with: chainform resume {response.chain_id} --approve all (or --approve CALL / --deny CALL[=reason])",
             err=True,
@@ -561,7 +561,7 @@ def show_chain(
     elif has_schema:
         click.echo(format_json(response.json()))
     elif no_stream:
-        click.echo(response.text())
+        echo_untrusted(response.text())
     if tools_debug and response.strategy is not None and has_schema:
         choice = response.strategy
         click.echo(f"Strategy: {choice.name} ({choice.reason})", err=True)
@@ -587,7 +587,7 @@ def _follow(
         if event.kind in ("tool_call", "tool_result", "attachment") and tools_debug:
             show_tool_event(event.kind, event.value)
         elif event.kind == "text" and stream_text and event.purpose in ("chain", "retry") and event.text:
-            click.echo(event.text, nl=False)
+            echo_untrusted(event.text, nl=False)
             printed = event.text
             cut = True
         elif event.kind == "call_end":
@@ -595,7 +595,9 @@ def _follow(
                 click.echo()
                 printed = ""
                 if switches < fallbacks:
-                    click.echo(f"[{event.text}; the answer starts again from the fallback model]", err=True)
+                    echo_untrusted(
+                        f"[{event.text}; the answer starts again from the fallback model]", err=True
+                    )
             switches += bool(event.text)
             cut = False
     if stream_text and printed and not printed.endswith("\n"):

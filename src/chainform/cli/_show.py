@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any
 import click
 
 from chainform.cli._money import cost_text
-from chainform.cli._output import console, shorten
+from chainform.cli._output import console, shorten, untrusted
 
 if TYPE_CHECKING:
     from chainform.response import ChainResponse
@@ -25,16 +25,18 @@ class Approver:
 
     def __call__(self, tool: Any, call: FunctionCallContent) -> bool:
         with self._lock:
-            args = json.dumps(call.arguments, ensure_ascii=False)
-            return click.confirm(f"Run tool {call.name}({shorten(args, 300)})?", default=False, err=True)
+            args = json.dumps(call.arguments, ensure_ascii=False)  # the model's words: made inert
+            question = untrusted(f"Run tool {call.name}({shorten(args, 300)})?", err=True)
+            return click.confirm(question, default=False, err=True)
 
 
 def show_tool_event(kind: str, value: Any) -> None:
+    """One `--td` line on stderr; what the model or the tool wrote is made inert on a terminal."""
     from rich.text import Text
 
     err = console(err=True)
     if kind == "attachment":
-        err.print(Text.assemble(("Attachment: ", "bold magenta"), str(value.summary())))
+        err.print(Text.assemble(("Attachment: ", "bold magenta"), untrusted(str(value.summary()), err=True)))
     elif kind == "tool_call":
         call: FunctionCallContent = value
         args = (
@@ -42,20 +44,17 @@ def show_tool_event(kind: str, value: Any) -> None:
             if call.arguments is not None
             else call.raw_arguments
         )
-        err.print(
-            Text.assemble(("Tool call: ", "bold cyan"), f"{call.name}({args}) ", (f"[{call.call_id}]", "dim"))
-        )
+        shown = untrusted(f"{call.name}({args}) ", err=True)
+        call_id = untrusted(f"[{call.call_id}]", err=True)
+        err.print(Text.assemble(("Tool call: ", "bold cyan"), shown, (call_id, "dim")))
     else:
         result: FunctionResultContent = value
         if result.error is not None:
-            body = Text(f"error: {shorten(result.error, 500)}", style="red")
+            body = Text(untrusted(f"error: {shorten(result.error, 500)}", err=True), style="red")
         else:
-            body = Text(shorten(result.result_text(), 500))
-        err.print(
-            Text.assemble(
-                ("  result: ", "bold green"), f"{result.name} ", (f"[{result.call_id}] ", "dim"), body
-            )
-        )
+            body = Text(untrusted(shorten(result.result_text(), 500), err=True))
+        name, call_id = untrusted(f"{result.name} ", err=True), untrusted(f"[{result.call_id}] ", err=True)
+        err.print(Text.assemble(("  result: ", "bold green"), name, (call_id, "dim"), body))
 
 
 def usage_text(usage: UsageDetails, by_purpose: dict[str, UsageDetails]) -> str:

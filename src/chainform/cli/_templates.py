@@ -20,7 +20,7 @@ from typing import Any, ClassVar
 import click
 
 from chainform.cli._group import InputError
-from chainform.cli._output import echo_json
+from chainform.cli._output import echo_json, echo_untrusted
 
 _NAME = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.-]{0,99}")
 MAX_TEMPLATE_BYTES = 1_000_000
@@ -186,7 +186,7 @@ def templates_list(as_json: bool = False) -> None:
     for name, data in found.items():
         text = " ".join(str(data.get("prompt") or data.get("system") or data.get("error") or "").split())
         shown = f"{text[:60]}..." if len(text) > 63 else text
-        click.echo(f"{name} : {shown}")
+        echo_untrusted(f"{name} : {shown}")
 
 
 @templates_command.command(name="show")

@@ -326,18 +326,21 @@ def _print_table(sources: list[ToolSource]) -> None:
     from rich.table import Table
     from rich.text import Text
 
-    from chainform.cli._output import console
+    from chainform.cli._output import console, untrusted
+
+    def cell(text: str, style: str = "") -> Text:  # an MCP server names and describes its tools
+        return Text(untrusted(text), style=style)
 
     table = Table("name", "origin", "parameters", "description", box=None, pad_edge=False)
     for source in sources:
         if source.error:
             table.add_row(
-                source.name, source.origin, "", Text(f"failed to load: {source.error}", style="red")
+                cell(source.name), cell(source.origin), "", cell(f"failed to load: {source.error}", "red")
             )
         for tool in source.tools:
-            description = Text(shorten(tool.description, 80))
+            description = cell(shorten(tool.description, 80))
             level = _isolation(tool)
             if level:
                 description.append(f"\nisolation: {level}", style="bold" if level == "strict" else "yellow")
-            table.add_row(tool.name, source.origin, _parameters(tool), description)
+            table.add_row(cell(tool.name), cell(source.origin), cell(_parameters(tool)), description)
     console().print(table)

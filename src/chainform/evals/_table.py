@@ -3,6 +3,7 @@ a cell's row and of a field's figures are shared with the HTML report."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from decimal import Decimal
 from typing import Any
 
@@ -98,8 +99,14 @@ def wrong_lines(report: EvalReport) -> list[tuple[str, str, str, str, str, str]]
     return out
 
 
-def tables(report: EvalReport) -> list[Any]:
-    """The cells table, the per-field table, then the fields not right (expected against answered)."""
+def _same(text: str) -> str:
+    return text
+
+
+def tables(report: EvalReport, untrusted: Callable[[str], str] = _same) -> list[Any]:
+    """The cells table, the per-field table, then the fields not right (expected against answered);
+    `untrusted` is applied to those texts of the data and the model (the CLI makes them inert on a
+    terminal)."""
     from rich.table import Table
     from rich.text import Text
 
@@ -134,7 +141,7 @@ def tables(report: EvalReport) -> list[Any]:
     for column in ("cell", "row", "field", "status", "expected", "answered"):
         wrong.add_column(column)
     for line in lines[:MAX_WRONG_SHOWN]:
-        wrong.add_row(*(Text(safe(text)) for text in line))  # model output: never read as markup
+        wrong.add_row(*(Text(untrusted(safe(text))) for text in line))  # model output: never read as markup
     return [cells, fields, wrong]
 
 
@@ -150,8 +157,8 @@ def tool_lines(cell: Cell) -> list[str]:
     return out
 
 
-def render(report: EvalReport, console: Any) -> None:
-    for table in tables(report):
+def render(report: EvalReport, console: Any, untrusted: Callable[[str], str] = _same) -> None:
+    for table in tables(report, untrusted):
         console.print(table)
     for cell in report.cells:
         lines = tool_lines(cell)

@@ -16,7 +16,6 @@ from pydantic import TypeAdapter, ValidationError
 
 from chainform._json import canonical_json, content_id, decode_prefix, load_json
 from chainform.errors import JSONLimitError, SchemaError, StructuredOutputGenerationError
-from chainform.schema.validate import remember_text
 from chainform.types import FunctionSpec, ResponseFormat, arguments_error
 
 if TYPE_CHECKING:
@@ -55,8 +54,6 @@ class OutputSpec:
                 content: tuple[str, str] | None = _type_content(schema)
             except TypeError:  # an unhashable type expression: not cached
                 content = None
-            if content is not None:  # `js` is this spec's own copy: its text is known
-                remember_text(js, content[0])
             name = getattr(schema, "__name__", "response")
             return cls(js, schema, name, js.get("description"), content)
         raise SchemaError(

@@ -11,7 +11,6 @@ schema must be self-contained (or the caller passes a `referencing.Registry`).
 
 from __future__ import annotations
 
-import contextlib
 from collections import OrderedDict
 from typing import TYPE_CHECKING, Any
 
@@ -27,7 +26,6 @@ __all__ = [
     "check_value",
     "compile_validator",
     "is_valid",
-    "remember_text",
     "schema_text",
     "validate",
     "validate_json",
@@ -37,29 +35,9 @@ _CACHE_SIZE = 512
 _cache: OrderedDict[str, Validator] = OrderedDict()
 
 
-_texts: OrderedDict[int, tuple[Any, str]] = OrderedDict()  # id -> (a schema chainform made, its
-# canonical JSON), the most recently used last
-
-
-def remember_text(schema: dict[str, Any], text: str) -> None:
-    """Note `text` as the canonical JSON of `schema`, an object chainform made and never changes (an
-    OutputSpec's, a function tool's parameters): `schema_text` answers for it without encoding it
-    again (five times a chain: each call's conversions, each answer's restore and check). An entry
-    holds its object, so the id cannot be reused while it is here."""
-    _texts[id(schema)] = (schema, text)
-    if len(_texts) > 64:
-        with contextlib.suppress(KeyError):  # another thread emptied it first
-            _texts.popitem(last=False)
-
-
 def schema_text(schema: Any) -> str:
     """The schema's canonical JSON (`canonical_json`), the key of every cache of schemas; a schema
     that is not JSON (a set, NaN, a cycle) raises `SchemaError`."""
-    known = _texts.get(id(schema))
-    if known is not None and known[0] is schema:
-        with contextlib.suppress(KeyError):
-            _texts.move_to_end(id(schema))
-        return known[1]
     if not isinstance(schema, (dict, bool)):
         raise SchemaError(f"A JSON Schema must be an object or a boolean, not {type(schema).__name__}")
     try:

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import collections.abc
 import dataclasses
-import functools
 import inspect
 import sys
 import types
@@ -23,7 +22,6 @@ import pydantic
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, TypeAdapter
 from pydantic.fields import FieldInfo
 
-from chainform._json import canonical_json
 from chainform._lineage import RunContext
 from chainform.errors import SchemaError, ToolDefinitionError
 from chainform.tools import _docs
@@ -75,12 +73,6 @@ class Spec:
     @property
     def description(self) -> str:
         return "\n\n".join(p for p in (self.summary, self.returns) if p)
-
-    @functools.cached_property
-    def schema_text(self) -> str:
-        """The parameters' canonical JSON, worked out once per function (a chain's every call
-        converts them, and every tool call restores its arguments through them)."""
-        return canonical_json(self.schema)
 
 
 def _native(tp: type) -> bool:

@@ -21,7 +21,6 @@ from pydantic import BaseModel
 from chainform._json import load_json
 from chainform._lineage import RunContext
 from chainform.errors import ToolArgumentError, ToolDefinitionError
-from chainform.schema.validate import remember_text
 from chainform.tools._params import call_target
 from chainform.tools._schema import Spec, build_spec, call_with
 
@@ -74,7 +73,6 @@ class Tool:
         self.name: str = check_name(name or spec.name)
         self.description: str = spec.description if description is None else description
         self.parameters: dict[str, Any] = spec.schema
-        remember_text(spec.schema, spec.schema_text)  # built from the signature: every call converts it
         self.fn: Callable[..., Any] = spec.target
         self.takes_context = spec.takes_context
         target = spec.target
