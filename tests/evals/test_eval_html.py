@@ -67,3 +67,40 @@ def test_headless_chromium_renders_a_non_blank_page(report, tmp_path: Path):
     assert colours is not None and len(colours) > 10  # text, axes, points: not one flat colour
     blue = (0x1F, 0x77, 0xB4)  # the first cell's point and the accuracy bars
     assert any(abs(r - blue[0]) + abs(g - blue[1]) + abs(b - blue[2]) < 30 for _, (r, g, b) in colours)
+
+
+def test_a_confusion_table_keeps_the_most_frequent_values_and_folds_the_rest():
+    """An enum of 100 values (or a model answering many): the table stays MAX_CONFUSION_VALUES rows
+    and columns plus one that folds the others, saying how many, and every row is still counted."""
+    import re
+
+    from chainform.evals._eval_report import EvalReport
+    from chainform.evals._html import MAX_CONFUSION_VALUES
+    from chainform.evals._report import Cell, RowResult
+
+    values = [f"v{i:02d}" for i in range(100)]
+    schema = {"type": "object", "properties": {"code": {"enum": values}}, "required": ["code"]}
+    rows = [
+        RowResult(f"{i}-{k}", {}, {"code": value}, {"code": value})
+        for i, value in enumerate(values)
+        for k in range(3 if i < MAX_CONFUSION_VALUES else 1)
+    ]
+    rows.append(RowResult("off", {}, {"code": "v00"}, {"code": "v99"}))  # a rare answer: folded
+    rows.append(RowResult("failed", {}, {"code": "v50"}, None, error="output: bad"))
+    page = html(EvalReport("e1", schema, [Cell("m", "native", "{text}", "run", rows)]))
+    table = page[page.index("<table class='confusion'>") :]
+    table = table[: table.index("</table>")]
+    head, *body = re.findall(r"<tr>(.*?)</tr>", table)
+    shown = re.findall(r"<th>(.*?)</th>", head)[1:]
+    other = f"(other {len(values) + 1 - MAX_CONFUSION_VALUES} values)"  # the rest, and (error)
+    assert shown == [*values[:MAX_CONFUSION_VALUES], other]
+    assert [re.match(r"<th>(.*?)</th>", row).group(1) for row in body] == shown
+    cells = {
+        (re.match(r"<th>(.*?)</th>", row).group(1), answered): int(n or 0)
+        for row in body
+        for answered, n in zip(shown, re.findall(r"<td>(.*?)</td>", row), strict=True)
+    }
+    assert sum(cells.values()) == len(rows)
+    assert cells["v00", "v00"] == 3 and cells["v00", other] == 1
+    assert cells[other, other] == len(values) - MAX_CONFUSION_VALUES + 1  # v20..v99 right, v50 failed
+    assert len(page) < 20_000

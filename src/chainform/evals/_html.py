@@ -4,6 +4,7 @@ accuracy bars, a confusion table per enum field and every wrong row with its log
 
 from __future__ import annotations
 
+from collections import Counter
 from html import escape
 from typing import Any
 
@@ -14,6 +15,9 @@ from chainform.evals._table import cell_texts, columns, field_text, money, perce
 
 MAX_WRONG_ROWS = 200
 """Wrong rows listed per cell at most (the rest are counted)."""
+MAX_CONFUSION_VALUES = 20
+"""Values a confusion table shows at most as rows and as columns: the most frequent ones; the others
+are folded into one last row and column that says how many values it holds."""
 
 _STYLE = """
 body{font-family:system-ui,sans-serif;margin:2em;color:#222}
@@ -122,6 +126,7 @@ def _confusions(report: EvalReport) -> list[str]:
             seen = {p[0] for p in counts} | {p[1] for p in counts}
             declared = [_text(v) for v in node.enum or []]
             labels = declared + sorted(seen - set(declared))  # the schema's order, then null and (error)
+            labels, counts = _folded(labels, counts)
             head = "".join(f"<th>{escape(label)}</th>" for label in labels)
             body = "".join(
                 f"<tr><th>{escape(e)}</th>"
@@ -134,6 +139,27 @@ def _confusions(report: EvalReport) -> list[str]:
                 f"<tr><th>expected \\ answered</th>{head}</tr>{body}</table>"
             )
     return out
+
+
+def _folded(
+    labels: list[str], counts: dict[tuple[str, str], int]
+) -> tuple[list[str], dict[tuple[str, str], int]]:
+    """`labels` cut to the `MAX_CONFUSION_VALUES` met most often (expected or answered; a tie goes to
+    the earlier), in their order, then one label for the rest, which sums their counts: a table of
+    at most that many plus one rows and columns however many values the rows hold."""
+    if len(labels) <= MAX_CONFUSION_VALUES:
+        return labels, counts
+    met: Counter[str] = Counter()
+    for (expected, answered), n in counts.items():
+        met[expected] += n
+        met[answered] += n
+    order = {label: index for index, label in enumerate(labels)}
+    kept = set(sorted(labels, key=lambda label: (-met[label], order[label]))[:MAX_CONFUSION_VALUES])
+    other = f"(other {len(labels) - len(kept):,} values)"
+    folded: Counter[tuple[str, str]] = Counter()
+    for (expected, answered), n in counts.items():
+        folded[(expected if expected in kept else other, answered if answered in kept else other)] += n
+    return [label for label in labels if label in kept] + [other], dict(folded)
 
 
 def _tool_mistakes(cells: list[Cell]) -> list[str]:
