@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 
 import openai
+import pytest
 
 import chainform as cf
 from chainform.clients.openai_chat import OpenAIChatClient
@@ -58,3 +59,29 @@ def test_a_model_without_connections_closes_quietly() -> None:
 
     with cf.Model(ScriptedClient(["x"])) as model:
         assert model.chain("q").text() == "x"
+
+
+def _http_client(sdk: object) -> object:
+    """The HTTP client an SDK client chainform built sends through (anthropic's own, the one
+    chainform hands google-genai)."""
+    api = getattr(sdk, "_api_client", None)
+    return api._async_httpx_client if api is not None else sdk._client  # type: ignore[attr-defined]
+
+
+@pytest.mark.parametrize("name", ["anthropic/claude-haiku-4-5", "gemini/gemini-2.5-flash"])
+def test_closing_a_model_closes_the_sdk_client_the_registry_built_and_a_new_one_serves_after(
+    name: str,
+) -> None:
+    """`get_model` builds anthropic's and gemini's SDK clients at once (not on first use, as
+    openai's): closing the model closes them too (google-genai leaves the HTTP client chainform
+    handed it open), and the model used again builds a new one."""
+    with Emulator(["one", "two"]) as emu:
+        model = cf.get_model(name, base_url=emu.base_url, key="x")
+        assert model.chain("one?").text() == "one"
+        first = model.client.sdk
+        model.close()
+        assert _http_client(first).is_closed  # type: ignore[attr-defined]
+        assert model.chain("two?").text() == "two"
+        second = model.client.sdk
+        model.close()
+        assert second is not first and _http_client(second).is_closed  # type: ignore[attr-defined]

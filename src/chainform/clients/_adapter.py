@@ -203,12 +203,17 @@ class ProviderClient(BaseChatClient):
         self.wire = wire
         self._sdk = sdk
         self._build_sdk = build_sdk
-        self._owns_sdk = sdk is None  # a client the caller gave is the caller's to close
         self._downloads: dict[str, DataContent] = {}  # URL -> content (`_media.checked`)
         # an SDK client this adapter builds gets hooks of its own, handed to `build_sdk`
-        self._hooks = SdkHooks() if self._owns_sdk else hooks_of(sdk)
-        endpoint.splicer = self._hooks.splicer if self._hooks is not None else None
-        endpoint.clocks = self._hooks.clocks if self._hooks is not None else None
+        self._use_hooks(SdkHooks() if sdk is None else hooks_of(sdk))
+        # a client the caller gave is the caller's to close; one the registry built (it can build
+        # another) is this adapter's
+        self._owns_sdk = sdk is None or (self._hooks is not None and self._hooks.rebuild is not None)
+
+    def _use_hooks(self, hooks: SdkHooks | None) -> None:
+        self._hooks = hooks
+        self.endpoint.splicer = hooks.splicer if hooks is not None else None
+        self.endpoint.clocks = hooks.clocks if hooks is not None else None
 
     def __repr__(self) -> str:
         where = f", base_url={self.base_url!r}" if self.base_url else ""
@@ -246,10 +251,15 @@ class ProviderClient(BaseChatClient):
     def sdk(self) -> Any:
         """The provider SDK's client, built on first use."""
         if self._sdk is None:
-            if self._build_sdk is None:
+            rebuild = self._hooks.rebuild if self._hooks is not None else None
+            if self._build_sdk is not None:
+                assert self._hooks is not None  # made with the adapter (`__init__`)
+                self._sdk = self._build_sdk(self._hooks)
+            elif rebuild is not None:  # the registry's client was closed: a new one, with its hooks
+                self._sdk = rebuild()
+                self._use_hooks(hooks_of(self._sdk))
+            else:
                 raise RuntimeError(f"{self!r} was given no SDK client")
-            assert self._hooks is not None  # made with the adapter (`__init__`)
-            self._sdk = self._build_sdk(self._hooks)
         return self._sdk
 
     async def aclose(self) -> None:
@@ -262,6 +272,8 @@ class ProviderClient(BaseChatClient):
         close = getattr(sdk, "close", None)  # a coroutine for openai and anthropic, not for boto3
         if close is not None and inspect.isawaitable(result := close()):
             await result
+        for closer in hooks.closers if (hooks := hooks_of(sdk)) is not None else ():
+            await closer()
 
     def guard(self) -> StreamGuard:
         return self.endpoint.guard()

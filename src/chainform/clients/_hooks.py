@@ -4,6 +4,7 @@ to the adapter that sends through it, so each request's hooks find that request'
 
 from __future__ import annotations
 
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -19,6 +20,11 @@ class SdkHooks:
 
     splicer: Splicer = field(default_factory=Splicer)
     clocks: Clocks = field(default_factory=Clocks)
+    rebuild: Callable[[], Any] | None = None
+    """A fresh client like this one (set by the registry's `connect`): its adapter owns this one,
+    closes it in `aclose` and builds the next with this when it is used again."""
+    closers: list[Callable[[], Awaitable[Any]]] = field(default_factory=list)
+    """What closing the SDK client leaves open (an HTTP client it was handed), closed after it."""
 
 
 def attach(sdk: Any, hooks: SdkHooks) -> Any:

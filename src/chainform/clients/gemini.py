@@ -77,9 +77,10 @@ def _sdk(
     hooks = SdkHooks()
     if spliced:
         httpx = _wire.import_sdk("httpx", "gemini")
-        http_options["httpx_async_client"] = httpx.AsyncClient(
+        http_options["httpx_async_client"] = http = httpx.AsyncClient(
             event_hooks=hooks.clocks.http_hooks(request=(hooks.splicer.httpx_hook(httpx),))
         )
+        hooks.closers.append(http.aclose)  # google-genai leaves a client it was handed open
     options = genai_types.HttpOptions(base_url=base_url, retry_options=retry, **http_options)
     client = genai.Client(api_key=key, http_options=options)
     return attach(client, hooks) if spliced else client

@@ -22,6 +22,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TypeVar
 
+from chainform.clients._hooks import hooks_of
 from chainform.clients._wire import import_sdk, resolve_key
 from chainform.clients.base import ChatClient, Middleware
 from chainform.clients.profiles.openai import OPENAI_MODELS
@@ -344,7 +345,15 @@ class Provider:
         options = {name: kwargs.pop(name) for name in adapter_options if name in kwargs}
         retries = self.max_retries if max_retries is None else max_retries
         limits = Timeout.of(timeout)
-        client = sdk(module, secret if self.key_env else key, base_url, retries, limits, **kwargs)
+
+        def build() -> Any:  # an SDK client chainform built is its adapter's to close and build again
+            built = sdk(module, secret if self.key_env else key, base_url, retries, limits, **kwargs)
+            hooks = hooks_of(built)
+            if hooks is not None:
+                hooks.rebuild = build
+            return built
+
+        client = build()
         if secret is not None:
             options["secret"] = secret
         return adapter(model, client, profile=profile, middleware=middleware, timeout=limits, **options)
