@@ -2,9 +2,13 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from typing import Any
+
 import pytest
 from conformance_table import ROWS, Row, sdks, transports
 
+import chainform as cf
 from chainform.testing.emulator import Emulator
 
 _PROVIDER_VARS = (
@@ -48,6 +52,23 @@ def _no_waiting(monkeypatch: pytest.MonkeyPatch) -> None:
         monkeypatch.setattr(base, "INITIAL_RETRY_DELAY", 0.001)
         monkeypatch.setattr(base, "MAX_RETRY_DELAY", 0.005)
     monkeypatch.setattr(standard.ExponentialBackoff, "delay_amount", lambda self, context: 0.0)
+
+
+@pytest.fixture(autouse=True)
+def _close_models(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+    """Every model a case makes with `Row.model` is closed when the case ends: its SDK client's
+    connections close here, not as ResourceWarnings in a later test on the worker."""
+    made: list[cf.Model] = []
+    build = Row.model
+
+    def model(self: Row, emu: Emulator, **settings: Any) -> cf.Model:
+        made.append(built := build(self, emu, **settings))
+        return built
+
+    monkeypatch.setattr(Row, "model", model)
+    yield
+    for built in made:
+        built.close()
 
 
 @pytest.fixture
