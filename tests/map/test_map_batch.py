@@ -289,6 +289,7 @@ def test_batch_with_a_provider_without_a_batch_api_names_those_with_one(tmp_path
         assert result.exit_code == 2, result.output
         assert "no batch API" in result.output
         assert all(p in result.output for p in ("openai", "anthropic", "gemini"))
+        assert not (tmp_path / "o.jsonl").exists()  # refused before OUT was made
 
 
 @ALL

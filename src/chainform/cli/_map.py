@@ -284,6 +284,10 @@ def map_command(
         )
         if store is not None:
             model.log_to(store)  # the command's one log
+    if batch and ray_address is not None:
+        raise click.UsageError("--batch does not run with --ray")
+    if batch:
+        check_batch(model)  # before OUT is touched
     again = shlex.join(["chainform", "map", input_path, "-o", output])
     sink = JsonlSink(output, f"run the same command with --resume ({again} ... --resume)")
     if keep_errors and not resume:
@@ -291,6 +295,7 @@ def map_command(
     locks = contextlib.ExitStack()  # one writer per OUT and per run, held until the command ends
     click.get_current_context().call_on_close(locks.close)
     _lock(locks, "out", output, output)  # beside OUT: one writer whatever CHAINFORM_HOME
+    locks.callback(sink.close)  # OUT is closed, before its lock goes, however the command ends
     try:
         sink.prepare(resume=resume, retry_errors=not keep_errors)
     except MapOutputError as exc:
@@ -303,8 +308,6 @@ def map_command(
     source = (row for row in rows(items, id_field) if row.key not in sink.done)
     attaching = attach_field is not None  # the attachment flags apply with --attach only
     base = Path(input_path).resolve().parent if input_path != "-" else Path.cwd()
-    if batch and ray_address is not None:
-        raise click.UsageError("--batch does not run with --ray")
     total = count_rows(input_path, fmt)
     total = min(total, limit) if total is not None and limit is not None else total
     tracker = Tracker(total, len(sink.done), sink.retried)
@@ -339,8 +342,6 @@ def map_command(
         attachments_store=attachments_store if attaching else "copy",
         allow_private_urls=attaching and allow_private_urls,
     )
-    if batch:
-        check_batch(model)
 
     def commit(result: MapResult) -> None:
         sink.commit(line_for(result, run_id, record_of(result.input)))
