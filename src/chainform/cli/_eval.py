@@ -15,12 +15,11 @@ from typing import Any
 import click
 import click_default_group
 
+from chainform._bounds import MAX_CONCURRENCY, MAX_REPEAT
 from chainform.cli._exit import ExitCode, exit_with
 from chainform.cli._failures import Allowance, Failures, allow_failures_option, check_fields
 from chainform.cli._money import apply_price, money_options
 from chainform.cli._options import (
-    MAX_CONCURRENCY,
-    MAX_REPEAT,
     STRATEGY_CHOICES,
     count_option,
     model_options_option,

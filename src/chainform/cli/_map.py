@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
+from chainform._bounds import MAX_CONCURRENCY
 from chainform._map import MAX_WAIT
 from chainform.cli._attach import conversion_options, limit_options
 from chainform.cli._failures import Allowance, allow_failures_option, check_fields
@@ -25,7 +26,6 @@ from chainform.cli._map_batch import MapCommand, check_batch, logged_run_id, rec
 from chainform.cli._map_progress import Tracker
 from chainform.cli._money import apply_price, money_options
 from chainform.cli._options import (
-    MAX_CONCURRENCY,
     Seconds,
     chain_limit_option,
     count_option,

@@ -12,9 +12,6 @@ from typing import TYPE_CHECKING, Any, TypeVar, cast
 
 import click
 
-from chainform._bounds import MAX_CONCURRENCY as MAX_CONCURRENCY
-from chainform._bounds import MAX_REPEAT as MAX_REPEAT
-
 if TYPE_CHECKING:
     from chainform.types import Timeout
 

@@ -83,7 +83,8 @@ def evaluate(
     `model.map` (concurrency, retries, attach, attach_base, batch, system, tools, chain_limit, ...).
     `judge` (a model or its name; off by default) decides the free-text fields (`judge_fields`, else
     every plain string field) that the rules scored wrong (see `_judge`). `repeat=N` (1 to
-    `MAX_REPEAT`; `concurrency` 1 to `MAX_CONCURRENCY`) runs each row N times: the report adds pass@k, pass^k and per-field agreement across the runs. `retry_failed=True`
+    `MAX_REPEAT`; `concurrency` 1 to `MAX_CONCURRENCY`) runs each row N times: the report adds
+    pass@k, pass^k and per-field agreement across the runs. `retry_failed=True`
     (with `resume=True`) runs again the rows whose chain failed. `rubric` ({field: rubric text}) has
     the judge (else the first model) pass or fail a free-text field on the rubric, with no expected
     value (see `_rubric`); `judge_options` (`key`, `base_url`) are the judge's own, else a judge of
